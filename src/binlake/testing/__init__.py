@@ -1,0 +1,1 @@
+"""Helpers for testing binlake against a real MariaDB server."""
