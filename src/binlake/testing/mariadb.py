@@ -170,7 +170,7 @@ class MariaDBServer:
             "innodb_flush_log_at_trx_commit": 0,
             "innodb_doublewrite": 0,
             "innodb_flush_method": "nosync",
-            "innodb_buffer_pool_size": "256M",
+            "innodb_buffer_pool_size": "1G",
             "innodb_log_file_size": "256M",
             "performance_schema": "OFF",
             **self.settings,
@@ -190,20 +190,17 @@ class MariaDBServer:
         self.defaults_file.write_text("\n".join(lines))
 
     def _wait_until_ready(self, timeout: float) -> None:
+        import pymysql
+
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
                 raise RuntimeError(f"mariadbd exited with {self._process.returncode}:\n{self._log_tail()}")
             try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    pass
                 self.query("SELECT 1")
                 return
-            except OSError:
-                time.sleep(0.05)
-            except Exception as error:  # pymysql error while the server finishes starting
-                if "OperationalError" not in type(error).__name__:
-                    raise
+            except pymysql.err.OperationalError:  # not listening yet, or still starting up
+                self._connection = None
                 time.sleep(0.05)
         self.stop()
         raise RuntimeError(f"mariadbd did not accept connections within {timeout}s:\n{self._log_tail()}")

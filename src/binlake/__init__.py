@@ -1,0 +1,30 @@
+"""binlake: read MySQL and MariaDB binary logs of every format.
+
+    import binlake
+    for event in binlake.open("mysql-bin.000001"):
+        print(event.header.pos, event.type_name)
+    for change in binlake.changes(["bin.000001", "bin.000002"]):
+        print(change.op, change.table, change.before, change.after)
+"""
+
+from __future__ import annotations
+
+from .errors import (BinlogError, ChecksumMismatch, CorruptEvent, EncryptedBinlog, NotABinlog,
+                     PartialEvent, TruncatedEvent, UnsupportedFeature)
+from .reader import BinlogReader, FileInfo, read_events
+from .records import Change, changes, changes_from_events
+from .values import MysqlTemporal
+
+__version__ = "0.1.0"
+
+
+def open(paths, **options) -> BinlogReader:  # noqa: A001 - mirrors io.open's role
+    """A reader over one binlog file or several, in order (`-` is standard input)."""
+    return BinlogReader(paths, **options)
+
+
+__all__ = [
+    "open", "read_events", "changes", "changes_from_events", "BinlogReader", "FileInfo",
+    "Change", "MysqlTemporal", "BinlogError", "ChecksumMismatch", "CorruptEvent",
+    "EncryptedBinlog", "NotABinlog", "PartialEvent", "TruncatedEvent", "UnsupportedFeature",
+]

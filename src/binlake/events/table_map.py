@@ -1,0 +1,236 @@
+"""TABLE_MAP_EVENT: the column types and metadata that row images need.
+
+Layout (MySQL `rows_event.cpp` Table_map_event, MariaDB `log_event.cc`):
+post-header table_id (6 bytes, 4 when the FDE says 6) + flags (2); body
+db (len, bytes, NUL), table (len, bytes, NUL), column count (packed), types
+(1 byte each), metadata (packed length, then per type 0-2 bytes), null
+bitmap, then optional metadata as TLVs (binlog_row_metadata=MINIMAL/FULL).
+
+Rule: everything derived from a table map (column keys, value decoders,
+row plans) is computed once here and cached on the TableMap, never per row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from ..constants import ColumnType as T, TableMapOptionalMetadata as M
+from ..cursor import Cursor, text
+from .base import Event, EventHeader
+
+_ONE_BYTE_META = {T.MYSQL_TYPE_FLOAT, T.MYSQL_TYPE_DOUBLE, T.MYSQL_TYPE_BLOB,
+                  T.MYSQL_TYPE_TINY_BLOB, T.MYSQL_TYPE_MEDIUM_BLOB, T.MYSQL_TYPE_LONG_BLOB,
+                  T.MYSQL_TYPE_GEOMETRY, T.MYSQL_TYPE_JSON, T.MYSQL_TYPE_TIMESTAMP2,
+                  T.MYSQL_TYPE_DATETIME2, T.MYSQL_TYPE_TIME2, T.MYSQL_TYPE_VECTOR}
+_NUMERIC = {T.MYSQL_TYPE_TINY, T.MYSQL_TYPE_SHORT, T.MYSQL_TYPE_INT24, T.MYSQL_TYPE_LONG,
+            T.MYSQL_TYPE_LONGLONG, T.MYSQL_TYPE_NEWDECIMAL, T.MYSQL_TYPE_FLOAT,
+            T.MYSQL_TYPE_DOUBLE}
+_BLOBS = {T.MYSQL_TYPE_BLOB, T.MYSQL_TYPE_TINY_BLOB, T.MYSQL_TYPE_MEDIUM_BLOB,
+          T.MYSQL_TYPE_LONG_BLOB}
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    index: int
+    type: int            #: type as in the table map (STRING may hide ENUM/SET: see real_type)
+    meta: int            #: metadata packed in one int (2-byte metadata: first byte high)
+    nullable: bool
+    name: str | None = None
+    unsigned: bool = False
+    charset: int | None = None   #: collation id, when the table map carries it
+    enum_values: list | None = None
+    set_values: list | None = None
+    geometry_type: int | None = None
+    vector_dimensions: int | None = None
+    visible: bool = True
+    primary_key: bool = False
+
+    @property
+    def key(self) -> str:
+        """The key of this column in row dicts: its name, else `@N` (1-based)."""
+        return self.name if self.name is not None else f"@{self.index + 1}"
+
+    @property
+    def real_type(self) -> int:
+        if self.type == T.MYSQL_TYPE_STRING:
+            from ..values import string_real_type
+            return string_real_type(self.meta)[0]
+        return self.type
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.type in _NUMERIC
+
+    @property
+    def is_character(self) -> bool:
+        return self.real_type in (T.MYSQL_TYPE_STRING, T.MYSQL_TYPE_VAR_STRING,
+                                  T.MYSQL_TYPE_VARCHAR) or self.type in _BLOBS
+
+    @property
+    def is_enum_or_set(self) -> bool:
+        return self.real_type in (T.MYSQL_TYPE_ENUM, T.MYSQL_TYPE_SET)
+
+
+@dataclass(frozen=True, slots=True)
+class TableMapEvent(Event):
+    table_id: int
+    flags: int
+    database: str
+    table: str
+    columns: tuple
+    #: column indexes of the primary key (with prefix lengths, 0 = whole column)
+    primary_key: tuple = ()
+    default_charset: int | None = None
+    optional_metadata: bytes = b""
+    #: per-TableMap caches (row plans); not part of the event's value
+    cache: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.database}.{self.table}"
+
+    @property
+    def has_names(self) -> bool:
+        return all(c.name is not None for c in self.columns)
+
+    def fields(self) -> dict:
+        out = {n: getattr(self, n) for n in ("table_id", "flags", "database", "table",
+                                            "primary_key", "default_charset")}
+        out["columns"] = [_column_dict(c) for c in self.columns]
+        return out
+
+
+def _column_dict(column: Column) -> dict:
+    from ..constants import ColumnType
+    out = {"index": column.index, "name": column.name,
+           "type": ColumnType(column.real_type).name if column.real_type in ColumnType._value2member_map_ else column.real_type,
+           "meta": column.meta, "nullable": column.nullable}
+    for name in ("unsigned", "charset", "enum_values", "set_values", "geometry_type",
+                 "vector_dimensions", "primary_key"):
+        value = getattr(column, name)
+        if value:
+            out[name] = value
+    if not column.visible:
+        out["visible"] = False
+    return out
+
+
+def _read_meta(cur: Cursor, column_type: int) -> int:
+    if column_type in _ONE_BYTE_META:
+        return cur.u8()
+    if column_type in (T.MYSQL_TYPE_VARCHAR, T.MYSQL_TYPE_VAR_STRING):
+        return cur.u16()
+    if column_type in (T.MYSQL_TYPE_NEWDECIMAL, T.MYSQL_TYPE_BIT, T.MYSQL_TYPE_STRING,
+                       T.MYSQL_TYPE_ENUM, T.MYSQL_TYPE_SET, T.MYSQL_TYPE_DECIMAL):
+        if column_type == T.MYSQL_TYPE_DECIMAL:
+            return 0
+        high = cur.u8()
+        return high << 8 | cur.u8()
+    return 0
+
+
+def _bits_msb_first(raw: bytes, count: int) -> list[bool]:
+    return [bool(raw[i // 8] & (0x80 >> (i % 8))) for i in range(count)]
+
+
+def _charsets(cur: Cursor, count: int, default_form: bool) -> list[int]:
+    if not default_form:
+        return [cur.packed_len() for _ in range(count)]
+    default = cur.packed_len()
+    values = [default] * count
+    while not cur.at_end():
+        index, collation = cur.packed_len(), cur.packed_len()
+        if index < count:
+            values[index] = collation
+    return values
+
+
+def _strings(cur: Cursor) -> list[str]:
+    return [text(cur.lstring_packed()) for _ in range(cur.packed_len())]
+
+
+def _apply_optional_metadata(columns: list[dict], cur: Cursor) -> dict:
+    """Fill per-column facts from the TLVs; returns table-level facts."""
+    numeric = [c for c in columns if c["_column"].is_numeric]
+    character = [c for c in columns if c["_column"].is_character]
+    enum_set = [c for c in columns if c["_column"].is_enum_or_set]
+    enums = [c for c in enum_set if c["_column"].real_type == T.MYSQL_TYPE_ENUM]
+    sets = [c for c in enum_set if c["_column"].real_type == T.MYSQL_TYPE_SET]
+    geometry = [c for c in columns if c["_column"].type == T.MYSQL_TYPE_GEOMETRY]
+    vectors = [c for c in columns if c["_column"].type == T.MYSQL_TYPE_VECTOR]
+    table: dict = {}
+    while not cur.at_end():
+        kind = cur.u8()
+        value = cur.sub(cur.packed_len())
+        if kind == M.SIGNEDNESS:
+            for c, flag in zip(numeric, _bits_msb_first(value.rest(), len(numeric))):
+                c["unsigned"] = flag
+        elif kind in (M.DEFAULT_CHARSET, M.COLUMN_CHARSET):
+            charsets = _charsets(value, len(character), kind == M.DEFAULT_CHARSET)
+            if kind == M.DEFAULT_CHARSET and charsets:
+                table["default_charset"] = charsets[0] if len(set(charsets)) == 1 else None
+            for c, cs in zip(character, charsets):
+                c["charset"] = cs
+        elif kind in (M.ENUM_AND_SET_DEFAULT_CHARSET, M.ENUM_AND_SET_COLUMN_CHARSET):
+            charsets = _charsets(value, len(enum_set), kind == M.ENUM_AND_SET_DEFAULT_CHARSET)
+            for c, cs in zip(enum_set, charsets):
+                c["charset"] = cs
+        elif kind == M.COLUMN_NAME:
+            for c in columns:
+                c["name"] = text(value.lstring_packed())
+        elif kind == M.SET_STR_VALUE:
+            for c in sets:
+                c["set_values"] = _strings(value)
+        elif kind == M.ENUM_STR_VALUE:
+            for c in enums:
+                c["enum_values"] = _strings(value)
+        elif kind == M.GEOMETRY_TYPE:
+            for c in geometry:
+                c["geometry_type"] = value.packed_len()
+        elif kind == M.SIMPLE_PRIMARY_KEY:
+            keys = []
+            while not value.at_end():
+                keys.append((value.packed_len(), 0))
+            table["primary_key"] = tuple(keys)
+        elif kind == M.PRIMARY_KEY_WITH_PREFIX:
+            keys = []
+            while not value.at_end():
+                keys.append((value.packed_len(), value.packed_len()))
+            table["primary_key"] = tuple(keys)
+        elif kind == M.COLUMN_VISIBILITY:
+            for c, flag in zip(columns, _bits_msb_first(value.rest(), len(columns))):
+                c["visible"] = flag
+        elif kind == M.VECTOR_DIMENSIONALITY:
+            for c in vectors:
+                c["vector_dimensions"] = value.packed_len()
+        # Unknown TLVs of newer servers are skipped by their length: that is
+        # the point of the TLV encoding, and the raw bytes stay in optional_metadata.
+    return table
+
+
+def decode_table_map(header: EventHeader, cur: Cursor, ctx) -> TableMapEvent:
+    post_len = ctx.fde.post_header_len(header.type_code)
+    table_id = cur.u32() if post_len == 6 else cur.u48()
+    flags = cur.u16()
+    database = text(cur.lstring1()); cur.u8()
+    table = text(cur.lstring1()); cur.u8()
+    count = cur.packed_len()
+    types = cur.bytes(count)
+    if cur.at_end():  # 5.1 before 5.1.18 wrote no metadata and no null bitmap
+        metas = [0] * count
+    else:
+        meta_cur = cur.sub(cur.packed_len())
+        metas = [_read_meta(meta_cur, t) for t in types]
+    nulls = cur.bitmap(count) if not cur.at_end() else 0
+    optional_start = cur.pos
+    base = [Column(i, types[i], metas[i], bool(nulls >> i & 1)) for i in range(count)]
+    facts = [{"_column": c} for c in base]
+    table_facts = _apply_optional_metadata(facts, cur)
+    optional = bytes(cur.buf[optional_start:cur.end])
+    primary = table_facts.get("primary_key", ())
+    pk_columns = {index for index, _ in primary}
+    columns = tuple(
+        replace(f.pop("_column"), primary_key=i in pk_columns, **f)
+        for i, f in enumerate(facts))
+    return TableMapEvent(header, table_id, flags, database, table, columns, primary,
+                         table_facts.get("default_charset"), optional)

@@ -1,0 +1,429 @@
+"""Framing and stream state: the only module that changes what later events mean.
+
+Strategy:
+1. Magic, then version detection from the first event (seed 000 and the
+   server's `Format_description_log_event`): START_EVENT_V3 shorter than 75
+   bytes -> v1 (13-byte headers); START_EVENT_V3 of 75+ bytes, or a first
+   event that is neither a start event nor an FDE -> v3; an FDE -> v4, whose
+   header length and post-header lengths then frame everything after it.
+   Early 5.1/5.2 trees (wl2325) numbered events differently: their codes are
+   remapped by server version as the server does.
+2. Each event is cut to `length` bytes; with CRC32 on, the last 4 bytes are
+   checked and removed before any decoder sees the body.
+3. State changes happen here and nowhere else: a new FDE (relay logs hold
+   several), a new table map, the unpacking of a TRANSACTION_PAYLOAD.
+
+Rule: a problem raises a BinlogError naming file and offset only *after*
+every good event before it has been yielded.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import re
+import struct
+import sys
+import zlib
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+from .constants import (BINLOG_CHECKSUM_ALG_DESC_LEN, BINLOG_CHECKSUM_LEN, BINLOG_MAGIC,
+                        ENCRYPTED_BINLOG_MAGIC, EVENT_LEN_OFFSET, EVENT_TYPE_OFFSET,
+                        LOG_EVENT_MINIMAL_HEADER_LEN, OLD_HEADER_LEN, START_V3_HEADER_LEN,
+                        WL2325_EVENT_PERMUTATION, ChecksumAlg, EventType as E, LogEventFlag)
+from .cursor import Cursor, text
+from .errors import (BinlogError, ChecksumMismatch, CorruptEvent, EncryptedBinlog,
+                     NotABinlog, PartialEvent, TruncatedEvent)
+from .events import (DECODERS, Event, EventHeader, FormatDescription, TransactionPayloadEvent,
+                     UnknownEvent)
+from .events.control import has_checksum_field
+
+_HEADER = struct.Struct("<IBIIIH")
+_HEADER_V1 = struct.Struct("<IBII")
+
+#: Post-header lengths of binlog v1 and v3, which carry no FDE to say them
+#: (Format_description_log_event's constructor for binlog_ver 1 and 3).
+_OLD_POST_HEADER = {E.START_EVENT_V3: START_V3_HEADER_LEN, E.QUERY_EVENT: 11,
+                    E.LOAD_EVENT: 18, E.CREATE_FILE_EVENT: 4, E.APPEND_BLOCK_EVENT: 4,
+                    E.EXEC_LOAD_EVENT: 4, E.DELETE_FILE_EVENT: 4, E.NEW_LOAD_EVENT: 18}
+
+
+def old_format(binlog_version: int, server_version: str = "") -> FormatDescription:
+    lengths = bytearray(E.NEW_LOAD_EVENT)
+    for code, length in _OLD_POST_HEADER.items():
+        lengths[code - 1] = length
+    if binlog_version == 3:
+        lengths[E.ROTATE_EVENT - 1] = 8
+    header = OLD_HEADER_LEN if binlog_version == 1 else LOG_EVENT_MINIMAL_HEADER_LEN
+    return FormatDescription(binlog_version, server_version, header, bytes(lengths), None, None)
+
+
+_WL2325 = re.compile(r"5\.1\.[1-5]-a_drop5|5\.1\.4-a_drop6|5\.2\.[0-2]-a_drop6")
+
+
+def _permutation(server_version: str, post_header: bytes):
+    """The wl2325 trees' numbering, and their post-header lengths re-ordered."""
+    if not _WL2325.match(server_version):
+        return None, post_header
+    permuted = bytearray(len(post_header))
+    for old_code in range(1, min(len(post_header) + 1, len(WL2325_EVENT_PERMUTATION))):
+        permuted[WL2325_EVENT_PERMUTATION[old_code] - 1] = post_header[old_code - 1]
+    return WL2325_EVENT_PERMUTATION, bytes(permuted)
+
+
+@dataclass
+class DecodeContext:
+    """What decoders may read (never write): the stream state."""
+
+    file: str
+    fde: FormatDescription
+    table_maps: dict = field(default_factory=dict)
+    pending_checksum_alg: int | None = None
+
+
+@dataclass
+class ReadStats:
+    """What a read found: counts by type name, events kept undecoded, warnings."""
+
+    events: Counter = field(default_factory=Counter)
+    undecoded: Counter = field(default_factory=Counter)
+    warnings: list = field(default_factory=list)
+
+
+# -- sources -------------------------------------------------------------------
+
+class _FileSource:
+    """A regular file, memory-mapped: slices are copies of just what is asked."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._file = open(path, "rb")
+        self.size = os.fstat(self._file.fileno()).st_size
+        self._map = (mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+                     if self.size else b"")
+
+    def read_at(self, pos: int, n: int) -> bytes:
+        return self._map[pos:pos + n]
+
+    def close(self) -> None:
+        if isinstance(self._map, mmap.mmap):
+            self._map.close()
+        self._file.close()
+
+
+class _StreamSource:
+    """A pipe (standard input): a forward-only window over what was read."""
+
+    def __init__(self, stream, name: str = "-"):
+        self.path = name
+        self._stream = stream
+        self._buf = bytearray()
+        self._start = 0       # file offset of _buf[0]
+        self.size = None
+
+    def read_at(self, pos: int, n: int) -> bytes:
+        if pos > self._start + (1 << 20):  # drop what the reader has moved past
+            drop = pos - self._start
+            del self._buf[:drop]
+            self._start = pos
+        while self._start + len(self._buf) < pos + n:
+            chunk = self._stream.read(max(1 << 16, pos + n - self._start - len(self._buf)))
+            if not chunk:
+                break
+            self._buf += chunk
+        lo = pos - self._start
+        return bytes(self._buf[lo:lo + n])
+
+    def close(self) -> None:
+        if self.path != "-":
+            self._stream.close()
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def open_source(path: str):
+    """Standard input, a gzip-compressed binlog (read as a stream), or a file."""
+    if path == "-":
+        return _StreamSource(sys.stdin.buffer)
+    with open(path, "rb") as probe:
+        is_gzip = probe.read(2) == GZIP_MAGIC
+    if is_gzip:
+        import gzip
+        return _StreamSource(gzip.open(path, "rb"), path)
+    return _FileSource(path)
+
+
+# -- the reader ------------------------------------------------------------------
+
+class BinlogReader:
+    """Iterate the events of one or more binlog files, in order, as one stream.
+
+    `verify_checksums`: check CRC32 where the file has it. `force`: on a
+    checksum mismatch or an event that fails to decode, keep going (the event
+    is kept as UnknownEvent and the problem recorded in `stats.warnings`)
+    instead of stopping with the error, like mysqlbinlog --force-read.
+    """
+
+    def __init__(self, paths: str | os.PathLike | Iterable, *, verify_checksums: bool = True,
+                 force: bool = False, start_position: int | None = None,
+                 unpack_payloads: bool = True):
+        if isinstance(paths, (str, os.PathLike)):
+            paths = [paths]
+        self.paths = [os.fspath(p) for p in paths]
+        self.verify_checksums = verify_checksums
+        self.force = force
+        self.start_position = start_position
+        self.unpack_payloads = unpack_payloads
+        self.stats = ReadStats()
+        self.files: list[FileInfo] = []
+        self._pending_alg: int | None = None
+
+    def __iter__(self) -> Iterator[Event]:
+        for index, path in enumerate(self.paths):
+            start = self.start_position if index == 0 else None
+            yield from self._read_file(path, start)
+
+    # One file --------------------------------------------------------------
+    def _read_file(self, path: str, start_position: int | None) -> Iterator[Event]:
+        source = open_source(path)
+        info = FileInfo(path)
+        self.files.append(info)
+        try:
+            yield from self._events(source, info, start_position)
+        finally:
+            source.close()
+
+    def _events(self, source, info: "FileInfo", start_position: int | None) -> Iterator[Event]:
+        path = source.path
+        magic = source.read_at(0, 4)
+        if magic == ENCRYPTED_BINLOG_MAGIC:
+            info.encrypted = True
+            raise EncryptedBinlog(path, 0, "MySQL encrypted binlog (magic fd 62 69 6e): "
+                                  "decrypt it with the server's keyring first")
+        if magic != BINLOG_MAGIC:
+            raise NotABinlog(path, 0, f"bad magic number {magic.hex(' ') or '(empty file)'}")
+        ctx = DecodeContext(path, self._detect_format(source, info))
+        pos = 4
+        while True:
+            head = source.read_at(pos, LOG_EVENT_MINIMAL_HEADER_LEN)
+            if not head:
+                info.end_pos = pos
+                return
+            fde = ctx.fde
+            header_len = fde.header_length
+            min_len = OLD_HEADER_LEN if fde.binlog_version == 1 else LOG_EVENT_MINIMAL_HEADER_LEN
+            if len(head) < min_len:
+                self._truncated(info, path, pos, f"event header cut short: {len(head)} of {min_len} bytes")
+            if fde.binlog_version == 1:
+                timestamp, raw_type, server_id, length = _HEADER_V1.unpack_from(head)
+                log_pos, flags = 0, 0
+            else:
+                timestamp, raw_type, server_id, length, log_pos, flags = _HEADER.unpack_from(head)
+            is_description = raw_type in (E.FORMAT_DESCRIPTION_EVENT, E.START_EVENT_V3)
+            if is_description:  # its own header is always the minimal one
+                header_len = min_len
+            if length < header_len:
+                raise CorruptEvent(path, pos, f"event length {length} is shorter than its "
+                                   f"{header_len}-byte header")
+            raw = source.read_at(pos, length)
+            if len(raw) < length:
+                self._truncated(info, path, pos, f"event of {length} bytes cut short at "
+                                f"{len(raw)} bytes (type {raw_type})")
+            type_code = raw_type
+            if fde.event_permutation is not None and raw_type < len(fde.event_permutation):
+                type_code = int(fde.event_permutation[raw_type])
+            body_end = length
+            checksum = None
+            error = None
+            if raw_type == E.FORMAT_DESCRIPTION_EVENT:
+                body_end, checksum, error = self._fde_checksum(raw, path, pos)
+            elif fde.checksum_alg == ChecksumAlg.BINLOG_CHECKSUM_ALG_CRC32:
+                if length < header_len + BINLOG_CHECKSUM_LEN:
+                    raise CorruptEvent(path, pos, f"event length {length} leaves no room for its checksum")
+                body_end = length - BINLOG_CHECKSUM_LEN
+                checksum = int.from_bytes(raw[body_end:], "little")
+                if self.verify_checksums and zlib.crc32(raw[:body_end]) != checksum:
+                    error = ChecksumMismatch(path, pos, "CRC32 checksum mismatch: stored "
+                                             f"0x{checksum:08x}, computed 0x{zlib.crc32(raw[:body_end]):08x}")
+            header = EventHeader(path, pos, timestamp, type_code, server_id, length,
+                                 log_pos, flags, checksum)
+            if error is not None:
+                if not self.force:
+                    raise error
+                self.stats.warnings.append(str(error))
+            event = self._decode(header, raw, header_len, body_end, ctx)
+            info.note(event)
+            yield event
+            self._update_state(event, ctx, info)
+            if isinstance(event, TransactionPayloadEvent) and self.unpack_payloads:
+                yield from self._payload_events(event, ctx, info)
+            pos += length
+
+    def _truncated(self, info: "FileInfo", path: str, pos: int, detail: str):
+        if info.in_use:
+            info.partial_tail = True
+            raise PartialEvent(path, pos, detail + "; the server still had this file open "
+                               "(LOG_EVENT_BINLOG_IN_USE_F), so this is the event being written")
+        raise TruncatedEvent(path, pos, detail)
+
+    def _fde_checksum(self, raw: bytes, path: str, pos: int):
+        """The FDE says its own checksum algorithm in the byte before the
+        checksum, which exists only from the versions that write it."""
+        version = text(raw[LOG_EVENT_MINIMAL_HEADER_LEN + 2:LOG_EVENT_MINIMAL_HEADER_LEN + 52].split(b"\0")[0])
+        if not has_checksum_field(version):
+            self._pending_alg = None
+            return len(raw), None, None
+        alg_at = len(raw) - BINLOG_CHECKSUM_LEN - BINLOG_CHECKSUM_ALG_DESC_LEN
+        self._pending_alg = raw[alg_at]
+        checksum = int.from_bytes(raw[-4:], "little")
+        error = None
+        # With checksums OFF some servers (MariaDB 10.6) leave the FDE's own CRC zero.
+        if self.verify_checksums and self._pending_alg == ChecksumAlg.BINLOG_CHECKSUM_ALG_CRC32:
+            flags = raw[17] & ~LogEventFlag.LOG_EVENT_BINLOG_IN_USE_F
+            computed = zlib.crc32(raw[:17] + bytes([flags]) + raw[18:-4])
+            if computed != checksum:
+                error = ChecksumMismatch(path, pos, f"CRC32 checksum mismatch in the format description: "
+                                         f"stored 0x{checksum:08x}, computed 0x{computed:08x}")
+        return alg_at, checksum, error
+
+    def _decode(self, header: EventHeader, raw: bytes, header_len: int, body_end: int,
+                ctx: DecodeContext) -> Event:
+        code = header.type_code
+        self.stats.events[header.type_name] += 1
+        decoder = DECODERS.get(code)
+        if decoder is None:
+            self.stats.undecoded[header.type_name] += 1
+            return UnknownEvent(header, raw[header_len:body_end],
+                                f"no decoder for event type {code}")
+        if code == E.FORMAT_DESCRIPTION_EVENT:
+            ctx.pending_checksum_alg = self._pending_alg
+        cur = Cursor(raw, header_len, body_end, header.pos, header.file)
+        try:
+            event = decoder(header, cur, ctx)
+        except BinlogError as exc:
+            if not self.force:
+                raise
+            self.stats.undecoded[header.type_name] += 1
+            self.stats.warnings.append(str(exc))
+            return UnknownEvent(header, raw[header_len:body_end], exc.detail)
+        if code in _MUST_CONSUME and not cur.at_end():
+            error = cur.error(f"{cur.remaining()} unread bytes after the {header.type_name} body")
+            if not self.force:
+                raise error
+            self.stats.warnings.append(str(error))
+        return event
+
+    def _update_state(self, event: Event, ctx: DecodeContext, info: "FileInfo") -> None:
+        code = event.header.type_code
+        if code == E.FORMAT_DESCRIPTION_EVENT and not isinstance(event, UnknownEvent):
+            permutation, post_header = _permutation(event.server_version, event.post_header_lengths)
+            ctx.fde = FormatDescription(event.binlog_version, event.server_version,
+                                        event.header_length, post_header,
+                                        event.checksum_alg, permutation)
+            if info.server_version is None:
+                info.set_format(ctx.fde, event.header.flags)
+        elif code == E.TABLE_MAP_EVENT and not isinstance(event, UnknownEvent):
+            ctx.table_maps[event.table_id] = event
+        elif code == E.START_ENCRYPTION_EVENT:
+            info.encrypted = True
+            raise EncryptedBinlog(event.header.file, event.header.next_pos,
+                                  "events after START_ENCRYPTION_EVENT are encrypted "
+                                  "(MariaDB encrypt_binlog); decrypt with the server's key file first")
+
+    def _payload_events(self, event, ctx: DecodeContext, info: "FileInfo") -> Iterator[Event]:
+        data = event.uncompressed()
+        pos, end = 0, len(data)
+        while pos < end:
+            if end - pos < LOG_EVENT_MINIMAL_HEADER_LEN:
+                raise CorruptEvent(event.header.file, event.header.pos,
+                                   f"transaction payload: {end - pos} stray bytes at its end")
+            timestamp, type_code, server_id, length, log_pos, flags = _HEADER.unpack_from(data, pos)
+            if length < LOG_EVENT_MINIMAL_HEADER_LEN or pos + length > end:
+                raise CorruptEvent(event.header.file, event.header.pos,
+                                   f"transaction payload: inner event at {pos} has bad length {length}")
+            # Inner events live in no file position of their own: they carry the
+            # payload event's position, and their own log_pos.
+            header = EventHeader(event.header.file, event.header.pos, timestamp, type_code,
+                                 server_id, length, log_pos, flags, None)
+            inner = self._decode(header, data[pos:pos + length], ctx.fde.header_length,
+                                 length, ctx)
+            info.note(inner)
+            yield inner
+            self._update_state(inner, ctx, info)
+            pos += length
+
+    # Version detection ---------------------------------------------------------
+    def _detect_format(self, source, info: "FileInfo") -> FormatDescription:
+        first = source.read_at(4, LOG_EVENT_MINIMAL_HEADER_LEN)
+        if len(first) < LOG_EVENT_MINIMAL_HEADER_LEN:
+            info.binlog_version = 4
+            return FormatDescription(4, "", LOG_EVENT_MINIMAL_HEADER_LEN, b"", None, None)
+        type_code = first[EVENT_TYPE_OFFSET]
+        length = int.from_bytes(first[EVENT_LEN_OFFSET:EVENT_LEN_OFFSET + 4], "little")
+        if type_code == E.START_EVENT_V3:
+            version = 1 if length < LOG_EVENT_MINIMAL_HEADER_LEN + START_V3_HEADER_LEN else 3
+        elif type_code == E.FORMAT_DESCRIPTION_EVENT:
+            version = 4
+        else:  # 4.0/4.1 wrote a start event only in the first file after startup
+            version = 3
+            info.no_start_event = True
+        info.binlog_version = version
+        if version == 4:
+            # Until the FDE is read: enough to frame the FDE itself.
+            return FormatDescription(4, "", LOG_EVENT_MINIMAL_HEADER_LEN, b"", None, None)
+        return old_format(version)
+
+
+#: Decoders that must account for every byte of the body (the others pad).
+_MUST_CONSUME = set(DECODERS) - {E.STOP_EVENT}
+
+
+@dataclass
+class FileInfo:
+    """Facts about one file gathered while reading it (for `binlake info`)."""
+
+    path: str
+    binlog_version: int | None = None
+    server_version: str | None = None
+    checksum_alg: int | None = None
+    header_length: int | None = None
+    in_use: bool = False
+    no_start_event: bool = False
+    encrypted: bool = False
+    partial_tail: bool = False
+    first_timestamp: int | None = None
+    last_timestamp: int | None = None
+    last_type: str | None = None
+    end_pos: int | None = None
+    counts: Counter = field(default_factory=Counter)
+
+    def set_format(self, fde: FormatDescription, flags: int) -> None:
+        self.server_version = fde.server_version
+        self.checksum_alg = fde.checksum_alg
+        self.header_length = fde.header_length
+        self.in_use = bool(flags & LogEventFlag.LOG_EVENT_BINLOG_IN_USE_F)
+
+    def note(self, event: Event) -> None:
+        header = event.header
+        self.counts[header.type_name] += 1
+        if header.type_code == E.START_EVENT_V3 and self.server_version is None:
+            self.server_version = getattr(event, "server_version", None)
+        if header.timestamp:
+            if self.first_timestamp is None:
+                self.first_timestamp = header.timestamp
+            self.last_timestamp = header.timestamp
+        self.last_type = header.type_name
+
+    @property
+    def closed_cleanly(self) -> bool:
+        if self.binlog_version == 4 and self.server_version:
+            return not self.in_use and not self.partial_tail
+        return self.last_type in ("STOP_EVENT", "ROTATE_EVENT")
+
+
+def read_events(paths, **options) -> Iterator[Event]:
+    """Events of one or more binlog files, in order."""
+    return iter(BinlogReader(paths, **options))

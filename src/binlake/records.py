@@ -1,0 +1,56 @@
+"""Change records: the boundary every consumer (CLI, SQL writer, Spark) uses.
+
+Strategy: walk the events once, carrying the transaction context that rows
+events do not repeat (GTID, from GTID events of both flavours), and emit one
+`Change` per row image pair. Values are as `values.py` describes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+from .events import Event, GtidEvent, MariadbGtidEvent, RowsEvent
+from .reader import BinlogReader
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    file: str
+    pos: int            #: offset of the rows event
+    next_pos: int
+    row_index: int      #: index of this row within the event
+    timestamp: int
+    server_id: int
+    gtid: str | None
+    database: str
+    table: str
+    op: str             #: 'insert' | 'update' | 'delete'
+    before: dict | None
+    after: dict | None
+
+
+def changes_from_events(events: Iterable[Event], schema=None) -> Iterator[Change]:
+    gtid = None
+    for event in events:
+        if isinstance(event, RowsEvent):
+            header = event.header
+            table = event.table
+            database = table.database if table else ""
+            name = table.table if table else ""
+            rows = event.rows()
+            if schema is not None and table is not None and not table.has_names:
+                rows = schema.rename_rows(database, name, rows)
+            for index, (before, after) in enumerate(rows):
+                yield Change(header.file, header.pos, header.next_pos, index, header.timestamp,
+                             header.server_id, gtid, database, name, event.operation,
+                             before, after)
+        elif isinstance(event, GtidEvent):
+            gtid = event.gtid
+        elif isinstance(event, MariadbGtidEvent):
+            gtid = event.gtid
+
+
+def changes(paths, *, schema=None, **reader_options) -> Iterator[Change]:
+    """Every row change in the binlog file(s), in order."""
+    return changes_from_events(BinlogReader(paths, **reader_options), schema)

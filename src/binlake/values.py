@@ -1,0 +1,391 @@
+"""Column values as stored in row images, decoded exactly.
+
+Strategy: for each column of a table map, `column_decoder(column)` builds once
+a small function `decode(buf, pos) -> (value, next_pos)` with the column's
+metadata (width, precision, fsp, charset, signedness) already bound, so that
+decoding a row is one call per present column and no per-row lookups.
+
+Representation (lossless): integers -> int; DECIMAL -> Decimal with the
+column's scale; FLOAT/DOUBLE -> float; BIT -> int; YEAR -> int; DATE ->
+date; DATETIME -> naive datetime; TIMESTAMP -> UTC datetime; TIME ->
+timedelta; a temporal Python cannot hold (zero dates, year 0) ->
+`MysqlTemporal`, MySQL's own text; text -> str in the column's charset,
+bytes when binary or unknown; BLOB/GEOMETRY -> bytes; ENUM -> member name
+(int index without metadata); SET -> frozenset of names (int bitmask
+without metadata); JSON -> JSON text; VECTOR -> list of floats.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import struct
+from decimal import Decimal
+from typing import Callable
+
+from .charsets import codec_for
+from .constants import ColumnType as T
+
+Decode = Callable[[bytes, int], tuple[object, int]]
+
+UTC = dt.timezone.utc
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
+
+_S8 = struct.Struct("<b").unpack_from
+_U8 = struct.Struct("<B").unpack_from
+_S16 = struct.Struct("<h").unpack_from
+_U16 = struct.Struct("<H").unpack_from
+_S32 = struct.Struct("<i").unpack_from
+_U32 = struct.Struct("<I").unpack_from
+_S64 = struct.Struct("<q").unpack_from
+_U64 = struct.Struct("<Q").unpack_from
+_F32 = struct.Struct("<f").unpack_from
+_F64 = struct.Struct("<d").unpack_from
+
+
+class MysqlTemporal(str):
+    """A DATE/DATETIME/TIMESTAMP value Python's datetime cannot hold
+    (zero date, zero month or day, year 0), as MySQL prints it."""
+
+    __slots__ = ()
+
+
+# -- integers -----------------------------------------------------------------
+
+def _fixed(unpack, size: int) -> Decode:
+    def decode(buf, pos):
+        return unpack(buf, pos)[0], pos + size
+    return decode
+
+
+def _int24(signed: bool) -> Decode:
+    def decode(buf, pos):
+        v = buf[pos] | buf[pos + 1] << 8 | buf[pos + 2] << 16
+        if signed and v & 0x800000:
+            v -= 0x1000000
+        return v, pos + 3
+    return decode
+
+
+def integer_decoder(column_type: int, unsigned: bool) -> Decode:
+    if column_type == T.MYSQL_TYPE_TINY:
+        return _fixed(_U8 if unsigned else _S8, 1)
+    if column_type == T.MYSQL_TYPE_SHORT:
+        return _fixed(_U16 if unsigned else _S16, 2)
+    if column_type == T.MYSQL_TYPE_INT24:
+        return _int24(not unsigned)
+    if column_type == T.MYSQL_TYPE_LONG:
+        return _fixed(_U32 if unsigned else _S32, 4)
+    return _fixed(_U64 if unsigned else _S64, 8)
+
+
+# -- DECIMAL --------------------------------------------------------------------
+
+_DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
+
+
+def decimal_size(precision: int, scale: int) -> int:
+    intg = precision - scale
+    return (intg // 9 * 4 + _DIG2BYTES[intg % 9]
+            + scale // 9 * 4 + _DIG2BYTES[scale % 9])
+
+
+def decode_decimal(buf: bytes, pos: int, precision: int, scale: int) -> tuple[Decimal, int]:
+    """MySQL binary DECIMAL (strings/decimal.cc `bin2decimal`): groups of 9
+    digits in 4 big-endian bytes, leftover digits in fewer bytes, sign in the
+    top bit, negative numbers stored inverted."""
+    size = decimal_size(precision, scale)
+    raw = bytearray(buf[pos:pos + size])
+    negative = not raw[0] & 0x80
+    raw[0] ^= 0x80
+    if negative:
+        raw = bytearray(b ^ 0xFF for b in raw)
+    intg = precision - scale
+    digits = []
+    p = 0
+    lead = _DIG2BYTES[intg % 9]
+    if lead:
+        digits.append(str(int.from_bytes(raw[p:p + lead], "big")))
+        p += lead
+    for _ in range(intg // 9):
+        digits.append("%09d" % int.from_bytes(raw[p:p + 4], "big"))
+        p += 4
+    int_part = "".join(digits).lstrip("0") or "0"
+    frac = []
+    for _ in range(scale // 9):
+        frac.append("%09d" % int.from_bytes(raw[p:p + 4], "big"))
+        p += 4
+    tail = scale % 9
+    if tail:
+        frac.append(str(int.from_bytes(raw[p:p + _DIG2BYTES[tail]], "big")).zfill(tail))
+    text = ("-" if negative else "") + int_part + ("." + "".join(frac) if scale else "")
+    return Decimal(text), pos + size
+
+
+def _newdecimal(meta: int) -> Decode:
+    precision, scale = meta >> 8, meta & 0xFF
+    size = decimal_size(precision, scale)
+    # Fast path: up to 18 digits fit one Python int; the text is built once.
+    def decode(buf, pos):
+        return decode_decimal(buf, pos, precision, scale)[0], pos + size
+    return decode
+
+
+# -- temporal -----------------------------------------------------------------
+
+def _frac_text(micro: int, fsp: int) -> str:
+    return "." + ("%06d" % micro)[:fsp] if fsp else ""
+
+
+def make_date(year: int, month: int, day: int) -> dt.date | MysqlTemporal:
+    try:
+        return dt.date(year, month, day)
+    except ValueError:
+        return MysqlTemporal("%04d-%02d-%02d" % (year, month, day))
+
+
+def make_datetime(year, month, day, hour, minute, second, micro, fsp):
+    try:
+        return dt.datetime(year, month, day, hour, minute, second, micro)
+    except ValueError:
+        return MysqlTemporal("%04d-%02d-%02d %02d:%02d:%02d%s" % (
+            year, month, day, hour, minute, second, _frac_text(micro, fsp)))
+
+
+def _date(buf, pos):
+    v = buf[pos] | buf[pos + 1] << 8 | buf[pos + 2] << 16
+    return make_date(v >> 9, (v >> 5) & 15, v & 31), pos + 3
+
+
+def _time_old(buf, pos):
+    v = buf[pos] | buf[pos + 1] << 8 | buf[pos + 2] << 16
+    if v & 0x800000:
+        v -= 0x1000000
+    sign = -1 if v < 0 else 1
+    v = abs(v)
+    return sign * dt.timedelta(hours=v // 10000, minutes=v // 100 % 100, seconds=v % 100), pos + 3
+
+
+def _datetime_old(buf, pos):
+    v = _U64(buf, pos)[0]
+    d, t = divmod(v, 1000000)
+    return make_datetime(d // 10000, d // 100 % 100, d % 100,
+                         t // 10000, t // 100 % 100, t % 100, 0, 0), pos + 8
+
+
+def _timestamp_old(buf, pos):
+    seconds = _U32(buf, pos)[0]
+    if seconds == 0:
+        return MysqlTemporal("0000-00-00 00:00:00"), pos + 4
+    return _EPOCH + dt.timedelta(seconds=seconds), pos + 4
+
+
+def _frac_bytes(fsp: int) -> int:
+    return (fsp + 1) // 2
+
+
+def _read_frac(buf, pos, fsp: int, signed: bool) -> int:
+    """Fractional part of the ...2 encodings, in microseconds."""
+    n = _frac_bytes(fsp)
+    if n == 0:
+        return 0
+    v = int.from_bytes(buf[pos:pos + n], "big", signed=signed)
+    return v * (10000, 100, 1)[n - 1]
+
+
+def _timestamp2(fsp: int) -> Decode:
+    size = 4 + _frac_bytes(fsp)
+    zero = MysqlTemporal("0000-00-00 00:00:00" + _frac_text(0, fsp))
+
+    def decode(buf, pos):
+        seconds = int.from_bytes(buf[pos:pos + 4], "big")
+        micro = _read_frac(buf, pos + 4, fsp, False)
+        if seconds == 0 and micro == 0:
+            return zero, pos + size
+        return _EPOCH + dt.timedelta(seconds=seconds, microseconds=micro), pos + size
+    return decode
+
+
+def _datetime2(fsp: int) -> Decode:
+    size = 5 + _frac_bytes(fsp)
+
+    def decode(buf, pos):
+        packed = int.from_bytes(buf[pos:pos + 5], "big") - 0x8000000000
+        micro = _read_frac(buf, pos + 5, fsp, True)
+        if packed < 0:  # not written by any server; keep the bits rather than guess
+            return MysqlTemporal("-" + str(-packed)), pos + size
+        ymd, hms = packed >> 17, packed & 0x1FFFF
+        ym = ymd >> 5
+        return make_datetime(ym // 13, ym % 13, ymd & 31, hms >> 12, (hms >> 6) & 63,
+                             hms & 63, micro, fsp), pos + size
+    return decode
+
+
+def _time2(fsp: int) -> Decode:
+    """TIME2 (sql-common/my_time.cc `my_time_packed_from_binary`): 3 bytes of
+    integer part offset by 0x800000, then 0-3 bytes of fraction; a negative
+    time with a fraction borrows one second from the integer part."""
+    n = _frac_bytes(fsp)
+    size = 3 + n
+
+    def decode(buf, pos):
+        if n == 3:
+            packed = int.from_bytes(buf[pos:pos + 6], "big") - 0x800000000000
+        else:
+            intpart = int.from_bytes(buf[pos:pos + 3], "big") - 0x800000
+            frac = int.from_bytes(buf[pos + 3:pos + 3 + n], "big") if n else 0
+            if intpart < 0 and frac:
+                intpart += 1
+                frac -= 0x100 if n == 1 else 0x10000
+            packed = (intpart << 24) + frac * (10000 if n == 1 else 100 if n == 2 else 1)
+        negative = packed < 0
+        packed = -packed if negative else packed
+        hms, micro = packed >> 24, packed % (1 << 24)
+        delta = dt.timedelta(hours=(hms >> 12) % 1024, minutes=(hms >> 6) % 64,
+                             seconds=hms % 64, microseconds=micro)
+        return (-delta if negative else delta), pos + size
+    return decode
+
+
+def _year(buf, pos):
+    v = buf[pos]
+    return (1900 + v if v else 0), pos + 1
+
+
+# -- strings and blobs --------------------------------------------------------
+
+def _text_or_bytes(codec: str | None):
+    if codec is None:
+        return None
+
+    def convert(raw: bytes):
+        try:
+            return raw.decode(codec)
+        except UnicodeDecodeError:
+            return raw
+    return convert
+
+
+def _length_prefixed(length_bytes: int, convert) -> Decode:
+    if length_bytes == 1:
+        def decode(buf, pos):
+            n = buf[pos]
+            raw = bytes(buf[pos + 1:pos + 1 + n])
+            return (convert(raw) if convert else raw), pos + 1 + n
+        return decode
+
+    def decode(buf, pos):
+        n = int.from_bytes(buf[pos:pos + length_bytes], "little")
+        start = pos + length_bytes
+        raw = bytes(buf[start:start + n])
+        return (convert(raw) if convert else raw), start + n
+    return decode
+
+
+def _bit(meta: int) -> Decode:
+    """Metadata: bits % 8, then whole bytes (Field_bit::do_save_field_metadata)."""
+    nbytes = (meta & 0xFF) + (1 if meta >> 8 else 0)
+
+    def decode(buf, pos):
+        return int.from_bytes(buf[pos:pos + nbytes], "big"), pos + nbytes
+    return decode
+
+
+def _enum(size: int, names: list[str] | None) -> Decode:
+    def decode(buf, pos):
+        index = int.from_bytes(buf[pos:pos + size], "little")
+        if names is None:
+            return index, pos + size
+        return (names[index - 1] if 0 < index <= len(names) else ""), pos + size
+    return decode
+
+
+def _set(size: int, names: list[str] | None) -> Decode:
+    def decode(buf, pos):
+        mask = int.from_bytes(buf[pos:pos + size], "little")
+        if names is None:
+            return mask, pos + size
+        return frozenset(n for i, n in enumerate(names) if mask >> i & 1), pos + size
+    return decode
+
+
+def _json(length_bytes: int, mariadb: bool) -> Decode:
+    from .mysql_json import binary_to_text
+
+    def decode(buf, pos):
+        n = int.from_bytes(buf[pos:pos + length_bytes], "little")
+        start = pos + length_bytes
+        raw = bytes(buf[start:start + n])
+        if mariadb:
+            return raw.decode("utf-8", "surrogateescape"), start + n
+        return binary_to_text(raw), start + n
+    return decode
+
+
+def _vector(length_bytes: int) -> Decode:
+    def decode(buf, pos):
+        n = int.from_bytes(buf[pos:pos + length_bytes], "little")
+        start = pos + length_bytes
+        return list(struct.unpack_from("<%df" % (n // 4), buf, start)), start + n
+    return decode
+
+
+def string_real_type(meta: int) -> tuple[int, int]:
+    """STRING metadata hides the real type (CHAR, ENUM, SET) and a 10-bit max
+    length in two bytes (Field_string::do_save_field_metadata)."""
+    byte0, byte1 = meta >> 8, meta & 0xFF
+    if meta == 0:  # table maps before 5.1.18 carry no metadata: a short CHAR
+        return T.MYSQL_TYPE_STRING, 0
+    if (byte0 & 0x30) != 0x30:
+        return byte0 | 0x30, byte1 | (((byte0 & 0x30) ^ 0x30) << 4)
+    return byte0, byte1
+
+
+def column_decoder(column) -> Decode:
+    """The decoder of one table-map column (see table_map.Column)."""
+    t, meta = column.type, column.meta
+    if t in (T.MYSQL_TYPE_TINY, T.MYSQL_TYPE_SHORT, T.MYSQL_TYPE_INT24,
+             T.MYSQL_TYPE_LONG, T.MYSQL_TYPE_LONGLONG):
+        return integer_decoder(t, column.unsigned)
+    if t == T.MYSQL_TYPE_NEWDECIMAL:
+        return _newdecimal(meta)
+    if t == T.MYSQL_TYPE_FLOAT:
+        return _fixed(_F32, 4)
+    if t == T.MYSQL_TYPE_DOUBLE:
+        return _fixed(_F64, 8)
+    if t == T.MYSQL_TYPE_YEAR:
+        return _year
+    if t in (T.MYSQL_TYPE_DATE, T.MYSQL_TYPE_NEWDATE):
+        return _date
+    if t == T.MYSQL_TYPE_TIME:
+        return _time_old
+    if t == T.MYSQL_TYPE_DATETIME:
+        return _datetime_old
+    if t == T.MYSQL_TYPE_TIMESTAMP:
+        return _timestamp_old
+    if t == T.MYSQL_TYPE_TIMESTAMP2:
+        return _timestamp2(meta)
+    if t == T.MYSQL_TYPE_DATETIME2:
+        return _datetime2(meta)
+    if t == T.MYSQL_TYPE_TIME2:
+        return _time2(meta)
+    if t == T.MYSQL_TYPE_BIT:
+        return _bit(meta)
+    if t in (T.MYSQL_TYPE_VARCHAR, T.MYSQL_TYPE_VAR_STRING):
+        return _length_prefixed(1 if meta < 256 else 2, _text_or_bytes(codec_for(column.charset)))
+    if t in (T.MYSQL_TYPE_STRING, T.MYSQL_TYPE_ENUM, T.MYSQL_TYPE_SET):
+        real, length = string_real_type(meta) if t == T.MYSQL_TYPE_STRING else (t, meta & 0xFF)
+        if real == T.MYSQL_TYPE_ENUM:
+            return _enum(length, column.enum_values)
+        if real == T.MYSQL_TYPE_SET:
+            return _set(length, column.set_values)
+        return _length_prefixed(1 if length < 256 else 2, _text_or_bytes(codec_for(column.charset)))
+    if t == T.MYSQL_TYPE_JSON:
+        return _json(meta, mariadb=False)
+    if t in (T.MYSQL_TYPE_BLOB, T.MYSQL_TYPE_TINY_BLOB, T.MYSQL_TYPE_MEDIUM_BLOB,
+             T.MYSQL_TYPE_LONG_BLOB):
+        return _length_prefixed(meta, _text_or_bytes(codec_for(column.charset)))
+    if t == T.MYSQL_TYPE_GEOMETRY:
+        return _length_prefixed(meta, None)
+    if t == T.MYSQL_TYPE_VECTOR:
+        return _vector(meta)
+    raise NotImplementedError(f"column type {t} ({T(t).name if t in T._value2member_map_ else '?'})")
