@@ -304,8 +304,10 @@ class BinlogReader:
         try:
             event = decoder(header, cur, ctx)
         except BinlogError as exc:
+            exc = type(exc)(exc.file, exc.offset,
+                            f"{header.type_name} at {header.pos}: {exc.detail}")
             if not self.force:
-                raise
+                raise exc from None
             self.stats.undecoded[header.type_name] += 1
             self.stats.warnings.append(str(exc))
             return UnknownEvent(header, raw[header_len:body_end], exc.detail)

@@ -1,0 +1,75 @@
+"""Events and values as JSON-ready data (for `dump --format json`, Spark strings).
+
+Rule: lossless and unambiguous. Decimal -> its exact text; date/datetime ->
+ISO 8601 with the column's digits; TIME -> MySQL's `[-]HHH:MM:SS[.ffffff]`;
+bytes -> {"base64": ...}; SET -> list; partial JSON -> its diffs.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+from decimal import Decimal
+
+from .events import Event, RowsEvent, TableMapEvent
+from .events.table_map import Column
+from .mysql_json import JsonDiff, JsonOpaque, PartialJson
+
+
+def time_text(value: dt.timedelta) -> str:
+    """A TIME value as MySQL prints it, e.g. -838:59:59 or 12:00:00.500000."""
+    micro = value.days * 86400_000_000 + value.seconds * 1_000_000 + value.microseconds
+    sign = "-" if micro < 0 else ""
+    micro = abs(micro)
+    seconds, frac = divmod(micro, 1_000_000)
+    text = f"{sign}{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+    return text + (f".{frac:06d}" if frac else "")
+
+
+def to_jsonable(value):
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"base64": base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return time_text(value)
+    if isinstance(value, (frozenset, set)):
+        return sorted(value)
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, PartialJson):
+        return {"json_diff": [to_jsonable(d) for d in value.diffs]}
+    if isinstance(value, JsonDiff):
+        return {"op": value.operation_name, "path": value.path, "value": to_jsonable(value.value)}
+    if isinstance(value, JsonOpaque):
+        return value.text
+    if isinstance(value, Column):
+        return value.key
+    if isinstance(value, Event):
+        return event_to_dict(value)
+    return str(value)
+
+
+def event_to_dict(event: Event, *, rows: bool = True) -> dict:
+    h = event.header
+    out = {"file": h.file, "pos": h.pos, "next_pos": h.next_pos, "length": h.length,
+           "type": h.type_name, "type_code": h.type_code, "timestamp": h.timestamp,
+           "server_id": h.server_id, "log_pos": h.log_pos, "flags": h.flags}
+    if h.checksum is not None:
+        out["checksum"] = f"0x{h.checksum:08x}"
+    for name, value in event.fields().items():
+        if isinstance(value, TableMapEvent):
+            continue
+        out[name] = to_jsonable(value)
+    if rows and isinstance(event, RowsEvent):
+        out["rows"] = [{"before": to_jsonable(b), "after": to_jsonable(a)}
+                       for b, a in event.rows()]
+    return out
