@@ -369,9 +369,14 @@ class BinlogReader:
             version = 1 if length < LOG_EVENT_MINIMAL_HEADER_LEN + START_V3_HEADER_LEN else 3
         elif type_code == E.FORMAT_DESCRIPTION_EVENT:
             version = 4
-        else:  # 4.0/4.1 wrote a start event only in the first file after startup
+        elif type_code <= E.USER_VAR_EVENT:
+            # 4.0/4.1 wrote a start event only in the first file after startup
             version = 3
             info.no_start_event = True
+        else:
+            raise CorruptEvent(source.path, 4, f"the first event has type {type_code}: neither a "
+                               "start event, a format description, nor an event a 4.x server "
+                               "could start a file with; nothing says how to read this file")
         info.binlog_version = version
         if version == 4:
             # Until the FDE is read: enough to frame the FDE itself.
