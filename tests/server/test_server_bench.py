@@ -23,8 +23,9 @@ from typing import Any
 import pytest
 
 import binlake
+from binlake.testing.mariadb import MariaDBServer
+from binlake.testing.workload import BULK_TABLES, DATABASE, generate_bulk
 from binlake.values import MysqlTemporal
-from binlake.testing.workload import DATABASE
 
 from .conftest import BenchRun, Column
 
@@ -119,6 +120,23 @@ def canonical_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted((canonical_row(row) for row in rows), key=repr)
 
 
+def row_differences(decoded: list[dict], expected: list[dict]) -> str:
+    """Readable differences: per row (paired by its first column), the cells that differ."""
+    unmatched = [row for row in decoded if row not in expected]
+    lines = []
+    for row in (row for row in expected if row not in decoded):
+        first = next(iter(row.items()))
+        twin = next((other for other in unmatched if next(iter(other.items())) == first), None)
+        if twin is None:
+            lines.append(f"not decoded: {row}")
+            continue
+        unmatched.remove(twin)
+        cells = {key: (twin.get(key, "<absent>"), value) for key, value in row.items() if twin.get(key) != value}
+        lines.append(f"row {first}: (decoded, server) differ at {cells}")
+    lines += [f"not on the server: {row}" for row in unmatched]
+    return "\n".join(lines[:10])
+
+
 def apply_changes(changes) -> dict[str, list[dict[str, Any]]]:
     """Replay inserts, updates and deletes; a before image locates the first row agreeing with it.
 
@@ -184,7 +202,8 @@ def test_final_state_matches_server(bench_run: BenchRun, changes):
             {column_key(c, bench_run): expected_value(row[c.name], c, bench_run) for c in columns}
             for row in server_rows
         ]
-        assert canonical_rows(decoded.get(table, [])) == canonical_rows(expected), f"table {table}"
+        decoded_rows, expected_rows = canonical_rows(decoded.get(table, [])), canonical_rows(expected)
+        assert decoded_rows == expected_rows, f"table {table}:\n" + row_differences(decoded_rows, expected_rows)
 
 
 def test_change_envelopes(bench_run: BenchRun, changes):
@@ -251,6 +270,26 @@ def test_transaction_shares_one_gtid(bench_run: BenchRun, changes):
     assert [(c.table, c.op, first_column(c)) for c in found] == in_transaction
     assert len({c.gtid for c in found}) == 1
     assert ("ints", "insert", 8) not in {(c.table, c.op, first_column(c)) for c in changes}
+
+
+def test_bulk_generator_writes_what_it_reports(mariadbd, tmp_path):
+    """generate_bulk (used by the benchmark): its counts are what the binlog holds."""
+    with MariaDBServer(tmp_path) as server:
+        stats = generate_bulk(server, "bulk", 4 << 20, seed=3)
+        row_counts = {table: server.query(f"SELECT COUNT(*) FROM bulk.{table}")[0][0] for table in BULK_TABLES}
+        server.flush_logs()
+    files = [str(path) for path in server.binlog_files()]
+    result = subprocess.run(["mariadb-binlog", "--base64-output=decode-rows", "-v", *files], capture_output=True)
+    assert result.returncode == 0, result.stderr.decode(errors="replace")
+
+    changes = [change for change in binlake.changes(files) if change.database == "bulk"]
+    assert stats["bytes"] >= 4 << 20
+    assert Counter(change.op for change in changes) == Counter(
+        insert=stats["inserts"], update=stats["updates"], delete=stats["deletes"])
+    remaining = Counter()
+    for change in changes:
+        remaining[change.table] += {"insert": 1, "delete": -1}.get(change.op, 0)
+    assert remaining == Counter(row_counts)
 
 
 # -- helpers ----------------------------------------------------------------------------

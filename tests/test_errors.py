@@ -1,0 +1,103 @@
+"""Bad input: a clear error naming file, offset and reason, after every good
+event before it, and nothing already read is lost."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+import binlake
+from binlake import ChecksumMismatch, CorruptEvent, NotABinlog, PartialEvent, TruncatedEvent
+from binlake.cli import main
+
+SAMPLE = "mysql-binlog-connector-java/mysql-bin.checksum-crc32"  # 303 CRC32 events
+
+
+def _read_all(path):
+    events, error = [], None
+    try:
+        for event in binlake.open(path):
+            events.append(event)
+    except binlake.BinlogError as exc:
+        error = exc
+    return events, error
+
+
+@pytest.fixture(scope="module")
+def sample_bytes(corpus):
+    return (corpus / SAMPLE).read_bytes()
+
+
+def test_truncation_anywhere_keeps_every_whole_event(tmp_path, sample_bytes):
+    good, _ = _read_all_bytes(tmp_path, sample_bytes)
+    boundaries = [e.header.pos for e in good]
+    for cut in range(5, len(sample_bytes), 97):
+        events, error = _read_all_bytes(tmp_path, sample_bytes[:cut])
+        whole = [p for p in boundaries if good[boundaries.index(p)].header.next_pos <= cut]
+        assert [e.header.pos for e in events] == whole
+        if cut in boundaries:
+            assert error is None
+        else:
+            assert isinstance(error, TruncatedEvent)
+            assert not isinstance(error, PartialEvent)  # this file was closed cleanly
+            assert error.offset == (whole and good[len(whole) - 1].header.next_pos or 4)
+
+
+def _read_all_bytes(tmp_path, data):
+    path = tmp_path / "cut.bin"
+    path.write_bytes(data)
+    return _read_all(path)
+
+
+def test_checksum_mismatch_is_reported_at_its_event(tmp_path, sample_bytes):
+    good, _ = _read_all_bytes(tmp_path, sample_bytes)
+    victim = good[10]
+    data = bytearray(sample_bytes)
+    data[victim.header.pos + 20] ^= 0xFF
+    events, error = _read_all_bytes(tmp_path, bytes(data))
+    assert isinstance(error, ChecksumMismatch)
+    assert error.offset == victim.header.pos
+    assert len(events) == 10
+    # --force-read: keep going, the problem is recorded
+    reader = binlake.open(tmp_path / "cut.bin", force=True)
+    assert len(list(reader)) == len(good)
+    assert any("CRC32" in w for w in reader.stats.warnings)
+
+
+def test_bad_magic(tmp_path):
+    path = tmp_path / "x.bin"
+    path.write_bytes(b"hello world")
+    events, error = _read_all(path)
+    assert events == [] and isinstance(error, NotABinlog) and error.offset == 0
+
+
+def test_event_length_smaller_than_header(tmp_path, sample_bytes):
+    good, _ = _read_all_bytes(tmp_path, sample_bytes)
+    data = bytearray(sample_bytes)
+    pos = good[3].header.pos
+    data[pos + 9:pos + 13] = (5).to_bytes(4, "little")
+    events, error = _read_all_bytes(tmp_path, bytes(data))
+    assert isinstance(error, CorruptEvent) and error.offset == pos and len(events) == 3
+
+
+def test_in_use_file_reports_partial_last_event(corpus):
+    events, error = _read_all(corpus / "mysql-5.5.62/std_data/bug11747416_32228_binlog.000001")
+    assert isinstance(error, PartialEvent) and error.offset == 316
+    assert "still being written" in str(error) or "still had this file open" in str(error)
+    assert len(events) > 0
+
+
+def test_cli_prints_every_event_then_the_error(tmp_path, sample_bytes):
+    good, _ = _read_all_bytes(tmp_path, sample_bytes)
+    cut = good[20].header.pos + 7
+    path = tmp_path / "cut.bin"
+    path.write_bytes(sample_bytes[:cut])
+    out, err = io.StringIO(), io.StringIO()
+    status = main(["dump", "--format", "json", str(path)], out, err)
+    assert status == 1
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 20
+    assert json.loads(lines[-1])["next_pos"] == good[20].header.pos
+    assert err.getvalue().startswith(f"{path}: offset {good[20].header.pos}: ")
