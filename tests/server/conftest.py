@@ -73,10 +73,6 @@ class BenchRun:
     finished: float
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "server: starts a private MariaDB server (needs mariadbd or root + apt-get)")
-
-
 @pytest.fixture(scope="session")
 def mariadbd() -> str:
     try:

@@ -214,7 +214,7 @@ def test_change_envelopes(bench_run: BenchRun, changes):
         assert change.file in bench_run.files
         assert 4 <= change.pos < change.next_pos
         assert change.server_id == bench_run.server_id
-        assert gtid_pattern.fullmatch(change.gtid), change.gtid
+        assert gtid_pattern.fullmatch(str(change.gtid)), change.gtid
         assert int(bench_run.started) - 1 <= change.timestamp <= bench_run.finished + 1
         assert change.table in bench_run.columns
         assert (change.before is None) == (change.op == "insert")
@@ -258,6 +258,21 @@ def test_probe_changes_in_detail(bench_run: BenchRun, changes):
     assert sequence_numbers == sorted(set(sequence_numbers))
 
 
+def test_row_image_shapes(bench_run: BenchRun, changes):
+    """binlog_row_image decides which columns an UPDATE logs; here only lobs.label changes."""
+    names = [column.name for column in bench_run.columns["lobs"]]
+    key = {column_key(column, bench_run): column.name for column in bench_run.columns["lobs"]}
+    update = next(c for c in changes if c.table == "lobs" and c.op == "update")
+    before, after = sorted(key[k] for k in update.before), sorted(key[k] for k in update.after)
+    image = bench_run.config.row_image
+    if image == "FULL":
+        assert before == after == sorted(names)
+    elif image == "NOBLOB":  # TEXT, BLOB and JSON (a LONGTEXT) columns are left out
+        assert before == after == ["id", "label"]
+    else:
+        assert (before, after) == (["id"], ["label"])
+
+
 def test_transaction_shares_one_gtid(bench_run: BenchRun, changes):
     """The workload's multi-table transaction: four changes, one GTID; the rolled back one is absent."""
     def first_column(change):  # the id: the first column of these tables
@@ -275,7 +290,7 @@ def test_transaction_shares_one_gtid(bench_run: BenchRun, changes):
 def test_bulk_generator_writes_what_it_reports(mariadbd, tmp_path):
     """generate_bulk (used by the benchmark): its counts are what the binlog holds."""
     with MariaDBServer(tmp_path) as server:
-        stats = generate_bulk(server, "bulk", 4 << 20, seed=3)
+        stats = generate_bulk(server, "bulk", 4 << 20, seed=3, batch_rows=5000)
         row_counts = {table: server.query(f"SELECT COUNT(*) FROM bulk.{table}")[0][0] for table in BULK_TABLES}
         server.flush_logs()
     files = [str(path) for path in server.binlog_files()]

@@ -15,6 +15,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -101,7 +102,9 @@ class MariaDBServer:
 
     @property
     def socket_path(self) -> Path:
-        return self.workdir / "mariadb.sock"
+        # A Unix socket path must fit in 108 bytes; deep work directories fall back to /tmp.
+        path = self.workdir / "mariadb.sock"
+        return path if len(str(path)) < 100 else Path(tempfile.gettempdir()) / f"binlake-mariadb-{self.port}.sock"
 
     @property
     def error_log(self) -> Path:
@@ -140,11 +143,11 @@ class MariaDBServer:
         process, self._process = self._process, None
         if process is None or process.poll() is not None:
             return
-        subprocess.run(
-            ["mariadb-admin", f"--defaults-file={self.defaults_file}", "shutdown"],
-            capture_output=True, timeout=timeout,
-        )
         try:
+            subprocess.run(
+                ["mariadb-admin", f"--defaults-file={self.defaults_file}", "shutdown"],
+                capture_output=True, timeout=timeout,
+            )
             process.wait(timeout)
         except subprocess.TimeoutExpired:
             process.kill()
