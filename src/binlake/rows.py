@@ -19,6 +19,7 @@ from .errors import CorruptEvent, UnsupportedFeature
 from .events.rows import DELETE, PRE_GA_ROWS_EVENTS, UPDATE, WRITE, RowsEvent
 from .mysql_json import PartialJson, parse_diffs
 from .values import column_decoder
+from .rowcode import compile_image
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,19 +29,22 @@ class RowPlan:
     null_bytes: int
     json_slots: tuple  #: positions in `keys` of JSON columns (for partial updates)
     null_shift: int = 0
+    #: the image decoder compiled for exactly these columns: (buf, pos) -> (row, pos)
+    image: object = None
 
 
 def _plan(table, bitmap: int, pre_ga: bool = False) -> RowPlan:
     cache = table.cache
     plan = cache.get((bitmap, pre_ga))
     if plan is None:
-        keys, decoders, json_slots = [], [], []
+        keys, decoders, json_slots, present = [], [], [], []
         for column in table.columns:
             if bitmap >> column.index & 1:
                 if column.type == ColumnType.MYSQL_TYPE_JSON:
                     json_slots.append(len(keys))
                 keys.append(column.key)
                 decoders.append(_decoder(column))
+                present.append(column)
         if pre_ga:
             # 5.1.0-5.1.15 copied the table record's null bytes, whose bit 0 is
             # the record's delete mark. Those table maps carry no nullability,
@@ -49,8 +53,9 @@ def _plan(table, bitmap: int, pre_ga: bool = False) -> RowPlan:
             plan = RowPlan(tuple(keys), tuple(decoders), (len(keys) + 8) // 8,
                            tuple(json_slots), 1)
         else:
-            plan = RowPlan(tuple(keys), tuple(decoders), (len(keys) + 7) // 8,
-                           tuple(json_slots))
+            null_bytes = (len(keys) + 7) // 8
+            plan = RowPlan(tuple(keys), tuple(decoders), null_bytes, tuple(json_slots),
+                           0, compile_image(present, decoders, null_bytes))
         cache[(bitmap, pre_ga)] = plan
     return plan
 
@@ -109,22 +114,27 @@ def decode_rows(event: RowsEvent) -> list:
     pos = 0
     rows = []
     partial = event.is_partial
+    image = first.image or (lambda b, p: _image(b, p, first))
+    after_image = after_plan.image or (lambda b, p: _image(b, p, after_plan))
     try:
         while pos < end:
             start = pos
             if operation == WRITE:
-                after, pos = _image(buf, pos, first)
+                after, pos = image(buf, pos)
                 rows.append((None, after))
             elif operation == DELETE:
-                before, pos = _image(buf, pos, first)
+                before, pos = image(buf, pos)
                 rows.append((before, None))
+            elif not partial:
+                before, pos = image(buf, pos)
+                after, pos = after_image(buf, pos)
+                rows.append((before, after))
             else:
                 before, pos = _image(buf, pos, first)
                 slots = ()
-                if partial:
-                    options, pos = _packed_len(buf, pos)
-                    if options & PARTIAL_JSON_UPDATES:
-                        slots, pos = _partial_slots(table, after_plan, buf, pos)
+                options, pos = _packed_len(buf, pos)
+                if options & PARTIAL_JSON_UPDATES:
+                    slots, pos = _partial_slots(table, after_plan, buf, pos)
                 after, pos = _image(buf, pos, after_plan, slots)
                 if slots:
                     _apply_partial(before, after)

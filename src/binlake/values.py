@@ -121,12 +121,49 @@ def decode_decimal(buf: bytes, pos: int, precision: int, scale: int) -> tuple[De
     return Decimal(text), pos + size
 
 
+def _decimal_groups(precision: int, scale: int) -> list[tuple[int, int, int]]:
+    """(bit shift, mask, decimal weight) of each digit group, read from one
+    big-endian int of the whole value: the layout is fixed per column."""
+    intg = precision - scale
+    widths = ([(_DIG2BYTES[intg % 9], intg % 9)] if intg % 9 else []) + [(4, 9)] * (intg // 9) \
+        + [(4, 9)] * (scale // 9) + ([(_DIG2BYTES[scale % 9], scale % 9)] if scale % 9 else [])
+    groups, shift, digits_after = [], 0, 0
+    for nbytes, ndigits in reversed(widths):
+        groups.append((shift, (1 << (8 * nbytes)) - 1, 10 ** digits_after))
+        shift += 8 * nbytes
+        digits_after += ndigits
+    return groups
+
+
 def _newdecimal(meta: int) -> Decode:
     precision, scale = meta >> 8, meta & 0xFF
     size = decimal_size(precision, scale)
-    # Fast path: up to 18 digits fit one Python int; the text is built once.
+    sign_bit = 1 << (8 * size - 1)
+    all_bits = (1 << (8 * size)) - 1
+    groups = _decimal_groups(precision, scale)
+    suffix = f"e-{scale}"  # a string keeps every digit; scaleb() would round to 28
+    # Amounts repeat (prices, rates): a Decimal is immutable, so equal bytes can
+    # share one object. Bounded: the cache is dropped when it grows too big.
+    cache: dict = {}
+
     def decode(buf, pos):
-        return decode_decimal(buf, pos, precision, scale)[0], pos + size
+        end = pos + size
+        key = buf[pos:end]
+        value = cache.get(key)
+        if value is not None:
+            return value, end
+        if len(cache) > 4096:
+            cache.clear()
+        raw = int.from_bytes(key, "big")
+        negative = not raw & sign_bit
+        raw ^= sign_bit
+        if negative:
+            raw ^= all_bits
+        unscaled = 0
+        for shift, mask, weight in groups:
+            unscaled += ((raw >> shift) & mask) * weight
+        value = cache[key] = Decimal(f"{'-' if negative else ''}{unscaled}{suffix}")
+        return value, end
     return decode
 
 
@@ -192,31 +229,53 @@ def _read_frac(buf, pos, fsp: int, signed: bool) -> int:
     return v * (10000, 100, 1)[n - 1]
 
 
+_FRAC_UNIT = (1, 10000, 100, 1)  # microseconds per stored unit, by fraction bytes
+
+
 def _timestamp2(fsp: int) -> Decode:
-    size = 4 + _frac_bytes(fsp)
+    n = _frac_bytes(fsp)
+    size = 4 + n
+    unit = _FRAC_UNIT[n]
     zero = MysqlTemporal("0000-00-00 00:00:00" + _frac_text(0, fsp))
+    from_ts = dt.datetime.fromtimestamp
 
     def decode(buf, pos):
-        seconds = int.from_bytes(buf[pos:pos + 4], "big")
-        micro = _read_frac(buf, pos + 4, fsp, False)
-        if seconds == 0 and micro == 0:
+        # seconds and fraction are one big-endian number: split it once
+        packed = int.from_bytes(buf[pos:pos + size], "big")
+        if not packed:
             return zero, pos + size
-        return _EPOCH + dt.timedelta(seconds=seconds, microseconds=micro), pos + size
+        seconds, frac = packed >> (8 * n), packed & ((1 << (8 * n)) - 1)
+        value = from_ts(seconds, UTC)
+        return (value.replace(microsecond=frac * unit) if frac else value), pos + size
     return decode
 
 
 def _datetime2(fsp: int) -> Decode:
-    size = 5 + _frac_bytes(fsp)
+    n = _frac_bytes(fsp)
+    size = 5 + n
+    unit = _FRAC_UNIT[n]
+    frac_bits = 8 * n
+    frac_mask = (1 << frac_bits) - 1
+    frac_sign = 1 << (frac_bits - 1) if n else 0
+    offset = 0x8000000000 << frac_bits
+    datetime = dt.datetime
 
     def decode(buf, pos):
-        packed = int.from_bytes(buf[pos:pos + 5], "big") - 0x8000000000
-        micro = _read_frac(buf, pos + 5, fsp, True)
+        whole = int.from_bytes(buf[pos:pos + size], "big")
+        frac = whole & frac_mask
+        packed = (whole - offset) >> frac_bits
+        if frac & frac_sign:  # the fraction is signed; only negative dates set it
+            frac -= 1 << frac_bits
         if packed < 0:  # not written by any server; keep the bits rather than guess
             return MysqlTemporal("-" + str(-packed)), pos + size
         ymd, hms = packed >> 17, packed & 0x1FFFF
         ym = ymd >> 5
-        return make_datetime(ym // 13, ym % 13, ymd & 31, hms >> 12, (hms >> 6) & 63,
-                             hms & 63, micro, fsp), pos + size
+        try:
+            return datetime(ym // 13, ym % 13, ymd & 31, hms >> 12, (hms >> 6) & 63,
+                            hms & 63, frac * unit), pos + size
+        except ValueError:
+            return make_datetime(ym // 13, ym % 13, ymd & 31, hms >> 12, (hms >> 6) & 63,
+                                 hms & 63, frac * unit, fsp), pos + size
     return decode
 
 
