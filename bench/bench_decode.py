@@ -66,11 +66,13 @@ def task_scan(path: str) -> None:
     print(json.dumps({"events": count}))
 
 
-def task_pymysqlrepl(port: str, limit: str) -> None:
+def task_pymysqlrepl(port: str, limit: str, log_file: str) -> None:
     from pymysqlreplication import BinLogStreamReader
     from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
     settings = {"host": "127.0.0.1", "port": int(port), "user": "root", "passwd": ""}
     stream = BinLogStreamReader(connection_settings=settings, server_id=99, blocking=False,
+                                is_mariadb=True, resume_stream=True, log_file=log_file,
+                                log_pos=4,
                                 only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent])
     rows, start = 0, time.perf_counter()
     for event in stream:
@@ -145,7 +147,8 @@ def main() -> int:
                              "mb_per_s": size_mb / seconds}
         if "pymysqlrepl" not in args.skip:
             _, peak, out = run_measured([PYTHON, __file__, "--task", "pymysqlrepl",
-                                         str(server.port), str(PYMYSQLREPL_SAMPLE_ROWS)],
+                                         str(server.port), str(PYMYSQLREPL_SAMPLE_ROWS),
+                                         binlog.name],
                                         subprocess.PIPE)
             sample = json.loads(out)
             results["pymysqlrepl"] = {"seconds": sample["seconds"], "peak_mb": peak,

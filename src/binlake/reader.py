@@ -19,7 +19,6 @@ every good event before it has been yielded.
 
 from __future__ import annotations
 
-import mmap
 import os
 import re
 import struct
@@ -95,21 +94,31 @@ class ReadStats:
 # -- sources -------------------------------------------------------------------
 
 class _FileSource:
-    """A regular file, memory-mapped: slices are copies of just what is asked."""
+    """A regular file read through a window of a few MB.
+
+    Not mmap: pages of a mapped file count in the process's resident memory
+    until unmapped, so reading a 1 GB binlog would look like holding it all.
+    A window keeps memory at (window + largest event) and costs one read per
+    window, not per event."""
+
+    WINDOW = 4 << 20
 
     def __init__(self, path: str):
         self.path = path
-        self._file = open(path, "rb")
+        self._file = open(path, "rb", buffering=0)
         self.size = os.fstat(self._file.fileno()).st_size
-        self._map = (mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
-                     if self.size else b"")
+        self._buf = b""
+        self._start = 0
 
     def read_at(self, pos: int, n: int) -> bytes:
-        return self._map[pos:pos + n]
+        lo = pos - self._start
+        if lo < 0 or lo + n > len(self._buf):
+            self._buf = os.pread(self._file.fileno(), max(n, self.WINDOW), pos)
+            self._start, lo = pos, 0
+        return self._buf[lo:lo + n]
 
     def close(self) -> None:
-        if isinstance(self._map, mmap.mmap):
-            self._map.close()
+        self._buf = b""
         self._file.close()
 
 
