@@ -129,11 +129,11 @@ class Cursor:
     def cstring(self) -> bytes:
         """Bytes up to a NUL terminator (consumed, not returned)."""
         buf, p = self.buf, self.pos
-        idx = bytes(buf[p:self.end]).find(b"\0")
-        if idx < 0:
+        nul = buf.find(b"\0", p, self.end)
+        if nul < 0:
             raise self.error("string is not NUL-terminated")
-        self.pos = p + idx + 1
-        return bytes(buf[p:p + idx])
+        self.pos = nul + 1
+        return bytes(buf[p:nul])
 
     def lstring1(self) -> bytes:
         """One length byte, then that many bytes."""

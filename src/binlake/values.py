@@ -220,15 +220,6 @@ def _frac_bytes(fsp: int) -> int:
     return (fsp + 1) // 2
 
 
-def _read_frac(buf, pos, fsp: int, signed: bool) -> int:
-    """Fractional part of the ...2 encodings, in microseconds."""
-    n = _frac_bytes(fsp)
-    if n == 0:
-        return 0
-    v = int.from_bytes(buf[pos:pos + n], "big", signed=signed)
-    return v * (10000, 100, 1)[n - 1]
-
-
 _FRAC_UNIT = (1, 10000, 100, 1)  # microseconds per stored unit, by fraction bytes
 
 
@@ -367,16 +358,14 @@ def _set(size: int, names: list[str] | None) -> Decode:
     return decode
 
 
-def _json(length_bytes: int, mariadb: bool) -> Decode:
+def _json(length_bytes: int) -> Decode:
+    """MySQL's binary JSON (MariaDB logs JSON as a LONGTEXT blob instead)."""
     from .mysql_json import binary_to_text
 
     def decode(buf, pos):
         n = int.from_bytes(buf[pos:pos + length_bytes], "little")
         start = pos + length_bytes
-        raw = bytes(buf[start:start + n])
-        if mariadb:
-            return raw.decode("utf-8", "surrogateescape"), start + n
-        return binary_to_text(raw), start + n
+        return binary_to_text(bytes(buf[start:start + n])), start + n
     return decode
 
 
@@ -439,7 +428,7 @@ def column_decoder(column) -> Decode:
             return _set(length, column.set_values)
         return _length_prefixed(1 if length < 256 else 2, _text_or_bytes(codec_for(column.charset)))
     if t == T.MYSQL_TYPE_JSON:
-        return _json(meta, mariadb=False)
+        return _json(meta)
     if t in (T.MYSQL_TYPE_BLOB, T.MYSQL_TYPE_TINY_BLOB, T.MYSQL_TYPE_MEDIUM_BLOB,
              T.MYSQL_TYPE_LONG_BLOB):
         return _length_prefixed(meta, _text_or_bytes(codec_for(column.charset)))
