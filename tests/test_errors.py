@@ -101,3 +101,25 @@ def test_cli_prints_every_event_then_the_error(tmp_path, sample_bytes):
     assert len(lines) == 20
     assert json.loads(lines[-1])["next_pos"] == good[20].header.pos
     assert err.getvalue().startswith(f"{path}: offset {good[20].header.pos}: ")
+
+
+def test_unknown_event_type_is_kept_raw_and_counted(tmp_path, sample_bytes):
+    import struct
+    import zlib
+
+    from binlake.events import UnknownEvent
+    good, _ = _read_all_bytes(tmp_path, sample_bytes)
+    victim = next(e for e in good if e.type_name == "XID_EVENT")
+    pos, length = victim.header.pos, victim.header.length
+    data = bytearray(sample_bytes)
+    data[pos + 4] = 200  # a type code no server has used
+    data[pos + length - 4:pos + length] = struct.pack("<I", zlib.crc32(bytes(data[pos:pos + length - 4])))
+    path = tmp_path / "unknown.bin"
+    path.write_bytes(bytes(data))
+    reader = binlake.open(path)
+    events = list(reader)
+    assert len(events) == len(good)
+    unknown = [e for e in events if isinstance(e, UnknownEvent)]
+    assert len(unknown) == 1 and unknown[0].header.pos == pos
+    assert unknown[0].raw == bytes(sample_bytes[pos + 19:pos + length - 4])
+    assert reader.stats.undecoded == {"UNKNOWN_EVENT_200": 1}
