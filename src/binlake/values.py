@@ -140,7 +140,10 @@ def _newdecimal(meta: int) -> Decode:
     size = decimal_size(precision, scale)
     sign_bit = 1 << (8 * size - 1)
     all_bits = (1 << (8 * size)) - 1
-    groups = _decimal_groups(precision, scale)
+    # The digit groups combined in one expression, built once per column.
+    terms = " + ".join(f"((raw >> {shift}) & {mask}) * {weight}"
+                       for shift, mask, weight in _decimal_groups(precision, scale)) or "0"
+    combine = eval(f"lambda raw: {terms}")  # only integers of our own making go in
     suffix = f"e-{scale}"  # a string keeps every digit; scaleb() would round to 28
     # Amounts repeat (prices, rates): a Decimal is immutable, so equal bytes can
     # share one object. Bounded: the cache is dropped when it grows too big.
@@ -159,9 +162,7 @@ def _newdecimal(meta: int) -> Decode:
         raw ^= sign_bit
         if negative:
             raw ^= all_bits
-        unscaled = 0
-        for shift, mask, weight in groups:
-            unscaled += ((raw >> shift) & mask) * weight
+        unscaled = combine(raw)
         value = cache[key] = Decimal(f"{'-' if negative else ''}{unscaled}{suffix}")
         return value, end
     return decode
