@@ -80,6 +80,16 @@ class DecodeContext:
     fde: FormatDescription
     table_maps: dict = field(default_factory=dict)
     pending_checksum_alg: int | None = None
+    #: caches of derived data keyed by a table map's bytes, shared by equal maps
+    table_caches: dict = field(default_factory=dict)
+
+    def shared_cache(self, signature: bytes) -> dict:
+        cache = self.table_caches.get(signature)
+        if cache is None:
+            if len(self.table_caches) > 4096:  # bounded: schema churn must not grow it
+                self.table_caches.clear()
+            cache = self.table_caches[signature] = {}
+        return cache
 
 
 @dataclass
@@ -189,6 +199,7 @@ class BinlogReader:
         self.stats = ReadStats()
         self.files: list[FileInfo] = []
         self._pending_alg: int | None = None
+        self._table_caches: dict = {}
 
     def __iter__(self) -> Iterator[Event]:
         for index, path in enumerate(self.paths):
@@ -214,7 +225,7 @@ class BinlogReader:
                                   "decrypt it with the server's keyring first")
         if magic != BINLOG_MAGIC:
             raise NotABinlog(path, 0, f"bad magic number {magic.hex(' ') or '(empty file)'}")
-        ctx = DecodeContext(path, self._detect_format(source, info))
+        ctx = DecodeContext(path, self._detect_format(source, info), table_caches=self._table_caches)
         pos = 4
         while True:
             head = source.read_at(pos, LOG_EVENT_MINIMAL_HEADER_LEN)
@@ -270,6 +281,10 @@ class BinlogReader:
             if isinstance(event, TransactionPayloadEvent) and self.unpack_payloads:
                 yield from self._payload_events(event, ctx, info)
             pos += length
+            if start_position is not None and pos < start_position:
+                # Like mysqlbinlog --start-position: the first event (the format
+                # description) frames the file, then jump to the caller's event.
+                pos = start_position
 
     def _truncated(self, info: "FileInfo", path: str, pos: int, detail: str):
         if info.in_use:

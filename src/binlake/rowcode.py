@@ -17,7 +17,7 @@ import struct
 
 from .charsets import codec_for
 from .constants import ColumnType as T
-from .values import string_real_type
+from .values import decimal_size, string_real_type
 
 _INLINE_STRUCTS = {
     (T.MYSQL_TYPE_TINY, False): ("<b", 1), (T.MYSQL_TYPE_TINY, True): ("<B", 1),
@@ -45,6 +45,52 @@ def _string_length_bytes(column) -> int | None:
     return None
 
 
+def _column_code(i: int, column, decoder, namespace: dict, indent: str) -> list[str]:
+    """Lines that read column i into `v{i}` and advance `pos`."""
+    v = f"v{i}"
+    inline = _INLINE_STRUCTS.get((column.type, column.unsigned))
+    width = _string_length_bytes(column)
+    codec = codec_for(column.charset)
+    if inline:
+        fmt, size = inline
+        namespace[f"_u{i}"] = struct.Struct(fmt).unpack_from
+        return [f"{indent}{v} = _u{i}(buf, pos)[0]; pos += {size}"]
+    if width is not None and (column.type == T.MYSQL_TYPE_GEOMETRY or codec in (None, "utf-8")):
+        lines = [f"{indent}n = buf[pos]; pos += 1" if width == 1 else
+                 f"{indent}n = _from_bytes(buf[pos:pos + {width}], 'little'); pos += {width}",
+                 f"{indent}{v} = buf[pos:pos + n]; pos += n"]
+        if column.type != T.MYSQL_TYPE_GEOMETRY and codec == "utf-8":
+            lines += [f"{indent}try:", f"{indent}    {v} = {v}.decode('utf-8')",
+                      f"{indent}except UnicodeDecodeError:", f"{indent}    pass"]
+        return lines
+    if column.type == T.MYSQL_TYPE_NEWDECIMAL:
+        # equal byte strings share one Decimal (values.py keeps the cache bounded)
+        size = decimal_size(column.meta >> 8, column.meta & 0xFF)
+        namespace[f"_d{i}"] = decoder
+        namespace[f"_c{i}"] = decoder.cache
+        return [f"{indent}{v} = _c{i}.get(buf[pos:pos + {size}])",
+                f"{indent}if {v} is None:",
+                f"{indent}    {v} = _d{i}(buf, pos)[0]",
+                f"{indent}pos += {size}"]
+    namespace[f"_d{i}"] = decoder
+    return [f"{indent}{v}, pos = _d{i}(buf, pos)"]
+
+
+def _merged_fixed_runs(columns) -> dict[int, tuple[str, int, int]]:
+    """Runs of 2+ consecutive inline numbers, read with one struct when no
+    column of the run is NULL: {first index: (format, count, size)}."""
+    runs, i = {}, 0
+    while i < len(columns):
+        j = i
+        while j < len(columns) and (columns[j].type, columns[j].unsigned) in _INLINE_STRUCTS:
+            j += 1
+        if j - i >= 2:
+            fmts = [_INLINE_STRUCTS[(c.type, c.unsigned)] for c in columns[i:j]]
+            runs[i] = ("<" + "".join(f[1:] for f, _ in fmts), j - i, sum(n for _, n in fmts))
+        i = max(j, i + 1)
+    return runs
+
+
 def compile_image(columns, decoders, null_bytes: int):
     namespace: dict = {"_from_bytes": int.from_bytes}
     lines = ["def image(buf, pos):"]
@@ -52,37 +98,29 @@ def compile_image(columns, decoders, null_bytes: int):
         lines.append("    nulls = buf[pos]; pos += 1")
     else:
         lines.append(f"    nulls = _from_bytes(buf[pos:pos + {null_bytes}], 'little'); pos += {null_bytes}")
-    names = []
+    # Most rows have no NULL: one straight path without a test per column.
+    lines.append("    if not nulls:")
+    runs = _merged_fixed_runs(columns)
+    i = 0
+    while i < len(columns):
+        if i in runs:
+            fmt, count, size = runs[i]
+            namespace[f"_r{i}"] = struct.Struct(fmt).unpack_from
+            targets = ", ".join(f"v{k}" for k in range(i, i + count))
+            lines.append(f"        {targets}, = _r{i}(buf, pos); pos += {size}")
+            i += count
+            continue
+        lines += _column_code(i, columns[i], decoders[i], namespace, "        ")
+        i += 1
+    lines.append("    else:")
     for i, (column, decoder) in enumerate(zip(columns, decoders)):
-        v = f"v{i}"
-        names.append(v)
-        lines.append(f"    if nulls & {1 << i}:")
-        lines.append(f"        {v} = None")
-        lines.append("    else:")
-        inline = _INLINE_STRUCTS.get((column.type, column.unsigned))
-        width = _string_length_bytes(column)
-        if inline:
-            fmt, size = inline
-            namespace[f"_u{i}"] = struct.Struct(fmt).unpack_from
-            lines.append(f"        {v} = _u{i}(buf, pos)[0]; pos += {size}")
-        elif width is not None and (column.type == T.MYSQL_TYPE_GEOMETRY or
-                                    codec_for(column.charset) in (None, "utf-8")):
-            if width == 1:
-                lines.append("        n = buf[pos]; pos += 1")
-            else:
-                lines.append(f"        n = _from_bytes(buf[pos:pos + {width}], 'little'); pos += {width}")
-            lines.append(f"        {v} = buf[pos:pos + n]; pos += n")
-            if column.type != T.MYSQL_TYPE_GEOMETRY and codec_for(column.charset) == "utf-8":
-                lines.append("        try:")
-                lines.append(f"            {v} = {v}.decode('utf-8')")
-                lines.append("        except UnicodeDecodeError:")
-                lines.append("            pass")
-        else:
-            namespace[f"_d{i}"] = decoder
-            lines.append(f"        {v}, pos = _d{i}(buf, pos)")
+        lines.append(f"        if nulls & {1 << i}:")
+        lines.append(f"            v{i} = None")
+        lines.append("        else:")
+        lines += _column_code(i, column, decoder, namespace, "            ")
     for i, column in enumerate(columns):
         namespace[f"_k{i}"] = column.key
-    items = ", ".join(f"_k{i}: {v}" for i, v in enumerate(names))
+    items = ", ".join(f"_k{i}: v{i}" for i in range(len(columns)))
     lines.append(f"    return {{{items}}}, pos")
     exec(compile("\n".join(lines), f"<row image of {len(columns)} columns>", "exec"), namespace)
     return namespace["image"]

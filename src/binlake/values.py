@@ -165,6 +165,7 @@ def _newdecimal(meta: int) -> Decode:
         unscaled = combine(raw)
         value = cache[key] = Decimal(f"{'-' if negative else ''}{unscaled}{suffix}")
         return value, end
+    decode.cache = cache
     return decode
 
 

@@ -212,6 +212,9 @@ def decode_table_map(header: EventHeader, cur: Cursor, ctx) -> TableMapEvent:
     post_len = ctx.fde.post_header_len(header.type_code)
     table_id = cur.u32() if post_len == 6 else cur.u48()
     flags = cur.u16()
+    # A server logs the same table map again in every transaction: everything
+    # derived from it (row plans, compiled decoders) is shared between equal maps.
+    signature = bytes(cur.buf[cur.pos:cur.end])
     database = text(cur.lstring1()); cur.u8()
     table = text(cur.lstring1()); cur.u8()
     count = cur.packed_len()
@@ -233,4 +236,5 @@ def decode_table_map(header: EventHeader, cur: Cursor, ctx) -> TableMapEvent:
         replace(f.pop("_column"), primary_key=i in pk_columns, **f)
         for i, f in enumerate(facts))
     return TableMapEvent(header, table_id, flags, database, table, columns, primary,
-                         table_facts.get("default_charset"), optional)
+                         table_facts.get("default_charset"), optional,
+                         ctx.shared_cache(signature))
