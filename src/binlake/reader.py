@@ -80,6 +80,8 @@ class DecodeContext:
     fde: FormatDescription
     table_maps: dict = field(default_factory=dict)
     pending_checksum_alg: int | None = None
+    #: set while decoding a huge rows event whose row images stay in the file
+    large_event_end: int | None = None
     #: caches of derived data keyed by a table map's bytes, shared by equal maps
     table_caches: dict = field(default_factory=dict)
 
@@ -248,6 +250,15 @@ class BinlogReader:
             if length < header_len:
                 raise CorruptEvent(path, pos, f"event length {length} is shorter than its "
                                    f"{header_len}-byte header")
+            if (length > LARGE_EVENT_BYTES and raw_type in _LAZY_ROWS_TYPES
+                    and isinstance(source, _FileSource) and fde.event_permutation is None):
+                if pos + length > source.size:
+                    self._truncated(info, path, pos, f"event of {length} bytes cut short at "
+                                    f"{source.size - pos} bytes (type {raw_type})")
+                yield self._large_rows_event(source, ctx, info, pos, length, header_len,
+                                             (timestamp, raw_type, server_id, log_pos, flags))
+                pos += length
+                continue
             raw = source.read_at(pos, length)
             if len(raw) < length:
                 self._truncated(info, path, pos, f"event of {length} bytes cut short at "
@@ -285,6 +296,37 @@ class BinlogReader:
                 # Like mysqlbinlog --start-position: the first event (the format
                 # description) frames the file, then jump to the caller's event.
                 pos = start_position
+
+    def _large_rows_event(self, source: "_FileSource", ctx: DecodeContext, info: "FileInfo",
+                          pos: int, length: int, header_len: int, fields: tuple) -> Event:
+        """A rows event too big to hold: checksum it in windows, decode its
+        post-header and bitmaps, and leave the row images in the file."""
+        timestamp, type_code, server_id, log_pos, flags = fields
+        body_end, checksum = length, None
+        if ctx.fde.checksum_alg == ChecksumAlg.BINLOG_CHECKSUM_ALG_CRC32:
+            body_end = length - BINLOG_CHECKSUM_LEN
+            checksum = int.from_bytes(source.read_at(pos + body_end, 4), "little")
+            if self.verify_checksums:
+                crc = 0
+                for offset in range(0, body_end, _FileSource.WINDOW):
+                    crc = zlib.crc32(source.read_at(pos + offset, min(_FileSource.WINDOW,
+                                                                       body_end - offset)), crc)
+                if crc != checksum:
+                    error = ChecksumMismatch(source.path, pos, "CRC32 checksum mismatch: stored "
+                                             f"0x{checksum:08x}, computed 0x{crc:08x}")
+                    if not self.force:
+                        raise error
+                    self.stats.warnings.append(str(error))
+        header = EventHeader(source.path, pos, timestamp, type_code, server_id, length,
+                             log_pos, flags, checksum)
+        head = source.read_at(pos, min(body_end, _LARGE_EVENT_HEAD))
+        ctx.large_event_end = pos + body_end
+        try:
+            event = self._decode(header, head, header_len, len(head), ctx)
+        finally:
+            ctx.large_event_end = None
+        info.note(event)
+        return event
 
     def _truncated(self, info: "FileInfo", path: str, pos: int, detail: str):
         if info.in_use:
@@ -407,6 +449,13 @@ class BinlogReader:
             return FormatDescription(4, "", LOG_EVENT_MINIMAL_HEADER_LEN, b"", None, None)
         return old_format(version)
 
+
+#: Rows events bigger than this keep their row images in the file (read lazily).
+LARGE_EVENT_BYTES = 64 << 20
+_LARGE_EVENT_HEAD = 1 << 16  # post-header, extra info and bitmaps fit in this
+_LAZY_ROWS_TYPES = {E.WRITE_ROWS_EVENT_V1, E.UPDATE_ROWS_EVENT_V1, E.DELETE_ROWS_EVENT_V1,
+                    E.WRITE_ROWS_EVENT, E.UPDATE_ROWS_EVENT, E.DELETE_ROWS_EVENT,
+                    E.PARTIAL_UPDATE_ROWS_EVENT}
 
 #: Decoders that must account for every byte of the body (the others pad).
 _MUST_CONSUME = set(DECODERS) - {E.STOP_EVENT}

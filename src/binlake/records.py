@@ -38,9 +38,9 @@ def changes_from_events(events: Iterable[Event], schema=None) -> Iterator[Change
             table = event.table
             database = table.database if table else ""
             name = table.table if table else ""
-            rows = event.rows()
+            rows = event.iter_rows()
             if schema is not None and table is not None and not table.has_names:
-                rows = schema.rename_rows(database, name, rows)
+                rows = schema.rename_rows(database, name, list(rows))
             for index, (before, after) in enumerate(rows):
                 yield Change(header.file, header.pos, header.next_pos, index, header.timestamp,
                              header.server_id, gtid, database, name, event.operation,

@@ -94,7 +94,26 @@ def _packed_len(buf: bytes, pos: int) -> tuple[int, int]:
     return int.from_bytes(buf[pos + 1:pos + 1 + width], "little"), pos + 1 + width
 
 
-def decode_rows(event: RowsEvent) -> list:
+class LazyRowData:
+    """The row images of a huge rows event, left in the file and read through
+    a window as they are decoded, so a 1 GB event is never held whole."""
+
+    WINDOW = 8 << 20
+
+    def __init__(self, path: str, start: int, end: int):
+        self.path, self.start, self.end = path, start, end
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+    def read(self, offset: int, size: int) -> bytes:
+        with open(self.path, "rb") as f:
+            f.seek(self.start + offset)
+            return f.read(min(size, len(self) - offset))
+
+
+def _pair_decoder(event: RowsEvent):
+    """(buf, pos) -> ((before, after), pos) for this event's operation and layout."""
     table = event.table
     header = event.header
     if table is None:
@@ -106,48 +125,99 @@ def decode_rows(event: RowsEvent) -> list:
                            f"rows event has {event.width} columns, its table map "
                            f"{table.qualified_name} has {len(table.columns)}")
     operation = event.operation
-    pre_ga = header.type_code in PRE_GA_ROWS_EVENTS
-    first = _plan(table, event.columns_present, pre_ga)
+    first = _plan(table, event.columns_present, header.type_code in PRE_GA_ROWS_EVENTS)
     after_plan = (_plan(table, event.columns_present_after)
                   if event.columns_present_after is not None else first)
-    buf, end = event.rows_data, len(event.rows_data)
-    pos = 0
-    rows = []
-    partial = event.is_partial
     image = first.image or (lambda b, p: _image(b, p, first))
     after_image = after_plan.image or (lambda b, p: _image(b, p, after_plan))
+    if operation == WRITE:
+        def pair(buf, pos):
+            after, pos = image(buf, pos)
+            return (None, after), pos
+    elif operation == DELETE:
+        def pair(buf, pos):
+            before, pos = image(buf, pos)
+            return (before, None), pos
+    elif not event.is_partial:
+        def pair(buf, pos):
+            before, pos = image(buf, pos)
+            after, pos = after_image(buf, pos)
+            return (before, after), pos
+    else:
+        def pair(buf, pos):
+            before, pos = _image(buf, pos, first)
+            slots = ()
+            options, pos = _packed_len(buf, pos)
+            if options & PARTIAL_JSON_UPDATES:
+                slots, pos = _partial_slots(table, after_plan, buf, pos)
+            after, pos = _image(buf, pos, after_plan, slots)
+            if slots:
+                _apply_partial(before, after)
+            return (before, after), pos
+    return pair
+
+
+def _failure(event: RowsEvent, offset: int, index: int, exc: Exception):
+    name = event.table.qualified_name
+    if isinstance(exc, NotImplementedError):
+        return UnsupportedFeature(event.header.file, event.rows_offset + offset, f"{name}: {exc}")
+    return CorruptEvent(event.header.file, event.rows_offset + offset,
+                        f"row {index} of {name}: {exc}")
+
+
+def decode_rows(event: RowsEvent) -> list:
+    if isinstance(event.rows_data, LazyRowData):
+        return list(iter_rows(event))
+    pair = _pair_decoder(event)
+    buf = event.rows_data
+    end = len(buf)
+    pos = start = 0
+    rows = []
     try:
         while pos < end:
             start = pos
-            if operation == WRITE:
-                after, pos = image(buf, pos)
-                rows.append((None, after))
-            elif operation == DELETE:
-                before, pos = image(buf, pos)
-                rows.append((before, None))
-            elif not partial:
-                before, pos = image(buf, pos)
-                after, pos = after_image(buf, pos)
-                rows.append((before, after))
-            else:
-                before, pos = _image(buf, pos, first)
-                slots = ()
-                options, pos = _packed_len(buf, pos)
-                if options & PARTIAL_JSON_UPDATES:
-                    slots, pos = _partial_slots(table, after_plan, buf, pos)
-                after, pos = _image(buf, pos, after_plan, slots)
-                if slots:
-                    _apply_partial(before, after)
-                rows.append((before, after))
-            if pos > end:
-                raise IndexError("row image runs past the end of the event")
-    except (IndexError, struct.error, ValueError) as exc:
-        raise CorruptEvent(header.file, event.rows_offset + start,
-                           f"row {len(rows)} of {table.qualified_name}: {exc}") from None
-    except NotImplementedError as exc:
-        raise UnsupportedFeature(header.file, event.rows_offset + start,
-                                 f"{table.qualified_name}: {exc}") from None
+            row, pos = pair(buf, pos)
+            rows.append(row)
+        if pos > end:
+            raise IndexError("row image runs past the end of the event")
+    except (IndexError, struct.error, ValueError, NotImplementedError) as exc:
+        raise _failure(event, start, len(rows), exc) from None
     return rows
+
+
+def iter_rows(event: RowsEvent):
+    """The (before, after) pairs one by one; huge events are read through a window."""
+    data = event.rows_data
+    if not isinstance(data, LazyRowData):
+        yield from decode_rows(event)
+        return
+    pair = _pair_decoder(event)
+    total = len(data)
+    base, window = 0, data.WINDOW
+    buf = data.read(0, window)
+    pos = index = 0
+    while base + pos < total:
+        try:
+            row, end = pair(buf, pos)
+            cut = end > len(buf)  # every decoder advances by what it read
+        except (IndexError, struct.error, ValueError, CorruptEvent) as exc:
+            cut, error = True, exc
+        else:
+            error = None
+        if cut:
+            if base + len(buf) >= total:  # the window already reached the end
+                if isinstance(error, CorruptEvent):
+                    raise error
+                raise _failure(event, base + pos, index,
+                               error or IndexError("row image runs past the end of the event"))
+            # refill from this row's start; grow the window if one row outgrew it
+            window = window * 2 if pos == 0 else window
+            base += pos
+            buf, pos = data.read(base, window), 0
+            continue
+        yield row
+        index += 1
+        pos = end
 
 
 def _partial_slots(table, plan: RowPlan, buf: bytes, pos: int):

@@ -49,7 +49,7 @@ class RowsEvent(Event):
     columns_present: int           #: bitmap (bit i = column i) of the (before) image
     columns_present_after: int | None
     table: object                  #: the TableMapEvent in force, or None if none was seen
-    rows_data: bytes               #: the row images, uncompressed
+    rows_data: bytes               #: the row images, uncompressed (LazyRowData if huge)
     rows_offset: int               #: file offset of rows_data (of its compressed form)
 
     @property
@@ -65,6 +65,11 @@ class RowsEvent(Event):
         before is None for inserts, after is None for deletes."""
         from ..rows import decode_rows
         return decode_rows(self)
+
+    def iter_rows(self):
+        """The same pairs one at a time: for huge events, without holding them all."""
+        from ..rows import iter_rows
+        return iter_rows(self)
 
     def fields(self) -> dict:
         table = self.table
@@ -111,6 +116,13 @@ def decode_rows_event(header: EventHeader, cur: Cursor, ctx) -> RowsEvent:
     if ROWS_OPERATION[code] == UPDATE and code not in PRE_GA_ROWS_EVENTS:
         present_after = cur.bitmap(width)
     rows_offset = cur.offset()
+    if ctx.large_event_end is not None:  # a huge event: its rows stay in the file
+        from ..rows import LazyRowData
+        data = LazyRowData(cur.file, rows_offset, ctx.large_event_end)
+        cur.rest()
+        table = ctx.table_maps.get(table_id)
+        return RowsEvent(header, table_id, flags, extra, width, present, present_after,
+                         table, data, rows_offset)
     data = cur.rest()
     if code in _COMPRESSED:
         data = uncompress_mariadb(data, Cursor(data, 0, None, rows_offset, cur.file))
