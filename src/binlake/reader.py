@@ -158,7 +158,7 @@ class _StreamSource:
         return bytes(self._buf[lo:lo + n])
 
     def close(self) -> None:
-        if self.path != "-":
+        if self._stream is not sys.stdin.buffer:
             self._stream.close()
 
 
@@ -402,22 +402,27 @@ class BinlogReader:
                                   "(MariaDB encrypt_binlog); decrypt with the server's key file first")
 
     def _payload_events(self, event, ctx: DecodeContext, info: "FileInfo") -> Iterator[Event]:
-        data = event.uncompressed()
-        pos, end = 0, len(data)
-        while pos < end:
-            if end - pos < LOG_EVENT_MINIMAL_HEADER_LEN:
+        """The payload's events, decompressed as a stream: a big compressed
+        transaction is never held uncompressed."""
+        data = _StreamSource(event.open_payload(), event.header.file)
+        pos = 0
+        while True:
+            head = data.read_at(pos, LOG_EVENT_MINIMAL_HEADER_LEN)
+            if not head:
+                break
+            if len(head) < LOG_EVENT_MINIMAL_HEADER_LEN:
                 raise CorruptEvent(event.header.file, event.header.pos,
-                                   f"transaction payload: {end - pos} stray bytes at its end")
-            timestamp, type_code, server_id, length, log_pos, flags = _HEADER.unpack_from(data, pos)
-            if length < LOG_EVENT_MINIMAL_HEADER_LEN or pos + length > end:
+                                   f"transaction payload: {len(head)} stray bytes at its end")
+            timestamp, type_code, server_id, length, log_pos, flags = _HEADER.unpack_from(head)
+            raw = data.read_at(pos, length) if length >= LOG_EVENT_MINIMAL_HEADER_LEN else b""
+            if len(raw) < max(length, LOG_EVENT_MINIMAL_HEADER_LEN):
                 raise CorruptEvent(event.header.file, event.header.pos,
                                    f"transaction payload: inner event at {pos} has bad length {length}")
             # Inner events live in no file position of their own: they carry the
             # payload event's position, and their own log_pos.
             header = EventHeader(event.header.file, event.header.pos, timestamp, type_code,
                                  server_id, length, log_pos, flags, None)
-            inner = self._decode(header, data[pos:pos + length], ctx.fde.header_length,
-                                 length, ctx)
+            inner = self._decode(header, raw, ctx.fde.header_length, length, ctx)
             info.note(inner)
             yield inner
             self._update_state(inner, ctx, info)

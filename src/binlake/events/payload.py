@@ -39,6 +39,21 @@ class TransactionPayloadEvent(Event):
         return {"compression_type": self.compression_name, "payload_size": self.payload_size,
                 "uncompressed_size": self.uncompressed_size}
 
+    def open_payload(self):
+        """A file-like reader of the uncompressed payload (streamed, not held)."""
+        import io
+        if self.compression_type == NONE:
+            return io.BytesIO(self.payload)
+        if self.compression_type != ZSTD:
+            raise UnsupportedFeature(self.header.file, self.payload_offset,
+                                     f"unknown payload compression {self.compression_type}")
+        try:
+            import zstandard
+        except ImportError:
+            raise UnsupportedFeature(self.header.file, self.payload_offset,
+                                     "zstd-compressed transaction: install binlake[zstd]") from None
+        return zstandard.ZstdDecompressor().stream_reader(self.payload)
+
     def uncompressed(self) -> bytes:
         if self.compression_type == NONE:
             return self.payload
