@@ -56,7 +56,8 @@ def task_api(path: str) -> None:
     rows = 0
     for event in binlake.open(path):
         if isinstance(event, RowsEvent):
-            rows += len(event.rows())
+            for _ in event.iter_rows():  # pairs one at a time: memory stays flat
+                rows += 1
     print(json.dumps({"rows": rows}))
 
 
@@ -103,6 +104,27 @@ def make_binlog(size_mb: int, workdir: Path):
     return server, biggest
 
 
+def huge_event_binlog(size_mb: int, workdir: Path) -> Path:
+    """A binlog whose rows sit in one event of about size_mb (one INSERT ...
+    SELECT with binlog_row_event_max_size raised): the case that must not be
+    held in memory."""
+    from binlake.testing.mariadb import MariaDBServer
+    shutil.rmtree(workdir, ignore_errors=True)
+    rows = size_mb * 1_000_000 // 120
+    with MariaDBServer(workdir, extra={"binlog_row_event_max_size": 1 << 31,
+                                       "max_allowed_packet": 1 << 30}) as server:
+        server.execute("CREATE DATABASE huge")
+        server.execute("CREATE TABLE huge.t (id BIGINT PRIMARY KEY, v VARCHAR(100), "
+                       "d DECIMAL(12,2), ts DATETIME(6))")
+        server.execute(f"INSERT INTO huge.t SELECT seq, REPEAT('x', 80), seq / 100, "
+                       f"'2024-01-01' + INTERVAL seq SECOND FROM huge.seq_1_to_{rows}")
+        server.flush_logs()
+        path = max(server.binlog_files(), key=lambda f: f.stat().st_size)
+        target = DATA / f"huge-event-{size_mb}mb.bin"
+        shutil.copy(path, target)
+    return target
+
+
 def row_count(path: Path) -> int:
     _, _, out = run_measured([PYTHON, __file__, "--task", "api", str(path)], subprocess.PIPE)
     return json.loads(out)["rows"]
@@ -111,6 +133,8 @@ def row_count(path: Path) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-mb", type=int, default=1000)
+    parser.add_argument("--huge-event-mb", type=int, default=300,
+                        help="also decode one rows event of this size and report its peak memory (0: skip)")
     parser.add_argument("--task", nargs="+", help=argparse.SUPPRESS)
     parser.add_argument("--skip", nargs="*", default=[],
                         help="measurements to leave out (binlake-api, binlake-dump-v, "
@@ -156,12 +180,26 @@ def main() -> int:
                                       "mb_per_s": None, "note": f"first {sample['rows']} rows"}
     finally:
         server.stop()
+    if args.huge_event_mb:
+        huge = huge_event_binlog(args.huge_event_mb, DATA / "server-huge")
+        seconds, peak, out = run_measured([PYTHON, __file__, "--task", "api", str(huge)],
+                                          subprocess.PIPE)
+        huge_rows = json.loads(out)["rows"]
+        c_seconds, c_peak, _ = run_measured(["mariadb-binlog", "--base64-output=decode-rows",
+                                             "-v", str(huge)])
+        results["huge-event-api"] = {"seconds": seconds, "peak_mb": peak,
+                                     "rows_per_s": huge_rows / seconds, "mb_per_s": None,
+                                     "ratio": c_seconds / seconds,
+                                     "note": f"one {huge.stat().st_size / 1e6:.0f} MB rows event; "
+                                             f"mariadb-binlog on it: {c_seconds:.2f} s, "
+                                             f"peak {c_peak:.0f} MB"}
 
     print(f"\nfile: {binlog} ({size_mb:.0f} MB, {rows} row images)\n")
     reference = results.get("mariadb-binlog", {}).get("rows_per_s")
     print(f"{'measurement':<16}{'seconds':>9}{'rows/s':>12}{'MB/s':>9}{'peak MB':>9}{'vs C':>8}")
     for name, r in results.items():
-        ratio = (r["rows_per_s"] / reference) if reference and r["rows_per_s"] else None
+        ratio = r.get("ratio") or ((r["rows_per_s"] / reference)
+                                   if reference and r["rows_per_s"] else None)
         print(f"{name:<16}{r['seconds']:>9.2f}"
               f"{(r['rows_per_s'] or 0):>12,.0f}{(r['mb_per_s'] or 0):>9.0f}"
               f"{r['peak_mb']:>9.0f}{(f'{ratio:.2f}x' if ratio else '-'):>8}"
