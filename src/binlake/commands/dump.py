@@ -1,30 +1,148 @@
-"""`binlake dump`: every event, as JSON lines (--format json) or text."""
+"""`binlake dump`: every event as mysqlbinlog text (default) or JSON lines.
+
+The text is what `mariadb-binlog` prints for the same options (see text.py
+and docs/mysqlbinlog-differences.md); the selection options have the
+meanings of mysqlbinlog/mariadb-binlog (see filters.py).
+"""
 
 from __future__ import annotations
 
 import json
 
 from ..cli import ExitStatus
-from ..errors import BinlogError
+from ..errors import BinlogError, PartialEvent
+from ..filters import EventSelection, Verdict
 from ..jsonable import event_to_dict
 from ..reader import BinlogReader
+from ..text import TextError, TextOptions, TextPrinter
 from .common import add_input_arguments, reader_options, report
+from .selection import (add_selection_arguments, open_output, progress_bar, selection_options,
+                        spool_stdin)
 
 
 def add_arguments(parser) -> None:
     add_input_arguments(parser)
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="text like mysqlbinlog (default) or one JSON object per event")
-    parser.add_argument("--start-position", type=int, default=None)
+    add_selection_arguments(parser)
+    text = parser.add_argument_group("text output (as mysqlbinlog)")
+    text.add_argument("--base64-output", choices=("auto", "never", "decode-rows"), default="auto",
+                      help="auto: BINLOG '...' statements for row events (default); decode-rows: "
+                           "none (with -v, the rows as commented pseudo-SQL); never: none")
+    text.add_argument("-v", "--verbose", action="count", default=0,
+                      help="rows as ### pseudo-SQL; twice: with column types")
+    text.add_argument("-s", "--short-form", action="store_true",
+                      help="statements only: no positions, headers, row events or row counts")
+    text.add_argument("-H", "--hexdump", action="store_true",
+                      help="a hex dump of each event in comments")
+    text.add_argument("--skip-annotate-row-events", action="store_true",
+                      help="leave out the statements that MariaDB logs before row events")
+    text.add_argument("--skip-print-row-count", dest="print_row_count", action="store_false",
+                      help="no '# Number of rows' lines")
+    text.add_argument("-D", "--disable-log-bin", action="store_true",
+                      help="replaying the output does not write the binlog (SQL_LOG_BIN=0)")
+    text.add_argument("--set-charset", metavar="CHARSET", help="add SET NAMES CHARSET")
+    text.add_argument("--mysql-events", choices=("mysql", "ignorable"), default="mysql",
+                      help="events only MySQL writes (GTIDs, Previous-GTIDs, Rows_query): as "
+                           "MySQL's mysqlbinlog prints them (default), or as mariadb-binlog does")
+    text.add_argument("-l", "--local-load", metavar="DIR",
+                      help="directory for the LOAD DATA files rebuilt from the binlog "
+                           "(default: the temporary directory)")
 
 
 def run(args, out, err) -> int:
-    reader = BinlogReader(args.files, start_position=None, **reader_options(args))
     try:
-        for event in reader:
-            if args.start_position is not None and event.header.pos < args.start_position:
+        selection, text_filters = selection_options(args)
+    except ValueError as exc:
+        err.write(f"binlake dump: {exc}\n")
+        return ExitStatus.USAGE
+    files, cleanup = spool_stdin(args.files)
+    try:
+        with open_output(args, out) as target:
+            if args.format == "json":
+                return _dump_json(args, files, selection, target, err)
+            return _dump_text(args, files, selection, text_filters, target, err)
+    finally:
+        cleanup()
+
+
+def _events(args, files, selection: EventSelection, printer, err):
+    """(event, verdict) for every event, file by file, until a STOP."""
+    last = len(files) - 1
+    for index, path in enumerate(files):
+        reader = BinlogReader([path], **reader_options(args))
+        if printer is not None:
+            printer.begin_file(path)
+        stopped = False
+        try:
+            for event in reader:
+                verdict = selection.verdict(event, index == 0, index == last)
+                if verdict is Verdict.STOP:
+                    stopped = True
+                    break
+                yield event, verdict, reader
+                if verdict is Verdict.SHOW and selection.after(event) is Verdict.STOP:
+                    stopped = True
+                    break
+        except PartialEvent as exc:
+            # The server was still writing this file: its end is not an error
+            # (mysqlbinlog treats it as the end of the file as well).
+            err.write(f"binlake: warning: {exc}\n")
+        finally:
+            for warning in reader.stats.warnings:
+                err.write(f"binlake: warning: {warning}\n")
+            if printer is not None:
+                printer.end_file()
+        if stopped:
+            return
+
+
+def _dump_text(args, files, selection, text_filters, out, err) -> int:
+    options = TextOptions(base64_output=args.base64_output, verbose=args.verbose,
+                          short_form=args.short_form, hexdump=args.hexdump,
+                          print_row_count=args.print_row_count,
+                          skip_annotate_row_events=args.skip_annotate_row_events,
+                          disable_log_bin=args.disable_log_bin, set_charset=args.set_charset,
+                          local_load=args.local_load, mysql_events=args.mysql_events,
+                          gtid_filtering=selection.options.gtid_filtering, **text_filters)
+    printer = TextPrinter(out, options)
+    printer.begin()
+    status = ExitStatus.OK
+    start = selection.options.start_position
+    bar = progress_bar(files, err)
+    try:
+        for event, verdict, _ in _events(args, files, selection, printer, err):
+            bar.update(event)
+            if verdict is Verdict.SHOW and start is not None and event.header.pos < start \
+                    and args.base64_output == "decode-rows":
+                verdict = Verdict.SKIP  # mysqlbinlog reads that format description silently
+            if verdict is Verdict.SKIP:
+                printer.note(event)
                 continue
-            out.write(json.dumps(event_to_dict(event), ensure_ascii=False) + "\n")
+            printer.event(event)
+            printer.end_payload_if_done(event)
+    except BinlogError as exc:
+        report(exc, err)
+        status = ExitStatus.ERROR
+    except TextError as exc:
+        err.write(f"ERROR: {exc}\n")
+        status = ExitStatus.ERROR
+    finally:
+        bar.close()
+    if selection.error:
+        err.write(f"binlake dump: {selection.error}\n")
+        status = ExitStatus.ERROR
+    for problem in printer.errors:
+        err.write(f"binlake: warning: {problem}\n")
+    printer.end()
+    return status
+
+
+def _dump_json(args, files, selection, out, err) -> int:
+    try:
+        for event, verdict, _ in _events(args, files, selection, None, err):
+            if verdict is Verdict.SHOW:
+                out.write(json.dumps(event_to_dict(event), ensure_ascii=False) + "\n")
     except BinlogError as exc:
         out.flush()
         report(exc, err)

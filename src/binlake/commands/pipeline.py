@@ -1,0 +1,80 @@
+"""`binlake pipeline`: binlogs into Parquet tables with Spark (see binlake.spark.pipeline)."""
+
+from __future__ import annotations
+
+import os
+
+from ..cli import ExitStatus
+from ..errors import BinlogError
+from .common import report
+
+
+def sample_dir() -> str:
+    """The small binlogs shipped with binlake (src/binlake/sample_data)."""
+    from importlib.resources import files
+    return os.fspath(files("binlake") / "sample_data")
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("inputs", nargs="*", metavar="INPUT",
+                        help="binlog files, directories or glob patterns (none: the sample data)")
+    parser.add_argument("--out", required=True, metavar="DIR",
+                        help="output directory: events/, changes/, tables/ and a manifest")
+    parser.add_argument("--sample", action="store_true",
+                        help="read the sample binlogs shipped with binlake")
+    parser.add_argument("--master", metavar="URL",
+                        help="Spark master (default: local[*], or spark-submit's)")
+    parser.add_argument("--as-of", metavar="WHEN",
+                        help="rebuild tables/ as of FILE:POS or a date-time (UTC unless given)")
+    parser.add_argument("--split-bytes", type=int, default=None, metavar="N",
+                        help="cut files larger than N bytes at transaction boundaries (default 32 MiB)")
+    parser.add_argument("--partitions", type=int, default=None, metavar="N",
+                        help="read in at least N partitions where the files allow "
+                             "(default: Spark's default parallelism)")
+    parser.add_argument("--schema", metavar="FILE",
+                        help="CREATE TABLE statements naming columns the binlog leaves unnamed")
+    parser.add_argument("--tables", metavar="PATTERNS",
+                        help="only these tables: comma-separated db.table patterns (db.*, *.orders)")
+    parser.add_argument("--force-read", action="store_true",
+                        help="continue past checksum mismatches and undecodable events")
+    parser.add_argument("--no-verify-checksum", dest="verify_checksums", action="store_false",
+                        help="do not check CRC32 checksums")
+
+
+def run(args, out, err) -> int:
+    from ..spark.pipeline import run_pipeline, spark_session
+    from ..spark.ranges import DEFAULT_SPLIT_BYTES
+
+    inputs = args.inputs if args.inputs and not args.sample else [sample_dir()]
+
+    def log(message: str) -> None:
+        err.write(message + "\n")
+        err.flush()
+
+    spark = spark_session(args.master)
+    try:
+        result = run_pipeline(
+            spark, inputs, args.out, as_of=args.as_of,
+            split_bytes=args.split_bytes or DEFAULT_SPLIT_BYTES, min_partitions=args.partitions,
+            schema=args.schema, tables=args.tables,
+            reader_options={"force": args.force_read, "verify_checksums": args.verify_checksums},
+            log=log)
+    except BinlogError as exc:
+        report(exc, err)
+        return ExitStatus.ERROR
+    except (ValueError, LookupError, OSError) as exc:
+        err.write(f"binlake pipeline: {exc}\n")
+        return ExitStatus.ERROR
+    if result.segments:
+        files = len({s.path for s in result.segments})
+        out.write(f"read {len(result.segments)} range(s) of {files} file(s): "
+                  f"{result.events} events, {result.changes} changes appended\n")
+    else:
+        out.write("nothing new to read\n")
+    if result.tables_rebuilt:
+        out.write(f"tables/: {len(result.tables)} table(s) rebuilt"
+                  + (f" as of {args.as_of}" if args.as_of else "") + "\n")
+        for name, rows in sorted(result.tables.items()):
+            out.write(f"  {name}: {rows} rows\n")
+    out.write(f"output: {os.path.abspath(args.out)}\n")
+    return ExitStatus.OK

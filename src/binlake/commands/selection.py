@@ -1,0 +1,168 @@
+"""What `dump`, `events` and `sql` share: event selection options (mysqlbinlog's
+names and meanings), standard input, the result file and the progress bar."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+
+from ..filters import (EventSelection, GtidSet, SelectionOptions, is_gtid_list, parse_datetime,
+                       parse_gtid_list)
+
+
+def add_selection_arguments(parser, *, database_help: str | None = None) -> None:
+    group = parser.add_argument_group("event selection (as mysqlbinlog / mariadb-binlog)")
+    group.add_argument("-j", "--start-position", metavar="POS",
+                       help="start at this offset of the first file (or, MariaDB style, "
+                            "after this GTID list: same as --start-gtid)")
+    group.add_argument("--stop-position", metavar="POS",
+                       help="stop before the event at this offset of the last file (or, "
+                            "MariaDB style, after this GTID list: same as --stop-gtid)")
+    group.add_argument("--start-datetime", metavar="DATETIME",
+                       help="from the first event at or after this local time")
+    group.add_argument("--stop-datetime", metavar="DATETIME",
+                       help="stop at the first event at or after this local time")
+    group.add_argument("--server-id", metavar="ID[,ID...]",
+                       help="only events written by these server ids")
+    group.add_argument("--include-gtids", metavar="GTID_SET",
+                       help="only MySQL transactions in this GTID set (uuid:1-5,...)")
+    group.add_argument("--exclude-gtids", metavar="GTID_SET",
+                       help="leave out MySQL transactions in this GTID set")
+    group.add_argument("--start-gtid", metavar="D-S-N[,...]",
+                       help="MariaDB: only transactions after these GTIDs (one per domain)")
+    group.add_argument("--stop-gtid", metavar="D-S-N[,...]",
+                       help="MariaDB: stop after these GTIDs (one per domain, inclusive)")
+    group.add_argument("-d", "--database", metavar="DB",
+                       help=database_help or "only statements and rows of this database")
+    group.add_argument("-T", "--table", metavar="TABLE", help="only rows of this table")
+    group.add_argument("--rewrite-db", metavar="FROM->TO", action="append", default=[],
+                       help="write changes of database FROM as changes of TO (repeatable)")
+    parser.add_argument("-r", "--result-file", metavar="FILE", help="write to FILE, not stdout")
+
+
+def _rewrite_rules(values) -> dict:
+    rules = {}
+    for value in values:
+        source, arrow, target = value.partition("->")
+        source, target = source.strip(), target.strip()
+        if not arrow:
+            raise ValueError(f"--rewrite-db {value!r}: missing '->'")
+        if not source or not target:
+            raise ValueError(f"--rewrite-db {value!r}: empty database name")
+        rules[source] = target
+    return rules
+
+
+def selection_options(args) -> tuple[EventSelection, dict]:
+    """The EventSelection of the command line, and the print-time filters
+    (database, table, rewrite rules). Raises ValueError on bad values."""
+    options = SelectionOptions()
+    for name in ("start_position", "stop_position"):
+        value = getattr(args, name)
+        if value is None:
+            continue
+        value = value.strip()
+        if value.isdigit():
+            setattr(options, name, int(value))
+        elif is_gtid_list(value):
+            gtids = parse_gtid_list(value)
+            if name == "start_position":
+                options.start_gtids = gtids
+            else:
+                options.stop_gtids = gtids
+        else:
+            raise ValueError(f"--{name.replace('_', '-')} {value!r}: neither an offset nor a GTID list")
+    if args.start_gtid:
+        options.start_gtids = parse_gtid_list(args.start_gtid)
+    if args.stop_gtid:
+        options.stop_gtids = parse_gtid_list(args.stop_gtid)
+    if args.start_datetime:
+        options.start_datetime = parse_datetime(args.start_datetime)
+    if args.stop_datetime:
+        options.stop_datetime = parse_datetime(args.stop_datetime)
+    if args.server_id:
+        try:
+            options.server_ids = {int(v) for v in args.server_id.split(",") if v.strip()}
+        except ValueError:
+            raise ValueError(f"--server-id {args.server_id!r}: expected numbers") from None
+    if args.include_gtids:
+        options.include_gtids = GtidSet.parse(args.include_gtids)
+    if args.exclude_gtids:
+        options.exclude_gtids = GtidSet.parse(args.exclude_gtids)
+    text_filters = {"database": args.database, "table": args.table,
+                    "rewrite_db": _rewrite_rules(args.rewrite_db)}
+    return EventSelection(options), text_filters
+
+
+def spool_stdin(files: list[str]):
+    """Standard input ('-') copied to a temporary file, so that events can be
+    re-read by position (for BINLOG blocks); returns (files, cleanup)."""
+    if "-" not in files:
+        return list(files), lambda: None
+    handle = tempfile.NamedTemporaryFile(prefix="binlake-stdin-", delete=False)
+    with handle:
+        shutil.copyfileobj(sys.stdin.buffer, handle, 1 << 20)
+
+    def cleanup():
+        with contextlib.suppress(OSError):
+            os.unlink(handle.name)
+    return [handle.name if f == "-" else f for f in files], cleanup
+
+
+@contextlib.contextmanager
+def open_output(args, out):
+    """--result-file, or the given stream."""
+    path = getattr(args, "result_file", None)
+    if not path:
+        yield out
+        return
+    with open(path, "w", encoding="utf-8", errors="surrogateescape", newline="") as handle:
+        yield handle
+
+
+class _NoProgress:
+    def update(self, event) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class _Progress:
+    """Bytes read across all files, on stderr."""
+
+    def __init__(self, files, err):
+        from tqdm import tqdm
+        self._offsets = {}
+        total = 0
+        for path in files:
+            self._offsets[path] = total
+            total += os.path.getsize(path)
+        self._bar = tqdm(total=total, unit="B", unit_scale=True, file=err, leave=False,
+                         desc="binlake")
+        self._done = 0
+
+    def update(self, event) -> None:
+        header = event.header
+        position = self._offsets.get(header.file, 0) + header.next_pos
+        if position - self._done >= 1 << 20:
+            self._bar.update(position - self._done)
+            self._done = position
+
+    def close(self) -> None:
+        self._bar.close()
+
+
+def progress_bar(files, err):
+    """A progress bar when stderr is a terminal and tqdm is installed
+    (binlake[progress]); otherwise nothing."""
+    isatty = getattr(err, "isatty", None)
+    if not (isatty and isatty()):
+        return _NoProgress()
+    try:
+        return _Progress(files, err)
+    except (ImportError, OSError):
+        return _NoProgress()

@@ -1,0 +1,88 @@
+"""`binlake sql`: executable SQL for every change in the selected range, or
+(`--flashback`) the SQL that undoes them, last change first. See sqlgen.py."""
+
+from __future__ import annotations
+
+from ..cli import ExitStatus
+from ..errors import BinlogError, PartialEvent
+from ..filters import Verdict
+from ..reader import BinlogReader
+from ..sqlgen import SqlWriter
+from .common import add_input_arguments, reader_options, report
+from .selection import (add_selection_arguments, open_output, progress_bar, selection_options,
+                        spool_stdin)
+
+
+def add_arguments(parser) -> None:
+    add_input_arguments(parser)
+    add_selection_arguments(parser, database_help="only changes of this database")
+    parser.add_argument("-B", "--flashback", action="store_true",
+                        help="write the rollback of the selected range instead: DELETE for "
+                             "INSERT, INSERT for DELETE, UPDATE back to the old values, in "
+                             "reverse order (needs binlog_row_image=FULL)")
+    parser.add_argument("--schema", metavar="FILE",
+                        help="CREATE TABLE statements (e.g. mysqldump --no-data) giving column "
+                             "names and primary keys the binlog does not carry")
+    parser.add_argument("-l", "--local-load", metavar="DIR",
+                        help="directory for LOAD DATA files rebuilt from the binlog")
+
+
+def run(args, out, err) -> int:
+    try:
+        selection, text_filters = selection_options(args)
+        schema = None
+        if args.schema:
+            from ..schema import load_schema
+            schema = load_schema(args.schema)
+    except (ValueError, OSError) as exc:
+        err.write(f"binlake sql: {exc}\n")
+        return ExitStatus.USAGE
+    files, cleanup = spool_stdin(args.files)
+    status = ExitStatus.OK
+    bar = progress_bar(files, err)
+    try:
+        with open_output(args, out) as target:
+            writer = SqlWriter(target, schema=schema, flashback=args.flashback,
+                               rewrite_db=text_filters["rewrite_db"],
+                               database=text_filters["database"], table=text_filters["table"],
+                               local_load=args.local_load)
+            writer.begin()
+            try:
+                _walk(args, files, selection, writer, bar, err)
+            except BinlogError as exc:
+                report(exc, err)
+                status = ExitStatus.ERROR
+            writer.finish()
+    finally:
+        bar.close()
+        cleanup()
+    for warning in writer.warnings:
+        err.write(f"binlake sql: warning: {warning}\n")
+    for problem in writer.errors:
+        err.write(f"binlake sql: {problem}\n")
+    if writer.errors:
+        status = ExitStatus.ERROR
+    if selection.error:
+        err.write(f"binlake sql: {selection.error}\n")
+        status = ExitStatus.ERROR
+    return status
+
+
+def _walk(args, files, selection, writer: SqlWriter, bar, err) -> None:
+    last = len(files) - 1
+    for index, path in enumerate(files):
+        reader = BinlogReader([path], **reader_options(args))
+        try:
+            for event in reader:
+                bar.update(event)
+                verdict = selection.verdict(event, index == 0, index == last)
+                if verdict is Verdict.STOP:
+                    return
+                if verdict is Verdict.SKIP:
+                    writer.note(event)
+                    continue
+                writer.event(event)
+                if selection.after(event) is Verdict.STOP:
+                    return
+        except PartialEvent as exc:
+            err.write(f"binlake sql: warning: {exc}\n")

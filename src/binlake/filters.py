@@ -1,0 +1,284 @@
+"""Which events to show: the selection options of mysqlbinlog and mariadb-binlog.
+
+Strategy: `EventSelection.verdict(event, file_index, last_file)` answers SHOW,
+SKIP or STOP for each event in stream order, with the meanings the two tools
+give their options:
+
+- positions: `--start-position` applies to the first file, `--stop-position`
+  to the last (an event starting at or after it stops the run);
+- datetimes: skip events before `--start-datetime` until the first event at
+  or after it (from then on everything counts, as in mysqlbinlog, so clocks
+  going back do not cut a transaction); stop at the first event at or after
+  `--stop-datetime`;
+- `--server-id`: only events written by that server (format descriptions
+  and rotates always count);
+- transaction filters work on whole event groups (a GTID event and the
+  events of its transaction): MySQL GTID sets (`--include-gtids`,
+  `--exclude-gtids`) and MariaDB GTID lists (`--start-gtid` exclusive,
+  `--stop-gtid` inclusive, per replication domain).
+
+`--database` and `--table` are not here: mysqlbinlog applies them while
+printing (a table map decides about the rows events after it), see text.py.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import time
+from dataclasses import dataclass, field
+from enum import Enum
+
+from .constants import EventType as E
+from .events import (Event, GtidEvent, MariadbGtidEvent, QueryEvent, XaPrepareEvent, XidEvent)
+
+
+class Verdict(Enum):
+    SHOW = "show"
+    SKIP = "skip"
+    STOP = "stop"
+
+
+# -- datetimes ----------------------------------------------------------------------
+
+_DATETIME_PARTS = re.compile(r"\d+")
+
+
+def parse_datetime(text: str) -> int:
+    """A local date and time as mysqlbinlog takes it (any punctuation between
+    the parts: '2004-12-25 11:25:56', '2004/12/25T11.25.56', '20041225112556')
+    -> seconds since the epoch."""
+    stripped = text.strip()
+    parts = _DATETIME_PARTS.findall(stripped)
+    if len(parts) == 1 and len(parts[0]) in (8, 14):  # YYYYMMDD[hhmmss]
+        digits = parts[0]
+        parts = [digits[0:4], digits[4:6], digits[6:8]] + (
+            [digits[8:10], digits[10:12], digits[12:14]] if len(digits) == 14 else [])
+    if len(parts) < 3 or len(parts) > 7 or re.search(r"[^\d\s\-/.:T_]", stripped):
+        raise ValueError(f"bad datetime {text!r}: expected YYYY-MM-DD hh:mm:ss")
+    numbers = [int(p) for p in parts[:6]] + [0] * (6 - min(len(parts), 6))
+    year = numbers[0]
+    if len(parts[0]) <= 2:
+        year += 2000 if year < 70 else 1900
+    moment = (year, *numbers[1:6])
+    dt.datetime(*moment)  # validates the fields
+    return int(time.mktime(moment + (0, 0, -1)))
+
+
+# -- MySQL GTID sets ------------------------------------------------------------------
+
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
+
+
+@dataclass
+class GtidSet:
+    """A MySQL GTID set: `uuid[:tag]:1-5:7,uuid2:3` -> {(uuid, tag): [(first, last), ...]}."""
+
+    intervals: dict = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, text: str) -> "GtidSet":
+        result = cls()
+        for part in (p.strip() for p in text.replace("\n", "").split(",")):
+            if not part:
+                continue
+            pieces = part.split(":")
+            sid = pieces[0].strip().lower()
+            if not _UUID.match(sid):
+                raise ValueError(f"bad GTID set {text!r}: {sid!r} is not a UUID")
+            sid = _canonical_uuid(sid)
+            tag = None
+            for piece in pieces[1:]:
+                piece = piece.strip()
+                if re.match(r"^\d+(-\d+)?$", piece):
+                    first, _, last = piece.partition("-")
+                    first, last = int(first), int(last or first)
+                    if first < 1 or last < first:
+                        raise ValueError(f"bad GTID interval {piece!r}")
+                    result.intervals.setdefault((sid, tag), []).append((first, last))
+                elif re.match(r"^[a-zA-Z_][a-zA-Z0-9_]{0,31}$", piece):
+                    tag = piece.lower()
+                else:
+                    raise ValueError(f"bad GTID set {text!r} near {piece!r}")
+        return result
+
+    def __contains__(self, gtid: tuple) -> bool:
+        sid, tag, gno = gtid
+        return any(a <= gno <= b for a, b in self.intervals.get((sid, tag), ()))
+
+
+def _canonical_uuid(text: str) -> str:
+    hex_ = text.replace("-", "")
+    return f"{hex_[:8]}-{hex_[8:12]}-{hex_[12:16]}-{hex_[16:20]}-{hex_[20:]}"
+
+
+# -- MariaDB GTID lists ---------------------------------------------------------------
+
+def parse_gtid_list(text: str) -> dict[int, tuple[int, int]]:
+    """`0-1-100,1-2-5` -> {domain: (server_id, seq_no)}; one GTID per domain."""
+    result: dict[int, tuple[int, int]] = {}
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        match = re.match(r"^(\d+)-(\d+)-(\d+)$", part)
+        if not match:
+            raise ValueError(f"bad GTID {part!r}: expected domain-server-sequence")
+        domain, server, seq = map(int, match.groups())
+        if domain in result:
+            raise ValueError(f"GTID list {text!r} names domain {domain} twice")
+        result[domain] = (server, seq)
+    return result
+
+
+def is_gtid_list(text: str) -> bool:
+    return bool(re.match(r"^\s*\d+-\d+-\d+(\s*,\s*\d+-\d+-\d+)*\s*$", text))
+
+
+# -- the selection --------------------------------------------------------------------
+
+@dataclass
+class SelectionOptions:
+    start_position: int | None = None
+    stop_position: int | None = None
+    start_datetime: int | None = None
+    stop_datetime: int | None = None
+    server_ids: set | None = None
+    include_gtids: GtidSet | None = None
+    exclude_gtids: GtidSet | None = None
+    start_gtids: dict | None = None     #: MariaDB: show groups after these (exclusive)
+    stop_gtids: dict | None = None      #: MariaDB: show groups up to these (inclusive)
+
+    @property
+    def gtid_filtering(self) -> bool:
+        return bool(self.server_ids or self.start_gtids or self.stop_gtids)
+
+
+class _Group:
+    """Tracks the event group (transaction) the stream is in, to know where it ends."""
+
+    def __init__(self):
+        self.active = False
+        self.begun = False
+        self.standalone = False
+
+    def start(self, standalone: bool) -> None:
+        self.active, self.begun, self.standalone = True, False, standalone
+
+    def ends_with(self, event: Event) -> bool:
+        """Whether `event`, inside a group, is its last event."""
+        if isinstance(event, (XidEvent, XaPrepareEvent)):
+            return True
+        if isinstance(event, QueryEvent):
+            head = event.query.lstrip()[:12].upper()
+            if head.startswith("BEGIN") or head.startswith("XA START"):
+                self.begun = True
+                return False
+            if head.startswith(("COMMIT", "ROLLBACK", "XA END", "XA PREPARE", "XA COMMIT",
+                                "XA ROLLBACK")) and not head.startswith("ROLLBACK TO"):
+                return True
+            return not self.begun
+        return False
+
+
+class EventSelection:
+    """Stateful: feed it every event, in order; it says what to do with each."""
+
+    def __init__(self, options: SelectionOptions | None = None):
+        self.options = options or SelectionOptions()
+        self._started_by_time = self.options.start_datetime is None
+        self._group = _Group()
+        self._group_shown = True
+        self._stop_reached: set = set()
+        self._checked_start = False
+        self._past_file_head = False
+        self.error: str | None = None  #: why the selection stopped the run, if it is an error
+
+    def verdict(self, event: Event, first_file: bool, last_file: bool) -> Verdict:
+        o = self.options
+        h = event.header
+        is_fde = h.type_code == E.FORMAT_DESCRIPTION_EVENT
+        if first_file and o.start_position is not None and o.start_position > 4:
+            if h.pos < o.start_position:
+                # Before the start, mysqlbinlog reads only the format
+                # descriptions (and rotates) the file begins with, and shows
+                # those format descriptions when it writes BINLOG statements.
+                if h.type_code not in (E.FORMAT_DESCRIPTION_EVENT, E.ROTATE_EVENT):
+                    self._past_file_head = True
+                return Verdict.SHOW if is_fde and not self._past_file_head else Verdict.SKIP
+            if not self._checked_start:
+                self._checked_start = True
+                if h.pos != o.start_position:
+                    self.error = (f"--start-position {o.start_position} is not where an event "
+                                  f"starts (the next event starts at {h.pos})")
+                    return Verdict.STOP
+        if not is_fde and not self._started_by_time:
+            if h.timestamp < o.start_datetime:
+                return Verdict.SKIP
+            self._started_by_time = True
+        if o.stop_datetime is not None and h.timestamp >= o.stop_datetime:
+            return Verdict.STOP
+        if last_file and o.stop_position is not None and h.pos >= o.stop_position:
+            return Verdict.STOP
+        if is_fde:
+            return Verdict.SHOW
+        return self._group_verdict(event)
+
+    def _group_verdict(self, event: Event) -> Verdict:
+        o = self.options
+        group = self._group
+        if isinstance(event, (GtidEvent, MariadbGtidEvent)):
+            standalone = isinstance(event, MariadbGtidEvent) and bool(event.flags2 & 1)
+            group.start(standalone)
+            self._group_shown = self._show_group(event)
+            if self._group_shown is None:
+                return Verdict.STOP
+            return Verdict.SHOW if self._group_shown else Verdict.SKIP
+        if group.active:
+            if group.ends_with(event):
+                group.active = False
+            return Verdict.SHOW if self._group_shown else Verdict.SKIP
+        # outside any group
+        if o.server_ids and event.header.type_code != E.ROTATE_EVENT \
+                and event.header.server_id not in o.server_ids:
+            return Verdict.SKIP
+        if o.stop_gtids and self._stop_reached >= set(o.stop_gtids):
+            return Verdict.STOP
+        return Verdict.SHOW
+
+    def _show_group(self, event) -> bool | None:
+        """True: show the group; False: skip it; None: stop reading."""
+        o = self.options
+        if o.server_ids and event.header.server_id not in o.server_ids:
+            return False
+        if isinstance(event, GtidEvent):
+            if event.gtid is None:  # anonymous: outside any GTID set
+                return not o.include_gtids
+            sid, tag = event.sid, event.tag
+            key = (sid, tag.lower() if tag else None, event.gno)
+            if o.include_gtids is not None and key not in o.include_gtids:
+                return False
+            if o.exclude_gtids is not None and key in o.exclude_gtids:
+                return False
+            return True
+        domain, seq = event.domain_id, event.seq_no
+        if o.stop_gtids:
+            if domain in o.stop_gtids:
+                if seq > o.stop_gtids[domain][1]:
+                    self._stop_reached.add(domain)
+                    if self._stop_reached >= set(o.stop_gtids):
+                        return None
+                    return False
+                if seq == o.stop_gtids[domain][1]:
+                    self._stop_reached.add(domain)
+            elif not o.start_gtids or domain not in o.start_gtids:
+                return False
+        if o.start_gtids and domain in o.start_gtids and seq <= o.start_gtids[domain][1]:
+            return False
+        return True
+
+    def after(self, event: Event) -> Verdict | None:
+        """Called after an event was shown: STOP when a --stop-gtid range is complete."""
+        o = self.options
+        if (o.stop_gtids and not self._group.active and self._stop_reached >= set(o.stop_gtids)):
+            return Verdict.STOP
+        return None

@@ -1,0 +1,341 @@
+"""Row images as `mysqlbinlog -v` pseudo-SQL (`### INSERT INTO ...`, `###   @1=...`).
+
+Strategy: mysqlbinlog prints a value from its bytes and the table map's
+(type, meta) alone -- it ignores signedness, charsets and ENUM/SET names --
+so this module walks the raw row images itself instead of using the decoded
+Python values: integers appear as signed with the unsigned reading in
+parentheses (`-1 (255)`), SETs as bit strings, ENUMs as indexes, strings as
+their bytes with control characters as `\\xNN`. Each column type has one
+small formatter `fmt(buf, pos) -> (text, next_pos)` plus the type name shown
+by `-vv`; both are computed once per column and cached on the table map.
+
+Rule: output is a `str` in which non-UTF-8 bytes are kept as surrogate
+escapes, so writing it with `errors="surrogateescape"` gives back the exact
+bytes mysqlbinlog writes.
+"""
+
+from __future__ import annotations
+
+import struct
+from decimal import Decimal
+
+from .constants import ColumnType as T
+from .values import decode_decimal, decimal_size
+
+_F32 = struct.Struct("<f").unpack_from
+_F64 = struct.Struct("<d").unpack_from
+
+
+def raw_text(data: bytes) -> str:
+    """Bytes as they are, in a str (invalid UTF-8 kept as surrogate escapes)."""
+    return data.decode("utf-8", "surrogateescape")
+
+
+def quoted(data: bytes) -> str:
+    """mysqlbinlog's `my_b_write_quoted`: control bytes as \\xNN, the rest as is.
+
+    (Its branches for quote and backslash are never reached: both are above
+    0x1F, so they are written unescaped; the output is for reading, not SQL.)
+    """
+    out = bytearray(b"'")
+    for byte in data:
+        if byte > 0x1F:
+            out.append(byte)
+        else:
+            out += b"\\x%02x" % byte
+    out += b"'"
+    return raw_text(bytes(out))
+
+
+def _signed_and_unsigned(signed: int, bits: int) -> str:
+    if signed < 0:
+        return f"{signed} ({signed + (1 << bits)})"
+    return str(signed)
+
+
+def _integer(size: int, name: str):
+    bits = size * 8
+
+    def fmt(buf, pos):
+        value = int.from_bytes(buf[pos:pos + size], "little", signed=True)
+        return _signed_and_unsigned(value, bits), pos + size
+    return fmt, name
+
+
+def _bit_string(data: bytes, nbits: int) -> str:
+    skip = len(data) * 8 - nbits
+    bits = "".join(f"{byte:08b}" for byte in data)
+    return "b'" + bits[skip:] + "'"
+
+
+def _decimal_text(value: Decimal) -> str:
+    return format(value, "f")
+
+
+def _frac(micro: int, digits: int) -> str:
+    return "." + ("%06d" % micro)[:digits] if digits else ""
+
+
+def _length_prefixed(length_bytes: int):
+    def fmt(buf, pos):
+        n = int.from_bytes(buf[pos:pos + length_bytes], "little")
+        start = pos + length_bytes
+        return quoted(bytes(buf[start:start + n])), start + n
+    return fmt
+
+
+def _time2_parts(buf, pos, fsp):
+    """TIME2 -> (negative, hours, minutes, seconds, microseconds)."""
+    nfrac = (fsp + 1) // 2
+    intpart = int.from_bytes(buf[pos:pos + 3], "big") - 0x800000
+    frac = int.from_bytes(buf[pos + 3:pos + 3 + nfrac], "big") if nfrac else 0
+    if nfrac == 3:
+        packed = (intpart << 24) + frac
+    else:
+        if intpart < 0 and frac:
+            intpart += 1
+            frac -= 0x100 if nfrac == 1 else 0x10000
+        packed = (intpart << 24) + frac * (10000 if nfrac == 1 else 100 if nfrac == 2 else 1)
+    negative = packed < 0
+    packed = -packed if negative else packed
+    hms, micro = packed >> 24, packed % (1 << 24)
+    return negative, (hms >> 12) % 1024, (hms >> 6) % 64, hms % 64, micro
+
+
+def _datetime2_text(buf, pos, fsp) -> str:
+    nfrac = (fsp + 1) // 2
+    packed = int.from_bytes(buf[pos:pos + 5], "big") - 0x8000000000
+    frac = int.from_bytes(buf[pos + 5:pos + 5 + nfrac], "big", signed=True) if nfrac else 0
+    micro = frac * (10000, 100, 1)[nfrac - 1] if nfrac else 0
+    ymd, hms = packed >> 17, packed & 0x1FFFF
+    ym = ymd >> 5
+    return "%04d-%02d-%02d %02d:%02d:%02d%s" % (
+        ym // 13, ym % 13, ymd & 31, hms >> 12, (hms >> 6) & 63, hms & 63, _frac(micro, fsp))
+
+
+def string_length_and_type(column_type: int, meta: int) -> tuple[int, int]:
+    """What mysqlbinlog makes of a STRING column's metadata: (real type, max length)."""
+    if column_type != T.MYSQL_TYPE_STRING:
+        return column_type, 0
+    if meta >= 256:
+        byte0, byte1 = meta >> 8, meta & 0xFF
+        if (byte0 & 0x30) != 0x30:  # a long CHAR(): length bits hidden in byte0
+            return byte0 | 0x30, byte1 | (((byte0 & 0x30) ^ 0x30) << 4)
+        return byte0, byte1
+    return column_type, meta
+
+
+def value_formatter(column_type: int, meta: int, mysql_flavour: bool = False):
+    """(fmt, type name) for one column, or (None, reason) when mysqlbinlog
+    cannot print it either. `meta` is in mysqlbinlog's own packing (see
+    `printed_meta`)."""
+    column_type, length = string_length_and_type(column_type, meta)
+    if column_type == T.MYSQL_TYPE_TINY:
+        return _integer(1, "TINYINT")
+    if column_type == T.MYSQL_TYPE_SHORT:
+        return _integer(2, "SHORTINT")
+    if column_type == T.MYSQL_TYPE_INT24:
+        return _integer(3, "MEDIUMINT")
+    if column_type == T.MYSQL_TYPE_LONG:
+        return _integer(4, "INT")
+    if column_type == T.MYSQL_TYPE_LONGLONG:
+        return _integer(8, "LONGINT")
+    if column_type == T.MYSQL_TYPE_NEWDECIMAL:
+        precision, scale = meta >> 8, meta & 0xFF
+        size = decimal_size(precision, scale)
+
+        def fmt(buf, pos):
+            return _decimal_text(decode_decimal(buf, pos, precision, scale)[0]), pos + size
+        return fmt, f"DECIMAL({precision},{scale})"
+    if column_type == T.MYSQL_TYPE_FLOAT:
+        return (lambda buf, pos: ("%-20g" % _F32(buf, pos)[0], pos + 4)), "FLOAT"
+    if column_type == T.MYSQL_TYPE_DOUBLE:
+        return (lambda buf, pos: ("%-.20g" % _F64(buf, pos)[0], pos + 8)), "DOUBLE"
+    if column_type == T.MYSQL_TYPE_BIT:
+        nbits = (meta >> 8) * 8 + (meta & 0xFF)
+        nbytes = (nbits + 7) // 8
+
+        def fmt(buf, pos):
+            return _bit_string(bytes(buf[pos:pos + nbytes]), nbits), pos + nbytes
+        return fmt, f"BIT({nbits})"
+    if column_type == T.MYSQL_TYPE_TIMESTAMP:
+        return (lambda buf, pos: (str(int.from_bytes(buf[pos:pos + 4], "little")), pos + 4)), "TIMESTAMP"
+    if column_type == T.MYSQL_TYPE_TIMESTAMP2:
+        size = 4 + (meta + 1) // 2
+
+        def fmt(buf, pos):
+            seconds = int.from_bytes(buf[pos:pos + 4], "big")
+            nfrac = (meta + 1) // 2
+            frac = int.from_bytes(buf[pos + 4:pos + 4 + nfrac], "big") if nfrac else 0
+            micro = frac * (10000, 100, 1)[nfrac - 1] if nfrac else 0
+            return f"{seconds}{_frac(micro, meta)}", pos + size
+        return fmt, f"TIMESTAMP({meta})"
+    if column_type == T.MYSQL_TYPE_DATETIME:
+        def fmt(buf, pos):
+            value = int.from_bytes(buf[pos:pos + 8], "little")
+            d, t = divmod(value, 1000000)
+            return "'%04d-%02d-%02d %02d:%02d:%02d'" % (
+                d // 10000, d % 10000 // 100, d % 100, t // 10000, t % 10000 // 100, t % 100), pos + 8
+        return fmt, "DATETIME"
+    if column_type == T.MYSQL_TYPE_DATETIME2:
+        size = 5 + (meta + 1) // 2
+        return (lambda buf, pos: ("'" + _datetime2_text(buf, pos, meta) + "'", pos + size)), f"DATETIME({meta})"
+    if column_type == T.MYSQL_TYPE_TIME:
+        def fmt(buf, pos):
+            value = int.from_bytes(buf[pos:pos + 3], "little", signed=True)
+            sign, value = ("-", -value) if value < 0 else ("", value)
+            return "'%s%02d:%02d:%02d'" % (sign, value // 10000, value % 10000 // 100, value % 100), pos + 3
+        return fmt, "TIME"
+    if column_type == T.MYSQL_TYPE_TIME2:
+        size = 3 + (meta + 1) // 2
+
+        def fmt(buf, pos):
+            negative, h, m, s, micro = _time2_parts(buf, pos, meta)
+            return "'%s%02d:%02d:%02d%s'" % ("-" if negative else "", h, m, s, _frac(micro, meta)), pos + size
+        return fmt, f"TIME({meta})"
+    if column_type in (T.MYSQL_TYPE_NEWDATE, T.MYSQL_TYPE_DATE):
+        def fmt(buf, pos):
+            value = int.from_bytes(buf[pos:pos + 3], "little")
+            return "'%04d:%02d:%02d'" % (value >> 9, value >> 5 & 15, value & 31), pos + 3
+        return fmt, "DATE"
+    if column_type == T.MYSQL_TYPE_YEAR:
+        return (lambda buf, pos: ("%04d" % (buf[pos] + 1900), pos + 1)), "YEAR"
+    if column_type == T.MYSQL_TYPE_ENUM:
+        size = meta & 0xFF
+        if size not in (1, 2):
+            return None, f"!! Unknown ENUM packlen={size}"
+        fmt = lambda buf, pos: (str(int.from_bytes(buf[pos:pos + size], "little")), pos + size)  # noqa: E731
+        return fmt, "ENUM(1 byte)" if size == 1 else "ENUM(2 bytes)"
+    if column_type == T.MYSQL_TYPE_SET:
+        size = meta & 0xFF
+        return (lambda buf, pos: (_bit_string(bytes(buf[pos:pos + size]), size * 8), pos + size)), \
+            f"SET({size} bytes)"
+    if column_type in (T.MYSQL_TYPE_BLOB, T.MYSQL_TYPE_TINY_BLOB, T.MYSQL_TYPE_MEDIUM_BLOB,
+                       T.MYSQL_TYPE_LONG_BLOB):
+        names = {1: "TINYBLOB/TINYTEXT", 2: "BLOB/TEXT", 3: "MEDIUMBLOB/MEDIUMTEXT", 4: "LONGBLOB/LONGTEXT"}
+        if meta not in names:
+            return None, f"!! Unknown BLOB packlen={meta}"
+        return _length_prefixed(meta), names[meta]
+    if column_type in (T.MYSQL_TYPE_VARCHAR, T.MYSQL_TYPE_VAR_STRING):
+        return _length_prefixed(1 if meta < 256 else 2), f"VARSTRING({meta})"
+    if column_type == T.MYSQL_TYPE_STRING:
+        return _length_prefixed(1 if length < 256 else 2), f"STRING({length})"
+    if column_type == T.MYSQL_TYPE_GEOMETRY:
+        def fmt(buf, pos):
+            n = int.from_bytes(buf[pos:pos + meta], "little")
+            return quoted(bytes(buf[pos + meta:pos + meta + n])), pos + meta + n
+        return fmt, "GEOMETRY"
+    if column_type == T.MYSQL_TYPE_JSON:
+        # MySQL's mysqlbinlog prints the JSON document as text (MariaDB's cannot).
+        from .mysql_json import binary_to_text
+
+        def fmt(buf, pos):
+            n = int.from_bytes(buf[pos:pos + meta], "little")
+            start = pos + meta
+            return quoted(binary_to_text(bytes(buf[start:start + n])).encode("utf-8", "surrogateescape")), start + n
+        return fmt, "JSON"
+    if column_type == T.MYSQL_TYPE_VECTOR:
+        def fmt(buf, pos):
+            n = int.from_bytes(buf[pos:pos + meta], "little")
+            start = pos + meta
+            floats = struct.unpack_from("<%df" % (n // 4), buf, start)
+            return "[" + ",".join("%.6g" % f for f in floats) + "]", start + n
+        return fmt, f"VECTOR({meta})"
+    if column_type == T.MYSQL_TYPE_DECIMAL:
+        return None, ("Found Old DECIMAL (mysql-4.1 or earlier). "
+                      "Not enough metadata to display the value.")
+    return None, f"Don't know how to handle column type: {column_type} meta: {meta} ({meta:04x})"
+
+
+def printed_meta(column) -> int:
+    """A column's metadata packed as mysqlbinlog packs it: BIT keeps its two
+    bytes little-endian (bits % 8 low), the other two-byte metadata big-endian,
+    which is how `Column.meta` already holds them."""
+    if column.type == T.MYSQL_TYPE_BIT:
+        return (column.meta & 0xFF) << 8 | column.meta >> 8
+    return column.meta
+
+
+class RowFormatError(Exception):
+    """A row mysqlbinlog would refuse to print (unknown type, corrupt image)."""
+
+
+def _column_plan(table):
+    """[(index, fmt, type name, printed meta, nullable)] cached on the table map."""
+    plan = table.cache.get("rowtext")
+    if plan is None:
+        plan = []
+        for column in table.columns:
+            meta = printed_meta(column)
+            fmt, name = value_formatter(column.type, meta)
+            plan.append((column.index, fmt, name, meta, column.nullable))
+        table.cache["rowtext"] = plan
+    return plan
+
+
+def format_image(out: list, table, bitmap: int, buf: bytes, pos: int, prefix: str,
+                 verbose: int, end: int) -> int:
+    """Append one row image's lines to `out`; returns the position after it."""
+    plan = _column_plan(table)
+    present = [entry for entry in plan if bitmap >> entry[0] & 1]
+    null_bytes = (len(present) + 7) // 8
+    nulls = int.from_bytes(buf[pos:pos + null_bytes], "little")
+    pos += null_bytes
+    out.append(prefix)
+    for slot, (index, fmt, name, meta, nullable) in enumerate(present):
+        is_null = nulls >> slot & 1
+        line = f"###   @{index + 1}="
+        if is_null:
+            text = "NULL"
+            if fmt is None:
+                raise RowFormatError(name)
+        else:
+            if fmt is None:
+                raise RowFormatError(name)
+            try:
+                text, pos = fmt(buf, pos)
+            except (IndexError, struct.error, ValueError) as exc:
+                raise RowFormatError(f"corrupt row image: {exc}") from None
+            if pos > end:
+                out.append(line + "***Corrupted replication event was detected. "
+                           "Not printing the value***\n")
+                raise RowFormatError("row image runs past the end of the event")
+        line += text
+        if verbose > 1:
+            line += f" /* {name} meta={meta} nullable={int(nullable)} is_null={is_null} */"
+        out.append(line + "\n")
+    return pos
+
+
+def identifier(name: str) -> str:
+    """`name` quoted with backticks, inner backticks doubled."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def format_rows(event, verbose: int, database: str | None = None) -> tuple[list[str], int]:
+    """All rows of a rows event as mysqlbinlog -v lines, and the row count
+    (`database`: the name to show, after --rewrite-db)."""
+    table = event.table
+    operation = event.operation
+    name = f"{identifier(database or table.database)}.{identifier(table.table)}"
+    buf, end = event.rows_data, len(event.rows_data)
+    out: list[str] = []
+    if operation == "insert" and end == 0:
+        return [f"### INSERT INTO {name} VALUES ()\n"], 1
+    command, first, second = {"insert": ("INSERT INTO", "### SET\n", None),
+                              "delete": ("DELETE FROM", "### WHERE\n", None),
+                              "update": ("UPDATE", "### WHERE\n", "### SET\n")}[operation]
+    pos = 0
+    count = 0
+    after_bitmap = event.columns_present_after
+    while pos < end:
+        count += 1
+        out.append(f"### {command} {name}\n")
+        pos = format_image(out, table, event.columns_present, buf, pos, first, verbose, end)
+        if second is not None:
+            if not after_bitmap:
+                out.append("### SET /* no columns */\n")
+                pos += 0
+            else:
+                pos = format_image(out, table, after_bitmap, buf, pos, second, verbose, end)
+    return out, count

@@ -1,0 +1,281 @@
+"""The `events` and `changes` views of one range, as Arrow record batches.
+
+Strategy: read the range's transactions (binlake.spark.ranges), append each
+row to plain Python column lists, and turn every BATCH_ROWS rows into one
+`pyarrow.RecordBatch` (Spark takes those 2-3x faster than tuples). A
+transaction is emitted whole once its end is read, because its XID and
+commit time come last; rows events are kept undecoded until then, so the
+memory held is the transaction's own bytes.
+
+Rule: the column lists below are the one definition of both schemas; the
+Spark DDL is derived from them, and docs/spark.md documents them.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from typing import Iterator
+
+import pyarrow as pa
+
+from ..events import LoadEvent, QueryEvent, RowsEvent, RowsQueryEvent, TableMapEvent
+from ..events.rows import DELETE, UPDATE, WRITE
+from ..jsonable import event_to_dict
+from ..scan import read_framing
+from .exact import row_texts, text_row
+from .ranges import Split, read_split, transactions
+
+BATCH_ROWS = 8192
+OPS = {WRITE: "c", UPDATE: "u", DELETE: "d"}
+TEXT_MAP = pa.map_(pa.string(), pa.string())
+UTC_MICROS = pa.timestamp("us", tz="UTC")
+
+EVENT_KEY = pa.struct([("file_seq", pa.int64()), ("pos", pa.int64()), ("sub", pa.int32())])
+CHANGE_KEY = pa.struct([("file_seq", pa.int64()), ("pos", pa.int64()), ("sub", pa.int32()),
+                        ("row", pa.int32())])
+
+EVENTS = pa.schema([
+    ("path", pa.string()), ("file", pa.string()), ("pos", pa.int64()), ("next_pos", pa.int64()),
+    ("commit_key", EVENT_KEY), ("timestamp", UTC_MICROS), ("type", pa.string()),
+    ("type_code", pa.int32()), ("server_id", pa.int64()), ("length", pa.int64()),
+    ("log_pos", pa.int64()), ("flags", pa.int32()), ("gtid", pa.string()), ("xid", pa.int64()),
+    ("database", pa.string()), ("table", pa.string()), ("query", pa.string()),
+    ("info", pa.string()),
+])
+
+CHANGES = pa.schema([
+    ("path", pa.string()), ("file", pa.string()), ("pos", pa.int64()), ("row_index", pa.int32()),
+    ("commit_key", CHANGE_KEY), ("timestamp", UTC_MICROS), ("commit_timestamp", UTC_MICROS),
+    ("commit_pos", pa.int64()), ("gtid", pa.string()), ("xid", pa.int64()),
+    ("server_id", pa.int64()), ("database", pa.string()), ("table", pa.string()),
+    ("op", pa.string()), ("before", TEXT_MAP), ("after", TEXT_MAP),
+])
+
+VIEWS = {"events": EVENTS, "changes": CHANGES}
+
+#: Header fields are columns of the events view; `info` holds the rest.
+_HEADER_KEYS = ("file", "pos", "next_pos", "length", "type", "type_code", "timestamp",
+                "server_id", "log_pos", "flags")
+
+
+def spark_ddl(schema: pa.Schema) -> str:
+    return ", ".join(f"`{f.name}` {_ddl_type(f.type)}" for f in schema)
+
+
+def _ddl_type(kind: pa.DataType) -> str:
+    if pa.types.is_struct(kind):
+        return "STRUCT<" + ", ".join(f"`{f.name}`: {_ddl_type(f.type)}" for f in kind) + ">"
+    if pa.types.is_map(kind):
+        return f"MAP<{_ddl_type(kind.key_type)}, {_ddl_type(kind.item_type)}>"
+    return {pa.string(): "STRING", pa.int64(): "BIGINT", pa.int32(): "INT",
+            UTC_MICROS: "TIMESTAMP"}[kind]
+
+
+def _signed64(value: int | None) -> int | None:
+    """XIDs are unsigned 64-bit; Spark has no such type (two's complement above 2^63)."""
+    if value is None or value < 1 << 63:
+        return value
+    return value - (1 << 64)
+
+
+class _Columns:
+    """Column lists for one schema, flushed into record batches."""
+
+    def __init__(self, schema: pa.Schema):
+        self.schema = schema
+        self.columns: dict = {}
+        self.reset()
+
+    def reset(self) -> None:
+        # Fresh lists in the same dict: callers hold on to `columns`.
+        for name in self.schema.names:
+            self.columns[name] = []
+        self.rows = 0
+
+    def batch(self) -> pa.RecordBatch:
+        arrays = []
+        for field in self.schema:
+            values = self.columns[field.name]
+            if pa.types.is_struct(field.type):
+                parts = list(zip(*values)) if values else [[] for _ in field.type]
+                arrays.append(pa.StructArray.from_arrays(
+                    [pa.array(part, type=f.type) for part, f in zip(parts, field.type)],
+                    fields=list(field.type)))
+            elif pa.types.is_map(field.type):
+                arrays.append(_map_array(values))
+            else:
+                arrays.append(pa.array(values, type=field.type))
+        batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+        self.reset()
+        return batch
+
+
+def _map_array(rows: list) -> pa.Array:
+    offsets, keys, items, mask = [0], [], [], []
+    for row in rows:
+        if row is None:
+            mask.append(True)
+        else:
+            mask.append(False)
+            keys.extend(row.keys())
+            items.extend(row.values())
+        offsets.append(len(keys))
+    return pa.MapArray.from_arrays(pa.array(offsets, type=pa.int32()),
+                                   pa.array(keys, type=pa.string()),
+                                   pa.array(items, type=pa.string()),
+                                   type=TEXT_MAP, mask=pa.array(mask, type=pa.bool_()))
+
+
+def reader_options(options: dict) -> dict:
+    return {"force": _flag(options.get("force"), False),
+            "verify_checksums": _flag(options.get("verify_checksums"), True)}
+
+
+def _flag(value, default: bool) -> bool:
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
+
+
+# -- events view --------------------------------------------------------------------
+
+def event_batches(split: Split, options: dict) -> Iterator[pa.RecordBatch]:
+    out = _Columns(EVENTS)
+    c = out.columns
+    file = split.file
+    for txn in transactions(read_split(split, **reader_options(options))):
+        xid = _signed64(txn.xid)
+        for item in txn.events:
+            event = item.event
+            h = event.header
+            database, table, query = _event_subject(event)
+            info = event_to_dict(event, rows=False)
+            for key in _HEADER_KEYS:
+                info.pop(key, None)
+            c["path"].append(split.path)
+            c["file"].append(file)
+            c["pos"].append(h.pos)
+            c["next_pos"].append(h.next_pos)
+            c["commit_key"].append((split.file_seq, h.pos, item.sub))
+            c["timestamp"].append(h.timestamp * 1_000_000)
+            c["type"].append(h.type_name)
+            c["type_code"].append(h.type_code)
+            c["server_id"].append(h.server_id)
+            c["length"].append(h.length)
+            c["log_pos"].append(h.log_pos)
+            c["flags"].append(h.flags)
+            c["gtid"].append(txn.gtid)
+            c["xid"].append(xid)
+            c["database"].append(database)
+            c["table"].append(table)
+            c["query"].append(query)
+            c["info"].append(json.dumps(info, ensure_ascii=False))
+        out.rows += len(txn.events)
+        if out.rows >= BATCH_ROWS:
+            yield out.batch()
+    if out.rows:
+        yield out.batch()
+
+
+def _event_subject(event) -> tuple:
+    """(database, table, query text) of an event, where it has them."""
+    if isinstance(event, QueryEvent):
+        return event.database or None, None, event.query
+    if isinstance(event, RowsQueryEvent):
+        return None, None, event.query
+    if isinstance(event, TableMapEvent):
+        return event.database, event.table, None
+    if isinstance(event, RowsEvent):
+        table = event.table
+        return (table.database, table.table, None) if table else (None, None, None)
+    if isinstance(event, LoadEvent):
+        return event.database, event.table, None
+    return None, None, None
+
+
+# -- changes view -------------------------------------------------------------------
+
+class TableFilter:
+    """`db.table` patterns (fnmatch, comma-separated); empty: every table."""
+
+    def __init__(self, patterns: str | None):
+        self.patterns = [p.strip() for p in (patterns or "").split(",") if p.strip()]
+        self._seen: dict = {}
+
+    def __call__(self, database: str, table: str) -> bool:
+        if not self.patterns:
+            return True
+        key = (database, table)
+        hit = self._seen.get(key)
+        if hit is None:
+            name = f"{database}.{table}"
+            hit = self._seen[key] = any(fnmatch.fnmatchcase(name, p) for p in self.patterns)
+        return hit
+
+
+def load_schema_option(options: dict):
+    path = options.get("schema")
+    if not path:
+        return None
+    from ..schema import load_schema
+    return load_schema(path)
+
+
+def change_batches(split: Split, options: dict) -> Iterator[pa.RecordBatch]:
+    out = _Columns(CHANGES)
+    c = out.columns
+    wanted = TableFilter(options.get("tables"))
+    schema = load_schema_option(options)
+    file = split.file
+    for txn in transactions(read_split(split, **reader_options(options))):
+        if txn.cut_off and _still_written(split.path):
+            break  # the server is still writing this transaction; a later read takes it
+        xid = _signed64(txn.xid)
+        commit_time = txn.commit_timestamp * 1_000_000
+        for item in txn.events:
+            event = item.event
+            if not isinstance(event, RowsEvent):
+                continue
+            table = event.table
+            database, name = (table.database, table.table) if table else ("", "")
+            if not wanted(database, name):
+                continue
+            h = event.header
+            texts = row_texts(table) if table is not None else {}
+            rows = [(text_row(before, texts), text_row(after, texts))
+                    for before, after in event.rows()]
+            if schema is not None and table is not None and not table.has_names:
+                rows = schema.rename_rows(database, name, rows)
+            op = OPS[event.operation]
+            for index, (before, after) in enumerate(rows):
+                c["path"].append(split.path)
+                c["file"].append(file)
+                c["pos"].append(h.pos)
+                c["row_index"].append(index)
+                c["commit_key"].append((split.file_seq, h.pos, item.sub, index))
+                c["timestamp"].append(h.timestamp * 1_000_000)
+                c["commit_timestamp"].append(commit_time)
+                c["commit_pos"].append(txn.commit_pos)
+                c["gtid"].append(txn.gtid)
+                c["xid"].append(xid)
+                c["server_id"].append(h.server_id)
+                c["database"].append(database)
+                c["table"].append(name)
+                c["op"].append(op)
+                c["before"].append(before)
+                c["after"].append(after)
+            out.rows += len(rows)
+        if out.rows >= BATCH_ROWS:
+            yield out.batch()
+    if out.rows:
+        yield out.batch()
+
+
+def _still_written(path: str) -> bool:
+    with open(path, "rb") as f:
+        head = f.read(4096)
+    framing = read_framing(head, len(head))
+    return framing is not None and framing.in_use

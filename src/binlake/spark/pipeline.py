@@ -1,0 +1,322 @@
+"""`binlake pipeline`: binlog files into Parquet events/, changes/ and tables/.
+
+    out/events/date=YYYY-MM-DD/...                      the events view
+    out/changes/database=D/table=T/date=YYYY-MM-DD/...  the changes view
+    out/tables/D.T/...                                  each table's rows, typed
+    out/_binlake/manifest.json                          what has been read
+
+Strategy: the manifest records, per file, how far it has been read (always
+a transaction boundary found by the header scan) and a fingerprint of its
+format description. A run scans each input from there, reads only the new
+byte ranges through the `binlog` data source, and appends them; the table
+layouts seen so far are kept in the manifest too. tables/ is then rebuilt
+from all of changes/ (binlake.spark.tables), as of the end or `as_of`.
+
+Rule: output is committed in a fixed order so that a run that dies leaves
+either the old state or a state the next run completes: new files are
+written under _binlake/staging/, the manifest they belong to is written
+next to them, then they are moved into place and the manifest replaced.
+A run finding a staging manifest finishes that move first; one finding
+staging data without one discards it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import shutil
+import sys
+import uuid
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from ..scan import read_framing, scan
+from .batches import CHANGES, EVENTS, TableFilter, load_schema_option, spark_ddl
+from .layouts import find_layouts, qualified
+from .ranges import DEFAULT_SPLIT_BYTES, FIRST_EVENT, Split, expand_inputs, number_files
+from .tables import AsOf, rebuild_states, typed_state
+
+FORMAT = 1
+STATE_DIR = "_binlake"
+CHANGE_PARTITIONS = ("database", "table", "date")
+EVENT_PARTITIONS = ("date",)
+
+
+@dataclass
+class PipelineResult:
+    segments: list = field(default_factory=list)   #: [Split] read by this run
+    events: int = 0                                #: rows appended to events/
+    changes: int = 0                               #: rows appended to changes/
+    tables: dict = field(default_factory=dict)     #: "db.table" -> rows in tables/
+    tables_rebuilt: bool = False
+    warnings: list = field(default_factory=list)
+
+
+def spark_session(master: str | None = None, app: str = "binlake pipeline"):
+    """An embedded local[*] session; the cluster's with `master`; the one
+    spark-submit prepared when run under it."""
+    # Spark's Python workers must run this interpreter (it has binlake and pyarrow).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+    builder = SparkSession.builder.appName(app)
+    if master:
+        builder = builder.master(master)
+    elif "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
+        builder = builder.master("local[*]").config("spark.ui.showConsoleProgress", "false")
+    return builder.config("spark.sql.session.timeZone", "UTC").getOrCreate()
+
+
+# -- the manifest ------------------------------------------------------------------------
+
+def _state(out: str, *parts: str) -> str:
+    return os.path.join(out, STATE_DIR, *parts)
+
+
+def load_manifest(out: str) -> dict:
+    try:
+        with open(_state(out, "manifest.json")) as f:
+            manifest = json.load(f)
+    except FileNotFoundError:
+        return {"format": FORMAT, "files": {}, "layouts": {}, "tables": None}
+    if manifest.get("format") != FORMAT:
+        raise ValueError(f"{out}: manifest format {manifest.get('format')} is not {FORMAT}")
+    return manifest
+
+
+def _write_json(path: str, data: dict) -> None:
+    tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=1, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def fingerprint(path: str) -> str:
+    """CRC32 of the format description without its flags (the server clears
+    LOG_EVENT_BINLOG_IN_USE_F when it closes the file) and checksum."""
+    with open(path, "rb") as f:
+        head = f.read(4096)
+    framing = read_framing(head, len(head))
+    end = framing.fde_end if framing else min(len(head), 4 + 19)
+    stable = head[4:4 + 17] + head[4 + 19:end - (framing.checksum_len if framing else 0)]
+    return f"{zlib.crc32(stable):08x}"
+
+
+# -- a run -------------------------------------------------------------------------------
+
+def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
+                 split_bytes: int = DEFAULT_SPLIT_BYTES, min_partitions: int | None = None,
+                 schema: str | None = None, tables: str | None = None,
+                 reader_options: dict | None = None, log=None) -> PipelineResult:
+    from . import register
+    register(spark)
+    # Spark's default INT96 timestamps read back as naive times outside Spark.
+    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+    log = log or (lambda message: None)
+    out = os.path.abspath(out)
+    os.makedirs(_state(out), exist_ok=True)
+    _recover(out, log)
+    manifest = load_manifest(out)
+    result = PipelineResult()
+    options = {"split_bytes": str(split_bytes),
+               "min_partitions": str(min_partitions or spark.sparkContext.defaultParallelism)}
+    options.update({k: str(v) for k, v in (reader_options or {}).items()})
+    if schema:
+        options["schema"] = os.path.abspath(schema)
+    if tables:
+        options["tables"] = tables
+
+    files = number_files(expand_inputs(inputs), require_names=True)
+    segments, scans, file_entries = _new_segments(files, manifest, result.warnings)
+    result.segments = segments
+    for message in result.warnings:
+        log(f"warning: {message}")
+
+    layouts = dict(manifest["layouts"])
+    if segments:
+        wanted = TableFilter(tables)
+        found = find_layouts(segments, schema=load_schema_option(options), wanted=wanted,
+                             scans=scans)
+        for key, (order, layout) in found.items():
+            if key not in layouts or tuple(layouts[key]["order"]) <= tuple(order):
+                layouts[key] = {"order": list(order), "layout": layout}
+        new_manifest = dict(manifest, files={**manifest["files"], **file_entries},
+                            layouts=layouts)
+        result.events, result.changes = _append(spark, out, segments, options, new_manifest, log)
+        manifest = new_manifest
+
+    point = parse_as_of(as_of, manifest) if as_of else None
+    wanted_tables = {"as_of": as_of, "through": _through(manifest)}
+    if segments or manifest.get("tables") != wanted_tables or not os.path.isdir(os.path.join(out, "tables")):
+        result.tables = _rebuild_tables(spark, out, {k: v["layout"] for k, v in layouts.items()},
+                                        point, log)
+        result.tables_rebuilt = True
+        manifest = dict(manifest, tables=wanted_tables)
+        _write_json(_state(out, "manifest.json"), manifest)
+    return result
+
+
+def _through(manifest: dict) -> dict:
+    return {name: entry["end"] for name, entry in sorted(manifest["files"].items())}
+
+
+def _new_segments(files, manifest: dict, warnings: list):
+    """The byte ranges not read yet: from where the manifest left each file
+    to its last transaction boundary."""
+    segments, scans, entries = [], {}, {}
+    for path, seq in files:
+        name = os.path.basename(path)
+        known = manifest["files"].get(name)
+        mark = fingerprint(path)
+        if known is not None and known["fingerprint"] != mark:
+            raise ValueError(f"{path} is not the {name} read before (its format description "
+                             "differs): use a new output directory")
+        start = known["end"] if known else FIRST_EVENT
+        found = scan(path, start=start)
+        if found.framing is None:
+            warnings.append(f"{path}: {found.stopped}, skipped")
+            continue
+        if found.stopped and not found.framing.in_use:
+            warnings.append(f"{path}: read up to {found.closed_end}: {found.stopped}")
+        end = max(found.closed_end, start)
+        entries[name] = {"file_seq": seq, "path": path, "end": end, "fingerprint": mark}
+        if end > start:
+            split = Split(path, seq, start, end)
+            segments.append(split)
+            scans[split] = found
+    return segments, scans, entries
+
+
+def _append(spark, out: str, segments: list, options: dict, new_manifest: dict, log):
+    """Read the segments, stage events and changes, then commit them."""
+    from pyspark.sql import functions as F
+    staging = _state(out, "staging")
+    shutil.rmtree(staging, ignore_errors=True)
+    ranges = json.dumps([{"path": s.path, "file_seq": s.file_seq, "start": s.start, "end": s.end}
+                         for s in segments])
+    # Days in UTC, whatever the session time zone.
+    date = F.date_from_unix_date(F.floor(F.unix_seconds("timestamp") / 86400).cast("int"))
+
+    def write(view: str, parts: tuple) -> int:
+        # A reader of its own: DataFrameReader.option() changes the reader it is called on.
+        reader = spark.read.format("binlog").options(**options, ranges=ranges, view=view)
+        frame = reader.load().withColumn("date", date)
+        target = os.path.join(staging, view)
+        frame.sortWithinPartitions("commit_key").write.partitionBy(*parts).parquet(target)
+        rows = spark.read.parquet(target).count()  # from the Parquet footers
+        log(f"{view}: {rows} rows from {len(segments)} range(s)")
+        return rows
+
+    # Two jobs at once: each keeps the cores busy while the other waits on its tail.
+    events, changes = _concurrently(write, [("events", EVENT_PARTITIONS),
+                                            ("changes", CHANGE_PARTITIONS)])
+    _write_json(os.path.join(staging, "manifest.json"), new_manifest)
+    _commit_staging(out)
+    return events, changes
+
+
+def _concurrently(function, arguments: list, workers: int = 4) -> list:
+    """Spark jobs submitted from several threads run side by side; small jobs
+    are mostly scheduling latency, which this overlaps."""
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(lambda args: function(*args), arguments))
+
+
+def _commit_staging(out: str) -> None:
+    """Move staged data files into place, then install their manifest."""
+    staging = _state(out, "staging")
+    for view in ("events", "changes"):
+        root = os.path.join(staging, view)
+        for folder, _dirs, names in os.walk(root):
+            for name in names:
+                if name.startswith(("_", ".")):  # _SUCCESS, Hadoop's .crc files
+                    continue
+                target_dir = os.path.join(out, view, os.path.relpath(folder, root))
+                os.makedirs(target_dir, exist_ok=True)
+                os.replace(os.path.join(folder, name), os.path.join(target_dir, name))
+    os.replace(os.path.join(staging, "manifest.json"), _state(out, "manifest.json"))
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def _recover(out: str, log) -> None:
+    staging = _state(out, "staging")
+    if not os.path.isdir(staging):
+        return
+    if os.path.exists(os.path.join(staging, "manifest.json")):
+        log("completing the commit of an interrupted run")
+        _commit_staging(out)
+    else:
+        log("discarding the staged output of an interrupted run")
+        shutil.rmtree(staging)
+
+
+def read_changes(spark, out: str):
+    """The changes/ dataset, with its partition columns typed as written."""
+    schema = spark_ddl(CHANGES) + ", `date` DATE"
+    return spark.read.schema(schema).parquet(os.path.join(out, "changes"))
+
+
+def read_events(spark, out: str):
+    schema = spark_ddl(EVENTS) + ", `date` DATE"
+    return spark.read.schema(schema).parquet(os.path.join(out, "events"))
+
+
+def _rebuild_tables(spark, out: str, layouts: dict, as_of: AsOf | None, log) -> dict:
+    tables_dir = os.path.join(out, "tables")
+    staged = _state(out, "tables.new")
+    shutil.rmtree(staged, ignore_errors=True)
+    counts = {}
+    if layouts and os.path.isdir(os.path.join(out, "changes")):
+        states = rebuild_states(read_changes(spark, out), layouts, as_of)
+        # Few partitions: each table is written by a job of its own over all of them.
+        states = states.repartition(spark.sparkContext.defaultParallelism).persist()
+        try:
+            found = {qualified(db, table): n for db, table, n in
+                     states.groupBy("database", "table").count().collect()}
+            counts = {key: found.get(key, 0) for key in sorted(layouts)}
+
+            def write(key: str) -> None:
+                typed_state(states, layouts[key], counts[key]).write.parquet(
+                    os.path.join(staged, key))
+
+            _concurrently(write, [(key,) for key in counts])
+        finally:
+            states.unpersist()
+    os.makedirs(staged, exist_ok=True)
+    old = _state(out, "tables.old")
+    shutil.rmtree(old, ignore_errors=True)
+    if os.path.isdir(tables_dir):
+        os.replace(tables_dir, old)
+    os.replace(staged, tables_dir)
+    shutil.rmtree(old, ignore_errors=True)
+    log(f"tables: {len(counts)} rebuilt" + (f" as of {as_of.describe()}" if as_of else ""))
+    return counts
+
+
+_POSITION = re.compile(r"(?P<file>.+):(?P<pos>\d+)")
+
+
+def parse_as_of(text: str, manifest: dict) -> AsOf:
+    """`FILE:POS` (a file the manifest knows) or a date-time (UTC unless it says)."""
+    match = _POSITION.fullmatch(text)
+    if match:
+        entry = manifest["files"].get(os.path.basename(match["file"]))
+        if entry is not None:
+            return AsOf(file_seq=entry["file_seq"], pos=int(match["pos"]))
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"--as-of {text!r}: neither FILE:POS of a file read so far "
+                         "nor a date-time like 2024-05-01T12:00:00") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    return AsOf(time=moment)
+
+
+__all__ = ["run_pipeline", "spark_session", "load_manifest", "parse_as_of", "read_changes",
+           "read_events", "PipelineResult"]

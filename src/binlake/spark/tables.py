@@ -1,0 +1,167 @@
+"""Typed table changes and table states rebuilt from the changes view.
+
+Strategy for the state of a table as of a point (binlake pipeline's tables/):
+- with a primary key, every change *touches* keys: an insert sets its
+  after-key, a delete clears its before-key, an update clears its
+  before-key and sets its after-key (the same key when it did not change).
+  A key's row is its last touch in commit order (`max_by` over commit_key):
+  no sequential fold, so Spark spreads it over every core.
+- without one, the table is a multiset of full rows: +1 for each after
+  image, -1 for each before image, summed per distinct row. Addition does
+  not care about order, so this too is one aggregation.
+Both need full row images (binlog_row_image=FULL): with MINIMAL or NOBLOB
+images the columns a change left out are not carried over.
+
+`as_of` is applied to whole transactions: their commit time, or the
+position their commit event ends at, must not be past the point.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import glob
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, functions as F
+
+from .batches import TableFilter, load_schema_option
+from .layouts import latest_layouts, qualified
+from .ranges import Split, expand_inputs, number_files
+from .types import typed_columns
+
+CHANGE_TYPES = {"c": ["insert"], "d": ["delete"], "u": ["update_preimage", "update_postimage"]}
+
+
+@dataclass(frozen=True)
+class AsOf:
+    """A point in the binlog: a UTC time, or (file_seq, pos)."""
+
+    time: dt.datetime | None = None
+    file_seq: int | None = None
+    pos: int | None = None
+
+    def condition(self) -> Column:
+        if self.time is not None:
+            return F.col("commit_timestamp") <= F.lit(self.time)
+        seq = F.col("commit_key.file_seq")
+        return (seq < self.file_seq) | ((seq == self.file_seq) & (F.col("commit_pos") <= self.pos))
+
+    def describe(self) -> str:
+        if self.time is not None:
+            return self.time.isoformat()
+        return f"file_seq {self.file_seq}, pos {self.pos}"
+
+
+# -- one table's changes, typed ----------------------------------------------------
+
+def table_changes(spark, path, db: str, table: str, schema=None, **options) -> DataFrame:
+    """Changes of `db`.`table` like a Delta change data feed: one typed column
+    per table column, an update as two rows (update_preimage, update_postimage),
+    and `_change_type`, `_op`, `_commit_key`, `_commit_timestamp`, `_timestamp`,
+    `_file`, `_pos`, `_row_index`, `_gtid`, `_xid`."""
+    from . import register
+    register(spark)
+    paths = expand_inputs(path)
+    options = {k: str(v) for k, v in options.items()}
+    if schema is not None:
+        options["schema"] = str(schema)
+    pattern = glob.escape(qualified(db, table))  # names, not patterns
+    wanted = TableFilter(pattern)
+    layouts = latest_layouts([Split(p, seq) for p, seq in number_files(paths)],
+                             schema=load_schema_option(options), wanted=wanted)
+    layout = layouts.get(qualified(db, table))
+    if layout is None:
+        raise LookupError(f"no table map of {db}.{table} in {path}")
+    changes = (spark.read.format("binlog").options(**options).option("view", "changes")
+               .option("tables", pattern).load(paths))
+    return typed_change_feed(changes, layout)
+
+
+def typed_change_feed(changes: DataFrame, layout: dict) -> DataFrame:
+    images = F.explode(
+        F.when(F.col("op") == "c", F.array(_image("insert", "after")))
+         .when(F.col("op") == "d", F.array(_image("delete", "before")))
+         .otherwise(F.array(_image("update_preimage", "before"),
+                            _image("update_postimage", "after"))))
+    exploded = changes.select("*", images.alias("_image"))
+    meta = [F.col("_image.change_type").alias("_change_type"), F.col("op").alias("_op"),
+            F.col("commit_key").alias("_commit_key"),
+            F.col("commit_timestamp").alias("_commit_timestamp"),
+            F.col("timestamp").alias("_timestamp"), F.col("file").alias("_file"),
+            F.col("pos").alias("_pos"), F.col("row_index").alias("_row_index"),
+            F.col("gtid").alias("_gtid"), F.col("xid").alias("_xid")]
+    return exploded.select(*typed_columns(layout, F.col("_image.row")), *meta)
+
+
+def _image(change_type: str, side: str) -> Column:
+    return F.struct(F.lit(change_type).alias("change_type"), F.col(side).alias("row"))
+
+
+# -- table states -------------------------------------------------------------------
+
+def rebuild_states(changes: DataFrame, layouts: dict[str, dict], as_of: AsOf | None = None) -> DataFrame:
+    """(database, table, row) of every table as of `as_of` (default: the
+    end), with `row` the map of exact text of the row."""
+    spark = changes.sparkSession
+    if as_of is not None:
+        changes = changes.where(as_of.condition())
+    keys = spark.createDataFrame(
+        [(layout["database"], layout["table"], layout["primary_key"] or None)
+         for layout in layouts.values()],
+        "database string, table string, pk array<string>")
+    changes = changes.join(F.broadcast(keys), ["database", "table"], "left")
+    keyed = _states_by_key(changes.where(F.col("pk").isNotNull()))
+    multiset = _states_as_multiset(changes.where(F.col("pk").isNull()))
+    return keyed.unionByName(multiset)
+
+
+def _states_by_key(changes: DataFrame) -> DataFrame:
+    before_key = F.transform("pk", lambda k: F.col("before")[k])
+    after_key = F.transform("pk", lambda k: F.col("after")[k])
+    null_row = F.lit(None).cast("map<string,string>")
+    sets = F.struct(after_key.alias("key"), F.col("after").alias("row"))
+    clears = F.struct(before_key.alias("key"), null_row.alias("row"))
+    touches = (F.when(F.col("op") == "c", F.array(sets))
+                .when(F.col("op") == "d", F.array(clears))
+                .when(before_key == after_key, F.array(sets))
+                .otherwise(F.array(clears, sets)))
+    return (changes.select("database", "table", "commit_key", F.explode(touches).alias("t"))
+            .groupBy("database", "table", F.col("t.key").alias("key"))
+            .agg(F.max_by("t.row", "commit_key").alias("row"))
+            .where(F.col("row").isNotNull())
+            .select("database", "table", "row"))
+
+
+def _states_as_multiset(changes: DataFrame) -> DataFrame:
+    def entries(side: str) -> Column:  # maps cannot be grouped; their sorted entries can
+        return F.array_sort(F.map_entries(F.col(side)))
+
+    plus = F.struct(F.lit(1).alias("n"), entries("after").alias("row"))
+    minus = F.struct(F.lit(-1).alias("n"), entries("before").alias("row"))
+    deltas = (F.when(F.col("op") == "c", F.array(plus))
+               .when(F.col("op") == "d", F.array(minus))
+               .otherwise(F.array(minus, plus)))
+    counted = (changes.select("database", "table", F.explode(deltas).alias("d"))
+               .groupBy("database", "table", F.col("d.row").alias("row"))
+               .agg(F.sum("d.n").alias("n"))
+               .where(F.col("n") > 0))
+    return counted.select("database", "table",
+                          F.explode(F.array_repeat(F.map_from_entries("row"), F.col("n").cast("int")))
+                          .alias("row"))
+
+
+ROWS_PER_FILE = 1_000_000
+
+
+def typed_state(states: DataFrame, layout: dict, rows: int) -> DataFrame:
+    """One table's `rows` rows, typed, sorted by primary key (else by every
+    column) into files of about ROWS_PER_FILE rows."""
+    table = states.where((F.col("database") == layout["database"])
+                         & (F.col("table") == layout["table"]))
+    typed = table.select(*typed_columns(layout, F.col("row")))
+    order = [F.col(f"`{key}`") for key in layout["primary_key"] or
+             [c["key"] for c in layout["columns"]]]
+    files = max(1, -(-rows // ROWS_PER_FILE))
+    # One file needs no range sampling (a job of its own): most tables are small.
+    spread = typed.coalesce(1) if files == 1 else typed.repartitionByRange(files, *order)
+    return spread.sortWithinPartitions(*order)
