@@ -84,7 +84,6 @@ class EventType(IntEnum):
     WRITE_ROWS_COMPRESSED_EVENT = 169
     UPDATE_ROWS_COMPRESSED_EVENT = 170
     DELETE_ROWS_COMPRESSED_EVENT = 171
-    PARTIAL_ROW_DATA_EVENT = 172  # MariaDB 11.7+: fragment of an oversized rows event
 
 
 def event_type_name(code: int) -> str:
@@ -113,7 +112,6 @@ EVENT_TYPE_STR: dict[int, str] = {
     166: "Write_rows_compressed_v1", 167: "Update_rows_compressed_v1",
     168: "Delete_rows_compressed_v1", 169: "Write_rows_compressed",
     170: "Update_rows_compressed", 171: "Delete_rows_compressed",
-    172: "Partial_row_data",
 }
 
 
