@@ -62,9 +62,9 @@ def task_api(path: str) -> None:
 
 
 def task_scan(path: str) -> None:
-    from binlake.scan import scan_headers
-    count = sum(1 for _ in scan_headers(path))
-    print(json.dumps({"events": count}))
+    from binlake.scan import scan
+    result = scan(path)
+    print(json.dumps({"events": len(result.positions), "boundaries": len(result.boundaries)}))
 
 
 def task_pymysqlrepl(port: str, limit: str, log_file: str) -> None:
