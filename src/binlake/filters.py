@@ -158,11 +158,10 @@ class _Group:
 
     def __init__(self):
         self.active = False
-        self.begun = False
-        self.standalone = False
+        self.begun = False   #: a BEGIN was seen: the group ends at COMMIT/XID, not after one statement
 
-    def start(self, standalone: bool) -> None:
-        self.active, self.begun, self.standalone = True, False, standalone
+    def start(self, begun: bool = False) -> None:
+        self.active, self.begun = True, begun
 
     def ends_with(self, event: Event) -> bool:
         """Whether `event`, inside a group, is its last event."""
@@ -227,8 +226,8 @@ class EventSelection:
         o = self.options
         group = self._group
         if isinstance(event, (GtidEvent, MariadbGtidEvent)):
-            standalone = isinstance(event, MariadbGtidEvent) and bool(event.flags2 & 1)
-            group.start(standalone)
+            # A MariaDB GTID that does not stand alone is itself the BEGIN.
+            group.start(begun=isinstance(event, MariadbGtidEvent) and not event.flags2 & 1)
             self._group_shown = self._show_group(event)
             if self._group_shown is None:
                 return Verdict.STOP

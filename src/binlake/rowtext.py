@@ -16,12 +16,14 @@ bytes mysqlbinlog writes.
 
 from __future__ import annotations
 
+import re
 import struct
 from decimal import Decimal
 
 from .constants import ColumnType as T
 from .values import decode_decimal, decimal_size
 
+T_PARTIAL_UPDATE_ROWS = 39  # MySQL PARTIAL_UPDATE_ROWS_EVENT
 _F32 = struct.Struct("<f").unpack_from
 _F64 = struct.Struct("<d").unpack_from
 
@@ -31,20 +33,22 @@ def raw_text(data: bytes) -> str:
     return data.decode("utf-8", "surrogateescape")
 
 
+_CONTROL = re.compile(rb"[\x00-\x1f]+")
+
+
+def _escape_run(match) -> bytes:
+    """A run of control bytes as \\xNN each (bytes.hex does the work in C)."""
+    return ("\\x" + match.group().hex("x").replace("x", "\\x")).encode("ascii")
+
+
 def quoted(data: bytes) -> str:
     """mysqlbinlog's `my_b_write_quoted`: control bytes as \\xNN, the rest as is.
 
     (Its branches for quote and backslash are never reached: both are above
     0x1F, so they are written unescaped; the output is for reading, not SQL.)
     """
-    out = bytearray(b"'")
-    for byte in data:
-        if byte > 0x1F:
-            out.append(byte)
-        else:
-            out += b"\\x%02x" % byte
-    out += b"'"
-    return raw_text(bytes(out))
+    escaped = _CONTROL.sub(_escape_run, data)
+    return raw_text(b"'" + escaped + b"'")
 
 
 def _signed_and_unsigned(signed: int, bits: int) -> str:
@@ -274,8 +278,9 @@ def _column_plan(table):
 
 
 def format_image(out: list, table, bitmap: int, buf: bytes, pos: int, prefix: str,
-                 verbose: int, end: int) -> int:
-    """Append one row image's lines to `out`; returns the position after it."""
+                 verbose: int, end: int, partial: frozenset = frozenset()) -> int:
+    """Append one row image's lines to `out`; returns the position after it.
+    `partial`: indexes of JSON columns sent as diffs (MySQL partial updates)."""
     plan = _column_plan(table)
     present = [entry for entry in plan if bitmap >> entry[0] & 1]
     null_bytes = (len(present) + 7) // 8
@@ -293,7 +298,10 @@ def format_image(out: list, table, bitmap: int, buf: bytes, pos: int, prefix: st
             if fmt is None:
                 raise RowFormatError(name)
             try:
-                text, pos = fmt(buf, pos)
+                if index in partial:
+                    text, pos = _json_diff(buf, pos, index)
+                else:
+                    text, pos = fmt(buf, pos)
             except (IndexError, struct.error, ValueError) as exc:
                 raise RowFormatError(f"corrupt row image: {exc}") from None
             if pos > end:
@@ -307,6 +315,34 @@ def format_image(out: list, table, bitmap: int, buf: bytes, pos: int, prefix: st
     return pos
 
 
+def _json_diff(buf: bytes, pos: int, index: int) -> tuple[str, int]:
+    """A partially updated JSON column as MySQL's mysqlbinlog shows it:
+    JSON_REPLACE/JSON_INSERT/JSON_REMOVE calls applied to the old value."""
+    from .mysql_json import parse_diffs
+    length = int.from_bytes(buf[pos:pos + 4], "little")
+    diffs = parse_diffs(bytes(buf[pos + 4:pos + 4 + length])).diffs
+    text = f"@{index + 1}"
+    for diff in diffs:
+        text = diff.to_sql(text)
+    return raw_text(text.encode("utf-8", "surrogateescape")), pos + 4 + length
+
+
+def _partial_columns(table, buf: bytes, pos: int) -> tuple[frozenset, int]:
+    """PARTIAL_UPDATE_ROWS: value options, then one bit per JSON column of the table."""
+    first = buf[pos]
+    if first < 251:
+        options, pos = first, pos + 1
+    else:
+        width = {252: 2, 253: 3, 254: 8}[first]
+        options, pos = int.from_bytes(buf[pos + 1:pos + 1 + width], "little"), pos + 1 + width
+    if not options & 1:  # PARTIAL_JSON_UPDATES
+        return frozenset(), pos
+    json_columns = [c.index for c in table.columns if c.type == T.MYSQL_TYPE_JSON]
+    nbytes = (len(json_columns) + 7) // 8
+    bits = int.from_bytes(buf[pos:pos + nbytes], "little")
+    return frozenset(i for n, i in enumerate(json_columns) if bits >> n & 1), pos + nbytes
+
+
 def identifier(name: str) -> str:
     """`name` quoted with backticks, inner backticks doubled."""
     return "`" + name.replace("`", "``") + "`"
@@ -318,7 +354,12 @@ def format_rows(event, verbose: int, database: str | None = None) -> tuple[list[
     table = event.table
     operation = event.operation
     name = f"{identifier(database or table.database)}.{identifier(table.table)}"
-    buf, end = event.rows_data, len(event.rows_data)
+    buf = event.rows_data
+    if not isinstance(buf, (bytes, bytearray, memoryview)):
+        # A huge event left in the file (rows.LazyRowData): its BINLOG block
+        # needs the whole event anyway, as mysqlbinlog's does.
+        buf = buf.read(0, len(buf))
+    end = len(buf)
     out: list[str] = []
     if operation == "insert" and end == 0:
         return [f"### INSERT INTO {name} VALUES ()\n"], 1
@@ -328,14 +369,17 @@ def format_rows(event, verbose: int, database: str | None = None) -> tuple[list[
     pos = 0
     count = 0
     after_bitmap = event.columns_present_after
+    partial_event = event.header.type_code == T_PARTIAL_UPDATE_ROWS
     while pos < end:
         count += 1
         out.append(f"### {command} {name}\n")
         pos = format_image(out, table, event.columns_present, buf, pos, first, verbose, end)
         if second is not None:
+            partial = frozenset()
+            if partial_event:
+                partial, pos = _partial_columns(table, buf, pos)
             if not after_bitmap:
                 out.append("### SET /* no columns */\n")
-                pos += 0
             else:
-                pos = format_image(out, table, after_bitmap, buf, pos, second, verbose, end)
+                pos = format_image(out, table, after_bitmap, buf, pos, second, verbose, end, partial)
     return out, count

@@ -20,7 +20,12 @@ from dataclasses import dataclass, field
 class TableSchema:
     columns: list[str]
     primary_key: list[str] = field(default_factory=list)
+    unsigned: set = field(default_factory=set)   #: integer columns declared UNSIGNED
+    fixed_binary: set = field(default_factory=set)  #: BINARY(n), INET6, UUID columns
 
+
+_UNSIGNED_INTEGERS = {"UTINYINT", "USMALLINT", "UMEDIUMINT", "UINT", "UBIGINT"}
+_FIXED_BINARY = {"BINARY", "INET6", "UUID"}
 
 #: Words that start a key or constraint, not a column, in a CREATE TABLE element.
 _NOT_COLUMNS = {"PRIMARY", "KEY", "INDEX", "UNIQUE", "CONSTRAINT", "FOREIGN", "FULLTEXT",
@@ -33,8 +38,10 @@ class Schema:
     def __init__(self):
         self.tables: dict[tuple, TableSchema] = {}
 
-    def add(self, database: str | None, table: str, columns: list[str], primary_key=()) -> None:
-        self.tables[(database, table)] = TableSchema(list(columns), list(primary_key))
+    def add(self, database: str | None, table: str, columns: list[str], primary_key=(),
+            unsigned=(), fixed_binary=()) -> None:
+        self.tables[(database, table)] = TableSchema(list(columns), list(primary_key), set(unsigned),
+                                                     set(fixed_binary))
 
     def _find(self, database: str | None, table: str) -> TableSchema | None:
         found = self.tables.get((database, table))
@@ -57,6 +64,17 @@ class Schema:
     def primary_key(self, database: str | None, table: str) -> list[str] | None:
         found = self._find(database, table)
         return list(found.primary_key) if found else None
+
+    def unsigned_columns(self, database: str | None, table: str) -> set | None:
+        """Integer columns declared UNSIGNED (binlogs without metadata do not say)."""
+        found = self._find(database, table)
+        return set(found.unsigned) if found else None
+
+    def fixed_binary_columns(self, database: str | None, table: str) -> set | None:
+        """Fixed-length binary columns (BINARY(n), INET6, UUID), whose trailing zero
+        bytes binlogs drop; binlogs without metadata cannot tell them from CHAR."""
+        found = self._find(database, table)
+        return set(found.fixed_binary) if found else None
 
     def rename_rows(self, database: str | None, table: str, rows: list) -> list:
         """[(before, after), ...] with `@N` keys replaced by column names."""
@@ -126,17 +144,22 @@ def _add_parsed(schema: Schema, statement, database: str | None) -> None:
     if not isinstance(target, exp.Schema):  # CREATE TABLE ... LIKE / AS SELECT
         return
     table = target.this
-    columns, primary = [], []
+    columns, primary, unsigned, fixed_binary = [], [], [], []
     for element in target.expressions:
         if isinstance(element, exp.ColumnDef):
             columns.append(element.name)
+            kind = element.kind.this if isinstance(element.kind, exp.DataType) else None
+            if kind is not None and kind.name in _UNSIGNED_INTEGERS:
+                unsigned.append(element.name)
+            if kind is not None and kind.name in _FIXED_BINARY:
+                fixed_binary.append(element.name)
             if any(isinstance(c.kind, exp.PrimaryKeyColumnConstraint) for c in element.constraints):
                 primary = [element.name]
         else:
             key = element if isinstance(element, exp.PrimaryKey) else element.find(exp.PrimaryKey)
             if key is not None:
                 primary = [_key_part_name(e) for e in key.expressions]
-    schema.add(table.db or database, table.name, columns, primary)
+    schema.add(table.db or database, table.name, columns, primary, unsigned, fixed_binary)
 
 
 def _key_part_name(expression) -> str:
@@ -184,7 +207,7 @@ def _add_from_tokens(schema: Schema, text: str, database: str | None) -> None:
         element.append(token)
     if element:
         elements.append(element)
-    columns, primary = [], []
+    columns, primary, unsigned, fixed_binary = [], [], [], []
     key_starts = {TokenType.PRIMARY_KEY, TokenType.KEY, TokenType.INDEX, TokenType.UNIQUE,
                   TokenType.CONSTRAINT, TokenType.FOREIGN_KEY}
     for element in elements:
@@ -194,11 +217,15 @@ def _add_from_tokens(schema: Schema, text: str, database: str | None) -> None:
             or first.token_type == TokenType.IDENTIFIER
         if is_column:
             columns.append(first.text)
+            if any(t.text.upper() == "UNSIGNED" for t in element):
+                unsigned.append(first.text)
+            if len(element) > 1 and element[1].text.upper() in _FIXED_BINARY:
+                fixed_binary.append(first.text)
             if TokenType.PRIMARY_KEY in kinds:
                 primary = [first.text]
         elif TokenType.PRIMARY_KEY in kinds:
             primary = _paren_names(element)
-    schema.add(db, table, columns, primary)
+    schema.add(db, table, columns, primary, unsigned, fixed_binary)
 
 
 def _paren_names(element) -> list[str]:

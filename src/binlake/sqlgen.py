@@ -31,10 +31,11 @@ from decimal import Decimal
 from .charsets import codec_for
 from .collation_names import charset_name
 from .constants import ColumnType as T, NO_FOREIGN_KEY_CHECKS_F, RELAXED_UNIQUE_CHECKS_F
-from .events import (Event, FileBlockEvent, GtidEvent, IntvarEvent, LoadEvent, MariadbGtidEvent,
+from .events import (Event, FileBlockEvent, IntvarEvent, LoadEvent, MariadbGtidEvent,
                      QueryEvent, RandEvent, RowsEvent, TableMapEvent, UserVarEvent, XaPrepareEvent,
                      XidEvent)
 from .jsonable import time_text
+from .text import TextOptions, TextPrinter
 from .values import MysqlTemporal, string_real_type
 
 #: What the generated statements need from the session: no strict mode (zero
@@ -77,26 +78,36 @@ class ColumnInfo:
     name: str | None
     type: int = T.MYSQL_TYPE_VARCHAR
     charset: int | None = None
-    binary_length: int = 0       #: BINARY(n): values are compared padded to n bytes
+    binary_length: int = 0       #: BINARY(n): the binlog drops trailing zero bytes; n restores them
     comparable: bool = True      #: usable in a WHERE clause (not JSON/GEOMETRY/VECTOR)
+    unsigned_bits: int = 0       #: UNSIGNED integer of this width decoded as signed (no metadata)
 
 
-def column_info(column, name: str | None) -> ColumnInfo:
+_INTEGER_BITS = {T.MYSQL_TYPE_TINY: 8, T.MYSQL_TYPE_SHORT: 16, T.MYSQL_TYPE_INT24: 24,
+                 T.MYSQL_TYPE_LONG: 32, T.MYSQL_TYPE_LONGLONG: 64}
+
+
+def column_info(column, name: str | None, schema_unsigned: bool = False,
+                schema_fixed_binary: bool = False) -> ColumnInfo:
     real = column.real_type
     binary_length = 0
-    if real == T.MYSQL_TYPE_STRING and column.charset in (None, 63):
+    if real == T.MYSQL_TYPE_STRING and (column.charset == 63 or
+                                        (column.charset is None and schema_fixed_binary)):
         binary_length = string_real_type(column.meta)[1] if column.meta else 0
     comparable = column.type not in (T.MYSQL_TYPE_JSON, T.MYSQL_TYPE_GEOMETRY, T.MYSQL_TYPE_VECTOR)
-    return ColumnInfo(name, column.type, column.charset, binary_length, comparable)
+    unsigned_bits = _INTEGER_BITS.get(column.type, 0) if schema_unsigned and not column.unsigned else 0
+    return ColumnInfo(name, column.type, column.charset, binary_length, comparable, unsigned_bits)
 
 
-def sql_literal(value, column: ColumnInfo | None = None, *, for_compare: bool = False) -> str:
+def sql_literal(value, column: ColumnInfo | None = None) -> str:
     """A value as an SQL literal that means exactly that value."""
     if value is None:
         return "NULL"
     if isinstance(value, bool):
         return "1" if value else "0"
     if isinstance(value, int):
+        if value < 0 and column is not None and column.unsigned_bits:
+            value += 1 << column.unsigned_bits  # decoded as signed: the binlog did not say
         return str(value)
     if isinstance(value, Decimal):
         return format(value, "f")
@@ -110,8 +121,9 @@ def sql_literal(value, column: ColumnInfo | None = None, *, for_compare: bool = 
         return _text_literal(value, column)
     if isinstance(value, (bytes, bytearray, memoryview)):
         data = bytes(value)
-        if for_compare and column is not None and column.binary_length > len(data):
-            # BINARY(n) keeps n bytes; the binlog drops the trailing zeros
+        if column is not None and column.binary_length > len(data):
+            # BINARY(n) holds n bytes; the binlog drops the trailing zeros (types
+            # stored as BINARY(n), such as INET6 and UUID, need all n)
             data = data.ljust(column.binary_length, b"\0")
         return _hex(data)
     if isinstance(value, dt.datetime):
@@ -171,7 +183,10 @@ def table_info(table: TableMapEvent, schema=None, database: str | None = None) -
             names = known[:len(names)]
     named = all(n is not None for n in names)
     keys = [n if n is not None else c.key for n, c in zip(names, table.columns)]
-    columns = {k: column_info(c, n) for k, n, c in zip(keys, names, table.columns)}
+    unsigned = (schema.unsigned_columns(table.database, table.table) or set()) if schema else set()
+    binary = (schema.fixed_binary_columns(table.database, table.table) or set()) if schema else set()
+    columns = {k: column_info(c, n, n in unsigned, n in binary)
+               for k, n, c in zip(keys, names, table.columns)}
     primary = [keys[index] for index, _ in table.primary_key if index < len(keys)]
     if not primary and schema is not None and named:
         primary = [k for k in (schema.primary_key(table.database, table.table) or []) if k in columns]
@@ -209,7 +224,7 @@ def _where(info: TableInfo, image: dict) -> str:
         if value is None:
             parts.append(f"{quote_identifier(key)} IS NULL")
         else:
-            parts.append(f"{quote_identifier(key)}={sql_literal(value, column, for_compare=True)}")
+            parts.append(f"{quote_identifier(key)}={sql_literal(value, column)}")
     return " AND ".join(parts)
 
 
@@ -243,9 +258,8 @@ def delete_sql(info: TableInfo, image: dict) -> str:
 
 
 def row_statements(info: TableInfo, operation: str, rows, flashback: bool = False):
-    """SQL for each row of a rows event, or for its rollback (then in reverse order)."""
-    if flashback:
-        rows = reversed(rows)
+    """SQL for each row of a rows event, or the rollback of each row (in the
+    rows' order: the flashback spool reverses the whole range)."""
     for before, after in rows:
         before, after = _renamed(info, before), _renamed(info, after)
         if not flashback:
@@ -314,23 +328,15 @@ class ReverseSpool:
 
 # -- the writer ------------------------------------------------------------------------------
 
-def _statement_printer_class():
-    from .text import TextPrinter
+class StatementPrinter(TextPrinter):
+    """mysqlbinlog's short form with ';' as the delimiter; a statement that
+    contains ';' itself (a procedure body) gets a delimiter of its own."""
 
-    class StatementPrinter(TextPrinter):
-        """mysqlbinlog's short form with ';' as the delimiter; a statement that
-        contains ';' itself (a procedure body) gets a delimiter of its own."""
-
-        def write_statement(self, prefix: str, query: str) -> None:
-            if ";" in query:
-                self.write(prefix + "DELIMITER /*binlake*/\n" + query + "\n/*binlake*/\nDELIMITER ;\n")
-            else:
-                self.write(prefix + query + "\n;\n")
-    return StatementPrinter
-
-
-def _StatementPrinter(out, options):  # noqa: N802 - a factory standing for the class
-    return _statement_printer_class()(out, options)
+    def write_statement(self, prefix: str, query: str) -> None:
+        if ";" in query:
+            self.write(prefix + "DELIMITER /*binlake*/\n" + query + "\n/*binlake*/\nDELIMITER ;\n")
+        else:
+            self.write(prefix + query + "\n;\n")
 
 
 class SqlWriter:
@@ -339,7 +345,6 @@ class SqlWriter:
     def __init__(self, out, *, schema=None, flashback: bool = False, rewrite_db=None,
                  database: str | None = None, table: str | None = None,
                  local_load: str | None = None, spool_limit: int = 32 << 20):
-        from .text import TextOptions
         self.out = out
         self.schema = schema
         self.flashback = flashback
@@ -349,7 +354,7 @@ class SqlWriter:
         self.errors: list[str] = []
         self.warnings: list[str] = []
         self._statement_text = io.StringIO()
-        self._statements = _StatementPrinter(self._statement_text, TextOptions(
+        self._statements = StatementPrinter(self._statement_text, TextOptions(
             short_form=True, delimiter=";", rewrite_db=self.rewrite_db, database=database,
             local_load=local_load))
         self._tables: dict = {}
@@ -373,11 +378,9 @@ class SqlWriter:
         self._setup()
 
     def _setup(self) -> None:
-        text = "".join(line + ";\n" for line in SESSION_SETUP)
-        if self._spool is not None:
-            self.out.write(text)
-        else:
-            self.out.write(text)
+        """The session the row statements need (again after a passed-through
+        statement changed it)."""
+        self.out.write("".join(line + ";\n" for line in SESSION_SETUP))
         self._context_ready = True
         # The statement printer must repeat its own context after ours.
         state = self._statements.state
@@ -414,10 +417,11 @@ class SqlWriter:
 
     def event(self, event: Event) -> None:
         self._statements.note(event)
-        if isinstance(event, (GtidEvent, MariadbGtidEvent)):
-            if isinstance(event, MariadbGtidEvent) and event.flags2 & 1:  # standalone (DDL)
-                return
-            self._begin_transaction()
+        if isinstance(event, MariadbGtidEvent):
+            # MariaDB writes no BEGIN: its GTID event opens the transaction,
+            # unless it stands alone (DDL). MySQL's GTID events are followed by BEGIN.
+            if not event.flags2 & 1:
+                self._begin_transaction()
         elif isinstance(event, QueryEvent):
             self._query(event)
         elif isinstance(event, (XidEvent, XaPrepareEvent)):
@@ -505,7 +509,9 @@ class SqlWriter:
             self._emit(setting)
             self._checks = checks
         try:
-            for statement in row_statements(info, event.operation, event.rows(), self.flashback):
+            # iter_rows: a huge event is decoded as it is written, never held whole
+            for statement in row_statements(info, event.operation, event.iter_rows(),
+                                            self.flashback):
                 self._emit(statement)
         except SqlGenError as exc:
             self.errors.append(f"{event.header.file}: offset {event.header.pos}: {exc}")

@@ -19,10 +19,8 @@ Timestamps are printed in the local time zone (set TZ), like mysqlbinlog.
 from __future__ import annotations
 
 import base64
-import datetime as dt
 import os
 import time
-import zlib
 from dataclasses import dataclass, field
 
 from .collation_names import charset_name, collation_name
@@ -30,11 +28,13 @@ from .constants import EventType as E, LogEventFlag, STMT_END_F
 from .events import (BinlogCheckpointEvent, Event, FileBlockEvent, FormatDescriptionEvent,
                      GtidEvent, IncidentEvent, IntvarEvent, LoadEvent, MariadbGtidEvent,
                      MariadbGtidListEvent, PreviousGtidsEvent, QueryEvent, RandEvent,
-                     RotateEvent, RowsEvent, RowsQueryEvent, StartEventV3, StopEvent,
+                     RotateEvent, RowsEvent, RowsQueryEvent, StartEncryptionEvent,
+                     StartEventV3, StopEvent,
                      TableMapEvent, TransactionPayloadEvent, UnknownEvent, UserVarEvent,
                      XaPrepareEvent, XidEvent)
 from .events.control import server_version_tuple
 from .events.rows import PRE_GA_ROWS_EVENTS
+from .rawevents import RawEvents, rewrite_table_map_db
 from .rowtext import RowFormatError, format_rows, identifier, raw_text
 
 DELIMITER = "/*!*/;"
@@ -78,8 +78,6 @@ _ROWS_NAMES = {
     E.PRE_GA_DELETE_ROWS_EVENT: "Delete_rows_old",
     E.PARTIAL_UPDATE_ROWS_EVENT: "Update_rows_partial",
 }
-#: Compressed MariaDB rows events and the plain type their base64 is rewritten to.
-_UNCOMPRESSED_TYPE = {166: 23, 167: 24, 168: 25, 169: 30, 170: 31, 171: 32}
 
 #: MariaDB's names for MySQL events it only skips ("Ignorable" in its output).
 _INCIDENTS = {0: "NONE", 1: "LOST_EVENTS"}
@@ -89,7 +87,6 @@ _MYSQL_ONLY = {E.GTID_LOG_EVENT, E.ANONYMOUS_GTID_LOG_EVENT, E.PREVIOUS_GTIDS_LO
                E.ROWS_QUERY_LOG_EVENT, E.TRANSACTION_CONTEXT_EVENT, E.VIEW_CHANGE_EVENT,
                E.HEARTBEAT_LOG_EVENT_V2, E.GTID_TAGGED_LOG_EVENT}
 
-_TRANS_KEYWORDS = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "ROLLBACK TO ")
 _XA_KEYWORDS = ("XA START", "XA END", "XA COMMIT", "XA ROLLBACK")
 
 
@@ -102,7 +99,6 @@ class TextOptions:
     short_form: bool = False
     hexdump: bool = False
     print_row_count: bool = True
-    print_row_event_positions: bool = True
     skip_annotate_row_events: bool = False
     rewrite_db: dict = field(default_factory=dict)
     database: str | None = None       #: --database: statements and rows of this db only
@@ -157,11 +153,12 @@ class TextPrinter:
             self.options.verbose = 0
         self.state = _FileState()
         self._annotate: tuple | None = None   # (event, raw) waiting for its table map
-        self._raw = _RawEvents()
+        self._raw = RawEvents()
         self._load = _LoadFiles(self.options.local_load)
         self._printed_mysql_gtid = False
         self._current_position = 0
         self.delimiter = self.options.delimiter
+        self.errors: list[str] = []   #: rows mysqlbinlog would not print either (why)
 
     # -- output ------------------------------------------------------------
     def write(self, text: str) -> None:
@@ -656,7 +653,6 @@ class TextPrinter:
             if event.compression_name != "NONE":
                 title += f"\tuncompressed_size={event.uncompressed_size}"
             self.write(self.header(event) + title + "\n# Start of compressed events!\n")
-        self._raw.start_payload(event)
 
     def end_payload_if_done(self, event: Event) -> None:
         """After the last event inside a payload, MySQL closes the comment."""
@@ -686,8 +682,9 @@ class TextPrinter:
     def _print_rows_query(self, event: RowsQueryEvent) -> None:
         state = self.state
         if not self.options.short_form:
+            # (MySQL's mysqlbinlog prints it at once; its base64 joins the statement's)
             query = self._raw.rows_query_text(event)
-            state.head.append(self.header(event) + "\tRows_query\n# " + query.replace("\n", "\n# ") + "\n")
+            self.write(self.header(event) + "\tRows_query\n# " + query.replace("\n", "\n# ") + "\n")
         if self._encode_base64:
             state.body.append(self._base64(event))
 
@@ -705,7 +702,8 @@ class TextPrinter:
         state.printed_database[event.table_id] = database
         raw = self._raw.get(event)
         if database != event.database:
-            raw = _rewrite_table_map_db(raw, event, database, state)
+            raw = rewrite_table_map_db(raw, state.header_length, state.fde, database,
+                                       event.header.checksum is not None)
         if self._needs_fde(event):
             return
         if not options.short_form:
@@ -784,12 +782,6 @@ class TextPrinter:
             state.body.clear()
             state.tail.clear()
             state.rows_in_statement = 0
-
-    @property
-    def errors(self) -> list:
-        if not hasattr(self, "_errors"):
-            self._errors = []
-        return self._errors
 
     # -- LOAD DATA -------------------------------------------------------------------
     def _print_file_block(self, event: FileBlockEvent) -> None:
@@ -889,15 +881,10 @@ _HANDLERS = {
     RowsEvent: TextPrinter._print_rows,
     FileBlockEvent: TextPrinter._print_file_block,
     LoadEvent: TextPrinter._print_load,
+    StartEncryptionEvent: TextPrinter._print_start_encryption,
 }
 
 
-def _register_start_encryption():
-    from .events import StartEncryptionEvent
-    _HANDLERS[StartEncryptionEvent] = TextPrinter._print_start_encryption
-
-
-_register_start_encryption()
 
 
 # -- helpers ----------------------------------------------------------------------
@@ -934,164 +921,6 @@ def _is_trans_keyword(query: str, xa: bool) -> bool:
     return xa and any(head.startswith(k) for k in _XA_KEYWORDS)
 
 
-def _rewrite_table_map_db(raw: bytes, event: TableMapEvent, database: str, state) -> bytes:
-    """The table map with another database name (mysqlbinlog --rewrite-db), CRC fixed."""
-    header_len = min(state.header_length, 19)
-    post = 8 if len(raw) > header_len + 8 else 6
-    fde = state.fde
-    if fde is not None:
-        post = fde.post_header_lengths[E.TABLE_MAP_EVENT - 1] if len(fde.post_header_lengths) >= E.TABLE_MAP_EVENT else post
-    start = header_len + post
-    old_len = raw[start]
-    new_name = database.encode("utf-8")
-    has_crc = event.header.checksum is not None
-    body_end = len(raw) - (4 if has_crc else 0)
-    new = bytearray(raw[:start]) + bytes([len(new_name)]) + new_name + raw[start + 1 + old_len:body_end]
-    new[9:13] = (len(new) + (4 if has_crc else 0)).to_bytes(4, "little")
-    if has_crc:
-        new += zlib.crc32(bytes(new)).to_bytes(4, "little")
-    return bytes(new)
-
-
-def _with_crc32(raw: bytes) -> bytes:
-    new = bytearray(raw)
-    new[9:13] = (len(raw) + 4).to_bytes(4, "little")
-    return bytes(new) + zlib.crc32(bytes(new)).to_bytes(4, "little")
-
-
-class _RawEvents:
-    """The bytes of each event, for BINLOG blocks and hexdumps.
-
-    Events of a file are re-read from it by position (the reader keeps no raw
-    bytes); events inside a MySQL transaction payload are cut from the
-    decompressed payload, in the order the reader hands them out.
-    """
-
-    def __init__(self):
-        self._files: dict[str, object] = {}
-        self._payload: list = []
-        self._payload_event = None
-        self._payload_index = 0
-        self._payload_raw = b""
-        self.payload_end = 0
-        self._last_raw: tuple | None = None
-
-    def close(self) -> None:
-        for handle in self._files.values():
-            handle.close()
-        self._files.clear()
-
-    def note(self, event: Event) -> None:
-        """Follow the stream: inner events of a payload take its pieces in order."""
-        if self._payload_event is None:
-            return
-        if self.inside_payload(event):
-            index = self._payload_index
-            self._payload_raw = self._payload[index] if index < len(self._payload) else b""
-            self._payload_index = index + 1
-        elif event is not self._payload_event:
-            self._payload, self._payload_event = [], None
-
-    def inside_payload(self, event: Event) -> bool:
-        p = self._payload_event
-        return (p is not None and event is not p and event.header.file == p.header.file
-                and event.header.pos == p.header.pos)
-
-    def start_payload(self, event: TransactionPayloadEvent) -> None:
-        data = event.uncompressed()
-        pieces, pos = [], 0
-        while pos + 13 <= len(data):
-            length = int.from_bytes(data[pos + 9:pos + 13], "little")
-            if length <= 0:
-                break
-            pieces.append(data[pos:pos + length])
-            pos += length
-        if event.header.checksum is not None:
-            # As MySQL's mysqlbinlog does: inner events get the checksum the
-            # format description promises, so BINLOG statements verify.
-            pieces = [_with_crc32(piece) for piece in pieces]
-        self._payload = pieces
-        self._payload_index = 0
-        self._payload_event = event
-        self.payload_end = event.header.next_pos
-
-    def payload_finished(self, event: Event) -> bool:
-        return self.inside_payload(event) and self._payload_index >= len(self._payload)
-
-    def get(self, event: Event) -> bytes:
-        if self.inside_payload(event):
-            return self._payload_raw
-        key = (event.header.file, event.header.pos)
-        if self._last_raw is not None and self._last_raw[0] == key:
-            return self._last_raw[1]
-        handle = self._files.get(event.header.file)
-        if handle is None:
-            handle = self._open(event.header.file)
-            self._files[event.header.file] = handle
-        handle.seek(event.header.pos)
-        raw = handle.read(event.header.length)
-        self._last_raw = (key, raw)
-        return raw
-
-    @staticmethod
-    def _open(path: str):
-        with open(path, "rb") as probe:
-            gz = probe.read(2) == b"\x1f\x8b"
-        if gz:  # a gzip stream cannot seek cheaply; unpack once to a spool file
-            import gzip
-            import shutil
-            import tempfile
-            spool = tempfile.TemporaryFile()
-            with gzip.open(path, "rb") as src:
-                shutil.copyfileobj(src, spool)
-            return spool
-        return open(path, "rb")
-
-    def rows_raw(self, event: RowsEvent) -> bytes:
-        """The event as mysqlbinlog re-encodes it: compressed rows events are
-        written uncompressed, with the plain type code and a new CRC."""
-        raw = self.get(event)
-        code = event.header.type_code
-        if code not in _UNCOMPRESSED_TYPE:
-            return raw
-        has_crc = event.header.checksum is not None
-        prefix_len = event.rows_offset - event.header.pos
-        new = bytearray(raw[:prefix_len]) + event.rows_data
-        new[4] = _UNCOMPRESSED_TYPE[code]
-        new[9:13] = (len(new) + (4 if has_crc else 0)).to_bytes(4, "little")
-        if has_crc:
-            new += zlib.crc32(bytes(new)).to_bytes(4, "little")
-        return bytes(new)
-
-    def query_text(self, event: QueryEvent, state: _FileState) -> str:
-        """The statement exactly as stored (bytes that are not UTF-8 kept)."""
-        raw = self.get(event)
-        code = event.header.type_code
-        if not raw or code == E.QUERY_COMPRESSED_EVENT:
-            return event.query
-        fde = state.fde
-        if fde is not None and code - 1 < len(fde.post_header_lengths):
-            post = fde.post_header_lengths[code - 1]
-        else:
-            post = 11  # binlog v1/v3: no status variables
-        base = state.header_length
-        db_len = raw[base + 8]
-        status_len = int.from_bytes(raw[base + 11:base + 13], "little") if post >= 13 else 0
-        start = base + post + status_len + db_len + 1
-        end = len(raw) - (4 if event.header.checksum is not None else 0)
-        return raw_text(raw[start:end])
-
-    def annotate_text(self, event: RowsQueryEvent) -> str:
-        raw = self.get(event)
-        if not raw:
-            return event.query
-        end = len(raw) - (4 if event.header.checksum is not None else 0)
-        return raw_text(raw[19:end]) if len(raw) >= 19 else event.query
-
-    def rows_query_text(self, event: RowsQueryEvent) -> str:
-        return event.query
-
-
 class _LoadFiles:
     """The local copies of LOAD DATA files mysqlbinlog writes (--local-load)."""
 
@@ -1114,6 +943,8 @@ class _LoadFiles:
                 fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:
                 continue
+            except OSError as exc:
+                raise TextError(f"cannot write the LOAD DATA file {path}: {exc.strerror}") from None
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
             self._files[file_id] = path

@@ -8,7 +8,7 @@ from ..errors import BinlogError
 def add_input_arguments(parser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE",
                         help="binlog files, read in order as one stream ('-' = standard input)")
-    parser.add_argument("--force-read", action="store_true",
+    parser.add_argument("-f", "--force-read", action="store_true",
                         help="continue past checksum mismatches and undecodable events")
     parser.add_argument("--no-verify-checksum", dest="verify_checksums", action="store_false",
                         help="do not check CRC32 checksums")

@@ -13,19 +13,19 @@ import json
 import os
 
 from ..cli import ExitStatus
-from ..constants import EventType as E
+from ..collation_names import charset_name, collation_name
+from ..constants import STMT_END_F, EventType as E
 from ..errors import BinlogError, PartialEvent
 from ..events import (BinlogCheckpointEvent, Event, FileBlockEvent, FormatDescriptionEvent,
                       GtidEvent, IncidentEvent, IntvarEvent, LoadEvent, MariadbGtidEvent,
                       MariadbGtidListEvent, PreviousGtidsEvent, QueryEvent, RandEvent,
                       RotateEvent, RowsEvent, RowsQueryEvent, StartEventV3, TableMapEvent,
                       TransactionPayloadEvent, UserVarEvent, XaPrepareEvent, XidEvent)
-from ..collation_names import charset_name, collation_name
-from ..constants import STMT_END_F
 from ..filters import Verdict
 from ..reader import BinlogReader
 from .common import add_input_arguments, reader_options, report
-from .selection import add_selection_arguments, open_output, selection_options, spool_stdin
+from .selection import (add_selection_arguments, open_output, progress_bar, selection_options,
+                        spool_stdin)
 
 COLUMNS = ("Log_name", "Pos", "Event_type", "Server_id", "End_log_pos", "Info")
 
@@ -123,14 +123,16 @@ def event_info(event: Event) -> str:
     return ""
 
 
-def _rows(args, files, selection, err):
+def _rows(args, files, selection, err, bar):
     last = len(files) - 1
     count = 0
     for index, path in enumerate(files):
-        reader = BinlogReader([path], **reader_options(args))
+        # Like SHOW BINLOG EVENTS, a compressed transaction is one row (no inner events).
+        reader = BinlogReader([path], unpack_payloads=False, **reader_options(args))
         name = os.path.basename(args.files[index]) if args.files[index] != "-" else "-"
         try:
             for event in reader:
+                bar.update(event)
                 verdict = selection.verdict(event, index == 0, index == last)
                 if verdict is Verdict.STOP:
                     return
@@ -169,9 +171,10 @@ def run(args, out, err) -> int:
         return ExitStatus.USAGE
     files, cleanup = spool_stdin(args.files)
     status = ExitStatus.OK
+    bar = progress_bar(files, err)
     try:
         with open_output(args, out) as target:
-            rows = _rows(args, files, selection, err)
+            rows = _rows(args, files, selection, err, bar)
             if args.format == "json":
                 write = lambda row: target.write(json.dumps(dict(zip(COLUMNS, row)), ensure_ascii=False) + "\n")  # noqa: E731
             elif args.format == "csv":
@@ -189,6 +192,7 @@ def run(args, out, err) -> int:
                 report(exc, err)
                 status = ExitStatus.ERROR
     finally:
+        bar.close()
         cleanup()
     if selection.error:
         err.write(f"binlake events: {selection.error}\n")

@@ -8,6 +8,7 @@ from ..errors import BinlogError, PartialEvent
 from ..filters import Verdict
 from ..reader import BinlogReader
 from ..sqlgen import SqlWriter
+from ..text import TextError
 from .common import add_input_arguments, reader_options, report
 from .selection import (add_selection_arguments, open_output, progress_bar, selection_options,
                         spool_stdin)
@@ -51,6 +52,9 @@ def run(args, out, err) -> int:
                 _walk(args, files, selection, writer, bar, err)
             except BinlogError as exc:
                 report(exc, err)
+                status = ExitStatus.ERROR
+            except TextError as exc:
+                err.write(f"binlake sql: {exc}\n")
                 status = ExitStatus.ERROR
             writer.finish()
     finally:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+from itertools import islice, repeat
 from typing import Iterator
 
 import pyarrow as pa
@@ -23,7 +24,7 @@ from ..events import LoadEvent, QueryEvent, RowsEvent, RowsQueryEvent, TableMapE
 from ..events.rows import DELETE, UPDATE, WRITE
 from ..jsonable import event_to_dict
 from ..scan import read_framing
-from .exact import row_texts, text_row
+from .exact import column_texts, row_texts, text_row, value_text
 from .ranges import Split, read_split, transactions
 
 BATCH_ROWS = 8192
@@ -79,8 +80,54 @@ def _signed64(value: int | None) -> int | None:
     return value - (1 << 64)
 
 
+class _MapColumn:
+    """A map<string,string> column as Arrow builds it: offsets, keys, items, nulls."""
+
+    def __init__(self):
+        self.offsets, self.keys, self.items, self.nulls = [0], [], [], []
+
+    def append_texts(self, row: dict | None) -> None:
+        """A row already in text."""
+        if row is None:
+            self.nulls.append(True)
+        else:
+            self.nulls.append(False)
+            self.keys.extend(row)
+            self.items.extend(row.values())
+        self.offsets.append(len(self.keys))
+
+    def extend_values(self, rows, texts: dict, in_order: tuple) -> None:
+        """Decoded rows, their values turned into text on the way in (the hot
+        loop). `in_order` are the text functions of every column: a full
+        image has them all, in order."""
+        nulls, keys, items, offsets = self.nulls, self.keys, self.items, self.offsets
+        width = len(in_order)
+        for row in rows:
+            if row is None:
+                nulls.append(True)
+            else:
+                nulls.append(False)
+                keys.extend(row)
+                if len(row) == width:
+                    items.extend([v if v is None else f(v) for f, v in zip(in_order, row.values())])
+                else:  # an image of some columns (binlog_row_image=MINIMAL/NOBLOB)
+                    items.extend([v if v is None else texts.get(k, value_text)(v)
+                                  for k, v in row.items()])
+            offsets.append(len(keys))
+
+    def array(self) -> pa.Array:
+        return pa.MapArray.from_arrays(pa.array(self.offsets, type=pa.int32()),
+                                       pa.array(self.keys, type=pa.string()),
+                                       pa.array(self.items, type=pa.string()),
+                                       type=TEXT_MAP, mask=pa.array(self.nulls, type=pa.bool_()))
+
+
 class _Columns:
-    """Column lists for one schema, flushed into record batches."""
+    """Python lists for one schema, turned into record batches.
+
+    A struct field's children are lists of their own (`commit_key.pos`), so
+    that a block of rows can be added with one `extend` per column.
+    """
 
     def __init__(self, schema: pa.Schema):
         self.schema = schema
@@ -89,42 +136,30 @@ class _Columns:
 
     def reset(self) -> None:
         # Fresh lists in the same dict: callers hold on to `columns`.
-        for name in self.schema.names:
-            self.columns[name] = []
+        for field in self.schema:
+            if pa.types.is_struct(field.type):
+                for child in field.type:
+                    self.columns[f"{field.name}.{child.name}"] = []
+            elif pa.types.is_map(field.type):
+                self.columns[field.name] = _MapColumn()
+            else:
+                self.columns[field.name] = []
         self.rows = 0
 
     def batch(self) -> pa.RecordBatch:
         arrays = []
         for field in self.schema:
-            values = self.columns[field.name]
             if pa.types.is_struct(field.type):
-                parts = list(zip(*values)) if values else [[] for _ in field.type]
-                arrays.append(pa.StructArray.from_arrays(
-                    [pa.array(part, type=f.type) for part, f in zip(parts, field.type)],
-                    fields=list(field.type)))
+                children = [pa.array(self.columns[f"{field.name}.{child.name}"], type=child.type)
+                            for child in field.type]
+                arrays.append(pa.StructArray.from_arrays(children, fields=list(field.type)))
             elif pa.types.is_map(field.type):
-                arrays.append(_map_array(values))
+                arrays.append(self.columns[field.name].array())
             else:
-                arrays.append(pa.array(values, type=field.type))
+                arrays.append(pa.array(self.columns[field.name], type=field.type))
         batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
         self.reset()
         return batch
-
-
-def _map_array(rows: list) -> pa.Array:
-    offsets, keys, items, mask = [0], [], [], []
-    for row in rows:
-        if row is None:
-            mask.append(True)
-        else:
-            mask.append(False)
-            keys.extend(row.keys())
-            items.extend(row.values())
-        offsets.append(len(keys))
-    return pa.MapArray.from_arrays(pa.array(offsets, type=pa.int32()),
-                                   pa.array(keys, type=pa.string()),
-                                   pa.array(items, type=pa.string()),
-                                   type=TEXT_MAP, mask=pa.array(mask, type=pa.bool_()))
 
 
 def reader_options(options: dict) -> dict:
@@ -140,13 +175,22 @@ def _flag(value, default: bool) -> bool:
     return str(value).strip().lower() in ("1", "true", "yes", "on")
 
 
+def _transactions(split: Split, options: dict):
+    """The range's transactions, without one the server is still writing at
+    its end: a later read takes that one whole."""
+    for txn in transactions(read_split(split, **reader_options(options))):
+        if txn.cut_off and _still_written(split.path):
+            return
+        yield txn
+
+
 # -- events view --------------------------------------------------------------------
 
 def event_batches(split: Split, options: dict) -> Iterator[pa.RecordBatch]:
     out = _Columns(EVENTS)
     c = out.columns
     file = split.file
-    for txn in transactions(read_split(split, **reader_options(options))):
+    for txn in _transactions(split, options):
         xid = _signed64(txn.xid)
         for item in txn.events:
             event = item.event
@@ -159,7 +203,9 @@ def event_batches(split: Split, options: dict) -> Iterator[pa.RecordBatch]:
             c["file"].append(file)
             c["pos"].append(h.pos)
             c["next_pos"].append(h.next_pos)
-            c["commit_key"].append((split.file_seq, h.pos, item.sub))
+            c["commit_key.file_seq"].append(split.file_seq)
+            c["commit_key.pos"].append(h.pos)
+            c["commit_key.sub"].append(item.sub)
             c["timestamp"].append(h.timestamp * 1_000_000)
             c["type"].append(h.type_name)
             c["type_code"].append(h.type_code)
@@ -229,12 +275,7 @@ def change_batches(split: Split, options: dict) -> Iterator[pa.RecordBatch]:
     c = out.columns
     wanted = TableFilter(options.get("tables"))
     schema = load_schema_option(options)
-    file = split.file
-    for txn in transactions(read_split(split, **reader_options(options))):
-        if txn.cut_off and _still_written(split.path):
-            break  # the server is still writing this transaction; a later read takes it
-        xid = _signed64(txn.xid)
-        commit_time = txn.commit_timestamp * 1_000_000
+    for txn in _transactions(split, options):
         for item in txn.events:
             event = item.event
             if not isinstance(event, RowsEvent):
@@ -243,35 +284,53 @@ def change_batches(split: Split, options: dict) -> Iterator[pa.RecordBatch]:
             database, name = (table.database, table.table) if table else ("", "")
             if not wanted(database, name):
                 continue
-            h = event.header
-            texts = row_texts(table) if table is not None else {}
-            rows = [(text_row(before, texts), text_row(after, texts))
-                    for before, after in event.rows()]
-            if schema is not None and table is not None and not table.has_names:
-                rows = schema.rename_rows(database, name, rows)
-            op = OPS[event.operation]
-            for index, (before, after) in enumerate(rows):
-                c["path"].append(split.path)
-                c["file"].append(file)
-                c["pos"].append(h.pos)
-                c["row_index"].append(index)
-                c["commit_key"].append((split.file_seq, h.pos, item.sub, index))
-                c["timestamp"].append(h.timestamp * 1_000_000)
-                c["commit_timestamp"].append(commit_time)
-                c["commit_pos"].append(txn.commit_pos)
-                c["gtid"].append(txn.gtid)
-                c["xid"].append(xid)
-                c["server_id"].append(h.server_id)
-                c["database"].append(database)
-                c["table"].append(name)
-                c["op"].append(op)
-                c["before"].append(before)
-                c["after"].append(after)
-            out.rows += len(rows)
-        if out.rows >= BATCH_ROWS:
-            yield out.batch()
+            rename = schema is not None and table is not None and not table.has_names
+            rows = event.iter_rows()
+            first = 0
+            # Blocks of rows, so that a huge event is never held whole.
+            while block := list(islice(rows, BATCH_ROWS)):
+                _add_changes(c, split, txn, item, database, name, block, first,
+                             schema if rename else None)
+                out.rows += len(block)
+                first += len(block)
+                if out.rows >= BATCH_ROWS:
+                    yield out.batch()
     if out.rows:
         yield out.batch()
+
+
+def _add_changes(c: dict, split: Split, txn, item, database: str, name: str, block: list,
+                 first: int, schema) -> None:
+    """One rows event's rows `first`..: the columns they share are added
+    with one `extend` each, the row images value by value."""
+    event, h = item.event, item.event.header
+    n = len(block)
+    for column, value in (("path", split.path), ("file", split.file), ("pos", h.pos),
+                          ("commit_key.file_seq", split.file_seq), ("commit_key.pos", h.pos),
+                          ("commit_key.sub", item.sub), ("timestamp", h.timestamp * 1_000_000),
+                          ("commit_timestamp", txn.commit_timestamp * 1_000_000),
+                          ("commit_pos", txn.commit_pos), ("gtid", txn.gtid),
+                          ("xid", _signed64(txn.xid)), ("server_id", h.server_id),
+                          ("database", database), ("table", name),
+                          ("op", OPS[event.operation])):
+        c[column].extend(repeat(value, n))
+    indexes = range(first, first + n)
+    c["row_index"].extend(indexes)
+    c["commit_key.row"].extend(indexes)
+    before, after = c["before"], c["after"]
+    table = event.table
+    if table is None:  # no table map: the reader has already said so when decoding
+        texts, in_order = {}, ()
+    else:
+        texts, in_order = row_texts(table), column_texts(table)
+    if schema is not None:  # names from CREATE TABLE statements
+        texted = [(text_row(b, texts), text_row(a, texts)) for b, a in block]
+        for b, a in schema.rename_rows(database, name, texted):
+            before.append_texts(b)
+            after.append_texts(a)
+        return
+    before.extend_values([b for b, _ in block], texts, in_order)
+    after.extend_values([a for _, a in block], texts, in_order)
 
 
 def _still_written(path: str) -> bool:

@@ -2,7 +2,7 @@
 
 Strategy: one text function per table-map column, built once and cached on
 the table map, so a row costs one call per non-NULL value. The text is
-lossless and reads back with a plain cast (binlake.spark.types does that):
+lossless and reads back with a plain cast (binlake.spark.typed does that):
 
   integers, BIT, YEAR  decimal digits            DECIMAL  plain digits, the column's scale
   DOUBLE               shortest repr (round-trips)  FLOAT  shortest text that round-trips
@@ -15,7 +15,8 @@ lossless and reads back with a plain cast (binlake.spark.types does that):
   bytes                base64 (BLOB, BINARY, GEOMETRY, INET6/UUID, text of unknown charset)
   JSON, text           as is                     VECTOR    JSON array
 
-Everything else goes through binlake.jsonable and becomes JSON text.
+Everything else goes through binlake.jsonable and becomes JSON text (a
+partial JSON update whose before image lacks the document: its diffs).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def value_text(value) -> str | None:
     if kind is int or kind is bool:
         return str(int(value))
     if kind is Decimal:
-        return format(value, "f")
+        return decimal_text(value)
     if kind is float:
         return repr(value)
     if kind is bytes or isinstance(value, (bytes, bytearray, memoryview)):
@@ -59,12 +60,16 @@ def value_text(value) -> str | None:
     return json.dumps(to_jsonable(value), ensure_ascii=False)
 
 
+def decimal_text(value: Decimal) -> str:
+    text = str(value)  # plain digits, except tiny values: 1E-9
+    return text if "E" not in text else format(value, "f")
+
+
 def datetime_text(value: dt.datetime, fsp: int) -> str:
-    if value.tzinfo is not None:  # TIMESTAMP: UTC, written without an offset
+    if value.tzinfo is not None and value.utcoffset():
         value = value.astimezone(dt.timezone.utc)
-    text = (f"{value.year:04d}-{value.month:02d}-{value.day:02d} "
-            f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}")
-    return text + _fraction(value.microsecond, fsp)
+    # isoformat (C) writes a fixed-width date and time; the offset, if any, comes after.
+    return value.isoformat(" ", "microseconds")[:20 + fsp if fsp else 19]
 
 
 def time_text(value: dt.timedelta, fsp: int) -> str:
@@ -92,9 +97,22 @@ def float32_text(value: float) -> str:
     return repr(value)
 
 
+_INTEGERS = {T.MYSQL_TYPE_TINY, T.MYSQL_TYPE_SHORT, T.MYSQL_TYPE_INT24, T.MYSQL_TYPE_LONG,
+             T.MYSQL_TYPE_LONGLONG, T.MYSQL_TYPE_YEAR, T.MYSQL_TYPE_BIT}
+_TEXTS = {T.MYSQL_TYPE_VARCHAR, T.MYSQL_TYPE_VAR_STRING, T.MYSQL_TYPE_STRING,
+          T.MYSQL_TYPE_TINY_BLOB, T.MYSQL_TYPE_MEDIUM_BLOB, T.MYSQL_TYPE_LONG_BLOB,
+          T.MYSQL_TYPE_BLOB, T.MYSQL_TYPE_JSON}
+
+
 def column_text(column):
-    """The text function of one table-map column."""
+    """The text function of one table-map column (hot: one call per value)."""
     kind = column.real_type
+    if kind in _INTEGERS:
+        return str  # always ints
+    if kind in _TEXTS:
+        return _text
+    if kind == T.MYSQL_TYPE_NEWDECIMAL:
+        return decimal_text
     if kind in (T.MYSQL_TYPE_DATETIME2, T.MYSQL_TYPE_TIMESTAMP2, T.MYSQL_TYPE_TIME2):
         return _temporal(column.meta)
     if kind in (T.MYSQL_TYPE_DATETIME, T.MYSQL_TYPE_TIMESTAMP, T.MYSQL_TYPE_TIME):
@@ -112,6 +130,11 @@ def column_text(column):
     return value_text
 
 
+def _text(value) -> str:
+    """Character columns: str, or bytes when binary or not valid in the charset."""
+    return value if type(value) is str else value_text(value)
+
+
 def _temporal(fsp: int):
     def text(v):
         if isinstance(v, dt.datetime):
@@ -124,9 +147,19 @@ def _temporal(fsp: int):
 
 def row_texts(table) -> dict:
     """{column key: text function} of a table map, cached on it."""
+    return _texts(table)[0]
+
+
+def column_texts(table) -> tuple:
+    """The text functions of every column, in column order (a full row image's order)."""
+    return _texts(table)[1]
+
+
+def _texts(table) -> tuple:
     texts = table.cache.get(_TEXT_CACHE)
     if texts is None:
-        texts = {column.key: column_text(column) for column in table.columns}
+        functions = tuple(column_text(column) for column in table.columns)
+        texts = ({column.key: f for column, f in zip(table.columns, functions)}, functions)
         table.cache[_TEXT_CACHE] = texts
     return texts
 

@@ -70,26 +70,45 @@ def find_layouts(splits: Iterable[Split], *, schema=None, wanted=None,
     scan already made of it."""
     found: dict[str, tuple] = {}
     for split in splits:
-        result = (scans or {}).get(split) or scan(split.path, start=split.start, stop=split.end)
-        if result.framing is None:
-            continue
-        last: dict[tuple, tuple] = {}  # (db, table) -> (body, pos) of the last table map
-        bodies: dict[bytes, int] = {}  # body -> position of one copy (to decode it)
-        maps = _table_maps_read(split) if is_gzip(split.path) else _table_maps(split.path, result)
-        for pos, name, body in maps:
-            if wanted is not None and not wanted(*name):
-                continue
-            last[name] = (body, pos)
-            bodies.setdefault(body, pos)
-        decoded: dict[bytes, dict] = {}
-        for (database, table), (body, pos) in last.items():
-            if body not in decoded:
-                decoded[body] = _decode_layout(split, bodies[body], schema)
-            key = qualified(database, table)
-            order = (split.file_seq, pos)
+        if is_gzip(split.path):  # no offsets to peek at: decode it all
+            last = _last_table_maps_decoded(split, wanted)
+        else:
+            result = (scans or {}).get(split) or scan(split.path, start=split.start, stop=split.end)
+            last = _last_table_maps_peeked(split, result, wanted)
+        for (database, table), (pos, table_map) in last.items():
+            key, order = qualified(database, table), (split.file_seq, pos)
             if key not in found or found[key][0] < order:
-                found[key] = (order, decoded[body])
+                found[key] = (order, layout_of(table_map, schema))
     return found
+
+
+def _last_table_maps_peeked(split: Split, result: ScanResult, wanted) -> dict:
+    """{(db, table): (pos, TableMapEvent)}: names peeked at, and each distinct
+    table map body (the server repeats one per transaction) decoded once."""
+    if result.framing is None:
+        return {}
+    last: dict[tuple, tuple] = {}  # (db, table) -> (pos, body) of its last table map
+    first_copy: dict[bytes, int] = {}  # body -> where one copy of it is
+    for pos, name, body in _table_maps(split.path, result):
+        if wanted is None or wanted(*name):
+            last[name] = (pos, body)
+            first_copy.setdefault(body, pos)
+    decoded: dict[bytes, TableMapEvent] = {}
+    out = {}
+    for name, (pos, body) in last.items():
+        if body not in decoded:
+            decoded[body] = _read_table_map(split, first_copy[body])
+        out[name] = (pos, decoded[body])
+    return out
+
+
+def _last_table_maps_decoded(split: Split, wanted) -> dict:
+    last = {}
+    for item in read_split(split):
+        event = item.event
+        if isinstance(event, TableMapEvent) and (wanted is None or wanted(event.database, event.table)):
+            last[(event.database, event.table)] = (event.header.pos, event)
+    return last
 
 
 def _table_maps(path: str, result: ScanResult):
@@ -110,19 +129,10 @@ def _table_maps(path: str, result: ScanResult):
             yield pos, (text(database), text(table)), bytes(buf[body:pos + length - framing.checksum_len])
 
 
-def _table_maps_read(split: Split):
-    """The same by decoding: gzipped files cannot be peeked at by offset."""
-    for item in read_split(split):
-        event = item.event
-        if isinstance(event, TableMapEvent):
-            yield event.header.pos, (event.database, event.table), event.optional_metadata + repr(
-                [event.columns, event.primary_key]).encode()
-
-
-def _decode_layout(split: Split, pos: int, schema) -> dict:
+def _read_table_map(split: Split, pos: int) -> TableMapEvent:
     for item in read_split(Split(split.path, split.file_seq, pos, pos + 1)):
         if isinstance(item.event, TableMapEvent):
-            return layout_of(item.event, schema)
+            return item.event
     raise ValueError(f"{split.path}: no table map at {pos}")
 
 

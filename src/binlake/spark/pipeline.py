@@ -63,11 +63,25 @@ def spark_session(master: str | None = None, app: str = "binlake pipeline"):
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
     builder = SparkSession.builder.appName(app)
+    if not master and "PYSPARK_GATEWAY_PORT" not in os.environ:  # not under spark-submit
+        master = "local[*]"
     if master:
         builder = builder.master(master)
-    elif "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
-        builder = builder.master("local[*]").config("spark.ui.showConsoleProgress", "false")
+    cores = _local_cores(master)
+    if cores:
+        # Spark's 200 shuffle partitions are 200 tasks per stage, mostly overhead on
+        # one machine; a few per core keep every core busy.
+        builder = (builder.config("spark.sql.shuffle.partitions", str(4 * cores))
+                   .config("spark.ui.showConsoleProgress", "false"))
     return builder.config("spark.sql.session.timeZone", "UTC").getOrCreate()
+
+
+def _local_cores(master: str | None) -> int | None:
+    """N of local[N] (local[*]: this machine's cores); None for a cluster."""
+    match = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\d+)?\])?", master or "")
+    if not match:
+        return None
+    return (os.cpu_count() or 1) if match[1] in (None, "*") else int(match[1])
 
 
 # -- the manifest ------------------------------------------------------------------------
@@ -177,12 +191,17 @@ def _new_segments(files, manifest: dict, warnings: list):
             raise ValueError(f"{path} is not the {name} read before (its format description "
                              "differs): use a new output directory")
         start = known["end"] if known else FIRST_EVENT
+        if os.path.getsize(path) < start:
+            raise ValueError(f"{path} is shorter than the {start} bytes read before: "
+                             "use a new output directory")
         found = scan(path, start=start)
         if found.framing is None:
             warnings.append(f"{path}: {found.stopped}, skipped")
             continue
-        if found.stopped and not found.framing.in_use:
-            warnings.append(f"{path}: read up to {found.closed_end}: {found.stopped}")
+        if not found.framing.in_use and found.closed_end < found.size:
+            # A closed file should end with a whole transaction and a whole event.
+            reason = found.stopped or "the last transaction has no end"
+            warnings.append(f"{path}: read up to offset {found.closed_end} of {found.size}: {reason}")
         end = max(found.closed_end, start)
         entries[name] = {"file_seq": seq, "path": path, "end": end, "fingerprint": mark}
         if end > start:
@@ -207,7 +226,8 @@ def _append(spark, out: str, segments: list, options: dict, new_manifest: dict, 
         reader = spark.read.format("binlog").options(**options, ranges=ranges, view=view)
         frame = reader.load().withColumn("date", date)
         target = os.path.join(staging, view)
-        frame.sortWithinPartitions("commit_key").write.partitionBy(*parts).parquet(target)
+        # The writer wants its partition columns sorted; commit order within them.
+        frame.sortWithinPartitions(*parts, "commit_key").write.partitionBy(*parts).parquet(target)
         rows = spark.read.parquet(target).count()  # from the Parquet footers
         log(f"{view}: {rows} rows from {len(segments)} range(s)")
         return rows
@@ -272,9 +292,8 @@ def _rebuild_tables(spark, out: str, layouts: dict, as_of: AsOf | None, log) -> 
     shutil.rmtree(staged, ignore_errors=True)
     counts = {}
     if layouts and os.path.isdir(os.path.join(out, "changes")):
-        states = rebuild_states(read_changes(spark, out), layouts, as_of)
-        # Few partitions: each table is written by a job of its own over all of them.
-        states = states.repartition(spark.sparkContext.defaultParallelism).persist()
+        # Kept: each table is written by a job of its own over all of them.
+        states = rebuild_states(read_changes(spark, out), layouts, as_of).persist()
         try:
             found = {qualified(db, table): n for db, table, n in
                      states.groupBy("database", "table").count().collect()}

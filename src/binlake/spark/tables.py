@@ -27,10 +27,7 @@ from pyspark.sql import Column, DataFrame, functions as F
 from .batches import TableFilter, load_schema_option
 from .layouts import latest_layouts, qualified
 from .ranges import Split, expand_inputs, number_files
-from .types import typed_columns
-
-CHANGE_TYPES = {"c": ["insert"], "d": ["delete"], "u": ["update_preimage", "update_postimage"]}
-
+from .typed import typed_columns
 
 @dataclass(frozen=True)
 class AsOf:
@@ -101,26 +98,33 @@ def _image(change_type: str, side: str) -> Column:
 
 def rebuild_states(changes: DataFrame, layouts: dict[str, dict], as_of: AsOf | None = None) -> DataFrame:
     """(database, table, row) of every table as of `as_of` (default: the
-    end), with `row` the map of exact text of the row."""
+    end), `row` being the exact text of the row's values in the layout's
+    column order (arrays: smaller to shuffle than maps, and groupable)."""
     spark = changes.sparkSession
     if as_of is not None:
         changes = changes.where(as_of.condition())
-    keys = spark.createDataFrame(
-        [(layout["database"], layout["table"], layout["primary_key"] or None)
-         for layout in layouts.values()],
-        "database string, table string, pk array<string>")
-    changes = changes.join(F.broadcast(keys), ["database", "table"], "left")
+    tables = spark.createDataFrame(
+        [(layout["database"], layout["table"], layout["primary_key"] or None,
+          [c["key"] for c in layout["columns"]]) for layout in layouts.values()],
+        "database string, table string, pk array<string>, columns array<string>")
+    changes = changes.join(F.broadcast(tables), ["database", "table"])
     keyed = _states_by_key(changes.where(F.col("pk").isNotNull()))
     multiset = _states_as_multiset(changes.where(F.col("pk").isNull()))
     return keyed.unionByName(multiset)
 
 
+def _values(side: str) -> Column:
+    """An image's values in column order; NULL when the change has no such image."""
+    image = F.col(side)
+    return F.when(image.isNotNull(), F.transform("columns", lambda key: image[key]))
+
+
 def _states_by_key(changes: DataFrame) -> DataFrame:
     before_key = F.transform("pk", lambda k: F.col("before")[k])
     after_key = F.transform("pk", lambda k: F.col("after")[k])
-    null_row = F.lit(None).cast("map<string,string>")
-    sets = F.struct(after_key.alias("key"), F.col("after").alias("row"))
-    clears = F.struct(before_key.alias("key"), null_row.alias("row"))
+    no_row = F.lit(None).cast("array<string>")
+    sets = F.struct(after_key.alias("key"), _values("after").alias("row"))
+    clears = F.struct(before_key.alias("key"), no_row.alias("row"))
     touches = (F.when(F.col("op") == "c", F.array(sets))
                 .when(F.col("op") == "d", F.array(clears))
                 .when(before_key == after_key, F.array(sets))
@@ -133,11 +137,8 @@ def _states_by_key(changes: DataFrame) -> DataFrame:
 
 
 def _states_as_multiset(changes: DataFrame) -> DataFrame:
-    def entries(side: str) -> Column:  # maps cannot be grouped; their sorted entries can
-        return F.array_sort(F.map_entries(F.col(side)))
-
-    plus = F.struct(F.lit(1).alias("n"), entries("after").alias("row"))
-    minus = F.struct(F.lit(-1).alias("n"), entries("before").alias("row"))
+    plus = F.struct(F.lit(1).alias("n"), _values("after").alias("row"))
+    minus = F.struct(F.lit(-1).alias("n"), _values("before").alias("row"))
     deltas = (F.when(F.col("op") == "c", F.array(plus))
                .when(F.col("op") == "d", F.array(minus))
                .otherwise(F.array(minus, plus)))
@@ -146,8 +147,7 @@ def _states_as_multiset(changes: DataFrame) -> DataFrame:
                .agg(F.sum("d.n").alias("n"))
                .where(F.col("n") > 0))
     return counted.select("database", "table",
-                          F.explode(F.array_repeat(F.map_from_entries("row"), F.col("n").cast("int")))
-                          .alias("row"))
+                          F.explode(F.array_repeat("row", F.col("n").cast("int"))).alias("row"))
 
 
 ROWS_PER_FILE = 1_000_000
@@ -158,7 +158,7 @@ def typed_state(states: DataFrame, layout: dict, rows: int) -> DataFrame:
     column) into files of about ROWS_PER_FILE rows."""
     table = states.where((F.col("database") == layout["database"])
                          & (F.col("table") == layout["table"]))
-    typed = table.select(*typed_columns(layout, F.col("row")))
+    typed = table.select(*typed_columns(layout, F.col("row"), by_position=True))
     order = [F.col(f"`{key}`") for key in layout["primary_key"] or
              [c["key"] for c in layout["columns"]]]
     files = max(1, -(-rows // ROWS_PER_FILE))

@@ -96,9 +96,11 @@ def from_text(text: Column, column: dict) -> Column:
     return text.try_cast(target)
 
 
-def typed_columns(layout: dict, image: Column) -> list[Column]:
-    """One typed column per table column, from a map of exact text."""
-    return [from_text(image[c["key"]], c).alias(c["key"]) for c in layout["columns"]]
+def typed_columns(layout: dict, image: Column, by_position: bool = False) -> list[Column]:
+    """One typed column per table column, from a map of exact text by column
+    key (or, `by_position`, an array of it in column order)."""
+    return [from_text(image[i if by_position else c["key"]], c).alias(c["key"])
+            for i, c in enumerate(layout["columns"])]
 
 
 def table_struct(layout: dict) -> S.StructType:
