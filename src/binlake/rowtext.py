@@ -21,7 +21,7 @@ import struct
 from decimal import Decimal
 
 from .constants import ColumnType as T
-from .values import decode_decimal, decimal_size
+from .values import _decimal_groups as decimal_groups, decimal_size
 
 T_PARTIAL_UPDATE_ROWS = 39  # MySQL PARTIAL_UPDATE_ROWS_EVENT
 _F32 = struct.Struct("<f").unpack_from
@@ -72,8 +72,29 @@ def _bit_string(data: bytes, nbits: int) -> str:
     return "b'" + bits[skip:] + "'"
 
 
-def _decimal_text(value: Decimal) -> str:
-    return format(value, "f")
+def _decimal_formatter(precision: int, scale: int):
+    """DECIMAL text straight from the digits (no Decimal object): the same
+    digit groups as values.py, printed as format(Decimal, 'f') would."""
+    size = decimal_size(precision, scale)
+    sign_bit = 1 << (8 * size - 1)
+    all_bits = (1 << (8 * size)) - 1
+    groups = decimal_groups(precision, scale)
+
+    def fmt(buf, pos):
+        raw = int.from_bytes(buf[pos:pos + size], "big")
+        negative = not raw & sign_bit
+        raw ^= sign_bit
+        if negative:
+            raw ^= all_bits
+        digits = 0
+        for shift, mask, weight in groups:
+            digits += ((raw >> shift) & mask) * weight
+        text = str(digits)
+        if scale:
+            text = text.rjust(scale + 1, "0")
+            text = text[:-scale] + "." + text[-scale:]
+        return ("-" + text if negative else text), pos + size
+    return fmt
 
 
 def _frac(micro: int, digits: int) -> str:
@@ -146,11 +167,7 @@ def value_formatter(column_type: int, meta: int, mysql_flavour: bool = False):
         return _integer(8, "LONGINT")
     if column_type == T.MYSQL_TYPE_NEWDECIMAL:
         precision, scale = meta >> 8, meta & 0xFF
-        size = decimal_size(precision, scale)
-
-        def fmt(buf, pos):
-            return _decimal_text(decode_decimal(buf, pos, precision, scale)[0]), pos + size
-        return fmt, f"DECIMAL({precision},{scale})"
+        return _decimal_formatter(precision, scale), f"DECIMAL({precision},{scale})"
     if column_type == T.MYSQL_TYPE_FLOAT:
         return (lambda buf, pos: ("%-20g" % _F32(buf, pos)[0], pos + 4)), "FLOAT"
     if column_type == T.MYSQL_TYPE_DOUBLE:
@@ -277,10 +294,56 @@ def _column_plan(table):
     return plan
 
 
+def _compiled_image(table, bitmap: int, prefix: str, verbose: int):
+    """One image's lines in straight-line code, built once per (table map,
+    bitmap, prefix, verbosity): each column's line prefix, NULL line and -vv
+    comment are constants; only the value text is computed per row. None when
+    a column has no formatter (the reference path reports it)."""
+    key = ("rowtext-image", bitmap, prefix, verbose)
+    cache = table.cache
+    if key in cache:
+        return cache[key]
+    present = [entry for entry in _column_plan(table) if bitmap >> entry[0] & 1]
+    if any(fmt is None for _, fmt, _, _, _ in present):
+        cache[key] = None
+        return None
+    null_bytes = (len(present) + 7) // 8
+    namespace = {"_from_bytes": int.from_bytes, "_prefix": prefix}
+    lines = ["def image(buf, pos, out):",
+             f"    nulls = _from_bytes(buf[pos:pos + {null_bytes}], 'little'); pos += {null_bytes}",
+             "    append = out.append", "    append(_prefix)"]
+    for slot, (index, fmt, name, meta, nullable) in enumerate(present):
+        head = f"###   @{index + 1}="
+        tail = (f" /* {name} meta={meta} nullable={int(nullable)} is_null=%d */" if verbose > 1
+                else "") + "\n"
+        namespace[f"_f{slot}"] = fmt
+        namespace[f"_n{slot}"] = head + "NULL" + (tail % 1 if verbose > 1 else tail)
+        namespace[f"_h{slot}"] = head
+        namespace[f"_t{slot}"] = tail % 0 if verbose > 1 else tail
+        lines += [f"    if nulls & {1 << slot}:", f"        append(_n{slot})", "    else:",
+                  f"        text, pos = _f{slot}(buf, pos)",
+                  f"        append(_h{slot} + text + _t{slot})"]
+    lines.append("    return pos")
+    exec(compile("\n".join(lines), "<rowtext image>", "exec"), namespace)
+    cache[key] = namespace["image"]
+    return cache[key]
+
+
 def format_image(out: list, table, bitmap: int, buf: bytes, pos: int, prefix: str,
                  verbose: int, end: int, partial: frozenset = frozenset()) -> int:
     """Append one row image's lines to `out`; returns the position after it.
     `partial`: indexes of JSON columns sent as diffs (MySQL partial updates)."""
+    if not partial:
+        image = _compiled_image(table, bitmap, prefix, verbose)
+        if image is not None:
+            mark = len(out)
+            try:
+                new_pos = image(buf, pos, out)
+                if new_pos <= end:
+                    return new_pos
+            except (IndexError, struct.error, ValueError):
+                pass
+            del out[mark:]  # the reference path below writes what mysqlbinlog writes
     plan = _column_plan(table)
     present = [entry for entry in plan if bitmap >> entry[0] & 1]
     null_bytes = (len(present) + 7) // 8
