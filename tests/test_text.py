@@ -229,5 +229,8 @@ def test_row_image_lines_with_types():
 
 
 def test_decimal_text_keeps_the_scale():
-    from binlake.rowtext import _decimal_text
-    assert _decimal_text(Decimal("0E-30")) == "0." + "0" * 30
+    from binlake.rowtext import _decimal_formatter
+    zero_65_30 = bytes([0x80]) + bytes(29)  # DECIMAL(65,30) zero: sign bit only
+    assert _decimal_formatter(65, 30)(zero_65_30, 0) == ("0." + "0" * 30, 30)
+    minus_one_cent = bytes([0x7F, 0xFF, 0xFF, 0xFF, 0xFE])  # DECIMAL(10,2) -0.01
+    assert _decimal_formatter(10, 2)(minus_one_cent, 0)[0] == "-0.01"
