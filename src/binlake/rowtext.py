@@ -21,7 +21,7 @@ import struct
 from decimal import Decimal
 
 from .constants import ColumnType as T
-from .values import _decimal_groups as decimal_groups, decimal_size
+from .values import _decimal_groups as decimal_groups, decimal_size, time2_parts
 
 T_PARTIAL_UPDATE_ROWS = 39  # MySQL PARTIAL_UPDATE_ROWS_EVENT
 _F32 = struct.Struct("<f").unpack_from
@@ -109,24 +109,6 @@ def _length_prefixed(length_bytes: int):
     return fmt
 
 
-def _time2_parts(buf, pos, fsp):
-    """TIME2 -> (negative, hours, minutes, seconds, microseconds)."""
-    nfrac = (fsp + 1) // 2
-    intpart = int.from_bytes(buf[pos:pos + 3], "big") - 0x800000
-    frac = int.from_bytes(buf[pos + 3:pos + 3 + nfrac], "big") if nfrac else 0
-    if nfrac == 3:
-        packed = (intpart << 24) + frac
-    else:
-        if intpart < 0 and frac:
-            intpart += 1
-            frac -= 0x100 if nfrac == 1 else 0x10000
-        packed = (intpart << 24) + frac * (10000 if nfrac == 1 else 100 if nfrac == 2 else 1)
-    negative = packed < 0
-    packed = -packed if negative else packed
-    hms, micro = packed >> 24, packed % (1 << 24)
-    return negative, (hms >> 12) % 1024, (hms >> 6) % 64, hms % 64, micro
-
-
 def _datetime2_text(buf, pos, fsp) -> str:
     nfrac = (fsp + 1) // 2
     packed = int.from_bytes(buf[pos:pos + 5], "big") - 0x8000000000
@@ -211,7 +193,7 @@ def value_formatter(column_type: int, meta: int, mysql_flavour: bool = False):
         size = 3 + (meta + 1) // 2
 
         def fmt(buf, pos):
-            negative, h, m, s, micro = _time2_parts(buf, pos, meta)
+            negative, h, m, s, micro = time2_parts(buf, pos, meta)
             return "'%s%02d:%02d:%02d%s'" % ("-" if negative else "", h, m, s, _frac(micro, meta)), pos + size
         return fmt, f"TIME({meta})"
     if column_type in (T.MYSQL_TYPE_NEWDATE, T.MYSQL_TYPE_DATE):

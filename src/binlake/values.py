@@ -272,28 +272,33 @@ def _datetime2(fsp: int) -> Decode:
     return decode
 
 
-def _time2(fsp: int) -> Decode:
+def time2_parts(buf, pos: int, fsp: int) -> tuple[bool, int, int, int, int]:
     """TIME2 (sql-common/my_time.cc `my_time_packed_from_binary`): 3 bytes of
     integer part offset by 0x800000, then 0-3 bytes of fraction; a negative
-    time with a fraction borrows one second from the integer part."""
+    time with a fraction borrows one second from the integer part.
+    Returns (negative, hours, minutes, seconds, microseconds)."""
     n = _frac_bytes(fsp)
-    size = 3 + n
+    if n == 3:
+        packed = int.from_bytes(buf[pos:pos + 6], "big") - 0x800000000000
+    else:
+        intpart = int.from_bytes(buf[pos:pos + 3], "big") - 0x800000
+        frac = int.from_bytes(buf[pos + 3:pos + 3 + n], "big") if n else 0
+        if intpart < 0 and frac:
+            intpart += 1
+            frac -= 0x100 if n == 1 else 0x10000
+        packed = (intpart << 24) + frac * _FRAC_UNIT[n]
+    negative = packed < 0
+    packed = -packed if negative else packed
+    hms, micro = packed >> 24, packed % (1 << 24)
+    return negative, (hms >> 12) % 1024, (hms >> 6) % 64, hms % 64, micro
+
+
+def _time2(fsp: int) -> Decode:
+    size = 3 + _frac_bytes(fsp)
 
     def decode(buf, pos):
-        if n == 3:
-            packed = int.from_bytes(buf[pos:pos + 6], "big") - 0x800000000000
-        else:
-            intpart = int.from_bytes(buf[pos:pos + 3], "big") - 0x800000
-            frac = int.from_bytes(buf[pos + 3:pos + 3 + n], "big") if n else 0
-            if intpart < 0 and frac:
-                intpart += 1
-                frac -= 0x100 if n == 1 else 0x10000
-            packed = (intpart << 24) + frac * (10000 if n == 1 else 100 if n == 2 else 1)
-        negative = packed < 0
-        packed = -packed if negative else packed
-        hms, micro = packed >> 24, packed % (1 << 24)
-        delta = dt.timedelta(hours=(hms >> 12) % 1024, minutes=(hms >> 6) % 64,
-                             seconds=hms % 64, microseconds=micro)
+        negative, hours, minutes, seconds, micro = time2_parts(buf, pos, fsp)
+        delta = dt.timedelta(hours=hours, minutes=minutes, seconds=seconds, microseconds=micro)
         return (-delta if negative else delta), pos + size
     return decode
 

@@ -55,25 +55,12 @@ class TransactionPayloadEvent(Event):
         return zstandard.ZstdDecompressor().stream_reader(self.payload)
 
     def uncompressed(self) -> bytes:
-        if self.compression_type == NONE:
-            return self.payload
-        if self.compression_type != ZSTD:
-            raise UnsupportedFeature(self.header.file, self.payload_offset,
-                                     f"unknown payload compression {self.compression_type}")
-        try:
-            import zstandard
-        except ImportError:
-            raise UnsupportedFeature(self.header.file, self.payload_offset,
-                                     "zstd-compressed transaction: install binlake[zstd]") from None
-        reader = zstandard.ZstdDecompressor().stream_reader(self.payload)
-        data = reader.read()
-        while len(data) < self.uncompressed_size:
-            more = reader.read(self.uncompressed_size - len(data))
-            if not more:
-                break
-            data += more
-        return data
-
+        """The whole uncompressed payload (open_payload() streams it instead)."""
+        stream = self.open_payload()
+        chunks = []
+        while chunk := stream.read(1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
 
 def decode_transaction_payload(header: EventHeader, cur: Cursor, ctx) -> TransactionPayloadEvent:
     values = {OTW_PAYLOAD_SIZE_FIELD: 0, OTW_PAYLOAD_COMPRESSION_TYPE_FIELD: NONE,
