@@ -1,58 +1,41 @@
 """MySQL/MariaDB collation ids -> Python codecs.
 
+Strategy: the id -> character set table is the one read off a real MariaDB
+server (collation_names.py); this module only says which Python codec reads
+each character set, plus the ids MySQL 8 added that MariaDB does not have.
+
 Rule: a collation without a Python codec (or a value its codec rejects) is
 not guessed at: the value stays bytes. Collation 63 is `binary`.
 """
 
 from __future__ import annotations
 
+from .collation_names import COLLATIONS
+
 BINARY_COLLATION = 63
 
-_CHARSET_IDS: dict[str, tuple[int, ...]] = {
-    "big5": (1, 84),
-    "cp1252": (5, 8, 15, 31, 47, 48, 49, 94),  # MySQL's latin1 is Windows-1252
-    "cp850": (4, 80),
-    "koi8_r": (7, 74),
-    "iso8859_2": (2, 9, 21, 27, 77),
-    "euc_jp": (12, 91, 97, 98),
-    "shift_jis": (13, 88),
-    "cp1251": (14, 23, 50, 51, 52),
-    "iso8859_8": (16, 71),
-    "tis_620": (18, 69),
-    "euc_kr": (19, 85),
-    "iso8859_13": (20, 41, 42, 79),
-    "koi8_u": (22, 75),
-    "gb2312": (24, 86),
-    "iso8859_7": (25, 70),
-    "cp1250": (26, 34, 44, 66, 99),
-    "gbk": (28, 87),
-    "cp1257": (29, 58, 59),
-    "iso8859_9": (30, 78),
-    "utf-8": (33, 76, 83, *range(192, 216), 223, 45, 46, *range(224, 248),
-              *range(255, 324)),
-    "utf_16_be": (35, 90, *range(128, 152), 159, 54, 55, *range(101, 125), 134),
-    "cp866": (36, 68),
-    "mac_latin2": (38, 43),
-    "mac_roman": (39, 53),
-    "cp852": (40, 81),
-    "ascii": (11, 65),
-    "utf_16_le": (56, 62),
-    "cp1256": (57, 67),
-    "utf_32_be": (60, 61, *range(160, 184)),
-    "cp932": (95, 96),
-    "gb18030": (248, 249, 250),
+#: Character set -> Python codec. MySQL's latin1 is Windows-1252.
+CHARSET_CODECS = {
+    "latin1": "cp1252", "utf8mb3": "utf-8", "utf8": "utf-8", "utf8mb4": "utf-8",
+    "ascii": "ascii", "ucs2": "utf_16_be", "utf16": "utf_16_be", "utf16le": "utf_16_le",
+    "utf32": "utf_32_be", "big5": "big5", "latin2": "iso8859_2", "cp850": "cp850",
+    "koi8r": "koi8_r", "koi8u": "koi8_u", "ujis": "euc_jp", "eucjpms": "euc_jp",
+    "sjis": "shift_jis", "cp932": "cp932", "cp1251": "cp1251", "cp1250": "cp1250",
+    "cp1256": "cp1256", "cp1257": "cp1257", "hebrew": "iso8859_8", "tis620": "tis_620",
+    "euckr": "euc_kr", "latin7": "iso8859_13", "latin5": "iso8859_9", "greek": "iso8859_7",
+    "gb2312": "gb2312", "gbk": "gbk", "gb18030": "gb18030", "cp866": "cp866",
+    "cp852": "cp852", "macce": "mac_latin2", "macroman": "mac_roman",
 }
 
+#: Ids MySQL 8 uses that a MariaDB server does not know.
+_MYSQL_ONLY = {76: "utf8mb3", **{i: "gb18030" for i in (248, 249, 250)},
+               **{i: "utf8mb4" for i in range(255, 324)}}
+
 CODEC_BY_COLLATION: dict[int, str] = {
-    cid: codec for codec, ids in _CHARSET_IDS.items() for cid in ids
+    cid: CHARSET_CODECS[charset]
+    for cid, charset in {**_MYSQL_ONLY, **{i: cs for i, (cs, _) in COLLATIONS.items()}}.items()
+    if charset in CHARSET_CODECS
 }
-# MariaDB 10.10+ UCA 14.0.0 collations: id = 2048 + (charset block << 8) + n
-for _n in range(256):
-    CODEC_BY_COLLATION[2048 + _n] = "utf-8"            # utf8mb3_uca1400_*
-    CODEC_BY_COLLATION[2304 + _n] = "utf-8"            # utf8mb4_uca1400_*
-    CODEC_BY_COLLATION[2560 + _n] = "utf_16_be"        # ucs2_uca1400_*
-    CODEC_BY_COLLATION[2816 + _n] = "utf_16_be"        # utf16_uca1400_*
-    CODEC_BY_COLLATION[3072 + _n] = "utf_32_be"        # utf32_uca1400_*
 
 
 def codec_for(collation: int | None) -> str | None:
