@@ -8,8 +8,10 @@ binlake.testing.workload.generate_bulk (inserts, updates, deletes of two
 realistic tables) and cached under bench/data/ (gitignored). Then, for each
 Spark master, a fresh session runs the whole pipeline (events/, changes/,
 tables/) into a scratch directory, timed as a whole and per stage. Reported:
-MB/s and row changes/s per master, the scaling ratio local[1] -> local[2],
-the header scan's speed (binlake.scan, the splitter) and, as the yardstick,
+MB/s and row changes/s per master, the scaling ratio local[1] -> local[2]
+next to the ratio a CPU-only Python source gets on the same machine at the
+same time (the ceiling: these machines are shared), the header scan's speed
+(binlake.scan, the splitter) and, as the yardstick,
 `mariadb-binlog --base64-output=decode-rows -v` over the same files.
 """
 from __future__ import annotations
@@ -77,12 +79,48 @@ def mariadb_binlog(files: list[Path]) -> float | None:
     return seconds
 
 
+def burn_seconds(spark, tasks: int = 4, cpu_seconds: float = 1.0) -> float:
+    """Wall time of a Python data source whose tasks only burn CPU: how much
+    parallelism this machine really gives Spark's Python workers right now
+    (the machines are shared), i.e. the ceiling of the pipeline's scaling."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    class Burn(DataSource):
+        @classmethod
+        def name(cls):
+            return "binlake_bench_burn"
+
+        def schema(self):
+            return "n long"
+
+        def reader(self, schema):
+            return BurnReader()
+
+    class BurnReader(DataSourceReader):
+        def partitions(self):
+            return [InputPartition(i) for i in range(tasks)]
+
+        def read(self, partition):
+            import time as clock
+            started, n = clock.process_time(), 0
+            while clock.process_time() - started < cpu_seconds:
+                n += 1
+            yield (n,)
+
+    spark.dataSource.register(Burn)
+    frame = spark.read.format("binlake_bench_burn").load()
+    frame.write.format("noop").mode("overwrite").save()  # workers started
+    _, seconds = timed(frame.write.format("noop").mode("overwrite").save)
+    return seconds
+
+
 def pipeline(master: str, files: list[Path], split_bytes: int) -> dict:
     """One fresh session on `master`, one pipeline run; stage times from its log."""
     from binlake.spark.pipeline import run_pipeline, spark_session
     spark = spark_session(master, "binlake bench")  # as `binlake pipeline --master` makes it
     spark.sparkContext.setLogLevel("ERROR")
     spark.range(1).count()  # the JVM is up before the clock starts
+    burn = burn_seconds(spark)
     marks = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="binlake-bench-out-") as out:
@@ -91,7 +129,7 @@ def pipeline(master: str, files: list[Path], split_bytes: int) -> dict:
         total = time.perf_counter() - started
     spark.stop()
     read = max(t for t, m in marks if m.startswith(("events:", "changes:")))
-    return {"master": master, "seconds": total, "read_seconds": read,
+    return {"master": master, "seconds": total, "read_seconds": read, "burn_seconds": burn,
             "tables_seconds": total - read, "changes": result.changes,
             "events": result.events, "partitions": len(result.segments)}
 
@@ -128,9 +166,12 @@ def main(argv=None) -> int:
               f"({size / run['read_seconds'] / 1e6:.1f} MB/s), tables {run['tables_seconds']:.1f} s; "
               f"{run['changes']:,} changes, {run['events']:,} events", flush=True)
     if len(runs) >= 2:
-        print(f"scaling {runs[0]['master']} -> {runs[-1]['master']}: "
-              f"x{runs[0]['seconds'] / runs[-1]['seconds']:.2f} whole, "
-              f"x{runs[0]['read_seconds'] / runs[-1]['read_seconds']:.2f} reading")
+        first, last = runs[0], runs[-1]
+        print(f"scaling {first['master']} -> {last['master']}: "
+              f"x{first['seconds'] / last['seconds']:.2f} whole, "
+              f"x{first['read_seconds'] / last['read_seconds']:.2f} reading; "
+              f"ceiling on this machine now (CPU-only Python tasks): "
+              f"x{first['burn_seconds'] / last['burn_seconds']:.2f}")
     return 0
 
 
