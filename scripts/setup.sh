@@ -20,15 +20,17 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-if [ "${1:-}" = "--server" ] && ! command -v mariadbd >/dev/null 2>&1; then
+# Debian packages: MariaDB for the server tests (--server), Java for Spark.
+packages=""
+if [ "${1:-}" = "--server" ] && ! command -v mariadbd >/dev/null 2>&1 \
+    && [ ! -x /usr/sbin/mariadbd ]; then
+  packages="mariadb-server mariadb-client"
+fi
+command -v java >/dev/null 2>&1 || packages="$packages openjdk-17-jre-headless"
+if [ -n "$packages" ]; then
   SUDO=""
   [ "$(id -u)" = 0 ] || SUDO="sudo"
-  echo "installing MariaDB from Debian packages (for the server tests)..."
+  echo "installing from Debian packages:$packages ..."
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq mariadb-server mariadb-client >/dev/null
-fi
-
-# Spark's Python workers must run this same interpreter.
-if ! command -v java >/dev/null 2>&1; then
-  echo "note: no Java found; the Spark pipeline and its tests need Java 17" >&2
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $packages >/dev/null
 fi
