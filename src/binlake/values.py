@@ -18,6 +18,7 @@ without metadata); JSON -> JSON text; VECTOR -> list of floats.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import struct
 from decimal import Decimal
 from typing import Callable
@@ -90,35 +91,10 @@ def decimal_size(precision: int, scale: int) -> int:
 
 
 def decode_decimal(buf: bytes, pos: int, precision: int, scale: int) -> tuple[Decimal, int]:
-    """MySQL binary DECIMAL (strings/decimal.cc `bin2decimal`): groups of 9
-    digits in 4 big-endian bytes, leftover digits in fewer bytes, sign in the
-    top bit, negative numbers stored inverted."""
-    size = decimal_size(precision, scale)
-    raw = bytearray(buf[pos:pos + size])
-    negative = not raw[0] & 0x80
-    raw[0] ^= 0x80
-    if negative:
-        raw = bytearray(b ^ 0xFF for b in raw)
-    intg = precision - scale
-    digits = []
-    p = 0
-    lead = _DIG2BYTES[intg % 9]
-    if lead:
-        digits.append(str(int.from_bytes(raw[p:p + lead], "big")))
-        p += lead
-    for _ in range(intg // 9):
-        digits.append("%09d" % int.from_bytes(raw[p:p + 4], "big"))
-        p += 4
-    int_part = "".join(digits).lstrip("0") or "0"
-    frac = []
-    for _ in range(scale // 9):
-        frac.append("%09d" % int.from_bytes(raw[p:p + 4], "big"))
-        p += 4
-    tail = scale % 9
-    if tail:
-        frac.append(str(int.from_bytes(raw[p:p + _DIG2BYTES[tail]], "big")).zfill(tail))
-    text = ("-" if negative else "") + int_part + ("." + "".join(frac) if scale else "")
-    return Decimal(text), pos + size
+    """MySQL binary DECIMAL (strings/decimal.cc `bin2decimal`) at `pos`:
+    groups of 9 digits in 4 big-endian bytes, leftover digits in fewer bytes,
+    the sign in the top bit, negative numbers stored inverted."""
+    return _decimal_decoder(precision, scale)(buf, pos)
 
 
 def _decimal_groups(precision: int, scale: int) -> list[tuple[int, int, int]]:
@@ -133,6 +109,11 @@ def _decimal_groups(precision: int, scale: int) -> list[tuple[int, int, int]]:
         shift += 8 * nbytes
         digits_after += ndigits
     return groups
+
+
+@functools.lru_cache(maxsize=None)
+def _decimal_decoder(precision: int, scale: int) -> Decode:
+    return _newdecimal(precision << 8 | scale)
 
 
 def _newdecimal(meta: int) -> Decode:
@@ -402,7 +383,7 @@ def column_decoder(column) -> Decode:
              T.MYSQL_TYPE_LONG, T.MYSQL_TYPE_LONGLONG):
         return integer_decoder(t, column.unsigned)
     if t == T.MYSQL_TYPE_NEWDECIMAL:
-        return _newdecimal(meta)
+        return _decimal_decoder(meta >> 8, meta & 0xFF)
     if t == T.MYSQL_TYPE_FLOAT:
         return _fixed(_F32, 4)
     if t == T.MYSQL_TYPE_DOUBLE:
