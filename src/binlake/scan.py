@@ -51,6 +51,7 @@ STATEMENT_PARTS = frozenset({E.TABLE_MAP_EVENT, E.ROWS_QUERY_LOG_EVENT, E.ANNOTA
 STATEMENT_ENDS = frozenset({E.LOAD_EVENT, E.NEW_LOAD_EVENT, E.EXEC_LOAD_EVENT, E.DELETE_FILE_EVENT})
 
 BEGIN, END, OTHER = "begin", "end", "other"
+RELEASE_BYTES = 64 << 20
 
 
 def classify_query(query: bytes | str) -> str:
@@ -236,9 +237,18 @@ def _walk(buf, size: int, framing: Framing, result: ScanResult, pos: int) -> Non
     boundaries = result.boundaries
     state = TransactionState()
     closed_end = pos
+    # Mapped pages stay resident (and count in RSS) until released: drop what
+    # the walk has passed every RELEASE_BYTES, so memory stays flat on big files.
+    releasable = isinstance(buf, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED")
+    released = 0
+    next_release = RELEASE_BYTES if releasable else size + 1
     # The hot loop: one unpack per event; the state machine only for events
     # that can change it.
     while pos + min_header <= size:
+        if pos >= next_release:
+            upto = pos - pos % mmap.PAGESIZE
+            buf.madvise(mmap.MADV_DONTNEED, released, upto - released)
+            released, next_release = upto, pos + RELEASE_BYTES
         fields = unpack(buf, pos)
         timestamp, code, length = fields[0], fields[1], fields[3]
         if length < min_header:
