@@ -7,7 +7,7 @@ import pytest
 
 import binlake
 import binlake.events
-from binlake import reader, rows
+from binlake import reader
 from binlake.rows import LazyRowData
 
 FILES = [

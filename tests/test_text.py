@@ -17,7 +17,6 @@ import shutil
 import struct
 import subprocess
 import time
-from decimal import Decimal
 from pathlib import Path
 
 import pytest

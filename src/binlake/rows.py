@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from .constants import PARTIAL_JSON_UPDATES, ColumnType
 from .errors import CorruptEvent, UnsupportedFeature
-from .events.rows import DELETE, PRE_GA_ROWS_EVENTS, UPDATE, WRITE, RowsEvent
+from .events.rows import DELETE, PRE_GA_ROWS_EVENTS, WRITE, RowsEvent
 from .mysql_json import PartialJson, parse_diffs
 from .values import column_decoder
 from .rowcode import compile_image

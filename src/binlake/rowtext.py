@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 import struct
-from decimal import Decimal
 
 from .constants import ColumnType as T
 from .values import _decimal_groups as decimal_groups, decimal_size, time2_parts

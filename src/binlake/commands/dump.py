@@ -10,14 +10,13 @@ from __future__ import annotations
 import json
 
 from ..cli import ExitStatus
-from ..errors import BinlogError, PartialEvent
-from ..filters import EventSelection, Verdict
+from ..errors import BinlogError
+from ..filters import Verdict
 from ..jsonable import event_to_dict
-from ..reader import BinlogReader
 from ..text import TextError, TextOptions, TextPrinter
-from .common import add_input_arguments, reader_options, report
-from .selection import (add_selection_arguments, open_output, progress_bar, selection_options,
-                        spool_stdin)
+from .common import add_input_arguments, report
+from .selection import (add_selection_arguments, open_output, progress_bar, selected_events,
+                        selection_options, spool_stdin)
 
 
 def add_arguments(parser) -> None:
@@ -66,37 +65,6 @@ def run(args, out, err) -> int:
         cleanup()
 
 
-def _events(args, files, selection: EventSelection, printer, err):
-    """(event, verdict) for every event, file by file, until a STOP."""
-    last = len(files) - 1
-    for index, path in enumerate(files):
-        reader = BinlogReader([path], **reader_options(args))
-        if printer is not None:
-            printer.begin_file(path)
-        stopped = False
-        try:
-            for event in reader:
-                verdict = selection.verdict(event, index == 0, index == last)
-                if verdict is Verdict.STOP:
-                    stopped = True
-                    break
-                yield event, verdict, reader
-                if verdict is Verdict.SHOW and selection.after(event) is Verdict.STOP:
-                    stopped = True
-                    break
-        except PartialEvent as exc:
-            # The server was still writing this file: its end is not an error
-            # (mysqlbinlog treats it as the end of the file as well).
-            err.write(f"binlake: warning: {exc}\n")
-        finally:
-            for warning in reader.stats.warnings:
-                err.write(f"binlake: warning: {warning}\n")
-            if printer is not None:
-                printer.end_file()
-        if stopped:
-            return
-
-
 def _dump_text(args, files, selection, text_filters, out, err) -> int:
     options = TextOptions(base64_output=args.base64_output, verbose=args.verbose,
                           short_form=args.short_form, hexdump=args.hexdump,
@@ -111,7 +79,9 @@ def _dump_text(args, files, selection, text_filters, out, err) -> int:
     start = selection.options.start_position
     bar = progress_bar(files, err)
     try:
-        for event, verdict, _ in _events(args, files, selection, printer, err):
+        def on_file(path):
+            printer.begin_file(path) if path is not None else printer.end_file()
+        for _, event, verdict in selected_events(args, files, selection, err, on_file=on_file):
             bar.update(event)
             if verdict is Verdict.SHOW and start is not None and event.header.pos < start \
                     and args.base64_output == "decode-rows":
@@ -140,7 +110,7 @@ def _dump_text(args, files, selection, text_filters, out, err) -> int:
 
 def _dump_json(args, files, selection, out, err) -> int:
     try:
-        for event, verdict, _ in _events(args, files, selection, None, err):
+        for _, event, verdict in selected_events(args, files, selection, err):
             if verdict is Verdict.SHOW:
                 out.write(json.dumps(event_to_dict(event), ensure_ascii=False) + "\n")
     except BinlogError as exc:

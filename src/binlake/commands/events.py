@@ -15,17 +15,16 @@ import os
 from ..cli import ExitStatus
 from ..collation_names import charset_name, collation_name
 from ..constants import STMT_END_F, EventType as E
-from ..errors import BinlogError, PartialEvent
+from ..errors import BinlogError
 from ..events import (BinlogCheckpointEvent, Event, FileBlockEvent, FormatDescriptionEvent,
                       GtidEvent, IncidentEvent, IntvarEvent, LoadEvent, MariadbGtidEvent,
                       MariadbGtidListEvent, PreviousGtidsEvent, QueryEvent, RandEvent,
                       RotateEvent, RowsEvent, RowsQueryEvent, StartEventV3, TableMapEvent,
                       TransactionPayloadEvent, UserVarEvent, XaPrepareEvent, XidEvent)
 from ..filters import Verdict
-from ..reader import BinlogReader
-from .common import add_input_arguments, reader_options, report
-from .selection import (add_selection_arguments, open_output, progress_bar, selection_options,
-                        spool_stdin)
+from .common import add_input_arguments, report
+from .selection import (add_selection_arguments, open_output, progress_bar, selected_events,
+                        selection_options, spool_stdin)
 
 COLUMNS = ("Log_name", "Pos", "Event_type", "Server_id", "End_log_pos", "Info")
 
@@ -124,27 +123,19 @@ def event_info(event: Event) -> str:
 
 
 def _rows(args, files, selection, err, bar):
-    last = len(files) - 1
     count = 0
-    for index, path in enumerate(files):
-        # Like SHOW BINLOG EVENTS, a compressed transaction is one row (no inner events).
-        reader = BinlogReader([path], unpack_payloads=False, **reader_options(args))
+    # Like SHOW BINLOG EVENTS, a compressed transaction is one row (no inner events).
+    for index, event, verdict in selected_events(args, files, selection, err,
+                                                 unpack_payloads=False):
+        bar.update(event)
+        if verdict is Verdict.SKIP:
+            continue
         name = os.path.basename(args.files[index]) if args.files[index] != "-" else "-"
-        try:
-            for event in reader:
-                bar.update(event)
-                verdict = selection.verdict(event, index == 0, index == last)
-                if verdict is Verdict.STOP:
-                    return
-                if verdict is Verdict.SKIP:
-                    continue
-                h = event.header
-                yield (name, h.pos, h.type_str, h.server_id, h.log_pos, event_info(event))
-                count += 1
-                if args.limit is not None and count >= args.limit:
-                    return
-        except PartialEvent as exc:
-            err.write(f"binlake: warning: {exc}\n")
+        h = event.header
+        yield (name, h.pos, h.type_str, h.server_id, h.log_pos, event_info(event))
+        count += 1
+        if args.limit is not None and count >= args.limit:
+            return
 
 
 class _TableWriter:

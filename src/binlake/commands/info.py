@@ -6,7 +6,6 @@ import datetime as dt
 import json
 
 from ..cli import ExitStatus
-from ..constants import ChecksumAlg
 from ..errors import BinlogError
 from ..reader import BinlogReader
 from .common import add_input_arguments, reader_options, report

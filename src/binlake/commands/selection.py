@@ -166,3 +166,40 @@ def progress_bar(files, err):
         return _Progress(files, err)
     except (ImportError, OSError):
         return _NoProgress()
+
+
+def selected_events(args, files, selection: EventSelection, err, *, on_file=None,
+                    prefix: str = "binlake", **reader_kwargs):
+    """(file index, event, verdict) for every event of `files` read one by one,
+    until the selection says STOP. The partial last event of a file the server
+    still writes ends that file with a warning, as it does for mysqlbinlog.
+    `on_file(path)` / `on_file(None)` bracket each file (the text printer's hook)."""
+    from ..errors import PartialEvent
+    from ..filters import Verdict
+    from ..reader import BinlogReader
+    from .common import reader_options
+    last = len(files) - 1
+    for index, path in enumerate(files):
+        reader = BinlogReader([path], **reader_options(args), **reader_kwargs)
+        if on_file is not None:
+            on_file(path)
+        stopped = False
+        try:
+            for event in reader:
+                verdict = selection.verdict(event, index == 0, index == last)
+                if verdict is Verdict.STOP:
+                    stopped = True
+                    break
+                yield index, event, verdict
+                if verdict is Verdict.SHOW and selection.after(event) is Verdict.STOP:
+                    stopped = True
+                    break
+        except PartialEvent as exc:
+            err.write(f"{prefix}: warning: {exc}\n")
+        finally:
+            for warning in reader.stats.warnings:
+                err.write(f"{prefix}: warning: {warning}\n")
+            if on_file is not None:
+                on_file(None)
+        if stopped:
+            return

@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 from ..cli import ExitStatus
-from ..errors import BinlogError, PartialEvent
+from ..errors import BinlogError
 from ..filters import Verdict
-from ..reader import BinlogReader
 from ..sqlgen import SqlWriter
 from ..text import TextError
-from .common import add_input_arguments, reader_options, report
-from .selection import (add_selection_arguments, open_output, progress_bar, selection_options,
-                        spool_stdin)
+from .common import add_input_arguments, report
+from .selection import (add_selection_arguments, open_output, progress_bar, selected_events,
+                        selection_options, spool_stdin)
 
 
 def add_arguments(parser) -> None:
@@ -73,20 +72,9 @@ def run(args, out, err) -> int:
 
 
 def _walk(args, files, selection, writer: SqlWriter, bar, err) -> None:
-    last = len(files) - 1
-    for index, path in enumerate(files):
-        reader = BinlogReader([path], **reader_options(args))
-        try:
-            for event in reader:
-                bar.update(event)
-                verdict = selection.verdict(event, index == 0, index == last)
-                if verdict is Verdict.STOP:
-                    return
-                if verdict is Verdict.SKIP:
-                    writer.note(event)
-                    continue
-                writer.event(event)
-                if selection.after(event) is Verdict.STOP:
-                    return
-        except PartialEvent as exc:
-            err.write(f"binlake sql: warning: {exc}\n")
+    for _, event, verdict in selected_events(args, files, selection, err, prefix="binlake sql"):
+        bar.update(event)
+        if verdict is Verdict.SKIP:
+            writer.note(event)
+            continue
+        writer.event(event)
