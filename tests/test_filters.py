@@ -101,7 +101,8 @@ SELECTIONS = ["start-position", "stop-position", "position-range", "start-dateti
 def test_selection_matches_mariadb_binlog(path, selection, tmp_path):
     choices = _selections(path)
     if choices is None:  # no oracle or nothing to select: binlake reads it or says where not
-        status, _, err = binlake("dump", "--no-verify-checksum", "-v", str(path))
+        status, _, err = binlake("dump", "--no-verify-checksum", "--local-load", f"{tmp_path}/",
+                                 "-v", str(path))
         assert_reads_or_reports(path, status, err)
         return
     options = ["-v", *choices[selection]]
