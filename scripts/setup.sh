@@ -13,11 +13,28 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi
 stamp="$VENV/.binlake-installed"
-want="$(cat pyproject.toml | sha1sum | cut -d' ' -f1) $EXTRAS"
+want="$(cat pyproject.toml setup.py | sha1sum | cut -d' ' -f1) $EXTRAS"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   "$VENV/bin/pip" install --quiet --upgrade pip
   "$VENV/bin/pip" install --quiet -e ".[$EXTRAS]"
   echo "$want" > "$stamp"
+  rm -f "$VENV/.binlake-native"
+fi
+
+# The native core (rust/, release build): rebuilt when its sources change.
+# Without cargo the package still works on the pure-Python decoder.
+native_stamp="$VENV/.binlake-native"
+native_want="$(find rust/src rust/Cargo.toml rust/Cargo.lock setup.py -type f 2>/dev/null \
+               | sort | xargs cat | sha1sum | cut -d' ' -f1)"
+if command -v cargo >/dev/null 2>&1; then
+  if [ ! -f "$native_stamp" ] || [ "$(cat "$native_stamp")" != "$native_want" ] \
+      || ! "$VENV/bin/python" -c "import binlake._native" 2>/dev/null; then
+    echo "building the native core (cargo, release) ..."
+    "$VENV/bin/pip" install --quiet --no-deps -e .
+    echo "$native_want" > "$native_stamp"
+  fi
+else
+  echo "setup: cargo not found: the native core is not built (pure-Python decoder only)" >&2
 fi
 
 # Debian packages: MariaDB for the server tests (--server), Java for Spark.

@@ -5,6 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --server
+# A silently missing native core must not pass: it is what users run.
+if ! .venv/bin/python -c "import binlake._native" 2>/dev/null \
+    && [ "${BINLAKE_ALLOW_PURE:-0}" != 1 ]; then
+  .venv/bin/python -c "import binlake._native" || true
+  echo "test: the native core (binlake._native) did not build; see the cargo output above" \
+       "(BINLAKE_ALLOW_PURE=1 runs the tests on the pure-Python decoder alone)" >&2
+  exit 1
+fi
 export PYSPARK_PYTHON="$PWD/.venv/bin/python"
 export PYSPARK_DRIVER_PYTHON="$PWD/.venv/bin/python"
 exec .venv/bin/python -m pytest -q "$@"

@@ -14,6 +14,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from . import core
+from .charsets import codec_for
 from .constants import PARTIAL_JSON_UPDATES, ColumnType
 from .errors import CorruptEvent, UnsupportedFeature
 from .events.rows import DELETE, PRE_GA_ROWS_EVENTS, WRITE, RowsEvent
@@ -90,7 +92,9 @@ def _packed_len(buf: bytes, pos: int) -> tuple[int, int]:
     first = buf[pos]
     if first < 251:
         return first, pos + 1
-    width = {252: 2, 253: 3, 254: 8}[first]
+    width = {252: 2, 253: 3, 254: 8}.get(first)
+    if width is None:
+        raise ValueError(f"bad packed integer prefix {first}")
     return int.from_bytes(buf[pos + 1:pos + 1 + width], "little"), pos + 1 + width
 
 
@@ -112,8 +116,8 @@ class LazyRowData:
             return f.read(min(size, len(self) - offset))
 
 
-def _pair_decoder(event: RowsEvent):
-    """(buf, pos) -> ((before, after), pos) for this event's operation and layout."""
+def _checked_table(event: RowsEvent):
+    """The event's table map, which must exist and be as wide as the event."""
     table = event.table
     header = event.header
     if table is None:
@@ -124,6 +128,13 @@ def _pair_decoder(event: RowsEvent):
         raise CorruptEvent(header.file, header.pos,
                            f"rows event has {event.width} columns, its table map "
                            f"{table.qualified_name} has {len(table.columns)}")
+    return table
+
+
+def _pair_decoder(event: RowsEvent):
+    """(buf, pos) -> ((before, after), pos) for this event's operation and layout."""
+    table = _checked_table(event)
+    header = event.header
     operation = event.operation
     first = _plan(table, event.columns_present, header.type_code in PRE_GA_ROWS_EVENTS)
     after_plan = (_plan(table, event.columns_present_after)
@@ -165,9 +176,42 @@ def _failure(event: RowsEvent, offset: int, index: int, exc: Exception):
                         f"row {index} of {name}: {exc}")
 
 
+def native_layout(table, native):
+    """The native core's layout of a table map, built once per equal map."""
+    layout = table.cache.get("native")
+    if layout is None:
+        columns = [(c.type, c.meta, c.nullable, c.unsigned,
+                    None if c.type == ColumnType.MYSQL_TYPE_GEOMETRY else codec_for(c.charset),
+                    c.key, c.enum_values, c.set_values) for c in table.columns]
+        layout = table.cache["native"] = native.RowLayout(table.database, table.table, columns)
+    return layout
+
+
+def _bitmap(bits: int | None, width: int) -> bytes | None:
+    return None if bits is None else bits.to_bytes((width + 7) // 8, "little")
+
+
+def _native_rows(native, event: RowsEvent, data: bytes) -> list:
+    table = _checked_table(event)
+    try:
+        return native_layout(table, native).decode_rows(
+            event.operation, data, _bitmap(event.columns_present, event.width),
+            _bitmap(event.columns_present_after, event.width), event.is_partial,
+            event.header.type_code in PRE_GA_ROWS_EVENTS)
+    except native.RowDecodeError as exc:
+        offset, index, unsupported, detail = exc.args
+        cls = UnsupportedFeature if unsupported else CorruptEvent
+        text = f"{table.qualified_name}: {detail}" if unsupported else \
+            f"row {index} of {table.qualified_name}: {detail}"
+        raise cls(event.header.file, event.rows_offset + offset, text) from exc.__cause__
+
+
 def decode_rows(event: RowsEvent) -> list:
     if isinstance(event.rows_data, LazyRowData):
         return list(iter_rows(event))
+    native = core.native()
+    if native is not None:
+        return _native_rows(native, event, event.rows_data)
     pair = _pair_decoder(event)
     buf = event.rows_data
     end = len(buf)

@@ -376,14 +376,27 @@ def string_real_type(meta: int) -> tuple[int, int]:
     return byte0, byte1
 
 
+def _unsupported(t: int, meta: int) -> NotImplementedError:
+    name = T(t).name if t in T._value2member_map_ else "?"
+    return NotImplementedError(f"column type {t} ({name}) with metadata {meta}")
+
+
 def column_decoder(column) -> Decode:
-    """The decoder of one table-map column (see table_map.Column)."""
+    """The decoder of one table-map column (see table_map.Column).
+
+    Metadata no server writes (a DECIMAL of precision 0, fsp 7, a 5-byte
+    length prefix...) makes the column unsupported rather than guessed at;
+    the native core (`rust/src/layout.rs`, `Kind::of`) draws the same lines."""
     t, meta = column.type, column.meta
+    one = meta & 0xFF
     if t in (T.MYSQL_TYPE_TINY, T.MYSQL_TYPE_SHORT, T.MYSQL_TYPE_INT24,
              T.MYSQL_TYPE_LONG, T.MYSQL_TYPE_LONGLONG):
         return integer_decoder(t, column.unsigned)
     if t == T.MYSQL_TYPE_NEWDECIMAL:
-        return _decimal_decoder(meta >> 8, meta & 0xFF)
+        precision, scale = meta >> 8, one
+        if not 0 < precision <= 65 or scale > 30 or scale > precision:
+            raise _unsupported(t, meta)
+        return _decimal_decoder(precision, scale)
     if t == T.MYSQL_TYPE_FLOAT:
         return _fixed(_F32, 4)
     if t == T.MYSQL_TYPE_DOUBLE:
@@ -398,30 +411,45 @@ def column_decoder(column) -> Decode:
         return _datetime_old
     if t == T.MYSQL_TYPE_TIMESTAMP:
         return _timestamp_old
+    if t in (T.MYSQL_TYPE_TIMESTAMP2, T.MYSQL_TYPE_DATETIME2, T.MYSQL_TYPE_TIME2) and one > 6:
+        raise _unsupported(t, meta)
     if t == T.MYSQL_TYPE_TIMESTAMP2:
-        return _timestamp2(meta)
+        return _timestamp2(one)
     if t == T.MYSQL_TYPE_DATETIME2:
-        return _datetime2(meta)
+        return _datetime2(one)
     if t == T.MYSQL_TYPE_TIME2:
-        return _time2(meta)
+        return _time2(one)
     if t == T.MYSQL_TYPE_BIT:
+        if one + (1 if meta >> 8 else 0) > 8 or meta >> 8 > 7:
+            raise _unsupported(t, meta)
         return _bit(meta)
     if t in (T.MYSQL_TYPE_VARCHAR, T.MYSQL_TYPE_VAR_STRING):
         return _length_prefixed(1 if meta < 256 else 2, _text_or_bytes(codec_for(column.charset)))
     if t in (T.MYSQL_TYPE_STRING, T.MYSQL_TYPE_ENUM, T.MYSQL_TYPE_SET):
-        real, length = string_real_type(meta) if t == T.MYSQL_TYPE_STRING else (t, meta & 0xFF)
+        real, length = string_real_type(meta) if t == T.MYSQL_TYPE_STRING else (t, one)
         if real == T.MYSQL_TYPE_ENUM:
+            if length not in (1, 2):
+                raise _unsupported(t, meta)
             return _enum(length, column.enum_values)
         if real == T.MYSQL_TYPE_SET:
+            if not 1 <= length <= 8:
+                raise _unsupported(t, meta)
             return _set(length, column.set_values)
         return _length_prefixed(1 if length < 256 else 2, _text_or_bytes(codec_for(column.charset)))
+    if t in _LENGTH_PREFIXED and one not in (1, 2, 3, 4):
+        raise _unsupported(t, meta)
     if t == T.MYSQL_TYPE_JSON:
-        return _json(meta)
+        return _json(one)
     if t in (T.MYSQL_TYPE_BLOB, T.MYSQL_TYPE_TINY_BLOB, T.MYSQL_TYPE_MEDIUM_BLOB,
              T.MYSQL_TYPE_LONG_BLOB):
-        return _length_prefixed(meta, _text_or_bytes(codec_for(column.charset)))
+        return _length_prefixed(one, _text_or_bytes(codec_for(column.charset)))
     if t == T.MYSQL_TYPE_GEOMETRY:
-        return _length_prefixed(meta, None)
+        return _length_prefixed(one, None)
     if t == T.MYSQL_TYPE_VECTOR:
-        return _vector(meta)
-    raise NotImplementedError(f"column type {t} ({T(t).name if t in T._value2member_map_ else '?'})")
+        return _vector(one)
+    raise _unsupported(t, meta)
+
+
+_LENGTH_PREFIXED = {T.MYSQL_TYPE_JSON, T.MYSQL_TYPE_BLOB, T.MYSQL_TYPE_TINY_BLOB,
+                    T.MYSQL_TYPE_MEDIUM_BLOB, T.MYSQL_TYPE_LONG_BLOB, T.MYSQL_TYPE_GEOMETRY,
+                    T.MYSQL_TYPE_VECTOR}

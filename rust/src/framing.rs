@@ -1,0 +1,1 @@
+//! Framing: magic, version detection, event headers, checksums, stream state.

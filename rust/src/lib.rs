@@ -1,0 +1,16 @@
+//! binlake's native core: binlog framing, row images and the sinks they feed.
+//!
+//! The format lives in plain Rust modules (testable with `cargo test`, no
+//! Python needed); `python/`, compiled with the `python` feature, is the
+//! only glue to CPython and the only place errors become Python exceptions.
+
+pub mod constants;
+pub mod cursor;
+pub mod error;
+pub mod framing;
+pub mod layout;
+pub mod rowimage;
+pub mod sink;
+
+#[cfg(feature = "python")]
+mod python;

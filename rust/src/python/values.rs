@@ -1,0 +1,549 @@
+//! The Python-values sink: row images as the dicts of `RowsEvent.rows()`.
+//!
+//! Strategy: a `Layout` is built once per table map (the Python side caches it
+//! with the map's other derived data) and holds, per column, the interned key
+//! and everything needed to make its values: the codec, ENUM/SET names, and a
+//! small cache of DECIMAL objects (amounts repeat, a Decimal is immutable).
+//! Values are made with CPython's C API (ints, floats, str, bytes, datetime);
+//! only what has no C constructor goes through Python: `Decimal`,
+//! `MysqlTemporal`, MySQL binary JSON and non-UTF-8 codecs.
+
+use std::collections::HashMap;
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::{
+    PyBytes, PyDate, PyDateTime, PyDelta, PyDict, PyFrozenSet, PyList, PyString, PyTuple,
+    PyTzInfo,
+};
+
+use crate::layout::{Column, Layout};
+use crate::rowimage::{
+    decode_rows, DateTimeParts, DecimalValue, Operation, Plan, PlanCache, Role, RowSink, RowsData,
+    TimeParts, ValueError, ValueResult, ValueSink,
+};
+
+create_exception!(_native, RowDecodeError, PyException);
+
+/// How a character column's bytes become `str`.
+enum Codec {
+    Bytes,
+    Utf8,
+    Ascii,
+    /// Any other Python codec, by name.
+    Python(Py<PyString>),
+}
+
+struct ColumnExtra {
+    key: Py<PyString>,
+    codec: Codec,
+    enum_names: Option<Vec<Py<PyString>>>,
+    set_names: Option<Vec<Py<PyString>>>,
+    decimals: HashMap<Vec<u8>, Py<PyAny>>,
+}
+
+/// Python objects the sink calls, looked up once per layout.
+struct Helpers {
+    decimal: Py<PyAny>,
+    mysql_temporal: Py<PyAny>,
+    binary_to_text: Py<PyAny>,
+    parse_diffs: Py<PyAny>,
+    apply_partial: Py<PyAny>,
+    empty: Py<PyString>,
+}
+
+/// One table map's columns, ready to decode row images into Python values.
+#[pyclass(module = "binlake._native", unsendable)]
+pub struct RowLayout {
+    layout: Layout,
+    extra: Vec<ColumnExtra>,
+    plans: PlanCache,
+    helpers: Helpers,
+}
+
+fn names(py: Python<'_>, values: &Option<Vec<String>>) -> Option<Vec<Py<PyString>>> {
+    values.as_ref().map(|v| v.iter().map(|s| PyString::intern(py, s).unbind()).collect())
+}
+
+#[pymethods]
+impl RowLayout {
+    /// `columns`: (type, meta, nullable, unsigned, codec or None, key, enum names, set names).
+    #[new]
+    #[allow(clippy::type_complexity)]
+    fn new(
+        py: Python<'_>,
+        database: String,
+        table: String,
+        columns: Vec<(
+            u8,
+            u16,
+            bool,
+            bool,
+            Option<String>,
+            String,
+            Option<Vec<String>>,
+            Option<Vec<String>>,
+        )>,
+    ) -> PyResult<Self> {
+        let mut cols = Vec::with_capacity(columns.len());
+        let mut extra = Vec::with_capacity(columns.len());
+        for (index, (type_code, meta, nullable, unsigned, codec, key, enums, sets)) in
+            columns.into_iter().enumerate()
+        {
+            let mut col = Column::new(index, type_code, meta, nullable);
+            col.unsigned = unsigned;
+            col.name = Some(key.clone());
+            col.enum_values = enums;
+            col.set_values = sets;
+            let codec = match codec.as_deref() {
+                None => Codec::Bytes,
+                Some("utf-8") => Codec::Utf8,
+                Some("ascii") => Codec::Ascii,
+                Some(other) => Codec::Python(PyString::intern(py, other).unbind()),
+            };
+            extra.push(ColumnExtra {
+                key: PyString::intern(py, &key).unbind(),
+                codec,
+                enum_names: names(py, &col.enum_values),
+                set_names: names(py, &col.set_values),
+                decimals: HashMap::new(),
+            });
+            cols.push(col);
+        }
+        let values = py.import("binlake.values")?;
+        let json = py.import("binlake.mysql_json")?;
+        let rows = py.import("binlake.rows")?;
+        let helpers = Helpers {
+            decimal: py.import("decimal")?.getattr("Decimal")?.unbind(),
+            mysql_temporal: values.getattr("MysqlTemporal")?.unbind(),
+            binary_to_text: json.getattr("binary_to_text")?.unbind(),
+            parse_diffs: json.getattr("parse_diffs")?.unbind(),
+            apply_partial: rows.getattr("_apply_partial")?.unbind(),
+            empty: PyString::intern(py, "").unbind(),
+        };
+        Ok(RowLayout {
+            layout: Layout { database, table, columns: cols },
+            extra,
+            plans: PlanCache::default(),
+            helpers,
+        })
+    }
+
+    /// [(before, after)] of a rows event's images. On bad data raises
+    /// RowDecodeError(offset of the failing row in `data`, row index, unsupported, reason).
+    #[pyo3(signature = (operation, data, before_bitmap, after_bitmap=None, partial=false, pre_ga=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn decode_rows<'py>(
+        &mut self,
+        py: Python<'py>,
+        operation: &str,
+        data: &[u8],
+        before_bitmap: &[u8],
+        after_bitmap: Option<&[u8]>,
+        partial: bool,
+        pre_ga: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let operation = match operation {
+            "insert" => Operation::Insert,
+            "update" => Operation::Update,
+            "delete" => Operation::Delete,
+            other => {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "unknown operation {other}"
+                )))
+            }
+        };
+        let before = self.plans.get(&self.layout, before_bitmap, pre_ga);
+        let after = match after_bitmap {
+            Some(bitmap) => self.plans.get(&self.layout, bitmap, false),
+            None => before.clone(),
+        };
+        let rows = RowsData { operation, partial, before: &before, after: &after, data };
+        let mut sink = PySink {
+            py,
+            extra: &mut self.extra,
+            helpers: &self.helpers,
+            rows: PyList::empty(py),
+            image: None,
+            before: None,
+            error: None,
+            partial_in_row: false,
+        };
+        match decode_rows(&self.layout, &rows, &mut sink) {
+            Ok(_) => Ok(sink.rows),
+            Err((offset, index, e)) => {
+                if let Some(err) = sink.error.take() {
+                    // a Python helper failed: keep its exception as the cause
+                    let row_error = RowDecodeError::new_err((offset, index, false, e.detail));
+                    row_error.set_cause(py, Some(err));
+                    return Err(row_error);
+                }
+                Err(RowDecodeError::new_err((offset, index, e.unsupported, e.detail)))
+            }
+        }
+    }
+
+    #[getter]
+    fn column_count(&self) -> usize {
+        self.layout.columns.len()
+    }
+}
+
+struct PySink<'a, 'py> {
+    py: Python<'py>,
+    extra: &'a mut [ColumnExtra],
+    helpers: &'a Helpers,
+    rows: Bound<'py, PyList>,
+    image: Option<Bound<'py, PyDict>>,
+    before: Option<Bound<'py, PyDict>>,
+    /// The Python exception behind a failed value, kept for the chained error.
+    error: Option<PyErr>,
+    /// The after image being built holds JSON diffs to apply to the before image.
+    partial_in_row: bool,
+}
+
+impl<'py> PySink<'_, 'py> {
+    #[inline]
+    fn put(&mut self, col: &Column, value: Bound<'py, PyAny>) -> ValueResult {
+        let key = self.extra[col.index].key.bind(self.py);
+        match &self.image {
+            Some(image) => image.set_item(key, value).map_err(|e| self.python_failure(e)),
+            None => Err(ValueError::corrupt("value outside an image")),
+        }
+    }
+
+    fn python_failure(&mut self, err: PyErr) -> ValueError {
+        let detail = err.to_string();
+        self.error = Some(err);
+        ValueError::corrupt(detail)
+    }
+
+    fn temporal_text(&mut self, text: String) -> ValueResult<Bound<'py, PyAny>> {
+        self.helpers.mysql_temporal.bind(self.py).call1((text,)).map_err(|e| self.python_failure(e))
+    }
+
+    fn text(&mut self, col: &Column, bytes: &[u8]) -> ValueResult<Bound<'py, PyAny>> {
+        let py = self.py;
+        let raw = || PyBytes::new(py, bytes).into_any();
+        Ok(match &self.extra[col.index].codec {
+            Codec::Bytes => raw(),
+            Codec::Utf8 => match std::str::from_utf8(bytes) {
+                Ok(s) => PyString::new(py, s).into_any(),
+                Err(_) => raw(),
+            },
+            Codec::Ascii if bytes.is_ascii() => {
+                // ASCII is valid UTF-8
+                PyString::new(py, std::str::from_utf8(bytes).unwrap_or_default()).into_any()
+            }
+            Codec::Ascii => raw(),
+            Codec::Python(codec) => {
+                let decoded = raw().call_method1("decode", (codec.bind(py),));
+                match decoded {
+                    Ok(s) => s,
+                    Err(e) if e.is_instance_of::<pyo3::exceptions::PyUnicodeDecodeError>(py) => {
+                        raw()
+                    }
+                    Err(e) => return Err(self.python_failure(e)),
+                }
+            }
+        })
+    }
+}
+
+fn frac_text(micro: i32, fsp: u8) -> String {
+    if fsp == 0 {
+        return String::new();
+    }
+    let digits = format!("{micro:06}");
+    format!(".{}", &digits[..(fsp as usize).min(digits.len())])
+}
+
+/// Civil date of days since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i32, u8, u8) {
+    let z = days + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z.rem_euclid(146097);
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u8;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u8;
+    let year = (yoe + era * 400 + i64::from(month <= 2)) as i32;
+    (year, month, day)
+}
+
+fn valid_date(year: u32, month: u32, day: u32) -> bool {
+    if !(1..=9999).contains(&year) || !(1..=12).contains(&month) || day == 0 {
+        return false;
+    }
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    day <= days[month as usize - 1]
+}
+
+impl<'py> ValueSink for PySink<'_, 'py> {
+    fn null(&mut self, col: &Column) -> ValueResult {
+        self.put(col, self.py.None().into_bound(self.py))
+    }
+
+    fn int(&mut self, col: &Column, value: i64, bytes: u8) -> ValueResult {
+        let py = self.py;
+        let obj = if col.unsigned && value < 0 {
+            let mask = if bytes >= 8 { u64::MAX } else { (1u64 << (8 * bytes)) - 1 };
+            ((value as u64) & mask).into_pyobject(py).unwrap_or_else(|never| match never {})
+        } else {
+            value.into_pyobject(py).unwrap_or_else(|never| match never {})
+        };
+        self.put(col, obj.into_any())
+    }
+
+    fn float(&mut self, col: &Column, value: f32) -> ValueResult {
+        let v = (value as f64).into_pyobject(self.py).unwrap_or_else(|never| match never {});
+        self.put(col, v.into_any())
+    }
+
+    fn double(&mut self, col: &Column, value: f64) -> ValueResult {
+        let v = value.into_pyobject(self.py).unwrap_or_else(|never| match never {});
+        self.put(col, v.into_any())
+    }
+
+    fn decimal(&mut self, col: &Column, value: &DecimalValue, raw: &[u8]) -> ValueResult {
+        let py = self.py;
+        if let Some(cached) = self.extra[col.index].decimals.get(raw) {
+            let v = cached.bind(py).clone();
+            return self.put(col, v);
+        }
+        let mut text = Vec::with_capacity(value.digits.len() + 8);
+        if value.negative {
+            text.push(b'-');
+        }
+        text.extend_from_slice(value.digits);
+        text.extend_from_slice(format!("e-{}", value.scale).as_bytes());
+        let text = String::from_utf8(text).unwrap_or_default();
+        let obj = self.helpers.decimal.bind(py).call1((text,)).map_err(|e| self.python_failure(e))?;
+        let cache = &mut self.extra[col.index].decimals;
+        if cache.len() > 4096 {
+            cache.clear(); // bounded: most columns repeat few amounts, some none
+        }
+        cache.insert(raw.to_vec(), obj.clone().unbind());
+        self.put(col, obj)
+    }
+
+    fn year(&mut self, col: &Column, year: u32) -> ValueResult {
+        let v = year.into_pyobject(self.py).unwrap_or_else(|never| match never {});
+        self.put(col, v.into_any())
+    }
+
+    fn date(&mut self, col: &Column, year: u32, month: u32, day: u32) -> ValueResult {
+        let v = if valid_date(year, month, day) {
+            PyDate::new(self.py, year as i32, month as u8, day as u8)
+                .map(|d| d.into_any())
+                .map_err(|e| self.python_failure(e))?
+        } else {
+            self.temporal_text(format!("{year:04}-{month:02}-{day:02}"))?
+        };
+        self.put(col, v)
+    }
+
+    fn datetime(&mut self, col: &Column, t: DateTimeParts, _raw: &[u8]) -> ValueResult {
+        let valid = valid_date(t.year, t.month, t.day)
+            && t.hour < 24
+            && t.minute < 60
+            && t.second < 60
+            && (0..1_000_000).contains(&t.micro);
+        let v = if valid {
+            PyDateTime::new(
+                self.py,
+                t.year as i32,
+                t.month as u8,
+                t.day as u8,
+                t.hour as u8,
+                t.minute as u8,
+                t.second as u8,
+                t.micro as u32,
+                None,
+            )
+            .map(|d| d.into_any())
+            .map_err(|e| self.python_failure(e))?
+        } else {
+            self.temporal_text(format!(
+                "{:04}-{:02}-{:02} {:02}:{:02}:{:02}{}",
+                t.year,
+                t.month,
+                t.day,
+                t.hour,
+                t.minute,
+                t.second,
+                frac_text(t.micro, t.fsp)
+            ))?
+        };
+        self.put(col, v)
+    }
+
+    fn datetime_negative(&mut self, col: &Column, packed: i64, _raw: &[u8]) -> ValueResult {
+        let v = self.temporal_text(format!("-{}", -(packed as i128)))?;
+        self.put(col, v)
+    }
+
+    fn timestamp(&mut self, col: &Column, seconds: u32, micro: u32, fsp: u8) -> ValueResult {
+        if seconds == 0 && micro == 0 {
+            let v = self.temporal_text(format!("0000-00-00 00:00:00{}", frac_text(0, fsp)))?;
+            return self.put(col, v);
+        }
+        let py = self.py;
+        let secs = seconds as i64;
+        let (year, month, day) = civil_from_days(secs.div_euclid(86400));
+        let rem = secs.rem_euclid(86400);
+        let utc = PyTzInfo::utc(py).map_err(|e| self.python_failure(e))?;
+        let v = PyDateTime::new(
+            py,
+            year,
+            month,
+            day,
+            (rem / 3600) as u8,
+            (rem / 60 % 60) as u8,
+            (rem % 60) as u8,
+            micro,
+            Some(&utc),
+        )
+        .map_err(|e| self.python_failure(e))?;
+        self.put(col, v.into_any())
+    }
+
+    fn time(&mut self, col: &Column, t: TimeParts, _raw: &[u8]) -> ValueResult {
+        let mut total = ((t.hours as i64 * 60 + t.minutes as i64) * 60 + t.seconds as i64)
+            * 1_000_000
+            + t.micro as i64;
+        if t.negative {
+            total = -total;
+        }
+        let days = total.div_euclid(86_400_000_000);
+        let rem = total.rem_euclid(86_400_000_000);
+        let v = PyDelta::new(
+            self.py,
+            days as i32,
+            (rem / 1_000_000) as i32,
+            (rem % 1_000_000) as i32,
+            false,
+        )
+        .map_err(|e| self.python_failure(e))?;
+        self.put(col, v.into_any())
+    }
+
+    fn bit(&mut self, col: &Column, value: u64, _raw: &[u8]) -> ValueResult {
+        let v = value.into_pyobject(self.py).unwrap_or_else(|never| match never {});
+        self.put(col, v.into_any())
+    }
+
+    fn string(&mut self, col: &Column, bytes: &[u8]) -> ValueResult {
+        let v = self.text(col, bytes)?;
+        self.put(col, v)
+    }
+
+    fn blob(&mut self, col: &Column, bytes: &[u8]) -> ValueResult {
+        let v = self.text(col, bytes)?;
+        self.put(col, v)
+    }
+
+    fn geometry(&mut self, col: &Column, bytes: &[u8]) -> ValueResult {
+        let v = PyBytes::new(self.py, bytes).into_any();
+        self.put(col, v)
+    }
+
+    fn json(&mut self, col: &Column, bytes: &[u8]) -> ValueResult {
+        let raw = PyBytes::new(self.py, bytes);
+        let v = self.helpers.binary_to_text.bind(self.py).call1((raw,)).map_err(|e| self.python_failure(e))?;
+        self.put(col, v)
+    }
+
+    fn json_diff(&mut self, col: &Column, bytes: &[u8]) -> ValueResult {
+        let raw = PyBytes::new(self.py, bytes);
+        let v = self.helpers.parse_diffs.bind(self.py).call1((raw,)).map_err(|e| self.python_failure(e))?;
+        self.partial_in_row = true;
+        self.put(col, v)
+    }
+
+    fn vector(&mut self, col: &Column, bytes: &[u8]) -> ValueResult {
+        let floats: Vec<f64> = bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64)
+            .collect();
+        let v = PyList::new(self.py, floats).map_err(|e| self.python_failure(e))?;
+        self.put(col, v.into_any())
+    }
+
+    fn enum_index(&mut self, col: &Column, index: u16, _raw: &[u8]) -> ValueResult {
+        let py = self.py;
+        let v = match &self.extra[col.index].enum_names {
+            None => index.into_pyobject(py).unwrap_or_else(|never| match never {}).into_any(),
+            Some(names) => match names.get((index as usize).wrapping_sub(1)) {
+                Some(name) if index > 0 => name.bind(py).clone().into_any(),
+                _ => self.helpers.empty.bind(py).clone().into_any(),
+            },
+        };
+        self.put(col, v)
+    }
+
+    fn set_mask(&mut self, col: &Column, mask: u64, _raw: &[u8]) -> ValueResult {
+        let py = self.py;
+        let v = match &self.extra[col.index].set_names {
+            None => mask.into_pyobject(py).unwrap_or_else(|never| match never {}).into_any(),
+            Some(names) => {
+                let members: Vec<Bound<'py, PyString>> = names
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| *i < 64 && mask >> i & 1 == 1)
+                    .map(|(_, n)| n.bind(py).clone())
+                    .collect();
+                PyFrozenSet::new(py, &members).map_err(|e| self.python_failure(e))?.into_any()
+            }
+        };
+        self.put(col, v)
+    }
+}
+
+impl<'py> RowSink for PySink<'_, 'py> {
+    fn start_row(&mut self, _operation: Operation) -> ValueResult {
+        self.before = None;
+        self.partial_in_row = false;
+        Ok(())
+    }
+
+    fn start_image(&mut self, _role: Role, _plan: &Plan) -> ValueResult {
+        self.image = Some(PyDict::new(self.py));
+        Ok(())
+    }
+
+    fn end_image(&mut self, role: Role) -> ValueResult {
+        if role == Role::Before {
+            self.before = self.image.take();
+        }
+        Ok(())
+    }
+
+    fn end_row(&mut self) -> ValueResult {
+        let py = self.py;
+        let none = || py.None().into_bound(py);
+        let after = self.image.take();
+        if let (Some(before), Some(after)) = (&self.before, &after) {
+            if self.partial_in_row {
+                self.helpers
+                    .apply_partial
+                    .bind(py)
+                    .call1((before, after))
+                    .map_err(|e| self.python_failure(e))?;
+            }
+        }
+        let before = self.before.take().map(|d| d.into_any()).unwrap_or_else(none);
+        let after = after.map(|d| d.into_any()).unwrap_or_else(none);
+        let pair = PyTuple::new(py, [before, after]).map_err(|e| self.python_failure(e))?;
+        self.rows.append(pair).map_err(|e| self.python_failure(e))
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<RowLayout>()?;
+    m.add("RowDecodeError", m.py().get_type::<RowDecodeError>())?;
+    Ok(())
+}

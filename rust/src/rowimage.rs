@@ -1,0 +1,689 @@
+//! Row images: the wire format of every column value, decoded once, delivered to a sink.
+//!
+//! Strategy: a rows event repeats one layout for every row, so a `Plan` is
+//! built once per (table layout, columns-present bitmap): the present columns
+//! and the size of the null bitmap. Decoding an image walks the plan with one
+//! `match` on each column's `Kind`, reads the value with bounds checked, and
+//! hands it to a `ValueSink` already split into its parts (sign, digits,
+//! date fields, ...). The sinks (Python values, mysqlbinlog text, Arrow) only
+//! decide what a value becomes; none of them reads the wire format.
+//!
+//! Rule: this module and `binlake/values.py` are the only two places that know
+//! how a column type is stored; the differential tests keep them equal.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::constants::{MYSQL_TYPE_JSON, PARTIAL_JSON_UPDATES};
+use crate::cursor::{be_uint, le_uint};
+use crate::layout::{Column, Kind, Layout};
+
+/// Why a value could not be decoded: the offset (in the rows data) and the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValueError {
+    pub unsupported: bool,
+    pub detail: String,
+}
+
+impl ValueError {
+    pub fn corrupt(detail: impl Into<String>) -> Self {
+        ValueError { unsupported: false, detail: detail.into() }
+    }
+}
+
+pub type ValueResult<T = ()> = Result<T, ValueError>;
+
+/// A DECIMAL as sign, unscaled digits (ASCII, no leading zeros, "0" for zero) and scale.
+pub struct DecimalValue<'a> {
+    pub negative: bool,
+    pub digits: &'a [u8],
+    pub scale: u8,
+}
+
+impl DecimalValue<'_> {
+    /// The plain text `format(Decimal, 'f')` gives: exactly `scale` fraction digits.
+    pub fn write_text(&self, out: &mut Vec<u8>) {
+        if self.negative {
+            out.push(b'-');
+        }
+        let scale = self.scale as usize;
+        if scale == 0 {
+            out.extend_from_slice(self.digits);
+            return;
+        }
+        if self.digits.len() <= scale {
+            out.extend_from_slice(b"0.");
+            out.resize(out.len() + scale - self.digits.len(), b'0');
+            out.extend_from_slice(self.digits);
+        } else {
+            let cut = self.digits.len() - scale;
+            out.extend_from_slice(&self.digits[..cut]);
+            out.push(b'.');
+            out.extend_from_slice(&self.digits[cut..]);
+        }
+    }
+}
+
+/// DATETIME / DATETIME2 fields as stored (no validation: zero dates arrive as zeros).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DateTimeParts {
+    pub year: u32,
+    pub month: u32,
+    pub day: u32,
+    pub hour: u32,
+    pub minute: u32,
+    pub second: u32,
+    /// Microseconds; negative only in DATETIME2 images no server writes.
+    pub micro: i32,
+    pub fsp: u8,
+}
+
+/// TIME / TIME2 as sign and magnitude.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeParts {
+    pub negative: bool,
+    pub hours: u32,
+    pub minutes: u32,
+    pub seconds: u32,
+    pub micro: u32,
+    pub fsp: u8,
+}
+
+/// What a decoded value becomes. Each method gets the column and the value's
+/// raw bytes as stored (without a length prefix), for sinks that print them.
+pub trait ValueSink {
+    fn null(&mut self, col: &Column) -> ValueResult;
+    /// An integer sign-extended from its stored width (`bytes`); the sink applies signedness.
+    fn int(&mut self, col: &Column, value: i64, bytes: u8) -> ValueResult;
+    fn float(&mut self, col: &Column, value: f32) -> ValueResult;
+    fn double(&mut self, col: &Column, value: f64) -> ValueResult;
+    fn decimal(&mut self, col: &Column, value: &DecimalValue, raw: &[u8]) -> ValueResult;
+    /// YEAR: 0, or 1901-2155.
+    fn year(&mut self, col: &Column, year: u32) -> ValueResult;
+    fn date(&mut self, col: &Column, year: u32, month: u32, day: u32) -> ValueResult;
+    fn datetime(&mut self, col: &Column, value: DateTimeParts, raw: &[u8]) -> ValueResult;
+    /// A DATETIME2 whose packed value is negative (no server writes one): the number.
+    fn datetime_negative(&mut self, col: &Column, packed: i64, raw: &[u8]) -> ValueResult;
+    /// TIMESTAMP: seconds since the epoch (UTC) and microseconds; 0/0 is the zero timestamp.
+    fn timestamp(&mut self, col: &Column, seconds: u32, micro: u32, fsp: u8) -> ValueResult;
+    fn time(&mut self, col: &Column, value: TimeParts, raw: &[u8]) -> ValueResult;
+    fn bit(&mut self, col: &Column, value: u64, raw: &[u8]) -> ValueResult;
+    /// CHAR / VARCHAR bytes (charset per the column).
+    fn string(&mut self, col: &Column, bytes: &[u8]) -> ValueResult;
+    /// BLOB / TEXT bytes (charset per the column: binary when none).
+    fn blob(&mut self, col: &Column, bytes: &[u8]) -> ValueResult;
+    /// GEOMETRY: 4-byte SRID + WKB.
+    fn geometry(&mut self, col: &Column, bytes: &[u8]) -> ValueResult;
+    /// MySQL binary JSON (MariaDB logs JSON as a BLOB).
+    fn json(&mut self, col: &Column, bytes: &[u8]) -> ValueResult;
+    /// A partial JSON update's diffs (PARTIAL_UPDATE_ROWS_EVENT), applied by the sink.
+    fn json_diff(&mut self, col: &Column, bytes: &[u8]) -> ValueResult;
+    /// VECTOR: little-endian float32s.
+    fn vector(&mut self, col: &Column, bytes: &[u8]) -> ValueResult;
+    fn enum_index(&mut self, col: &Column, index: u16, raw: &[u8]) -> ValueResult;
+    fn set_mask(&mut self, col: &Column, mask: u64, raw: &[u8]) -> ValueResult;
+}
+
+/// The present columns of one image and its null bitmap size.
+#[derive(Debug)]
+pub struct Plan {
+    pub columns: Vec<usize>,
+    pub null_bytes: usize,
+    /// 5.1.0-5.1.15 (PRE_GA) images start with the record's delete-mark bit.
+    pub null_shift: u32,
+}
+
+impl Plan {
+    pub fn new(layout: &Layout, bitmap: &[u8], pre_ga: bool) -> Plan {
+        let columns = layout.present(bitmap);
+        let (null_bytes, null_shift) = if pre_ga {
+            // PRE_GA rows copy the record's null bytes, whose bit 0 is the
+            // delete mark; those table maps carry no nullability, so every
+            // column is taken as nullable (true for every file of that era).
+            ((columns.len() + 8) / 8, 1)
+        } else {
+            (columns.len().div_ceil(8), 0)
+        };
+        Plan { columns, null_bytes, null_shift }
+    }
+}
+
+/// Plans of one layout, by (bitmap, pre_ga): built once, shared by every row.
+#[derive(Debug, Default)]
+pub struct PlanCache {
+    plans: HashMap<(Vec<u8>, bool), Arc<Plan>>,
+}
+
+impl PlanCache {
+    pub fn get(&mut self, layout: &Layout, bitmap: &[u8], pre_ga: bool) -> Arc<Plan> {
+        if let Some(plan) = self.plans.get(&(bitmap.to_vec(), pre_ga)) {
+            return plan.clone();
+        }
+        if self.plans.len() > 256 {
+            self.plans.clear(); // bounded: bitmaps of MINIMAL images vary per statement
+        }
+        let plan = Arc::new(Plan::new(layout, bitmap, pre_ga));
+        self.plans.insert((bitmap.to_vec(), pre_ga), plan.clone());
+        plan
+    }
+}
+
+/// Bounded reads over the rows data of one event.
+pub struct Images<'a> {
+    pub buf: &'a [u8],
+    pub pos: usize,
+}
+
+impl<'a> Images<'a> {
+    pub fn new(buf: &'a [u8]) -> Self {
+        Images { buf, pos: 0 }
+    }
+
+    pub fn at_end(&self) -> bool {
+        self.pos >= self.buf.len()
+    }
+
+    #[inline]
+    fn take(&mut self, n: usize) -> ValueResult<&'a [u8]> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len()).ok_or_else(|| {
+            ValueError::corrupt(format!(
+                "row image runs past the end of the event (needs {n} bytes at {}, {} left)",
+                self.pos,
+                self.buf.len() - self.pos.min(self.buf.len())
+            ))
+        })?;
+        let out = &self.buf[self.pos..end];
+        self.pos = end;
+        Ok(out)
+    }
+
+    #[inline]
+    fn length_prefixed(&mut self, len_bytes: u8) -> ValueResult<&'a [u8]> {
+        let n = le_uint(self.take(len_bytes as usize)?) as usize;
+        self.take(n)
+    }
+
+    /// A packed integer (`net_field_length_ll`).
+    pub fn packed_len(&mut self) -> ValueResult<u64> {
+        let first = self.take(1)?[0];
+        match first {
+            0..=250 => Ok(first as u64),
+            252 => Ok(le_uint(self.take(2)?)),
+            253 => Ok(le_uint(self.take(3)?)),
+            254 => Ok(le_uint(self.take(8)?)),
+            _ => Err(ValueError::corrupt(format!("bad packed integer prefix {first}"))),
+        }
+    }
+
+    /// One image: the null bitmap, then each present non-null column.
+    /// `partial`: table column indexes whose value is a JSON diff.
+    pub fn image<S: ValueSink>(
+        &mut self,
+        layout: &Layout,
+        plan: &Plan,
+        partial: &[usize],
+        sink: &mut S,
+    ) -> ValueResult {
+        let null_raw = self.take(plan.null_bytes)?;
+        let nulls = NullBits { raw: null_raw, shift: plan.null_shift };
+        for (slot, &index) in plan.columns.iter().enumerate() {
+            let col = &layout.columns[index];
+            if nulls.is_null(slot) {
+                sink.null(col)?;
+            } else if !partial.is_empty() && partial.contains(&index) {
+                let n = le_uint(self.take(4)?) as usize;
+                let diff = self.take(n)?;
+                sink.json_diff(col, diff)?;
+            } else {
+                self.value(col, sink)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The partial-JSON columns announced after an update's before image:
+    /// value options (packed), then one bit per JSON column of the table.
+    pub fn partial_columns(&mut self, layout: &Layout) -> ValueResult<Vec<usize>> {
+        let options = self.packed_len()?;
+        if options & PARTIAL_JSON_UPDATES == 0 {
+            return Ok(Vec::new());
+        }
+        let json: Vec<usize> = layout
+            .columns
+            .iter()
+            .filter(|c| c.type_code == MYSQL_TYPE_JSON)
+            .map(|c| c.index)
+            .collect();
+        let bits = self.take(json.len().div_ceil(8))?;
+        Ok(json
+            .iter()
+            .enumerate()
+            .filter(|(n, _)| bits[n / 8] >> (n % 8) & 1 == 1)
+            .map(|(_, &i)| i)
+            .collect())
+    }
+
+    /// One column value.
+    #[inline]
+    pub fn value<S: ValueSink>(&mut self, col: &Column, sink: &mut S) -> ValueResult {
+        match col.kind {
+            Kind::Int { bytes } => {
+                let raw = self.take(bytes as usize)?;
+                let shift = 64 - 8 * bytes as u32;
+                let value = ((le_uint(raw) << shift) as i64) >> shift;
+                sink.int(col, value, bytes)
+            }
+            Kind::Float => {
+                let raw = self.take(4)?;
+                sink.float(col, f32::from_le_bytes([raw[0], raw[1], raw[2], raw[3]]))
+            }
+            Kind::Double => {
+                let raw = self.take(8)?;
+                let mut b = [0u8; 8];
+                b.copy_from_slice(raw);
+                sink.double(col, f64::from_le_bytes(b))
+            }
+            Kind::Decimal { precision, scale, size } => {
+                let raw = self.take(size as usize)?;
+                let mut digits = [0u8; 96];
+                let (negative, len) = decimal_digits(raw, precision, scale, &mut digits);
+                let value = DecimalValue { negative, digits: &digits[digits.len() - len..], scale };
+                sink.decimal(col, &value, raw)
+            }
+            Kind::Year => {
+                let v = self.take(1)?[0] as u32;
+                sink.year(col, if v == 0 { 0 } else { 1900 + v })
+            }
+            Kind::Date => {
+                let v = le_uint(self.take(3)?) as u32;
+                sink.date(col, v >> 9, (v >> 5) & 15, v & 31)
+            }
+            Kind::TimeOld => {
+                let raw = self.take(3)?;
+                let mut v = le_uint(raw) as i32;
+                if v & 0x800000 != 0 {
+                    v -= 0x1000000;
+                }
+                let negative = v < 0;
+                let v = v.unsigned_abs();
+                let parts = TimeParts {
+                    negative,
+                    hours: v / 10000,
+                    minutes: v / 100 % 100,
+                    seconds: v % 100,
+                    micro: 0,
+                    fsp: 0,
+                };
+                sink.time(col, parts, raw)
+            }
+            Kind::DatetimeOld => {
+                let raw = self.take(8)?;
+                let v = le_uint(raw);
+                let (d, t) = (v / 1_000_000, v % 1_000_000);
+                let parts = DateTimeParts {
+                    year: (d / 10000) as u32,
+                    month: (d / 100 % 100) as u32,
+                    day: (d % 100) as u32,
+                    hour: (t / 10000) as u32,
+                    minute: (t / 100 % 100) as u32,
+                    second: (t % 100) as u32,
+                    micro: 0,
+                    fsp: 0,
+                };
+                sink.datetime(col, parts, raw)
+            }
+            Kind::TimestampOld => {
+                let seconds = le_uint(self.take(4)?) as u32;
+                sink.timestamp(col, seconds, 0, 0)
+            }
+            Kind::Timestamp2 { fsp } => {
+                let n = frac_bytes(fsp);
+                let raw = self.take(4 + n)?;
+                let seconds = be_uint(&raw[..4]) as u32;
+                let micro = be_uint(&raw[4..]) as u32 * FRAC_UNIT[n];
+                sink.timestamp(col, seconds, micro, fsp)
+            }
+            Kind::Datetime2 { fsp } => {
+                let n = frac_bytes(fsp);
+                let raw = self.take(5 + n)?;
+                let packed = be_uint(&raw[..5]) as i64 - 0x80_0000_0000;
+                if packed < 0 {
+                    return sink.datetime_negative(col, packed, raw);
+                }
+                let mut frac = be_uint(&raw[5..]) as i32;
+                if n > 0 && frac & (1 << (8 * n - 1)) != 0 {
+                    frac -= 1 << (8 * n); // signed: only negative dates set it
+                }
+                let (ymd, hms) = ((packed >> 17) as u32, (packed & 0x1FFFF) as u32);
+                let ym = ymd >> 5;
+                let parts = DateTimeParts {
+                    year: ym / 13,
+                    month: ym % 13,
+                    day: ymd & 31,
+                    hour: hms >> 12,
+                    minute: (hms >> 6) & 63,
+                    second: hms & 63,
+                    micro: frac * FRAC_UNIT[n] as i32,
+                    fsp,
+                };
+                sink.datetime(col, parts, raw)
+            }
+            Kind::Time2 { fsp } => {
+                let n = frac_bytes(fsp);
+                let raw = self.take(3 + n)?;
+                sink.time(col, time2_parts(raw, fsp), raw)
+            }
+            Kind::Bit { bytes, .. } => {
+                let raw = self.take(bytes as usize)?;
+                sink.bit(col, be_uint(raw), raw)
+            }
+            Kind::String { len_bytes } => {
+                let bytes = self.length_prefixed(len_bytes)?;
+                sink.string(col, bytes)
+            }
+            Kind::Blob { len_bytes } => {
+                let bytes = self.length_prefixed(len_bytes)?;
+                sink.blob(col, bytes)
+            }
+            Kind::Geometry { len_bytes } => {
+                let bytes = self.length_prefixed(len_bytes)?;
+                sink.geometry(col, bytes)
+            }
+            Kind::Json { len_bytes } => {
+                let bytes = self.length_prefixed(len_bytes)?;
+                sink.json(col, bytes)
+            }
+            Kind::Vector { len_bytes } => {
+                let bytes = self.length_prefixed(len_bytes)?;
+                sink.vector(col, bytes)
+            }
+            Kind::Enum { bytes } => {
+                let raw = self.take(bytes as usize)?;
+                sink.enum_index(col, le_uint(raw) as u16, raw)
+            }
+            Kind::Set { bytes } => {
+                let raw = self.take(bytes as usize)?;
+                sink.set_mask(col, le_uint(raw), raw)
+            }
+            Kind::Unsupported { type_code } => Err(ValueError {
+                unsupported: true,
+                detail: format!("column type {type_code} ({})", type_name(type_code)),
+            }),
+        }
+    }
+}
+
+struct NullBits<'a> {
+    raw: &'a [u8],
+    shift: u32,
+}
+
+impl NullBits<'_> {
+    #[inline]
+    fn is_null(&self, slot: usize) -> bool {
+        let bit = slot + self.shift as usize;
+        self.raw.get(bit / 8).is_some_and(|b| b >> (bit % 8) & 1 == 1)
+    }
+}
+
+/// Microseconds per stored fraction unit, by fraction bytes.
+const FRAC_UNIT: [u32; 4] = [1, 10000, 100, 1];
+
+#[inline]
+pub fn frac_bytes(fsp: u8) -> usize {
+    (fsp as usize).div_ceil(2)
+}
+
+/// TIME2 (`my_time_packed_from_binary`): 3 bytes of integer part offset by
+/// 0x800000, then 0-3 bytes of fraction; a negative time with a fraction
+/// borrows one second from the integer part.
+pub fn time2_parts(raw: &[u8], fsp: u8) -> TimeParts {
+    let n = frac_bytes(fsp);
+    let packed: i64 = if n == 3 {
+        be_uint(&raw[..6]) as i64 - 0x8000_0000_0000
+    } else {
+        let mut intpart = be_uint(&raw[..3]) as i64 - 0x80_0000;
+        let mut frac = if n > 0 { be_uint(&raw[3..3 + n]) as i64 } else { 0 };
+        if intpart < 0 && frac != 0 {
+            intpart += 1;
+            frac -= if n == 1 { 0x100 } else { 0x10000 };
+        }
+        (intpart << 24) + frac * FRAC_UNIT[n] as i64
+    };
+    let negative = packed < 0;
+    let packed = packed.unsigned_abs();
+    let (hms, micro) = (packed >> 24, packed % (1 << 24));
+    TimeParts {
+        negative,
+        hours: ((hms >> 12) % 1024) as u32,
+        minutes: ((hms >> 6) % 64) as u32,
+        seconds: (hms % 64) as u32,
+        micro: micro as u32,
+        fsp,
+    }
+}
+
+const DIG2BYTES: [usize; 10] = [0, 1, 1, 2, 2, 3, 3, 4, 4, 4];
+const POW10: [u64; 10] = [
+    1,
+    10,
+    100,
+    1000,
+    10000,
+    100000,
+    1000000,
+    10000000,
+    100000000,
+    1000000000,
+];
+
+/// Binary DECIMAL (strings/decimal.cc `bin2decimal`) to sign and unscaled
+/// digits, right-aligned in `out`; returns (negative, number of digits).
+/// Groups of 9 digits are 4 big-endian bytes, leftover digits use fewer; the
+/// sign is the top bit and negative numbers are stored inverted. A group
+/// holding more than its digits (corrupt data) is added with its weight, as
+/// the reference's arithmetic does, so both cores give the same number.
+pub fn decimal_digits(raw: &[u8], precision: u8, scale: u8, out: &mut [u8; 96]) -> (bool, usize) {
+    let negative = raw.first().is_some_and(|b| b & 0x80 == 0);
+    let mask = if negative { 0xFF } else { 0 };
+    let byte = |i: usize| -> u8 {
+        let b = raw[i] ^ mask;
+        if i == 0 {
+            b ^ 0x80
+        } else {
+            b
+        }
+    };
+    let intg = precision.saturating_sub(scale) as usize;
+    let frac = scale as usize;
+    // (bytes, digits) of each group, most significant first
+    let mut groups: [(usize, usize); 16] = [(0, 0); 16];
+    let mut count = 0;
+    if intg % 9 != 0 {
+        groups[count] = (DIG2BYTES[intg % 9], intg % 9);
+        count += 1;
+    }
+    for _ in 0..intg / 9 + frac / 9 {
+        groups[count] = (4, 9);
+        count += 1;
+    }
+    if frac % 9 != 0 {
+        groups[count] = (DIG2BYTES[frac % 9], frac % 9);
+        count += 1;
+    }
+    // digits accumulate right-aligned in out (least significant at the end)
+    out.fill(b'0');
+    let total_digits: usize = groups[..count].iter().map(|g| g.1).sum();
+    let mut at = 0usize; // byte offset in raw
+    let mut digit_end = out.len() - (total_digits); // start of this group's digits
+    let mut overflow = false;
+    let mut values: [u64; 16] = [0; 16];
+    for (g, &(nbytes, ndigits)) in groups[..count].iter().enumerate() {
+        let mut v = 0u64;
+        for i in 0..nbytes {
+            v = v << 8 | byte(at + i) as u64;
+        }
+        at += nbytes;
+        values[g] = v;
+        if v >= POW10[ndigits] {
+            overflow = true;
+        }
+        let _ = digit_end;
+        digit_end += ndigits;
+    }
+    if !overflow {
+        let mut end = out.len();
+        for g in (0..count).rev() {
+            let (_, ndigits) = groups[g];
+            let mut v = values[g];
+            for k in 0..ndigits {
+                out[end - 1 - k] = b'0' + (v % 10) as u8;
+                v /= 10;
+            }
+            end -= ndigits;
+        }
+    } else {
+        // schoolbook: add each group's value at its digit weight
+        let mut weight = 0usize; // digits to the right of this group
+        for g in (0..count).rev() {
+            let (_, ndigits) = groups[g];
+            let mut v = values[g];
+            let mut k = out.len() - 1 - weight;
+            let mut carry = 0u64;
+            loop {
+                let d = (out[k] - b'0') as u64 + v % 10 + carry;
+                out[k] = b'0' + (d % 10) as u8;
+                carry = d / 10;
+                v /= 10;
+                if (v == 0 && carry == 0) || k == 0 {
+                    break;
+                }
+                k -= 1;
+            }
+            weight += ndigits;
+        }
+    }
+    let first = out.iter().position(|&d| d != b'0').unwrap_or(out.len() - 1);
+    (negative, out.len() - first)
+}
+
+/// The server's name of a column type, for messages.
+pub fn type_name(type_code: u8) -> &'static str {
+    use crate::constants::*;
+    match type_code {
+        MYSQL_TYPE_DECIMAL => "MYSQL_TYPE_DECIMAL",
+        MYSQL_TYPE_NULL => "MYSQL_TYPE_NULL",
+        MYSQL_TYPE_NEWDECIMAL => "MYSQL_TYPE_NEWDECIMAL",
+        MYSQL_TYPE_BLOB => "MYSQL_TYPE_BLOB",
+        MYSQL_TYPE_GEOMETRY => "MYSQL_TYPE_GEOMETRY",
+        MYSQL_TYPE_JSON => "MYSQL_TYPE_JSON",
+        MYSQL_TYPE_VECTOR => "MYSQL_TYPE_VECTOR",
+        _ => "?",
+    }
+}
+
+/// What a rows event does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    Insert,
+    Update,
+    Delete,
+}
+
+/// Which image of a row a sink is receiving.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Before,
+    After,
+}
+
+/// A sink that receives whole rows: images framed by start/end calls.
+pub trait RowSink: ValueSink {
+    fn start_row(&mut self, operation: Operation) -> ValueResult;
+    fn start_image(&mut self, role: Role, plan: &Plan) -> ValueResult;
+    fn end_image(&mut self, role: Role) -> ValueResult;
+    /// An update whose after image has no columns (MINIMAL image of nothing).
+    fn empty_after_image(&mut self) -> ValueResult {
+        Ok(())
+    }
+    fn end_row(&mut self) -> ValueResult;
+}
+
+/// The rows of one rows event, ready to decode.
+pub struct RowsData<'a> {
+    pub operation: Operation,
+    pub partial: bool,
+    pub before: &'a Plan,
+    pub after: &'a Plan,
+    pub data: &'a [u8],
+}
+
+/// Decode every row of an event into `sink`. On failure: the offset (in the
+/// rows data) of the row that failed, its index, and the reason.
+pub fn decode_rows<S: RowSink>(
+    layout: &Layout,
+    rows: &RowsData,
+    sink: &mut S,
+) -> Result<usize, (usize, usize, ValueError)> {
+    let mut images = Images::new(rows.data);
+    let mut index = 0;
+    while !images.at_end() {
+        let start = images.pos;
+        decode_row(layout, rows, &mut images, sink).map_err(|e| (start, index, e))?;
+        index += 1;
+    }
+    Ok(index)
+}
+
+fn decode_row<S: RowSink>(
+    layout: &Layout,
+    rows: &RowsData,
+    images: &mut Images,
+    sink: &mut S,
+) -> ValueResult {
+    sink.start_row(rows.operation)?;
+    let first = if rows.operation == Operation::Insert { Role::After } else { Role::Before };
+    sink.start_image(first, rows.before)?;
+    images.image(layout, rows.before, &[], sink)?;
+    sink.end_image(first)?;
+    if rows.operation == Operation::Update {
+        let partial = if rows.partial { images.partial_columns(layout)? } else { Vec::new() };
+        sink.start_image(Role::After, rows.after)?;
+        images.image(layout, rows.after, &partial, sink)?;
+        sink.end_image(Role::After)?;
+    }
+    sink.end_row()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn digits(raw: &[u8], p: u8, s: u8) -> String {
+        let mut out = [0u8; 96];
+        let (neg, n) = decimal_digits(raw, p, s, &mut out);
+        let v = DecimalValue { negative: neg, digits: &out[96 - n..], scale: s };
+        let mut text = Vec::new();
+        v.write_text(&mut text);
+        String::from_utf8(text).unwrap()
+    }
+
+    #[test]
+    fn decimals_from_the_server_docs() {
+        // DECIMAL(14,4) 1234567890.1234 (strings/decimal.cc comment)
+        assert_eq!(digits(&[0x81, 0x0D, 0xFB, 0x38, 0xD2, 0x04, 0xD2], 14, 4), "1234567890.1234");
+        // -1234567890.1234: every byte inverted
+        let neg: Vec<u8> = [0x81u8, 0x0D, 0xFB, 0x38, 0xD2, 0x04, 0xD2].iter().map(|b| !b).collect();
+        assert_eq!(digits(&neg, 14, 4), "-1234567890.1234");
+        assert_eq!(digits(&[0x80, 0x00, 0x00, 0x00, 0x00], 10, 2), "0.00");
+        assert_eq!(digits(&[0x80, 0x00, 0x00, 0x00, 0x05], 10, 2), "0.05");
+    }
+
+    #[test]
+    fn time2_negative_with_fraction_borrows_a_second() {
+        // -00:00:01.5 at fsp 1: int part -2 +1 borrow, fraction 0x100-50
+        let t = time2_parts(&[0x7F, 0xFF, 0xFF, 0xCE], 1);
+        assert!(t.negative);
+        assert_eq!((t.hours, t.minutes, t.seconds, t.micro), (0, 0, 0, 500000));
+    }
+}

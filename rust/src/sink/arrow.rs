@@ -1,0 +1,1 @@
+//! Row images as Arrow columns (the `changes` view and typed per-table columns).

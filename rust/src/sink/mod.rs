@@ -1,0 +1,5 @@
+//! Sinks: what decoded row values become (mysqlbinlog text, Arrow columns).
+//! The Python-values sink lives with the glue (`python/values.rs`): it makes Python objects.
+
+pub mod arrow;
+pub mod text;

@@ -1,0 +1,1 @@
+//! Row images as mysqlbinlog -v / -vv text (`###` lines), byte-identical to mariadb-binlog.
