@@ -66,6 +66,13 @@ fn names(py: Python<'_>, values: &Option<Vec<String>>) -> Option<Vec<Py<PyString
     values.as_ref().map(|v| v.iter().map(|s| PyString::intern(py, s).unbind()).collect())
 }
 
+impl RowLayout {
+    /// The core layout and its plan cache, for the other sinks' glue (text, Arrow).
+    pub(crate) fn core(&mut self) -> (&Layout, &mut PlanCache) {
+        (&self.layout, &mut self.plans)
+    }
+}
+
 #[pymethods]
 impl RowLayout {
     /// `columns`: (type, meta, nullable, unsigned, codec or None, key, enum names, set names).
