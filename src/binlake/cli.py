@@ -36,8 +36,9 @@ def _load(name: str):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="binlake", description="Read MySQL and MariaDB binary logs.")
-    from . import __version__
-    parser.add_argument("--version", action="version", version=f"binlake {__version__}")
+    from . import __version__, core
+    parser.add_argument("--version", action="version",
+                        version=f"binlake {__version__} ({core.name()})")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, help_text in COMMANDS.items():
         try:

@@ -44,10 +44,10 @@ def use_pure(pure: bool = True) -> None:
 
 
 def name() -> str:
-    """'native' or 'pure', as `binlake --version` reports it."""
+    """Which core decodes, as `binlake --version` reports it."""
     if _pure:
-        return "pure (BINLAKE_PURE)" if os.environ.get("BINLAKE_PURE") else "pure"
-    return "native" if _native is not None else "pure (native core not built)"
+        return "pure-Python core" + (" (BINLAKE_PURE=1)" if os.environ.get("BINLAKE_PURE") else "")
+    return "native core" if _native is not None else "pure-Python core (native core not built)"
 
 
 def available() -> bool:

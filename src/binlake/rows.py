@@ -191,6 +191,17 @@ def _bitmap(bits: int | None, width: int) -> bytes | None:
     return None if bits is None else bits.to_bytes((width + 7) // 8, "little")
 
 
+def _native_failure(event: RowsEvent, exc: Exception, base: int = 0, first_index: int = 0):
+    """A native RowDecodeError as the error the reference raises (same class and offset)."""
+    offset, index, unsupported, detail = exc.args
+    name = event.table.qualified_name
+    if unsupported:
+        return UnsupportedFeature(event.header.file, event.rows_offset + base + offset,
+                                  f"{name}: {detail}")
+    return CorruptEvent(event.header.file, event.rows_offset + base + offset,
+                        f"row {first_index + index} of {name}: {detail}")
+
+
 def _native_rows(native, event: RowsEvent, data: bytes) -> list:
     table = _checked_table(event)
     try:
@@ -199,11 +210,29 @@ def _native_rows(native, event: RowsEvent, data: bytes) -> list:
             _bitmap(event.columns_present_after, event.width), event.is_partial,
             event.header.type_code in PRE_GA_ROWS_EVENTS)
     except native.RowDecodeError as exc:
-        offset, index, unsupported, detail = exc.args
-        cls = UnsupportedFeature if unsupported else CorruptEvent
-        text = f"{table.qualified_name}: {detail}" if unsupported else \
-            f"row {index} of {table.qualified_name}: {detail}"
-        raise cls(event.header.file, event.rows_offset + offset, text) from exc.__cause__
+        raise _native_failure(event, exc) from exc.__cause__
+
+
+def _native_iter_window(native, event: RowsEvent):
+    """A huge event's rows through a window: each window decoded natively;
+    a row cut by the window's end is decoded again from the next window."""
+    layout = native_layout(_checked_table(event), native)
+    data = event.rows_data
+    before = _bitmap(event.columns_present, event.width)
+    after = _bitmap(event.columns_present_after, event.width)
+    total, base, window, index = len(data), 0, data.WINDOW, 0
+    while base < total:
+        buf = data.read(base, window)
+        rows, stop, error = layout.decode_window(event.operation, buf, before, after,
+                                                 event.is_partial)
+        yield from rows
+        if error is not None:
+            if base + len(buf) >= total:  # the window already reached the end
+                raise _native_failure(event, error, base, index) from error.__cause__
+            if stop == 0:  # one row outgrew the window
+                window *= 2
+        index += len(rows)
+        base += stop
 
 
 def decode_rows(event: RowsEvent) -> list:
@@ -234,6 +263,10 @@ def iter_rows(event: RowsEvent):
     data = event.rows_data
     if not isinstance(data, LazyRowData):
         yield from decode_rows(event)
+        return
+    native = core.native()
+    if native is not None and event.header.type_code not in PRE_GA_ROWS_EVENTS:
+        yield from _native_iter_window(native, event)
         return
     pair = _pair_decoder(event)
     total = len(data)

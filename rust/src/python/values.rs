@@ -14,8 +14,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{
-    PyBytes, PyDate, PyDateTime, PyDelta, PyDict, PyFrozenSet, PyList, PyString, PyTuple,
-    PyTzInfo,
+    PyBytes, PyDate, PyDateTime, PyDelta, PyDict, PyFrozenSet, PyList, PyString, PyTuple, PyTzInfo,
 };
 
 use crate::layout::{Column, Layout};
@@ -40,7 +39,50 @@ struct ColumnExtra {
     codec: Codec,
     enum_names: Option<Vec<Py<PyString>>>,
     set_names: Option<Vec<Py<PyString>>>,
-    decimals: HashMap<Vec<u8>, Py<PyAny>>,
+    decimals: DecimalCache,
+}
+
+/// Decimal objects by stored bytes. Amounts often repeat (prices, rates) and
+/// a Decimal is immutable, so equal bytes share one object; a column whose
+/// values rarely repeat stops caching after a trial, since there the cache
+/// only costs a copy and a hash per value.
+#[derive(Default)]
+struct DecimalCache {
+    values: HashMap<Vec<u8>, Py<PyAny>>,
+    lookups: u32,
+    hits: u32,
+    off: bool,
+}
+
+impl DecimalCache {
+    const TRIAL: u32 = 4096;
+    const LIMIT: usize = 4096;
+
+    fn get(&mut self, raw: &[u8]) -> Option<&Py<PyAny>> {
+        if self.off {
+            return None;
+        }
+        self.lookups += 1;
+        let found = self.values.get(raw);
+        if found.is_some() {
+            self.hits += 1;
+        } else if self.lookups >= Self::TRIAL && self.hits < self.lookups / 4 {
+            self.off = true;
+            self.values = HashMap::new();
+            return None;
+        }
+        self.values.get(raw)
+    }
+
+    fn put(&mut self, raw: &[u8], value: &Bound<'_, PyAny>) {
+        if self.off {
+            return;
+        }
+        if self.values.len() >= Self::LIMIT {
+            self.values.clear();
+        }
+        self.values.insert(raw.to_vec(), value.clone().unbind());
+    }
 }
 
 /// Python objects the sink calls, looked up once per layout.
@@ -63,10 +105,74 @@ pub struct RowLayout {
 }
 
 fn names(py: Python<'_>, values: &Option<Vec<String>>) -> Option<Vec<Py<PyString>>> {
-    values.as_ref().map(|v| v.iter().map(|s| PyString::intern(py, s).unbind()).collect())
+    values
+        .as_ref()
+        .map(|v| v.iter().map(|s| PyString::intern(py, s).unbind()).collect())
 }
 
 impl RowLayout {
+    /// Decode rows into a list; on failure also the failing row's offset and its error.
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    fn decode<'py>(
+        &mut self,
+        py: Python<'py>,
+        operation: &str,
+        data: &[u8],
+        before_bitmap: &[u8],
+        after_bitmap: Option<&[u8]>,
+        partial: bool,
+        pre_ga: bool,
+    ) -> PyResult<(Bound<'py, PyList>, Option<(usize, PyErr)>)> {
+        let operation = match operation {
+            "insert" => Operation::Insert,
+            "update" => Operation::Update,
+            "delete" => Operation::Delete,
+            other => {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "unknown operation {other}"
+                )))
+            }
+        };
+        let before = self.plans.get(&self.layout, before_bitmap, pre_ga);
+        let after = match after_bitmap {
+            Some(bitmap) => self.plans.get(&self.layout, bitmap, false),
+            None => before.clone(),
+        };
+        let rows = RowsData {
+            operation,
+            partial,
+            before: &before,
+            after: &after,
+            data,
+        };
+        let mut sink = PySink {
+            py,
+            extra: &mut self.extra,
+            helpers: &self.helpers,
+            rows: PyList::empty(py),
+            image: None,
+            before: None,
+            error: None,
+            partial_in_row: false,
+        };
+        let failure = match decode_rows(&self.layout, &rows, &mut sink) {
+            Ok(_) => None,
+            Err((offset, index, e)) => {
+                let error = match sink.error.take() {
+                    Some(cause) => {
+                        // a Python helper failed: keep its exception as the cause
+                        let error = RowDecodeError::new_err((offset, index, false, e.detail));
+                        error.set_cause(py, Some(cause));
+                        error
+                    }
+                    None => RowDecodeError::new_err((offset, index, e.unsupported, e.detail)),
+                };
+                Some((offset, error))
+            }
+        };
+        Ok((sink.rows, failure))
+    }
+
     /// The core layout and its plan cache, for the other sinks' glue (text, Arrow).
     pub(crate) fn core(&mut self) -> (&Layout, &mut PlanCache) {
         (&self.layout, &mut self.plans)
@@ -114,7 +220,7 @@ impl RowLayout {
                 codec,
                 enum_names: names(py, &col.enum_values),
                 set_names: names(py, &col.set_values),
-                decimals: HashMap::new(),
+                decimals: DecimalCache::default(),
             });
             cols.push(col);
         }
@@ -130,7 +236,11 @@ impl RowLayout {
             empty: PyString::intern(py, "").unbind(),
         };
         Ok(RowLayout {
-            layout: Layout { database, table, columns: cols },
+            layout: Layout {
+                database,
+                table,
+                columns: cols,
+            },
             extra,
             plans: PlanCache::default(),
             helpers,
@@ -151,44 +261,48 @@ impl RowLayout {
         partial: bool,
         pre_ga: bool,
     ) -> PyResult<Bound<'py, PyList>> {
-        let operation = match operation {
-            "insert" => Operation::Insert,
-            "update" => Operation::Update,
-            "delete" => Operation::Delete,
-            other => {
-                return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                    "unknown operation {other}"
-                )))
-            }
-        };
-        let before = self.plans.get(&self.layout, before_bitmap, pre_ga);
-        let after = match after_bitmap {
-            Some(bitmap) => self.plans.get(&self.layout, bitmap, false),
-            None => before.clone(),
-        };
-        let rows = RowsData { operation, partial, before: &before, after: &after, data };
-        let mut sink = PySink {
+        let (rows, failure) = self.decode(
             py,
-            extra: &mut self.extra,
-            helpers: &self.helpers,
-            rows: PyList::empty(py),
-            image: None,
-            before: None,
-            error: None,
-            partial_in_row: false,
-        };
-        match decode_rows(&self.layout, &rows, &mut sink) {
-            Ok(_) => Ok(sink.rows),
-            Err((offset, index, e)) => {
-                if let Some(err) = sink.error.take() {
-                    // a Python helper failed: keep its exception as the cause
-                    let row_error = RowDecodeError::new_err((offset, index, false, e.detail));
-                    row_error.set_cause(py, Some(err));
-                    return Err(row_error);
-                }
-                Err(RowDecodeError::new_err((offset, index, e.unsupported, e.detail)))
-            }
+            operation,
+            data,
+            before_bitmap,
+            after_bitmap,
+            partial,
+            pre_ga,
+        )?;
+        match failure {
+            None => Ok(rows),
+            Some((_, error)) => Err(error),
         }
+    }
+
+    /// The rows of a window into a huge event's row data: (rows, offset where
+    /// decoding stopped, error or None). A row cut by the window's end shows as
+    /// an error at its start; the caller refills from there, or raises the
+    /// error when the window already reached the end of the event.
+    #[pyo3(signature = (operation, data, before_bitmap, after_bitmap=None, partial=false))]
+    fn decode_window<'py>(
+        &mut self,
+        py: Python<'py>,
+        operation: &str,
+        data: &[u8],
+        before_bitmap: &[u8],
+        after_bitmap: Option<&[u8]>,
+        partial: bool,
+    ) -> PyResult<(Bound<'py, PyList>, usize, Option<PyErr>)> {
+        let (rows, failure) = self.decode(
+            py,
+            operation,
+            data,
+            before_bitmap,
+            after_bitmap,
+            partial,
+            false,
+        )?;
+        Ok(match failure {
+            None => (rows, data.len(), None),
+            Some((offset, error)) => (rows, offset, Some(error)),
+        })
     }
 
     #[getter]
@@ -215,7 +329,9 @@ impl<'py> PySink<'_, 'py> {
     fn put(&mut self, col: &Column, value: Bound<'py, PyAny>) -> ValueResult {
         let key = self.extra[col.index].key.bind(self.py);
         match &self.image {
-            Some(image) => image.set_item(key, value).map_err(|e| self.python_failure(e)),
+            Some(image) => image
+                .set_item(key, value)
+                .map_err(|e| self.python_failure(e)),
             None => Err(ValueError::corrupt("value outside an image")),
         }
     }
@@ -227,7 +343,11 @@ impl<'py> PySink<'_, 'py> {
     }
 
     fn temporal_text(&mut self, text: String) -> ValueResult<Bound<'py, PyAny>> {
-        self.helpers.mysql_temporal.bind(self.py).call1((text,)).map_err(|e| self.python_failure(e))
+        self.helpers
+            .mysql_temporal
+            .bind(self.py)
+            .call1((text,))
+            .map_err(|e| self.python_failure(e))
     }
 
     fn text(&mut self, col: &Column, bytes: &[u8]) -> ValueResult<Bound<'py, PyAny>> {
@@ -235,9 +355,9 @@ impl<'py> PySink<'_, 'py> {
         let raw = || PyBytes::new(py, bytes).into_any();
         Ok(match &self.extra[col.index].codec {
             Codec::Bytes => raw(),
-            Codec::Utf8 => match std::str::from_utf8(bytes) {
-                Ok(s) => PyString::new(py, s).into_any(),
-                Err(_) => raw(),
+            Codec::Utf8 => match decode_utf8(py, bytes) {
+                Some(s) => s,
+                None => raw(),
             },
             Codec::Ascii if bytes.is_ascii() => {
                 // ASCII is valid UTF-8
@@ -256,6 +376,19 @@ impl<'py> PySink<'_, 'py> {
             }
         })
     }
+}
+
+/// Valid UTF-8 as `str`, else None: CPython validates and builds the string
+/// in one pass (going through `&str` would validate twice).
+fn decode_utf8<'py>(py: Python<'py>, bytes: &[u8]) -> Option<Bound<'py, PyAny>> {
+    let len = pyo3::ffi::Py_ssize_t::try_from(bytes.len()).ok()?;
+    // SAFETY: the pointer and length describe `bytes`, alive for the call;
+    // CPython copies them and returns a new reference or NULL with an error set.
+    let result = unsafe {
+        let ptr = pyo3::ffi::PyUnicode_DecodeUTF8(bytes.as_ptr().cast(), len, c"strict".as_ptr());
+        Bound::from_owned_ptr_or_err(py, ptr)
+    };
+    result.ok() // the UnicodeDecodeError is dropped: invalid text stays bytes
 }
 
 fn frac_text(micro: i32, fsp: u8) -> String {
@@ -285,7 +418,20 @@ fn valid_date(year: u32, month: u32, day: u32) -> bool {
         return false;
     }
     let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
-    let days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    let days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
     day <= days[month as usize - 1]
 }
 
@@ -297,48 +443,70 @@ impl<'py> ValueSink for PySink<'_, 'py> {
     fn int(&mut self, col: &Column, value: i64, bytes: u8) -> ValueResult {
         let py = self.py;
         let obj = if col.unsigned && value < 0 {
-            let mask = if bytes >= 8 { u64::MAX } else { (1u64 << (8 * bytes)) - 1 };
-            ((value as u64) & mask).into_pyobject(py).unwrap_or_else(|never| match never {})
+            let mask = if bytes >= 8 {
+                u64::MAX
+            } else {
+                (1u64 << (8 * bytes)) - 1
+            };
+            ((value as u64) & mask)
+                .into_pyobject(py)
+                .unwrap_or_else(|never| match never {})
         } else {
-            value.into_pyobject(py).unwrap_or_else(|never| match never {})
+            value
+                .into_pyobject(py)
+                .unwrap_or_else(|never| match never {})
         };
         self.put(col, obj.into_any())
     }
 
     fn float(&mut self, col: &Column, value: f32) -> ValueResult {
-        let v = (value as f64).into_pyobject(self.py).unwrap_or_else(|never| match never {});
+        let v = (value as f64)
+            .into_pyobject(self.py)
+            .unwrap_or_else(|never| match never {});
         self.put(col, v.into_any())
     }
 
     fn double(&mut self, col: &Column, value: f64) -> ValueResult {
-        let v = value.into_pyobject(self.py).unwrap_or_else(|never| match never {});
+        let v = value
+            .into_pyobject(self.py)
+            .unwrap_or_else(|never| match never {});
         self.put(col, v.into_any())
+    }
+
+    fn decimal_known(&mut self, col: &Column, raw: &[u8]) -> ValueResult<bool> {
+        match self.extra[col.index].decimals.get(raw) {
+            Some(cached) => {
+                let v = cached.bind(self.py).clone();
+                self.put(col, v).map(|_| true)
+            }
+            None => Ok(false),
+        }
     }
 
     fn decimal(&mut self, col: &Column, value: &DecimalValue, raw: &[u8]) -> ValueResult {
         let py = self.py;
-        if let Some(cached) = self.extra[col.index].decimals.get(raw) {
-            let v = cached.bind(py).clone();
-            return self.put(col, v);
-        }
-        let mut text = Vec::with_capacity(value.digits.len() + 8);
+        // "<sign><unscaled digits>e-<scale>": the text Decimal reads exactly
+        let mut text = String::with_capacity(value.digits.len() + 8);
         if value.negative {
-            text.push(b'-');
+            text.push('-');
         }
-        text.extend_from_slice(value.digits);
-        text.extend_from_slice(format!("e-{}", value.scale).as_bytes());
-        let text = String::from_utf8(text).unwrap_or_default();
-        let obj = self.helpers.decimal.bind(py).call1((text,)).map_err(|e| self.python_failure(e))?;
-        let cache = &mut self.extra[col.index].decimals;
-        if cache.len() > 4096 {
-            cache.clear(); // bounded: most columns repeat few amounts, some none
-        }
-        cache.insert(raw.to_vec(), obj.clone().unbind());
+        text.extend(value.digits.iter().map(|&d| d as char));
+        text.push_str("e-");
+        text.push_str(&value.scale.to_string());
+        let obj = self
+            .helpers
+            .decimal
+            .bind(py)
+            .call1((text,))
+            .map_err(|e| self.python_failure(e))?;
+        self.extra[col.index].decimals.put(raw, &obj);
         self.put(col, obj)
     }
 
     fn year(&mut self, col: &Column, year: u32) -> ValueResult {
-        let v = year.into_pyobject(self.py).unwrap_or_else(|never| match never {});
+        let v = year
+            .into_pyobject(self.py)
+            .unwrap_or_else(|never| match never {});
         self.put(col, v.into_any())
     }
 
@@ -439,7 +607,9 @@ impl<'py> ValueSink for PySink<'_, 'py> {
     }
 
     fn bit(&mut self, col: &Column, value: u64, _raw: &[u8]) -> ValueResult {
-        let v = value.into_pyobject(self.py).unwrap_or_else(|never| match never {});
+        let v = value
+            .into_pyobject(self.py)
+            .unwrap_or_else(|never| match never {});
         self.put(col, v.into_any())
     }
 
@@ -460,13 +630,23 @@ impl<'py> ValueSink for PySink<'_, 'py> {
 
     fn json(&mut self, col: &Column, bytes: &[u8]) -> ValueResult {
         let raw = PyBytes::new(self.py, bytes);
-        let v = self.helpers.binary_to_text.bind(self.py).call1((raw,)).map_err(|e| self.python_failure(e))?;
+        let v = self
+            .helpers
+            .binary_to_text
+            .bind(self.py)
+            .call1((raw,))
+            .map_err(|e| self.python_failure(e))?;
         self.put(col, v)
     }
 
     fn json_diff(&mut self, col: &Column, bytes: &[u8]) -> ValueResult {
         let raw = PyBytes::new(self.py, bytes);
-        let v = self.helpers.parse_diffs.bind(self.py).call1((raw,)).map_err(|e| self.python_failure(e))?;
+        let v = self
+            .helpers
+            .parse_diffs
+            .bind(self.py)
+            .call1((raw,))
+            .map_err(|e| self.python_failure(e))?;
         self.partial_in_row = true;
         self.put(col, v)
     }
@@ -483,7 +663,10 @@ impl<'py> ValueSink for PySink<'_, 'py> {
     fn enum_index(&mut self, col: &Column, index: u16, _raw: &[u8]) -> ValueResult {
         let py = self.py;
         let v = match &self.extra[col.index].enum_names {
-            None => index.into_pyobject(py).unwrap_or_else(|never| match never {}).into_any(),
+            None => index
+                .into_pyobject(py)
+                .unwrap_or_else(|never| match never {})
+                .into_any(),
             Some(names) => match names.get((index as usize).wrapping_sub(1)) {
                 Some(name) if index > 0 => name.bind(py).clone().into_any(),
                 _ => self.helpers.empty.bind(py).clone().into_any(),
@@ -495,7 +678,10 @@ impl<'py> ValueSink for PySink<'_, 'py> {
     fn set_mask(&mut self, col: &Column, mask: u64, _raw: &[u8]) -> ValueResult {
         let py = self.py;
         let v = match &self.extra[col.index].set_names {
-            None => mask.into_pyobject(py).unwrap_or_else(|never| match never {}).into_any(),
+            None => mask
+                .into_pyobject(py)
+                .unwrap_or_else(|never| match never {})
+                .into_any(),
             Some(names) => {
                 let members: Vec<Bound<'py, PyString>> = names
                     .iter()
@@ -503,7 +689,9 @@ impl<'py> ValueSink for PySink<'_, 'py> {
                     .filter(|(i, _)| *i < 64 && mask >> i & 1 == 1)
                     .map(|(_, n)| n.bind(py).clone())
                     .collect();
-                PyFrozenSet::new(py, &members).map_err(|e| self.python_failure(e))?.into_any()
+                PyFrozenSet::new(py, &members)
+                    .map_err(|e| self.python_failure(e))?
+                    .into_any()
             }
         };
         self.put(col, v)
@@ -542,7 +730,11 @@ impl<'py> RowSink for PySink<'_, 'py> {
                     .map_err(|e| self.python_failure(e))?;
             }
         }
-        let before = self.before.take().map(|d| d.into_any()).unwrap_or_else(none);
+        let before = self
+            .before
+            .take()
+            .map(|d| d.into_any())
+            .unwrap_or_else(none);
         let after = after.map(|d| d.into_any()).unwrap_or_else(none);
         let pair = PyTuple::new(py, [before, after]).map_err(|e| self.python_failure(e))?;
         self.rows.append(pair).map_err(|e| self.python_failure(e))

@@ -215,6 +215,17 @@ def decode_table_map(header: EventHeader, cur: Cursor, ctx) -> TableMapEvent:
     # A server logs the same table map again in every transaction: everything
     # derived from it (row plans, compiled decoders) is shared between equal maps.
     signature = bytes(cur.buf[cur.pos:cur.end])
+    cache = ctx.shared_cache(signature)
+    decoded = cache.get("table_map")
+    if decoded is None:
+        decoded = cache["table_map"] = _decode_body(cur)
+    else:
+        cur.pos = cur.end  # the same bytes were decoded before: all of them are accounted for
+    return TableMapEvent(header, table_id, flags, *decoded, cache)
+
+
+def _decode_body(cur: Cursor) -> tuple:
+    """(database, table, columns, primary key, default charset, optional metadata)."""
     database = text(cur.lstring1()); cur.u8()
     table = text(cur.lstring1()); cur.u8()
     count = cur.packed_len()
@@ -235,6 +246,4 @@ def decode_table_map(header: EventHeader, cur: Cursor, ctx) -> TableMapEvent:
     columns = tuple(
         replace(f.pop("_column"), primary_key=i in pk_columns, **f)
         for i, f in enumerate(facts))
-    return TableMapEvent(header, table_id, flags, database, table, columns, primary,
-                         table_facts.get("default_charset"), optional,
-                         ctx.shared_cache(signature))
+    return (database, table, columns, primary, table_facts.get("default_charset"), optional)
