@@ -18,10 +18,10 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   "$VENV/bin/pip" install --quiet --upgrade pip
   "$VENV/bin/pip" install --quiet -e ".[$EXTRAS]"
   echo "$want" > "$stamp"
-  rm -f "$VENV/.binlake-native"
 fi
 
-# The native core (rust/, release build): rebuilt when its sources change.
+# The native core (rust/, release build; the install above built it too):
+# rebuilt when its sources change.
 # Without cargo the package still works on the pure-Python decoder.
 native_stamp="$VENV/.binlake-native"
 native_want="$(find rust/src rust/Cargo.toml rust/Cargo.lock setup.py -type f 2>/dev/null \

@@ -15,4 +15,14 @@ if ! .venv/bin/python -c "import binlake._native" 2>/dev/null \
 fi
 export PYSPARK_PYTHON="$PWD/.venv/bin/python"
 export PYSPARK_DRIVER_PYTHON="$PWD/.venv/bin/python"
-exec .venv/bin/python -m pytest -q "$@"
+if [ $# -gt 0 ]; then
+  exec .venv/bin/python -m pytest -q "$@"
+fi
+# The whole suite on the native core, then the reading tests again on the
+# pure-Python reference (the differential tests compare the two everywhere else).
+.venv/bin/python -m pytest -q
+echo "--- the pure-Python reference (BINLAKE_PURE=1): reading tests"
+BINLAKE_PURE=1 .venv/bin/python -m pytest -q tests/corpus tests/test_values.py \
+  tests/test_errors.py tests/test_versions.py tests/test_large_events.py tests/test_scan.py
+echo "--- the native core's own tests (cargo test)"
+( cd rust && cargo test --quiet )
