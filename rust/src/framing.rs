@@ -706,7 +706,7 @@ impl<S: Source> Framer<S> {
                 PAYLOAD_ZSTD => {
                     let decoder = zstd::stream::read::Decoder::with_buffer(io::Cursor::new(data))
                         .map_err(|e| zstd_error(outer_pos, e))?;
-                    Box::new(decoder.single_frame())
+                    Box::new(EndOfInput(decoder.single_frame()))
                 }
                 other => {
                     return Err(Error::new(
@@ -764,6 +764,19 @@ impl<S: Source> Framer<S> {
         *pos = ipos + length as u64;
         self.after_event(&frame);
         Ok(Some(frame))
+    }
+}
+
+/// A frame cut short ends the stream rather than failing it, as with
+/// python-zstandard's `stream_reader`: the inner framing then reports what is missing.
+struct EndOfInput<R>(R);
+
+impl<R: Read> Read for EndOfInput<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self.0.read(buf) {
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(0),
+            other => other,
+        }
     }
 }
 
