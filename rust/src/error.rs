@@ -45,7 +45,11 @@ pub struct Error {
 
 impl Error {
     pub fn new(kind: ErrorKind, offset: u64, detail: impl Into<String>) -> Self {
-        Error { kind, offset, detail: detail.into() }
+        Error {
+            kind,
+            offset,
+            detail: detail.into(),
+        }
     }
 
     pub fn corrupt(offset: u64, detail: impl Into<String>) -> Self {

@@ -138,7 +138,10 @@ impl Format {
     pub fn post_header_len(&self, type_code: u8) -> usize {
         match type_code {
             0 => 0,
-            c => self.post_header_lengths.get(c as usize - 1).map_or(0, |&l| l as usize),
+            c => self
+                .post_header_lengths
+                .get(c as usize - 1)
+                .map_or(0, |&l| l as usize),
         }
     }
 }
@@ -152,13 +155,18 @@ pub fn server_version_tuple(version: &[u8]) -> (u64, u64, u64) {
         parts[i] = piece
             .iter()
             .filter(|b| b.is_ascii_digit())
-            .fold(0u64, |v, b| v.saturating_mul(10).saturating_add((b - b'0') as u64));
+            .fold(0u64, |v, b| {
+                v.saturating_mul(10).saturating_add((b - b'0') as u64)
+            });
     }
     (parts[0], parts[1], parts[2])
 }
 
 fn is_mariadb(version: &[u8]) -> bool {
-    version.to_ascii_lowercase().windows(7).any(|w| w == b"mariadb")
+    version
+        .to_ascii_lowercase()
+        .windows(7)
+        .any(|w| w == b"mariadb")
 }
 
 /// Whether this server wrote the checksum-algorithm byte into its FDE
@@ -251,8 +259,17 @@ impl Frame {
 
 /// A TRANSACTION_PAYLOAD whose events come next.
 enum Payload {
-    Pending { compression: u64, data: Vec<u8>, offset: u64, outer_pos: u64 },
-    Open { stream: StreamSource<Box<dyn Read + Send>>, pos: u64, outer_pos: u64 },
+    Pending {
+        compression: u64,
+        data: Vec<u8>,
+        offset: u64,
+        outer_pos: u64,
+    },
+    Open {
+        stream: StreamSource<Box<dyn Read + Send>>,
+        pos: u64,
+        outer_pos: u64,
+    },
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -387,9 +404,17 @@ impl<S: Source> Framer<S> {
             let shown = if magic.is_empty() {
                 "(empty file)".to_string()
             } else {
-                magic.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ")
+                magic
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
             };
-            return Err(Error::new(ErrorKind::NotABinlog, 0, format!("bad magic number {shown}")));
+            return Err(Error::new(
+                ErrorKind::NotABinlog,
+                0,
+                format!("bad magic number {shown}"),
+            ));
         }
         let first = self.src.read_at(4, LOG_EVENT_MINIMAL_HEADER_LEN)?;
         if first.len() < LOG_EVENT_MINIMAL_HEADER_LEN {
@@ -425,7 +450,11 @@ impl<S: Source> Framer<S> {
             }
         };
         self.binlog_version = Some(version);
-        self.fde = if version == 4 { Format::v4_placeholder() } else { Format::old(version) };
+        self.fde = if version == 4 {
+            Format::v4_placeholder()
+        } else {
+            Format::old(version)
+        };
         Ok(())
     }
 
@@ -451,12 +480,17 @@ impl<S: Source> Framer<S> {
             return Ok(None);
         }
         let v1 = self.fde.binlog_version == 1;
-        let min_len = if v1 { OLD_HEADER_LEN } else { LOG_EVENT_MINIMAL_HEADER_LEN };
+        let min_len = if v1 {
+            OLD_HEADER_LEN
+        } else {
+            LOG_EVENT_MINIMAL_HEADER_LEN
+        };
         if head.len() < min_len {
             let got = head.len();
-            return Err(
-                self.truncated(pos, format!("event header cut short: {got} of {min_len} bytes"))
-            );
+            return Err(self.truncated(
+                pos,
+                format!("event header cut short: {got} of {min_len} bytes"),
+            ));
         }
         let timestamp = le_uint(&head[0..4]) as u32;
         let raw_type = head[4];
@@ -469,7 +503,11 @@ impl<S: Source> Framer<S> {
         };
         let is_description = raw_type == FORMAT_DESCRIPTION_EVENT || raw_type == START_EVENT_V3;
         // A description's own header is always the minimal one.
-        let header_len = if is_description { min_len } else { self.fde.header_length };
+        let header_len = if is_description {
+            min_len
+        } else {
+            self.fde.header_length
+        };
         if (length as usize) < header_len {
             return Err(Error::corrupt(
                 pos,
@@ -630,7 +668,9 @@ impl<S: Source> Framer<S> {
                 }
             }
         }
-        let head = self.src.read_at(pos, (body_end as usize).min(LARGE_EVENT_HEAD))?;
+        let head = self
+            .src
+            .read_at(pos, (body_end as usize).min(LARGE_EVENT_HEAD))?;
         self.raw.clear();
         self.raw.extend_from_slice(head);
         frame.large_end = Some(pos + body_end);
@@ -644,7 +684,7 @@ impl<S: Source> Framer<S> {
     fn after_event(&mut self, frame: &Frame) {
         let body = self.raw.get(frame.header_len..).unwrap_or(&[]);
         match frame.type_code {
-            FORMAT_DESCRIPTION_EVENT if body.len() >= 2 + ST_SERVER_VER_LEN + 4 + 1 => {
+            FORMAT_DESCRIPTION_EVENT if body.len() > 2 + ST_SERVER_VER_LEN + 4 => {
                 let binlog_version = le_uint(&body[0..2]) as u16;
                 let server_version = until_nul(&body[2..2 + ST_SERVER_VER_LEN]).to_vec();
                 let header_length = body[56] as usize;
@@ -696,8 +736,12 @@ impl<S: Source> Framer<S> {
 
     fn inner_event(&mut self) -> Result<Option<Frame>> {
         if let Some(Payload::Pending { .. }) = self.payload {
-            let Some(Payload::Pending { compression, data, offset, outer_pos }) =
-                self.payload.take()
+            let Some(Payload::Pending {
+                compression,
+                data,
+                offset,
+                outer_pos,
+            }) = self.payload.take()
             else {
                 unreachable!("matched above")
             };
@@ -716,14 +760,24 @@ impl<S: Source> Framer<S> {
                     ))
                 }
             };
-            self.payload =
-                Some(Payload::Open { stream: StreamSource::new(reader), pos: 0, outer_pos });
+            self.payload = Some(Payload::Open {
+                stream: StreamSource::new(reader),
+                pos: 0,
+                outer_pos,
+            });
         }
-        let Some(Payload::Open { stream, pos, outer_pos }) = self.payload.as_mut() else {
+        let Some(Payload::Open {
+            stream,
+            pos,
+            outer_pos,
+        }) = self.payload.as_mut()
+        else {
             return Ok(None);
         };
         let (ipos, outer_pos) = (*pos, *outer_pos);
-        let head = stream.read_at(ipos, LOG_EVENT_MINIMAL_HEADER_LEN).map_err(|e| zstd_read(outer_pos, e))?;
+        let head = stream
+            .read_at(ipos, LOG_EVENT_MINIMAL_HEADER_LEN)
+            .map_err(|e| zstd_read(outer_pos, e))?;
         if head.is_empty() {
             return Ok(None);
         }
@@ -749,7 +803,9 @@ impl<S: Source> Framer<S> {
         };
         let length = frame.length as usize;
         let raw: &[u8] = if length >= LOG_EVENT_MINIMAL_HEADER_LEN {
-            stream.read_at(ipos, length).map_err(|e| zstd_read(outer_pos, e))?
+            stream
+                .read_at(ipos, length)
+                .map_err(|e| zstd_read(outer_pos, e))?
         } else {
             &[]
         };
@@ -786,7 +842,10 @@ fn zstd_error(outer_pos: u64, e: io::Error) -> Error {
 
 /// A read error inside a payload stream is the decompressor's, not the disk's.
 fn zstd_read(outer_pos: u64, e: Error) -> Error {
-    Error::corrupt(outer_pos, format!("transaction payload: zstd: {}", e.detail))
+    Error::corrupt(
+        outer_pos,
+        format!("transaction payload: zstd: {}", e.detail),
+    )
 }
 
 /// TRANSACTION_PAYLOAD's TLV header, accepted exactly when
@@ -816,5 +875,425 @@ fn parse_payload(body: &[u8], base: u64, outer_pos: u64) -> Option<Payload> {
     if size != 0 && size != data.len() as u64 {
         return None;
     }
-    Some(Payload::Pending { compression, data: data.to_vec(), offset, outer_pos })
+    Some(Payload::Pending {
+        compression,
+        data: data.to_vec(),
+        offset,
+        outer_pos,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One v4 event: header (19 bytes) + body, with a CRC32 when `crc`.
+    fn event(type_code: u8, flags: u16, body: &[u8], crc: bool, pos: u32) -> Vec<u8> {
+        let length = (19 + body.len() + if crc { 4 } else { 0 }) as u32;
+        let mut e = Vec::new();
+        e.extend_from_slice(&1_700_000_000u32.to_le_bytes());
+        e.push(type_code);
+        e.extend_from_slice(&7u32.to_le_bytes());
+        e.extend_from_slice(&length.to_le_bytes());
+        e.extend_from_slice(&(pos + length).to_le_bytes());
+        e.extend_from_slice(&flags.to_le_bytes());
+        e.extend_from_slice(body);
+        if crc {
+            let c = crc32(&[&e]);
+            e.extend_from_slice(&c.to_le_bytes());
+        }
+        e
+    }
+
+    fn fde_body(version: &str, alg: Option<u8>) -> Vec<u8> {
+        let mut b = 4u16.to_le_bytes().to_vec();
+        let mut v = version.as_bytes().to_vec();
+        v.resize(ST_SERVER_VER_LEN, 0);
+        b.extend_from_slice(&v);
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.push(19);
+        b.extend_from_slice(&[0u8; 40]); // post-header lengths
+        b.extend(alg);
+        b
+    }
+
+    /// A v4 binlog of `server` with CRC32 when `crc`, then the given (type, body) events.
+    fn binlog(server: &str, crc: bool, in_use: bool, events: &[(u8, Vec<u8>)]) -> Vec<u8> {
+        let mut out = BINLOG_MAGIC.to_vec();
+        let alg = has_checksum_field(server.as_bytes()).then_some(crc as u8);
+        // The FDE's CRC is computed with IN_USE clear; set the flag afterwards.
+        let mut fde = event(
+            FORMAT_DESCRIPTION_EVENT,
+            0,
+            &fde_body(server, alg),
+            alg.is_some(),
+            4,
+        );
+        if in_use {
+            fde[17] |= 1;
+        }
+        out.extend(fde);
+        for (t, body) in events {
+            let pos = out.len() as u32;
+            out.extend(event(*t, 0, body, crc, pos));
+        }
+        out
+    }
+
+    fn frames(data: &[u8], opts: Options) -> (Vec<Frame>, Option<Error>) {
+        let mut f = Framer::new(StreamSource::new(data), opts);
+        let mut out = Vec::new();
+        loop {
+            match f.next() {
+                Ok(Some(frame)) => out.push(frame),
+                Ok(None) => return (out, None),
+                Err(e) => return (out, Some(e)),
+            }
+        }
+    }
+
+    #[test]
+    fn v4_with_checksums_frames_and_strips_crc() {
+        let data = binlog(
+            "5.7.30-log",
+            true,
+            false,
+            &[(QUERY_EVENT, vec![1; 30]), (XID_EVENT, vec![2; 8])],
+        );
+        let mut f = Framer::new(StreamSource::new(&data[..]), Options::default());
+        let fde = f.next().unwrap().unwrap();
+        assert!(fde.fde && fde.checksum.is_some());
+        assert_eq!(f.pending_alg(), Some(BINLOG_CHECKSUM_ALG_CRC32));
+        assert_eq!(f.format().checksum_alg, Some(1));
+        let q = f.next().unwrap().unwrap();
+        assert_eq!(
+            (q.pos, q.type_code, q.length),
+            (fde.next_pos(), QUERY_EVENT, 19 + 30 + 4)
+        );
+        assert_eq!(f.raw().len(), 19 + 30);
+        assert_eq!(f.next().unwrap().unwrap().type_code, XID_EVENT);
+        assert_eq!(f.next().unwrap(), None);
+        assert_eq!(f.end_pos, Some(data.len() as u64));
+    }
+
+    #[test]
+    fn crc_mismatch_stops_unless_forced() {
+        let mut data = binlog(
+            "10.6.4-MariaDB",
+            true,
+            false,
+            &[(QUERY_EVENT, vec![1; 30]), (XID_EVENT, vec![2; 8])],
+        );
+        let fde_len = le_uint(&data[13..17]) as usize;
+        data[4 + fde_len + 25] ^= 0xff;
+        let (got, err) = frames(&data, Options::default());
+        assert_eq!(got.len(), 1);
+        let err = err.unwrap();
+        assert_eq!(
+            (err.kind, err.offset),
+            (ErrorKind::ChecksumMismatch, 4 + fde_len as u64)
+        );
+        let (got, err) = frames(
+            &data,
+            Options {
+                force: true,
+                ..Options::default()
+            },
+        );
+        assert_eq!((got.len(), err), (3, None));
+        let (got, err) = frames(
+            &data,
+            Options {
+                verify_checksums: false,
+                ..Options::default()
+            },
+        );
+        assert_eq!((got.len(), err), (3, None));
+    }
+
+    #[test]
+    fn old_servers_fde_has_no_checksum_field() {
+        assert!(!has_checksum_field(b"5.6.0-log") && has_checksum_field(b"5.6.1-m5"));
+        assert!(!has_checksum_field(b"5.2.9-MariaDB") && has_checksum_field(b"5.3.0-MariaDB"));
+        let data = binlog("5.1.73-log", false, false, &[(QUERY_EVENT, vec![1; 30])]);
+        let (got, err) = frames(&data, Options::default());
+        assert_eq!((got.len(), err, got[0].checksum), (2, None, None));
+    }
+
+    #[test]
+    fn bad_magic_encrypted_and_empty() {
+        let e = frames(b"", Options::default()).1.unwrap();
+        assert_eq!(
+            (e.kind, e.offset, e.detail.as_str()),
+            (ErrorKind::NotABinlog, 0, "bad magic number (empty file)")
+        );
+        let e = frames(b"\xfdbin\0\0", Options::default()).1.unwrap();
+        assert_eq!(e.kind, ErrorKind::EncryptedBinlog);
+        let e = frames(b"GIF89a", Options::default()).1.unwrap();
+        assert_eq!(e.detail, "bad magic number 47 49 46 38");
+        assert_eq!(frames(BINLOG_MAGIC, Options::default()), (vec![], None));
+    }
+
+    #[test]
+    fn truncation_is_partial_in_an_in_use_file() {
+        let data = binlog("8.0.30", true, true, &[(QUERY_EVENT, vec![1; 30])]);
+        let cut = &data[..data.len() - 3];
+        let (got, err) = frames(cut, Options::default());
+        assert_eq!((got.len(), err.unwrap().kind), (1, ErrorKind::PartialEvent));
+        let data = binlog("8.0.30", true, false, &[(QUERY_EVENT, vec![1; 30])]);
+        let (_, err) = frames(&data[..data.len() - 40], Options::default());
+        let err = err.unwrap();
+        assert_eq!(err.kind, ErrorKind::TruncatedEvent);
+        assert!(
+            err.detail.starts_with("event header cut short"),
+            "{}",
+            err.detail
+        );
+    }
+
+    #[test]
+    fn bogus_lengths_are_errors_without_allocating() {
+        let mut data = binlog("8.0.30", true, false, &[(QUERY_EVENT, vec![1; 30])]);
+        let at = data.len() - 53 + 9;
+        data[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        let err = frames(&data, Options::default()).1.unwrap();
+        assert_eq!(err.kind, ErrorKind::TruncatedEvent);
+        data[at..at + 4].copy_from_slice(&10u32.to_le_bytes());
+        let err = frames(&data, Options::default()).1.unwrap();
+        assert_eq!(err.kind, ErrorKind::CorruptEvent);
+        data[at..at + 4].copy_from_slice(&21u32.to_le_bytes());
+        let err = frames(&data, Options::default()).1.unwrap();
+        assert_eq!(
+            err.detail,
+            "event length 21 leaves no room for its checksum"
+        );
+    }
+
+    #[test]
+    fn version_detection_v1_v3_and_no_start_event() {
+        // v1: a START_EVENT_V3 of 69 bytes, 13-byte headers after it.
+        let mut data = BINLOG_MAGIC.to_vec();
+        let mut start = vec![0u8; 13];
+        start[4] = START_EVENT_V3;
+        start[9..13].copy_from_slice(&69u32.to_le_bytes());
+        start.extend_from_slice(&[0u8; 56]);
+        data.extend(&start);
+        let mut q = vec![0u8; 13];
+        q[4] = QUERY_EVENT;
+        q[9..13].copy_from_slice(&30u32.to_le_bytes());
+        q.extend_from_slice(&[b'x'; 17]);
+        data.extend(&q);
+        let mut f = Framer::new(StreamSource::new(&data[..]), Options::default());
+        f.next().unwrap().unwrap();
+        assert_eq!(f.binlog_version, Some(1));
+        let q = f.next().unwrap().unwrap();
+        assert_eq!((q.pos, q.header_len, q.log_pos), (73, 13, 0));
+        assert_eq!(f.next().unwrap(), None);
+        // A 4.x file starting with a QUERY: v3 without a start event.
+        let mut data = BINLOG_MAGIC.to_vec();
+        data.extend(event(QUERY_EVENT, 0, &[0; 20], false, 4));
+        let mut f = Framer::new(StreamSource::new(&data[..]), Options::default());
+        assert_eq!(f.next().unwrap().unwrap().type_code, QUERY_EVENT);
+        assert_eq!((f.binlog_version, f.no_start_event), (Some(3), true));
+        // Nothing a file can start with.
+        let mut data = BINLOG_MAGIC.to_vec();
+        data.extend(event(GTID_LOG_EVENT, 0, &[0; 20], false, 4));
+        let err = frames(&data, Options::default()).1.unwrap();
+        assert_eq!((err.kind, err.offset), (ErrorKind::CorruptEvent, 4));
+    }
+
+    #[test]
+    fn wl2325_codes_are_renumbered() {
+        let data = binlog(
+            "5.2.2-a_drop6p13-debug-log",
+            false,
+            false,
+            &[(16, vec![0; 10]), (20, vec![0; 10])],
+        );
+        let (got, err) = frames(&data, Options::default());
+        assert_eq!(err, None);
+        assert_eq!(
+            (got[1].type_code, got[2].type_code),
+            (TABLE_MAP_EVENT, XID_EVENT)
+        );
+    }
+
+    fn packed(n: u64) -> Vec<u8> {
+        match n {
+            0..=250 => vec![n as u8],
+            _ => [vec![252], (n as u16).to_le_bytes().to_vec()].concat(),
+        }
+    }
+
+    /// TRANSACTION_PAYLOAD body: TLV fields (compression, size), end mark, payload.
+    fn payload_event(compression: u8, payload: &[u8]) -> Vec<u8> {
+        let mut body = Vec::new();
+        for (field, value) in [(2u64, compression as u64), (1, payload.len() as u64)] {
+            let v = packed(value);
+            body.extend(packed(field));
+            body.extend(packed(v.len() as u64));
+            body.extend(v);
+        }
+        body.push(0);
+        body.extend_from_slice(payload);
+        body
+    }
+
+    #[test]
+    fn transaction_payload_events_follow_it() {
+        let mut inner = event(QUERY_EVENT, 0, &[b'q'; 20], false, 0);
+        inner.extend(event(XID_EVENT, 0, &[9; 8], false, 0));
+        for (compression, stored) in [
+            (PAYLOAD_NONE as u8, inner.clone()),
+            (PAYLOAD_ZSTD as u8, zstd::encode_all(&inner[..], 3).unwrap()),
+        ] {
+            let body = payload_event(compression, &stored);
+            let data = binlog(
+                "8.0.30",
+                true,
+                false,
+                &[
+                    (TRANSACTION_PAYLOAD_EVENT, body),
+                    (ROTATE_EVENT, vec![0; 12]),
+                ],
+            );
+            let (got, err) = frames(&data, Options::default());
+            assert_eq!(err, None);
+            let kinds: Vec<_> = got.iter().map(|f| (f.type_code, f.inner)).collect();
+            assert_eq!(
+                kinds,
+                [
+                    (15, false),
+                    (40, false),
+                    (QUERY_EVENT, true),
+                    (XID_EVENT, true),
+                    (ROTATE_EVENT, false)
+                ]
+            );
+            assert_eq!(got[2].pos, got[1].pos);
+            let (got, _) = frames(
+                &data,
+                Options {
+                    unpack_payloads: false,
+                    ..Options::default()
+                },
+            );
+            assert_eq!(got.len(), 3);
+        }
+        // An unknown compression is an error after the payload event.
+        let data = binlog(
+            "8.0.30",
+            true,
+            false,
+            &[(TRANSACTION_PAYLOAD_EVENT, payload_event(7, &inner))],
+        );
+        let (got, err) = frames(&data, Options::default());
+        assert_eq!(
+            (got.len(), err.unwrap().kind),
+            (2, ErrorKind::UnsupportedFeature)
+        );
+    }
+
+    #[test]
+    fn huge_rows_events_stay_in_the_file() {
+        let data = binlog(
+            "8.0.30",
+            true,
+            false,
+            &[
+                (WRITE_ROWS_EVENT, vec![5; 200_000]),
+                (XID_EVENT, vec![1; 8]),
+            ],
+        );
+        let path = std::env::temp_dir().join(format!("binlake-huge-{}", std::process::id()));
+        std::fs::write(&path, &data).unwrap();
+        let src = crate::source::FileSource::open(path.to_str().unwrap()).unwrap();
+        let mut f = Framer::new(
+            src,
+            Options {
+                large_event_bytes: 1000,
+                ..Options::default()
+            },
+        );
+        f.next().unwrap();
+        let rows = f.next().unwrap().unwrap();
+        assert_eq!(rows.large_end, Some(rows.pos + 19 + 200_000));
+        assert_eq!(f.raw().len(), LARGE_EVENT_HEAD);
+        assert_eq!(f.next().unwrap().unwrap().type_code, XID_EVENT);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    /// Every file of the shared corpus: positions chain from 4, and an error
+    /// happens only on a file MANIFEST.md marks corrupt, truncated or encrypted.
+    #[test]
+    fn corpus_walk() {
+        let root = std::env::var("BINLAKE_CORPUS").unwrap_or_else(|_| {
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/binlogs").to_string()
+        });
+        let root = std::path::Path::new(&root);
+        let Ok(manifest) = std::fs::read_to_string(root.join("MANIFEST.md")) else {
+            eprintln!(
+                "corpus_walk: no MANIFEST.md under {} (set BINLAKE_CORPUS); skipped",
+                root.display()
+            );
+            return;
+        };
+        let mut bad = std::collections::HashMap::new();
+        for line in manifest.lines().filter(|l| l.starts_with("| `")) {
+            let cells: Vec<&str> = line.split('|').collect();
+            let (Some(name), Some(cond)) = (cells.get(1), cells.get(6)) else {
+                continue;
+            };
+            let c = cond.to_uppercase();
+            let must_fail = ([
+                "CORRUPT",
+                "TRUNCATED",
+                "ENCRYPTED",
+                "MALFORMED",
+                "NOT A BINLOG",
+            ]
+            .iter()
+            .any(|w| c.contains(w))
+                && !c.contains("EVENTS INTACT"))
+                || c.contains("STALE CRC32");
+            bad.insert(name.trim().trim_matches('`').to_string(), must_fail);
+        }
+        let (mut files, mut events) = (0, 0);
+        for (name, must_fail) in &bad {
+            let path = root.join(name);
+            let is_gz = name.ends_with(".gz");
+            let src: Box<dyn Source> = if is_gz {
+                let file = std::fs::File::open(&path).unwrap();
+                Box::new(StreamSource::new(flate2::read::MultiGzDecoder::new(file)))
+            } else {
+                Box::new(crate::source::FileSource::open(path.to_str().unwrap()).unwrap())
+            };
+            let mut f = Framer::new(src, Options::default());
+            let mut expected = 4;
+            let result = loop {
+                match f.next() {
+                    Ok(Some(frame)) => {
+                        events += 1;
+                        if !frame.inner {
+                            assert_eq!(frame.pos, expected, "{name}");
+                            expected = frame.next_pos();
+                        }
+                    }
+                    Ok(None) => break Ok(expected),
+                    Err(e) => break Err(e),
+                }
+            };
+            match result {
+                Ok(end) => {
+                    if !is_gz {
+                        assert_eq!(end, std::fs::metadata(&path).unwrap().len(), "{name}");
+                    }
+                }
+                Err(e) => assert!(must_fail, "{name}: unexpected {:?} {e}", e.kind),
+            }
+            files += 1;
+        }
+        assert!(files > 100, "only {files} corpus files");
+        eprintln!("corpus_walk: {files} files, {events} events");
+    }
 }

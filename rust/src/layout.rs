@@ -13,11 +13,17 @@ use crate::constants::*;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// TINY/SHORT/INT24/LONG/LONGLONG: little-endian, `bytes` wide.
-    Int { bytes: u8 },
+    Int {
+        bytes: u8,
+    },
     Float,
     Double,
     /// NEWDECIMAL (strings/decimal.cc `bin2decimal`).
-    Decimal { precision: u8, scale: u8, size: u8 },
+    Decimal {
+        precision: u8,
+        scale: u8,
+        size: u8,
+    },
     Year,
     /// DATE / NEWDATE: 3 bytes, day | month << 5 | year << 9.
     Date,
@@ -27,23 +33,48 @@ pub enum Kind {
     DatetimeOld,
     /// TIMESTAMP before 5.6: 4 bytes of seconds.
     TimestampOld,
-    Timestamp2 { fsp: u8 },
-    Datetime2 { fsp: u8 },
-    Time2 { fsp: u8 },
+    Timestamp2 {
+        fsp: u8,
+    },
+    Datetime2 {
+        fsp: u8,
+    },
+    Time2 {
+        fsp: u8,
+    },
     /// BIT: `bytes` big-endian bytes holding `bits` bits.
-    Bit { bits: u16, bytes: u8 },
+    Bit {
+        bits: u16,
+        bytes: u8,
+    },
     /// CHAR / VARCHAR / VAR_STRING: length prefix of 1 or 2 bytes.
-    String { len_bytes: u8 },
+    String {
+        len_bytes: u8,
+    },
     /// BLOB / TEXT of every size: length prefix of 1-4 bytes.
-    Blob { len_bytes: u8 },
-    Geometry { len_bytes: u8 },
-    Json { len_bytes: u8 },
-    Vector { len_bytes: u8 },
+    Blob {
+        len_bytes: u8,
+    },
+    Geometry {
+        len_bytes: u8,
+    },
+    Json {
+        len_bytes: u8,
+    },
+    Vector {
+        len_bytes: u8,
+    },
     /// ENUM: index of 1 or 2 bytes; SET: bitmask of 1-8 bytes.
-    Enum { bytes: u8 },
-    Set { bytes: u8 },
+    Enum {
+        bytes: u8,
+    },
+    Set {
+        bytes: u8,
+    },
     /// A type whose row image width cannot be known (e.g. old DECIMAL, NULL).
-    Unsupported { type_code: u8 },
+    Unsupported {
+        type_code: u8,
+    },
 }
 
 const DIG2BYTES: [u8; 10] = [0, 1, 1, 2, 2, 3, 3, 4, 4, 4];
@@ -65,7 +96,10 @@ pub fn string_real_type(meta: u16) -> (u8, u16) {
         return (MYSQL_TYPE_STRING, 0);
     }
     if byte0 & 0x30 != 0x30 {
-        return (byte0 | 0x30, byte1 | ((((byte0 & 0x30) ^ 0x30) as u16) << 4));
+        return (
+            byte0 | 0x30,
+            byte1 | ((((byte0 & 0x30) ^ 0x30) as u16) << 4),
+        );
     }
     (byte0, byte1)
 }
@@ -96,7 +130,11 @@ impl Kind {
                 if precision == 0 || precision > 65 || scale > 30 || scale > precision {
                     return Kind::Unsupported { type_code };
                 }
-                Kind::Decimal { precision, scale, size: decimal_size(precision, scale) as u8 }
+                Kind::Decimal {
+                    precision,
+                    scale,
+                    size: decimal_size(precision, scale) as u8,
+                }
             }
             MYSQL_TYPE_YEAR => Kind::Year,
             MYSQL_TYPE_DATE | MYSQL_TYPE_NEWDATE => Kind::Date,
@@ -116,20 +154,27 @@ impl Kind {
                 if bytes > 8 || rem > 7 {
                     return Kind::Unsupported { type_code };
                 }
-                Kind::Bit { bits: whole * 8 + rem, bytes: bytes as u8 }
+                Kind::Bit {
+                    bits: whole * 8 + rem,
+                    bytes: bytes as u8,
+                }
             }
-            MYSQL_TYPE_VARCHAR | MYSQL_TYPE_VAR_STRING => {
-                Kind::String { len_bytes: if meta < 256 { 1 } else { 2 } }
-            }
+            MYSQL_TYPE_VARCHAR | MYSQL_TYPE_VAR_STRING => Kind::String {
+                len_bytes: if meta < 256 { 1 } else { 2 },
+            },
             MYSQL_TYPE_STRING => {
                 let (real, length) = string_real_type(meta);
                 match real {
                     MYSQL_TYPE_ENUM | MYSQL_TYPE_SET => Kind::enum_or_set(real, length),
-                    _ => Kind::String { len_bytes: if length < 256 { 1 } else { 2 } },
+                    _ => Kind::String {
+                        len_bytes: if length < 256 { 1 } else { 2 },
+                    },
                 }
             }
             MYSQL_TYPE_ENUM | MYSQL_TYPE_SET => Kind::enum_or_set(type_code, one as u16),
-            MYSQL_TYPE_BLOB | MYSQL_TYPE_TINY_BLOB | MYSQL_TYPE_MEDIUM_BLOB
+            MYSQL_TYPE_BLOB
+            | MYSQL_TYPE_TINY_BLOB
+            | MYSQL_TYPE_MEDIUM_BLOB
             | MYSQL_TYPE_LONG_BLOB => match one {
                 1..=4 => Kind::Blob { len_bytes: one },
                 _ => Kind::Unsupported { type_code },
@@ -225,8 +270,14 @@ mod tests {
     fn string_metadata_hides_enum_and_set() {
         assert_eq!(Kind::of(MYSQL_TYPE_STRING, 0xF701), Kind::Enum { bytes: 1 });
         assert_eq!(Kind::of(MYSQL_TYPE_STRING, 0xF808), Kind::Set { bytes: 8 });
-        assert_eq!(Kind::of(MYSQL_TYPE_STRING, 0xFE14), Kind::String { len_bytes: 1 });
+        assert_eq!(
+            Kind::of(MYSQL_TYPE_STRING, 0xFE14),
+            Kind::String { len_bytes: 1 }
+        );
         // CHAR(255) in utf8mb4: 1020 bytes, the high bits of the length in byte 0
-        assert_eq!(Kind::of(MYSQL_TYPE_STRING, 0xCEFC), Kind::String { len_bytes: 2 });
+        assert_eq!(
+            Kind::of(MYSQL_TYPE_STRING, 0xCEFC),
+            Kind::String { len_bytes: 2 }
+        );
     }
 }

@@ -27,7 +27,10 @@ pub struct ValueError {
 
 impl ValueError {
     pub fn corrupt(detail: impl Into<String>) -> Self {
-        ValueError { unsupported: false, detail: detail.into() }
+        ValueError {
+            unsupported: false,
+            detail: detail.into(),
+        }
     }
 }
 
@@ -144,7 +147,11 @@ impl Plan {
         } else {
             (columns.len().div_ceil(8), 0)
         };
-        Plan { columns, null_bytes, null_shift }
+        Plan {
+            columns,
+            null_bytes,
+            null_shift,
+        }
     }
 }
 
@@ -185,13 +192,17 @@ impl<'a> Images<'a> {
 
     #[inline]
     fn take(&mut self, n: usize) -> ValueResult<&'a [u8]> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len()).ok_or_else(|| {
-            ValueError::corrupt(format!(
-                "row image runs past the end of the event (needs {n} bytes at {}, {} left)",
-                self.pos,
-                self.buf.len() - self.pos.min(self.buf.len())
-            ))
-        })?;
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&e| e <= self.buf.len())
+            .ok_or_else(|| {
+                ValueError::corrupt(format!(
+                    "row image runs past the end of the event (needs {n} bytes at {}, {} left)",
+                    self.pos,
+                    self.buf.len() - self.pos.min(self.buf.len())
+                ))
+            })?;
         let out = &self.buf[self.pos..end];
         self.pos = end;
         Ok(out)
@@ -211,7 +222,9 @@ impl<'a> Images<'a> {
             252 => Ok(le_uint(self.take(2)?)),
             253 => Ok(le_uint(self.take(3)?)),
             254 => Ok(le_uint(self.take(8)?)),
-            _ => Err(ValueError::corrupt(format!("bad packed integer prefix {first}"))),
+            _ => Err(ValueError::corrupt(format!(
+                "bad packed integer prefix {first}"
+            ))),
         }
     }
 
@@ -225,7 +238,10 @@ impl<'a> Images<'a> {
         sink: &mut S,
     ) -> ValueResult {
         let null_raw = self.take(plan.null_bytes)?;
-        let nulls = NullBits { raw: null_raw, shift: plan.null_shift };
+        let nulls = NullBits {
+            raw: null_raw,
+            shift: plan.null_shift,
+        };
         for (slot, &index) in plan.columns.iter().enumerate() {
             let col = &layout.columns[index];
             if nulls.is_null(slot) {
@@ -283,11 +299,19 @@ impl<'a> Images<'a> {
                 b.copy_from_slice(raw);
                 sink.double(col, f64::from_le_bytes(b))
             }
-            Kind::Decimal { precision, scale, size } => {
+            Kind::Decimal {
+                precision,
+                scale,
+                size,
+            } => {
                 let raw = self.take(size as usize)?;
                 let mut digits = [0u8; 96];
                 let (negative, len) = decimal_digits(raw, precision, scale, &mut digits);
-                let value = DecimalValue { negative, digits: &digits[digits.len() - len..], scale };
+                let value = DecimalValue {
+                    negative,
+                    digits: &digits[digits.len() - len..],
+                    scale,
+                };
                 sink.decimal(col, &value, raw)
             }
             Kind::Year => {
@@ -422,7 +446,9 @@ impl NullBits<'_> {
     #[inline]
     fn is_null(&self, slot: usize) -> bool {
         let bit = slot + self.shift as usize;
-        self.raw.get(bit / 8).is_some_and(|b| b >> (bit % 8) & 1 == 1)
+        self.raw
+            .get(bit / 8)
+            .is_some_and(|b| b >> (bit % 8) & 1 == 1)
     }
 }
 
@@ -443,7 +469,11 @@ pub fn time2_parts(raw: &[u8], fsp: u8) -> TimeParts {
         be_uint(&raw[..6]) as i64 - 0x8000_0000_0000
     } else {
         let mut intpart = be_uint(&raw[..3]) as i64 - 0x80_0000;
-        let mut frac = if n > 0 { be_uint(&raw[3..3 + n]) as i64 } else { 0 };
+        let mut frac = if n > 0 {
+            be_uint(&raw[3..3 + n]) as i64
+        } else {
+            0
+        };
         if intpart < 0 && frac != 0 {
             intpart += 1;
             frac -= if n == 1 { 0x100 } else { 0x10000 };
@@ -465,16 +495,7 @@ pub fn time2_parts(raw: &[u8], fsp: u8) -> TimeParts {
 
 const DIG2BYTES: [usize; 10] = [0, 1, 1, 2, 2, 3, 3, 4, 4, 4];
 const POW10: [u64; 10] = [
-    1,
-    10,
-    100,
-    1000,
-    10000,
-    100000,
-    1000000,
-    10000000,
-    100000000,
-    1000000000,
+    1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000,
 ];
 
 /// Binary DECIMAL (strings/decimal.cc `bin2decimal`) to sign and unscaled
@@ -642,12 +663,20 @@ fn decode_row<S: RowSink>(
     sink: &mut S,
 ) -> ValueResult {
     sink.start_row(rows.operation)?;
-    let first = if rows.operation == Operation::Insert { Role::After } else { Role::Before };
+    let first = if rows.operation == Operation::Insert {
+        Role::After
+    } else {
+        Role::Before
+    };
     sink.start_image(first, rows.before)?;
     images.image(layout, rows.before, &[], sink)?;
     sink.end_image(first)?;
     if rows.operation == Operation::Update {
-        let partial = if rows.partial { images.partial_columns(layout)? } else { Vec::new() };
+        let partial = if rows.partial {
+            images.partial_columns(layout)?
+        } else {
+            Vec::new()
+        };
         sink.start_image(Role::After, rows.after)?;
         images.image(layout, rows.after, &partial, sink)?;
         sink.end_image(Role::After)?;
@@ -662,7 +691,11 @@ mod tests {
     fn digits(raw: &[u8], p: u8, s: u8) -> String {
         let mut out = [0u8; 96];
         let (neg, n) = decimal_digits(raw, p, s, &mut out);
-        let v = DecimalValue { negative: neg, digits: &out[96 - n..], scale: s };
+        let v = DecimalValue {
+            negative: neg,
+            digits: &out[96 - n..],
+            scale: s,
+        };
         let mut text = Vec::new();
         v.write_text(&mut text);
         String::from_utf8(text).unwrap()
@@ -671,9 +704,15 @@ mod tests {
     #[test]
     fn decimals_from_the_server_docs() {
         // DECIMAL(14,4) 1234567890.1234 (strings/decimal.cc comment)
-        assert_eq!(digits(&[0x81, 0x0D, 0xFB, 0x38, 0xD2, 0x04, 0xD2], 14, 4), "1234567890.1234");
+        assert_eq!(
+            digits(&[0x81, 0x0D, 0xFB, 0x38, 0xD2, 0x04, 0xD2], 14, 4),
+            "1234567890.1234"
+        );
         // -1234567890.1234: every byte inverted
-        let neg: Vec<u8> = [0x81u8, 0x0D, 0xFB, 0x38, 0xD2, 0x04, 0xD2].iter().map(|b| !b).collect();
+        let neg: Vec<u8> = [0x81u8, 0x0D, 0xFB, 0x38, 0xD2, 0x04, 0xD2]
+            .iter()
+            .map(|b| !b)
+            .collect();
         assert_eq!(digits(&neg, 14, 4), "-1234567890.1234");
         assert_eq!(digits(&[0x80, 0x00, 0x00, 0x00, 0x00], 10, 2), "0.00");
         assert_eq!(digits(&[0x80, 0x00, 0x00, 0x00, 0x05], 10, 2), "0.05");

@@ -52,7 +52,12 @@ impl FileSource {
     pub fn open(path: &str) -> io::Result<Self> {
         let file = File::open(path)?;
         let size = file.metadata()?.len();
-        Ok(FileSource { file, size, buf: Vec::new(), start: 0 })
+        Ok(FileSource {
+            file,
+            size,
+            buf: Vec::new(),
+            start: 0,
+        })
     }
 
     /// Refill the window from `pos` with up to `want` bytes, growing the
@@ -114,7 +119,11 @@ const STREAM_CHUNK: usize = 1 << 16;
 
 impl<R: Read> StreamSource<R> {
     pub fn new(reader: R) -> Self {
-        StreamSource { reader, buf: Vec::new(), start: 0 }
+        StreamSource {
+            reader,
+            buf: Vec::new(),
+            start: 0,
+        }
     }
 
     pub fn into_inner(self) -> R {

@@ -97,7 +97,10 @@ impl PyFramer {
     ) -> PyResult<Self> {
         let stream_error: PyErrSlot = Arc::new(Mutex::new(None));
         let source: Box<dyn Source + Send> = match stream {
-            Some(obj) => Box::new(StreamSource::new(PyStream { obj, error: stream_error.clone() })),
+            Some(obj) => Box::new(StreamSource::new(PyStream {
+                obj,
+                error: stream_error.clone(),
+            })),
             None => Box::new(FileSource::open(&path)?),
         };
         let opts = Options {
@@ -108,7 +111,12 @@ impl PyFramer {
             large_event_bytes,
             pending_alg,
         };
-        Ok(PyFramer { framer: Framer::new(source, opts), path, stream_error, large_end: None })
+        Ok(PyFramer {
+            framer: Framer::new(source, opts),
+            path,
+            stream_error,
+            large_end: None,
+        })
     }
 
     /// Magic and version detection (else done by the first `next`).
@@ -204,7 +212,12 @@ impl PyFramer {
     #[getter]
     fn format(&self) -> (u16, usize, Option<u8>, bool) {
         let f = self.framer.format();
-        (f.binlog_version, f.header_length, f.checksum_alg, f.permuted)
+        (
+            f.binlog_version,
+            f.header_length,
+            f.checksum_alg,
+            f.permuted,
+        )
     }
 }
 

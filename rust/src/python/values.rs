@@ -14,8 +14,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{
-    PyBytes, PyDate, PyDateTime, PyDelta, PyDict, PyFrozenSet, PyList, PyString, PyTuple,
-    PyTzInfo,
+    PyBytes, PyDate, PyDateTime, PyDelta, PyDict, PyFrozenSet, PyList, PyString, PyTuple, PyTzInfo,
 };
 
 use crate::layout::{Column, Layout};
@@ -63,7 +62,9 @@ pub struct RowLayout {
 }
 
 fn names(py: Python<'_>, values: &Option<Vec<String>>) -> Option<Vec<Py<PyString>>> {
-    values.as_ref().map(|v| v.iter().map(|s| PyString::intern(py, s).unbind()).collect())
+    values
+        .as_ref()
+        .map(|v| v.iter().map(|s| PyString::intern(py, s).unbind()).collect())
 }
 
 impl RowLayout {
@@ -130,7 +131,11 @@ impl RowLayout {
             empty: PyString::intern(py, "").unbind(),
         };
         Ok(RowLayout {
-            layout: Layout { database, table, columns: cols },
+            layout: Layout {
+                database,
+                table,
+                columns: cols,
+            },
             extra,
             plans: PlanCache::default(),
             helpers,
@@ -166,7 +171,13 @@ impl RowLayout {
             Some(bitmap) => self.plans.get(&self.layout, bitmap, false),
             None => before.clone(),
         };
-        let rows = RowsData { operation, partial, before: &before, after: &after, data };
+        let rows = RowsData {
+            operation,
+            partial,
+            before: &before,
+            after: &after,
+            data,
+        };
         let mut sink = PySink {
             py,
             extra: &mut self.extra,
@@ -186,7 +197,12 @@ impl RowLayout {
                     row_error.set_cause(py, Some(err));
                     return Err(row_error);
                 }
-                Err(RowDecodeError::new_err((offset, index, e.unsupported, e.detail)))
+                Err(RowDecodeError::new_err((
+                    offset,
+                    index,
+                    e.unsupported,
+                    e.detail,
+                )))
             }
         }
     }
@@ -215,7 +231,9 @@ impl<'py> PySink<'_, 'py> {
     fn put(&mut self, col: &Column, value: Bound<'py, PyAny>) -> ValueResult {
         let key = self.extra[col.index].key.bind(self.py);
         match &self.image {
-            Some(image) => image.set_item(key, value).map_err(|e| self.python_failure(e)),
+            Some(image) => image
+                .set_item(key, value)
+                .map_err(|e| self.python_failure(e)),
             None => Err(ValueError::corrupt("value outside an image")),
         }
     }
@@ -227,7 +245,11 @@ impl<'py> PySink<'_, 'py> {
     }
 
     fn temporal_text(&mut self, text: String) -> ValueResult<Bound<'py, PyAny>> {
-        self.helpers.mysql_temporal.bind(self.py).call1((text,)).map_err(|e| self.python_failure(e))
+        self.helpers
+            .mysql_temporal
+            .bind(self.py)
+            .call1((text,))
+            .map_err(|e| self.python_failure(e))
     }
 
     fn text(&mut self, col: &Column, bytes: &[u8]) -> ValueResult<Bound<'py, PyAny>> {
@@ -285,7 +307,20 @@ fn valid_date(year: u32, month: u32, day: u32) -> bool {
         return false;
     }
     let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
-    let days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    let days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
     day <= days[month as usize - 1]
 }
 
@@ -297,21 +332,33 @@ impl<'py> ValueSink for PySink<'_, 'py> {
     fn int(&mut self, col: &Column, value: i64, bytes: u8) -> ValueResult {
         let py = self.py;
         let obj = if col.unsigned && value < 0 {
-            let mask = if bytes >= 8 { u64::MAX } else { (1u64 << (8 * bytes)) - 1 };
-            ((value as u64) & mask).into_pyobject(py).unwrap_or_else(|never| match never {})
+            let mask = if bytes >= 8 {
+                u64::MAX
+            } else {
+                (1u64 << (8 * bytes)) - 1
+            };
+            ((value as u64) & mask)
+                .into_pyobject(py)
+                .unwrap_or_else(|never| match never {})
         } else {
-            value.into_pyobject(py).unwrap_or_else(|never| match never {})
+            value
+                .into_pyobject(py)
+                .unwrap_or_else(|never| match never {})
         };
         self.put(col, obj.into_any())
     }
 
     fn float(&mut self, col: &Column, value: f32) -> ValueResult {
-        let v = (value as f64).into_pyobject(self.py).unwrap_or_else(|never| match never {});
+        let v = (value as f64)
+            .into_pyobject(self.py)
+            .unwrap_or_else(|never| match never {});
         self.put(col, v.into_any())
     }
 
     fn double(&mut self, col: &Column, value: f64) -> ValueResult {
-        let v = value.into_pyobject(self.py).unwrap_or_else(|never| match never {});
+        let v = value
+            .into_pyobject(self.py)
+            .unwrap_or_else(|never| match never {});
         self.put(col, v.into_any())
     }
 
@@ -328,7 +375,12 @@ impl<'py> ValueSink for PySink<'_, 'py> {
         text.extend_from_slice(value.digits);
         text.extend_from_slice(format!("e-{}", value.scale).as_bytes());
         let text = String::from_utf8(text).unwrap_or_default();
-        let obj = self.helpers.decimal.bind(py).call1((text,)).map_err(|e| self.python_failure(e))?;
+        let obj = self
+            .helpers
+            .decimal
+            .bind(py)
+            .call1((text,))
+            .map_err(|e| self.python_failure(e))?;
         let cache = &mut self.extra[col.index].decimals;
         if cache.len() > 4096 {
             cache.clear(); // bounded: most columns repeat few amounts, some none
@@ -338,7 +390,9 @@ impl<'py> ValueSink for PySink<'_, 'py> {
     }
 
     fn year(&mut self, col: &Column, year: u32) -> ValueResult {
-        let v = year.into_pyobject(self.py).unwrap_or_else(|never| match never {});
+        let v = year
+            .into_pyobject(self.py)
+            .unwrap_or_else(|never| match never {});
         self.put(col, v.into_any())
     }
 
@@ -439,7 +493,9 @@ impl<'py> ValueSink for PySink<'_, 'py> {
     }
 
     fn bit(&mut self, col: &Column, value: u64, _raw: &[u8]) -> ValueResult {
-        let v = value.into_pyobject(self.py).unwrap_or_else(|never| match never {});
+        let v = value
+            .into_pyobject(self.py)
+            .unwrap_or_else(|never| match never {});
         self.put(col, v.into_any())
     }
 
@@ -460,13 +516,23 @@ impl<'py> ValueSink for PySink<'_, 'py> {
 
     fn json(&mut self, col: &Column, bytes: &[u8]) -> ValueResult {
         let raw = PyBytes::new(self.py, bytes);
-        let v = self.helpers.binary_to_text.bind(self.py).call1((raw,)).map_err(|e| self.python_failure(e))?;
+        let v = self
+            .helpers
+            .binary_to_text
+            .bind(self.py)
+            .call1((raw,))
+            .map_err(|e| self.python_failure(e))?;
         self.put(col, v)
     }
 
     fn json_diff(&mut self, col: &Column, bytes: &[u8]) -> ValueResult {
         let raw = PyBytes::new(self.py, bytes);
-        let v = self.helpers.parse_diffs.bind(self.py).call1((raw,)).map_err(|e| self.python_failure(e))?;
+        let v = self
+            .helpers
+            .parse_diffs
+            .bind(self.py)
+            .call1((raw,))
+            .map_err(|e| self.python_failure(e))?;
         self.partial_in_row = true;
         self.put(col, v)
     }
@@ -483,7 +549,10 @@ impl<'py> ValueSink for PySink<'_, 'py> {
     fn enum_index(&mut self, col: &Column, index: u16, _raw: &[u8]) -> ValueResult {
         let py = self.py;
         let v = match &self.extra[col.index].enum_names {
-            None => index.into_pyobject(py).unwrap_or_else(|never| match never {}).into_any(),
+            None => index
+                .into_pyobject(py)
+                .unwrap_or_else(|never| match never {})
+                .into_any(),
             Some(names) => match names.get((index as usize).wrapping_sub(1)) {
                 Some(name) if index > 0 => name.bind(py).clone().into_any(),
                 _ => self.helpers.empty.bind(py).clone().into_any(),
@@ -495,7 +564,10 @@ impl<'py> ValueSink for PySink<'_, 'py> {
     fn set_mask(&mut self, col: &Column, mask: u64, _raw: &[u8]) -> ValueResult {
         let py = self.py;
         let v = match &self.extra[col.index].set_names {
-            None => mask.into_pyobject(py).unwrap_or_else(|never| match never {}).into_any(),
+            None => mask
+                .into_pyobject(py)
+                .unwrap_or_else(|never| match never {})
+                .into_any(),
             Some(names) => {
                 let members: Vec<Bound<'py, PyString>> = names
                     .iter()
@@ -503,7 +575,9 @@ impl<'py> ValueSink for PySink<'_, 'py> {
                     .filter(|(i, _)| *i < 64 && mask >> i & 1 == 1)
                     .map(|(_, n)| n.bind(py).clone())
                     .collect();
-                PyFrozenSet::new(py, &members).map_err(|e| self.python_failure(e))?.into_any()
+                PyFrozenSet::new(py, &members)
+                    .map_err(|e| self.python_failure(e))?
+                    .into_any()
             }
         };
         self.put(col, v)
@@ -542,7 +616,11 @@ impl<'py> RowSink for PySink<'_, 'py> {
                     .map_err(|e| self.python_failure(e))?;
             }
         }
-        let before = self.before.take().map(|d| d.into_any()).unwrap_or_else(none);
+        let before = self
+            .before
+            .take()
+            .map(|d| d.into_any())
+            .unwrap_or_else(none);
         let after = after.map(|d| d.into_any()).unwrap_or_else(none);
         let pair = PyTuple::new(py, [before, after]).map_err(|e| self.python_failure(e))?;
         self.rows.append(pair).map_err(|e| self.python_failure(e))
