@@ -11,6 +11,7 @@ pub mod framing;
 pub mod layout;
 pub mod rowimage;
 pub mod sink;
+pub mod source;
 
 #[cfg(feature = "python")]
 mod python;

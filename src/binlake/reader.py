@@ -28,6 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
+from . import core
 from .constants import (BINLOG_CHECKSUM_ALG_DESC_LEN, BINLOG_CHECKSUM_LEN, BINLOG_MAGIC,
                         ENCRYPTED_BINLOG_MAGIC, EVENT_LEN_OFFSET, EVENT_TYPE_OFFSET,
                         LOG_EVENT_MINIMAL_HEADER_LEN, OLD_HEADER_LEN, START_V3_HEADER_LEN,
@@ -210,6 +211,10 @@ class BinlogReader:
 
     # One file --------------------------------------------------------------
     def _read_file(self, path: str, start_position: int | None) -> Iterator[Event]:
+        native = core.native()
+        if native is not None:
+            yield from self._native_events(native, path, start_position)
+            return
         source = open_source(path)
         info = FileInfo(path)
         self.files.append(info)
@@ -296,6 +301,62 @@ class BinlogReader:
                 # Like mysqlbinlog --start-position: the first event (the format
                 # description) frames the file, then jump to the caller's event.
                 pos = start_position
+
+    def _native_events(self, native, path: str, start_position: int | None) -> Iterator[Event]:
+        """`_events` with the framing done by the native core: the same events,
+        decoded by the same Python decoders, with the same facts and errors."""
+        stream = None
+        if path == "-":
+            stream = sys.stdin.buffer
+        else:
+            with open(path, "rb") as probe:
+                if probe.read(2) == GZIP_MAGIC:
+                    import gzip
+                    stream = gzip.open(path, "rb")
+        info = FileInfo(path)
+        self.files.append(info)
+        framer = native.Framer(path, stream, self.verify_checksums, self.force, start_position,
+                               self.unpack_payloads, LARGE_EVENT_BYTES, self._pending_alg)
+        decode, note, update = self._decode, info.note, self._update_state
+        try:
+            framer.start()
+            version = info.binlog_version = framer.binlog_version
+            info.no_start_event = framer.no_start_event
+            fde = (old_format(version) if version in (1, 3) else
+                   FormatDescription(4, "", LOG_EVENT_MINIMAL_HEADER_LEN, b"", None, None))
+            ctx = DecodeContext(path, fde, table_caches=self._table_caches)
+            for (pos, timestamp, type_code, server_id, length, log_pos, flags, checksum,
+                 header_len, raw, special) in framer:
+                header = EventHeader(path, pos, timestamp, type_code, server_id, length,
+                                     log_pos, flags, checksum)
+                if special:
+                    if special & _N_WARNING:
+                        self.stats.warnings.append(framer.warning)
+                    if special & _N_FDE:
+                        self._pending_alg = framer.pending_alg
+                    if special & _N_LARGE:
+                        ctx.large_event_end = framer.large_end
+                        try:
+                            event = decode(header, raw, header_len, len(raw), ctx)
+                        finally:
+                            ctx.large_event_end = None
+                        note(event)
+                        yield event
+                        continue
+                event = decode(header, raw, header_len, len(raw), ctx)
+                note(event)
+                yield event
+                update(event, ctx, info)
+            info.end_pos = framer.end_pos
+        except EncryptedBinlog:
+            info.encrypted = True
+            raise
+        except PartialEvent:
+            info.partial_tail = True
+            raise
+        finally:
+            if stream is not None and stream is not sys.stdin.buffer:
+                stream.close()
 
     def _large_rows_event(self, source: "_FileSource", ctx: DecodeContext, info: "FileInfo",
                           pos: int, length: int, header_len: int, fields: tuple) -> Event:
@@ -461,6 +522,9 @@ _LARGE_EVENT_HEAD = 1 << 16  # post-header, extra info and bitmaps fit in this
 _LAZY_ROWS_TYPES = {E.WRITE_ROWS_EVENT_V1, E.UPDATE_ROWS_EVENT_V1, E.DELETE_ROWS_EVENT_V1,
                     E.WRITE_ROWS_EVENT, E.UPDATE_ROWS_EVENT, E.DELETE_ROWS_EVENT,
                     E.PARTIAL_UPDATE_ROWS_EVENT}
+
+#: Flags of the native framer's `special` item (rust/src/python/reader.rs).
+_N_WARNING, _N_LARGE, _N_FDE, _N_INNER = 1, 2, 4, 8
 
 #: Decoders that must account for every byte of the body (the others pad).
 _MUST_CONSUME = set(DECODERS) - {E.STOP_EVENT}

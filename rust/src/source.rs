@@ -1,0 +1,189 @@
+//! Where the framer's bytes come from: a regular file read through a window,
+//! or a forward-only stream (a pipe, a gzip-compressed file, a transaction
+//! payload being decompressed).
+//!
+//! Strategy: both answer `read_at(pos, n)` with at most `n` bytes, fewer only
+//! where the input ends, exactly like `_FileSource` / `_StreamSource` in
+//! reader.py. A file is read with positioned reads into a window, not mapped:
+//! mapped pages count as resident memory until unmapped, so a 1 GB binlog
+//! would look held in full. Memory grows only with bytes actually read, never
+//! with a length taken from the input, so a corrupt 4 GB length allocates
+//! nothing beyond what the input really has.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::unix::fs::FileExt;
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// Bytes read from a file per refill (and the unit of the window).
+pub const WINDOW: usize = 4 << 20;
+
+pub trait Source {
+    /// Up to `n` bytes at `pos`; fewer only where the input ends.
+    fn read_at(&mut self, pos: u64, n: usize) -> Result<&[u8]>;
+    /// The size of a regular file, whose huge rows events can stay in it; None for streams.
+    fn file_size(&self) -> Option<u64>;
+}
+
+impl<S: Source + ?Sized> Source for Box<S> {
+    fn read_at(&mut self, pos: u64, n: usize) -> Result<&[u8]> {
+        (**self).read_at(pos, n)
+    }
+    fn file_size(&self) -> Option<u64> {
+        (**self).file_size()
+    }
+}
+
+fn io_error(pos: u64, e: io::Error) -> Error {
+    Error::new(ErrorKind::Io, pos, e.to_string())
+}
+
+/// A regular file through a window of `WINDOW` bytes (or one event, if bigger).
+pub struct FileSource {
+    file: File,
+    /// Size when opened: only for the huge-event decision, as reader.py does.
+    size: u64,
+    buf: Vec<u8>,
+    start: u64,
+}
+
+impl FileSource {
+    pub fn open(path: &str) -> io::Result<Self> {
+        let file = File::open(path)?;
+        let size = file.metadata()?.len();
+        Ok(FileSource {
+            file,
+            size,
+            buf: Vec::new(),
+            start: 0,
+        })
+    }
+
+    /// Refill the window from `pos` with up to `want` bytes, growing the
+    /// buffer a chunk at a time so a bogus `want` costs only what exists.
+    fn fill(&mut self, pos: u64, want: usize) -> Result<()> {
+        self.buf.clear();
+        self.start = pos;
+        while self.buf.len() < want {
+            let old = self.buf.len();
+            let chunk = (want - old).min(WINDOW);
+            self.buf.resize(old + chunk, 0);
+            let got = loop {
+                match self.file.read_at(&mut self.buf[old..], pos + old as u64) {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        self.buf.truncate(old);
+                        return Err(io_error(pos, e));
+                    }
+                }
+            };
+            self.buf.truncate(old + got);
+            if got == 0 {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Source for FileSource {
+    fn read_at(&mut self, pos: u64, n: usize) -> Result<&[u8]> {
+        let fits = pos >= self.start
+            && (pos - self.start).saturating_add(n as u64) <= self.buf.len() as u64;
+        if !fits {
+            self.fill(pos, n.max(WINDOW))?;
+        }
+        let lo = (pos - self.start) as usize;
+        let hi = lo.saturating_add(n).min(self.buf.len());
+        Ok(&self.buf[lo.min(hi)..hi])
+    }
+
+    fn file_size(&self) -> Option<u64> {
+        Some(self.size)
+    }
+}
+
+/// A forward-only window over a `Read`: what the reader moved past is dropped.
+pub struct StreamSource<R> {
+    reader: R,
+    buf: Vec<u8>,
+    /// Offset of `buf[0]` in the stream.
+    start: u64,
+}
+
+/// Bytes kept behind the read position before they are dropped (reader.py's rule).
+const KEEP_BEHIND: u64 = 1 << 20;
+const STREAM_CHUNK: usize = 1 << 16;
+
+impl<R: Read> StreamSource<R> {
+    pub fn new(reader: R) -> Self {
+        StreamSource {
+            reader,
+            buf: Vec::new(),
+            start: 0,
+        }
+    }
+
+    pub fn into_inner(self) -> R {
+        self.reader
+    }
+}
+
+impl<R: Read> Source for StreamSource<R> {
+    fn read_at(&mut self, pos: u64, n: usize) -> Result<&[u8]> {
+        if pos > self.start + KEEP_BEHIND {
+            // As reader.py: the window restarts at `pos` even past what was read.
+            let drop = (pos - self.start).min(self.buf.len() as u64) as usize;
+            self.buf.drain(..drop);
+            self.start = pos;
+        }
+        let end = pos.saturating_add(n as u64);
+        let mut chunk = vec![0u8; STREAM_CHUNK];
+        while self.start + (self.buf.len() as u64) < end {
+            let got = match self.reader.read(&mut chunk) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(io_error(pos, e)),
+            };
+            if got == 0 {
+                break;
+            }
+            self.buf.extend_from_slice(&chunk[..got]);
+        }
+        let lo = (pos.saturating_sub(self.start) as usize).min(self.buf.len());
+        let hi = lo.saturating_add(n).min(self.buf.len());
+        Ok(&self.buf[lo..hi])
+    }
+
+    fn file_size(&self) -> Option<u64> {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stream_reads_are_bounded_by_the_data() {
+        let data: Vec<u8> = (0..200u8).collect();
+        let mut s = StreamSource::new(&data[..]);
+        assert_eq!(s.read_at(10, 5).unwrap(), &[10, 11, 12, 13, 14]);
+        // A huge request allocates only what the stream has.
+        assert_eq!(s.read_at(190, usize::MAX / 2).unwrap().len(), 10);
+        assert!(s.read_at(300, 4).unwrap().is_empty());
+    }
+
+    #[test]
+    fn file_window_refills() {
+        let dir = std::env::temp_dir().join(format!("binlake-src-{}", std::process::id()));
+        std::fs::write(&dir, (0..=255u8).cycle().take(10_000).collect::<Vec<_>>()).unwrap();
+        let mut f = FileSource::open(dir.to_str().unwrap()).unwrap();
+        assert_eq!(f.read_at(256, 3).unwrap(), &[0, 1, 2]);
+        assert_eq!(f.read_at(9_998, 4_000_000_000).unwrap(), &[14, 15]);
+        assert!(f.read_at(20_000, 4).unwrap().is_empty());
+        std::fs::remove_file(&dir).unwrap();
+    }
+}
