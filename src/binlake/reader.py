@@ -32,7 +32,8 @@ from . import core
 from .constants import (BINLOG_CHECKSUM_ALG_DESC_LEN, BINLOG_CHECKSUM_LEN, BINLOG_MAGIC,
                         ENCRYPTED_BINLOG_MAGIC, EVENT_LEN_OFFSET, EVENT_TYPE_OFFSET,
                         LOG_EVENT_MINIMAL_HEADER_LEN, OLD_HEADER_LEN, START_V3_HEADER_LEN,
-                        WL2325_EVENT_PERMUTATION, ChecksumAlg, EventType as E, LogEventFlag)
+                        WL2325_EVENT_PERMUTATION, ChecksumAlg, EventType as E, LogEventFlag,
+                        event_type_name)
 from .cursor import Cursor, text
 from .errors import (BinlogError, ChecksumMismatch, CorruptEvent, EncryptedBinlog,
                      NotABinlog, PartialEvent, TruncatedEvent)
@@ -419,13 +420,13 @@ class BinlogReader:
     def _decode(self, header: EventHeader, raw: bytes, header_len: int, body_end: int,
                 ctx: DecodeContext) -> Event:
         code = header.type_code
-        self.stats.events[header.type_name] += 1
+        self.stats.events[_type_name(code)] += 1
         decoder = DECODERS.get(code)
         if decoder is None:
             self.stats.undecoded[header.type_name] += 1
             return UnknownEvent(header, raw[header_len:body_end],
                                 f"no decoder for event type {code}")
-        if code == E.FORMAT_DESCRIPTION_EVENT:
+        if code == _FDE:
             ctx.pending_checksum_alg = self._pending_alg
         cur = Cursor(raw, header_len, body_end, header.pos, header.file)
         try:
@@ -516,6 +517,12 @@ class BinlogReader:
         return old_format(version)
 
 
+# Plain ints and a bound lookup for the per-event paths (IntEnum members cost
+# a descriptor call each time they are read).
+_FDE = int(E.FORMAT_DESCRIPTION_EVENT)
+_START_V3 = int(E.START_EVENT_V3)
+_type_name = event_type_name
+
 #: Rows events bigger than this keep their row images in the file (read lazily).
 LARGE_EVENT_BYTES = 64 << 20
 _LARGE_EVENT_HEAD = 1 << 16  # post-header, extra info and bitmaps fit in this
@@ -557,14 +564,15 @@ class FileInfo:
 
     def note(self, event: Event) -> None:
         header = event.header
-        self.counts[header.type_name] += 1
-        if header.type_code == E.START_EVENT_V3 and self.server_version is None:
+        name = _type_name(header.type_code)
+        self.counts[name] += 1
+        if header.type_code == _START_V3 and self.server_version is None:
             self.server_version = getattr(event, "server_version", None)
         if header.timestamp:
             if self.first_timestamp is None:
                 self.first_timestamp = header.timestamp
             self.last_timestamp = header.timestamp
-        self.last_type = header.type_name
+        self.last_type = name
 
     @property
     def closed_cleanly(self) -> bool:
