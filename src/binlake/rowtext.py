@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 import struct
 
+from . import core
 from .constants import ColumnType as T
 from .values import _decimal_groups as decimal_groups, decimal_size, time2_parts
 
@@ -392,6 +393,21 @@ def identifier(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def _native_text(native, event, table, buf, verbose: int, name: str):
+    """(text, count) from the native core, or None where this module must
+    print the event (it alone owns the error texts and corrupt-value lines)."""
+    printer = table.cache.get("native_text")
+    if printer is None:
+        from .rows import native_layout
+        printer = table.cache["native_text"] = native.RowText(native_layout(table, native))
+    width = event.width
+    after = event.columns_present_after
+    nbytes = (width + 7) // 8
+    return printer.format(event.operation, bytes(buf), event.columns_present.to_bytes(nbytes, "little"),
+                          None if after is None else after.to_bytes(nbytes, "little"),
+                          event.header.type_code == T_PARTIAL_UPDATE_ROWS, verbose, name)
+
+
 def format_rows(event, verbose: int, database: str | None = None) -> tuple[list[str], int]:
     """All rows of a rows event as mysqlbinlog -v lines, and the row count
     (`database`: the name to show, after --rewrite-db)."""
@@ -404,6 +420,11 @@ def format_rows(event, verbose: int, database: str | None = None) -> tuple[list[
         # needs the whole event anyway, as mysqlbinlog's does.
         buf = buf.read(0, len(buf))
     end = len(buf)
+    native = core.native()
+    if native is not None:
+        printed = _native_text(native, event, table, buf, verbose, name)
+        if printed is not None:
+            return [printed[0]], printed[1]
     out: list[str] = []
     if operation == "insert" and end == 0:
         return [f"### INSERT INTO {name} VALUES ()\n"], 1
