@@ -86,11 +86,13 @@ class EventType(IntEnum):
     DELETE_ROWS_COMPRESSED_EVENT = 171
 
 
+_EVENT_TYPE_NAMES = {member.value: member.name for member in EventType}
+
+
 def event_type_name(code: int) -> str:
-    try:
-        return EventType(code).name
-    except ValueError:
-        return f"UNKNOWN_EVENT_{code}"
+    # a dict, not EventType(code): the reader asks for every event's name
+    name = _EVENT_TYPE_NAMES.get(code)
+    return name if name is not None else f"UNKNOWN_EVENT_{code}"
 
 
 #: What `SHOW BINLOG EVENTS` prints in Event_type (Log_event::get_type_str).

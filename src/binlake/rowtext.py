@@ -393,16 +393,28 @@ def identifier(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _native_text(native, event, table, buf, verbose: int, name: str):
+def _native_text(native, event, table, buf, verbose: int, database: str | None):
     """(text, count) from the native core, or None where this module must
     print the event (it alone owns the error texts and corrupt-value lines)."""
-    printer = table.cache.get("native_text")
-    if printer is None:
-        from .rows import native_layout
-        printer = table.cache["native_text"] = native.RowText(native_layout(table, native))
-    width = event.width
+    cache = table.cache
+    key = ("native_text", database)
+    entry = cache.get(key)
+    if entry is None:
+        printer = cache.get("native_text")
+        if printer is None:
+            from .rows import native_layout
+            try:
+                printer = native.RowText(native_layout(table, native))
+            except (ValueError, TypeError, OverflowError):  # a map the core cannot hold
+                printer = False
+            cache["native_text"] = printer
+        name = f"{identifier(database or table.database)}.{identifier(table.table)}"
+        entry = cache[key] = (printer, name)
+    printer, name = entry
+    if not printer:
+        return None
+    nbytes = (event.width + 7) // 8
     after = event.columns_present_after
-    nbytes = (width + 7) // 8
     return printer.format(event.operation, bytes(buf), event.columns_present.to_bytes(nbytes, "little"),
                           None if after is None else after.to_bytes(nbytes, "little"),
                           event.header.type_code == T_PARTIAL_UPDATE_ROWS, verbose, name)
@@ -412,19 +424,19 @@ def format_rows(event, verbose: int, database: str | None = None) -> tuple[list[
     """All rows of a rows event as mysqlbinlog -v lines, and the row count
     (`database`: the name to show, after --rewrite-db)."""
     table = event.table
-    operation = event.operation
-    name = f"{identifier(database or table.database)}.{identifier(table.table)}"
     buf = event.rows_data
     if not isinstance(buf, (bytes, bytearray, memoryview)):
         # A huge event left in the file (rows.LazyRowData): its BINLOG block
         # needs the whole event anyway, as mysqlbinlog's does.
         buf = buf.read(0, len(buf))
-    end = len(buf)
     native = core.native()
     if native is not None:
-        printed = _native_text(native, event, table, buf, verbose, name)
+        printed = _native_text(native, event, table, buf, verbose, database)
         if printed is not None:
             return [printed[0]], printed[1]
+    operation = event.operation
+    name = f"{identifier(database or table.database)}.{identifier(table.table)}"
+    end = len(buf)
     out: list[str] = []
     if operation == "insert" and end == 0:
         return [f"### INSERT INTO {name} VALUES ()\n"], 1

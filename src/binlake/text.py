@@ -749,7 +749,7 @@ class TextPrinter:
         if self._needs_fde(event):
             return
         if not options.short_form:
-            name = _ROWS_NAMES.get(event.header.type_code, event.header.type_str)
+            name = _ROWS_NAMES.get(event.header.type_code) or event.header.type_str
             # (mariadb-binlog shows the flag of pre-GA events only along with their base64)
             flags = " flags: STMT_END_F" if stmt_end and (not pre_ga or self._encode_base64) else ""
             state.head.append(self.header(event) + f"\t{name}: table id {event.table_id}{flags}\n")

@@ -215,6 +215,14 @@ def decode_table_map(header: EventHeader, cur: Cursor, ctx) -> TableMapEvent:
     # A server logs the same table map again in every transaction: everything
     # derived from it (row plans, compiled decoders) is shared between equal maps.
     signature = bytes(cur.buf[cur.pos:cur.end])
+    cache = ctx.shared_cache(signature)
+    # ... and so is the decoded body, a pure function of those bytes: a dump
+    # of small transactions would otherwise spend its time rebuilding columns.
+    decoded = cache.get("decoded_table_map")
+    if decoded is not None:
+        fields, unread = decoded
+        cur.pos = cur.end - unread  # what the first decode left, the reader checks again
+        return TableMapEvent(header, table_id, flags, *fields, cache)
     database = text(cur.lstring1()); cur.u8()
     table = text(cur.lstring1()); cur.u8()
     count = cur.packed_len()
@@ -235,6 +243,6 @@ def decode_table_map(header: EventHeader, cur: Cursor, ctx) -> TableMapEvent:
     columns = tuple(
         replace(f.pop("_column"), primary_key=i in pk_columns, **f)
         for i, f in enumerate(facts))
-    return TableMapEvent(header, table_id, flags, database, table, columns, primary,
-                         table_facts.get("default_charset"), optional,
-                         ctx.shared_cache(signature))
+    fields = (database, table, columns, primary, table_facts.get("default_charset"), optional)
+    cache["decoded_table_map"] = (fields, cur.end - cur.pos)
+    return TableMapEvent(header, table_id, flags, *fields, cache)
