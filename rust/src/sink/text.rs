@@ -306,10 +306,10 @@ fn push_padded(out: &mut Vec<u8>, value: i64, width: usize) {
     out.extend_from_slice(s.as_bytes());
 }
 
-fn push_int(out: &mut Vec<u8>, value: i128) {
-    let mut buf = [0u8; 40];
-    let negative = value < 0;
-    let mut v = value.unsigned_abs();
+/// A number in decimal; u64 arithmetic (not i128) keeps the division cheap.
+fn push_int(out: &mut Vec<u8>, negative: bool, magnitude: u64) {
+    let mut buf = [0u8; 21];
+    let mut v = magnitude;
     let mut at = buf.len();
     loop {
         at -= 1;
@@ -326,6 +326,16 @@ fn push_int(out: &mut Vec<u8>, value: i128) {
     out.extend_from_slice(&buf[at..]);
 }
 
+#[inline]
+fn push_u64(out: &mut Vec<u8>, value: u64) {
+    push_int(out, false, value)
+}
+
+#[inline]
+fn push_i64(out: &mut Vec<u8>, value: i64) {
+    push_int(out, value < 0, value.unsigned_abs())
+}
+
 /// Two digits, zero-padded (fields known to be in 0..100 most of the time).
 #[inline]
 fn push2(out: &mut Vec<u8>, value: u32) {
@@ -333,7 +343,7 @@ fn push2(out: &mut Vec<u8>, value: u32) {
         out.push(b'0' + (value / 10) as u8);
         out.push(b'0' + (value % 10) as u8);
     } else {
-        push_int(out, value as i128);
+        push_u64(out, value as u64);
     }
 }
 
@@ -343,7 +353,7 @@ fn push4(out: &mut Vec<u8>, value: u32) {
         push2(out, value / 100);
         push2(out, value % 100);
     } else {
-        push_int(out, value as i128);
+        push_u64(out, value as u64);
     }
 }
 
@@ -360,13 +370,32 @@ fn push_frac(out: &mut Vec<u8>, micro: i64, fsp: u8) {
     out.extend_from_slice(&s.as_bytes()[..n]);
 }
 
+/// Where the first control byte (below 0x20) is: blocks of 16 are checked
+/// with a branch-free minimum first, as almost every string has none.
+#[inline]
+fn first_control(bytes: &[u8]) -> Option<usize> {
+    let mut blocks = bytes.chunks_exact(16);
+    let mut base = 0;
+    for block in &mut blocks {
+        if block.iter().fold(0xFF, |m, &b| m.min(b)) < 0x20 {
+            return block.iter().position(|&b| b < 0x20).map(|i| base + i);
+        }
+        base += 16;
+    }
+    blocks
+        .remainder()
+        .iter()
+        .position(|&b| b < 0x20)
+        .map(|i| base + i)
+}
+
 /// `my_b_write_quoted`: control bytes as `\xNN`, everything else as is.
 fn push_quoted(out: &mut Vec<u8>, bytes: &[u8]) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     out.reserve(bytes.len() + 2);
     out.push(b'\'');
     let mut rest = bytes;
-    while let Some(at) = rest.iter().position(|&b| b < 0x20) {
+    while let Some(at) = first_control(rest) {
         out.extend_from_slice(&rest[..at]);
         let b = rest[at];
         out.extend_from_slice(&[b'\\', b'x', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]);
@@ -439,10 +468,16 @@ impl ValueSink for TextSink<'_> {
 
     fn int(&mut self, col: &Column, value: i64, bytes: u8) -> ValueResult {
         self.line(col, |out| {
-            push_int(out, value as i128);
+            push_i64(out, value);
             if value < 0 {
+                // the unsigned reading of the same stored bytes
+                let mask = if bytes >= 8 {
+                    u64::MAX
+                } else {
+                    (1u64 << (8 * bytes)) - 1
+                };
                 out.extend_from_slice(b" (");
-                push_int(out, value as i128 + (1i128 << (8 * bytes.min(8) as u32)));
+                push_u64(out, value as u64 & mask);
                 out.push(b')');
             }
         })
@@ -538,7 +573,7 @@ impl ValueSink for TextSink<'_> {
 
     fn timestamp(&mut self, col: &Column, seconds: u32, micro: u32, fsp: u8) -> ValueResult {
         self.line(col, |out| {
-            push_int(out, seconds as i128);
+            push_u64(out, seconds as u64);
             push_frac(out, micro as i64, fsp);
         })
     }
@@ -600,7 +635,7 @@ impl ValueSink for TextSink<'_> {
     }
 
     fn enum_index(&mut self, col: &Column, index: u16, _raw: &[u8]) -> ValueResult {
-        self.line(col, |out| push_int(out, index as i128))
+        self.line(col, |out| push_u64(out, index as u64))
     }
 
     fn set_mask(&mut self, col: &Column, _mask: u64, raw: &[u8]) -> ValueResult {
@@ -698,6 +733,14 @@ mod tests {
         );
         assert_eq!(value(MYSQL_TYPE_INT24, 0, b"\xff\xff\x7f"), "8388607");
         assert_eq!(
+            value(MYSQL_TYPE_INT24, 0, b"\x00\x00\x80"),
+            "-8388608 (8388608)"
+        );
+        assert_eq!(
+            value(MYSQL_TYPE_LONGLONG, 0, &i64::MIN.to_le_bytes()),
+            "-9223372036854775808 (9223372036854775808)"
+        );
+        assert_eq!(
             value(MYSQL_TYPE_LONGLONG, 0, &[0xff; 8]),
             "-1 (18446744073709551615)"
         );
@@ -774,6 +817,20 @@ mod tests {
             "'-10:20:30'"
         );
         assert_eq!(value(MYSQL_TYPE_TIMESTAMP, 0, &7u32.to_le_bytes()), "7");
+    }
+
+    #[test]
+    fn quoting_finds_control_bytes_in_every_block() {
+        for len in [0usize, 1, 15, 16, 17, 40] {
+            for at in 0..len {
+                let mut data = vec![b'a'; len];
+                data[at] = 0x0a;
+                let mut out = Vec::new();
+                push_quoted(&mut out, &data);
+                let expected = format!("'{}\\x0a{}'", "a".repeat(at), "a".repeat(len - at - 1));
+                assert_eq!(String::from_utf8(out).unwrap(), expected);
+            }
+        }
     }
 
     #[test]
