@@ -230,12 +230,10 @@ def value_formatter(column_type: int, meta: int, mysql_flavour: bool = False):
         return fmt, "GEOMETRY"
     if column_type == T.MYSQL_TYPE_JSON:
         # MySQL's mysqlbinlog prints the JSON document as text (MariaDB's cannot).
-        from .mysql_json import binary_to_text
-
         def fmt(buf, pos):
             n = int.from_bytes(buf[pos:pos + meta], "little")
             start = pos + meta
-            return quoted(binary_to_text(bytes(buf[start:start + n])).encode("utf-8", "surrogateescape")), start + n
+            return quoted(json_text(bytes(buf[start:start + n]))), start + n
         return fmt, "JSON"
     if column_type == T.MYSQL_TYPE_VECTOR:
         def fmt(buf, pos):
@@ -360,16 +358,27 @@ def format_image(out: list, table, bitmap: int, buf: bytes, pos: int, prefix: st
     return pos
 
 
-def _json_diff(buf: bytes, pos: int, index: int) -> tuple[str, int]:
+def json_text(data: bytes) -> bytes:
+    """A MySQL binary JSON document as mysqlbinlog shows it, before quoting
+    (the native text sink calls it too)."""
+    from .mysql_json import binary_to_text
+    return binary_to_text(data).encode("utf-8", "surrogateescape")
+
+
+def json_diff_text(data: bytes, index: int) -> bytes:
     """A partially updated JSON column as MySQL's mysqlbinlog shows it:
-    JSON_REPLACE/JSON_INSERT/JSON_REMOVE calls applied to the old value."""
+    JSON_REPLACE/JSON_INSERT/JSON_REMOVE calls applied to the old value
+    (the native text sink calls it too)."""
     from .mysql_json import parse_diffs
-    length = int.from_bytes(buf[pos:pos + 4], "little")
-    diffs = parse_diffs(bytes(buf[pos + 4:pos + 4 + length])).diffs
     text = f"@{index + 1}"
-    for diff in diffs:
+    for diff in parse_diffs(data).diffs:
         text = diff.to_sql(text)
-    return raw_text(text.encode("utf-8", "surrogateescape")), pos + 4 + length
+    return text.encode("utf-8", "surrogateescape")
+
+
+def _json_diff(buf: bytes, pos: int, index: int) -> tuple[str, int]:
+    length = int.from_bytes(buf[pos:pos + 4], "little")
+    return raw_text(json_diff_text(bytes(buf[pos + 4:pos + 4 + length]), index)), pos + 4 + length
 
 
 def _partial_columns(table, buf: bytes, pos: int) -> tuple[frozenset, int]:

@@ -3,18 +3,20 @@
 //!
 //! Strategy: the Python side (`binlake/rowtext.py::format_rows`) caches a
 //! `RowText` next to the map's `RowLayout` and asks it for the whole event's
-//! text as one `str`. Whatever the native sink will not print the way the
-//! reference does (a corrupt image, a type mysqlbinlog cannot show, MySQL
-//! JSON) comes back as `None`, and the caller runs the reference formatter
-//! for that event: it alone owns the error texts and the corrupt-value
-//! lines, so both paths fail alike without a second copy of them here.
+//! text as one `str`. MySQL JSON values are printed by the reference's own
+//! helpers (`rowtext.json_text`, `rowtext.json_diff_text`), called from here.
+//! Whatever the native sink will not print the way the reference does (a
+//! corrupt image, a type mysqlbinlog cannot show, a failing JSON helper)
+//! comes back as `None`, and the caller runs the reference formatter for
+//! that event: it alone owns the error texts and the corrupt-value lines,
+//! so both paths fail alike without a second copy of them here.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
 use super::values::RowLayout;
-use crate::rowimage::{Operation, RowsData};
-use crate::sink::text::{write_rows, TextColumns, TextRequest};
+use crate::rowimage::{Operation, RowsData, ValueError, ValueResult};
+use crate::sink::text::{write_rows, JsonText, TextColumns, TextRequest};
 
 /// The text printer of one table map's rows events.
 #[pyclass(module = "binlake._native", unsendable)]
@@ -23,22 +25,59 @@ pub struct RowText {
     columns: TextColumns,
     /// Reused across events: most are small, and a fresh buffer per event would grow each time.
     buf: Vec<u8>,
+    json_text: Py<PyAny>,
+    json_diff_text: Py<PyAny>,
+}
+
+/// MySQL JSON printed by the reference's helpers, so both paths share them.
+struct PyJson<'a, 'py> {
+    py: Python<'py>,
+    document: &'a Py<PyAny>,
+    diff: &'a Py<PyAny>,
+}
+
+fn helper_failed(err: PyErr) -> ValueError {
+    ValueError::corrupt(format!("JSON text: {err}"))
+}
+
+fn append_bytes(result: PyResult<Bound<'_, PyAny>>, out: &mut Vec<u8>) -> ValueResult {
+    let text = result.map_err(helper_failed)?;
+    let bytes = text
+        .cast::<PyBytes>()
+        .map_err(|e| helper_failed(e.into()))?;
+    out.extend_from_slice(bytes.as_bytes());
+    Ok(())
+}
+
+impl JsonText for PyJson<'_, '_> {
+    fn document(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> ValueResult {
+        let raw = PyBytes::new(self.py, bytes);
+        append_bytes(self.document.bind(self.py).call1((raw,)), out)
+    }
+
+    fn diff(&mut self, index: usize, bytes: &[u8], out: &mut Vec<u8>) -> ValueResult {
+        let raw = PyBytes::new(self.py, bytes);
+        append_bytes(self.diff.bind(self.py).call1((raw, index)), out)
+    }
 }
 
 #[pymethods]
 impl RowText {
     #[new]
-    fn new(layout: Bound<'_, RowLayout>) -> Self {
+    fn new(py: Python<'_>, layout: Bound<'_, RowLayout>) -> PyResult<Self> {
         let columns = {
-            let mut guard = layout.borrow_mut();
+            let mut guard = layout.try_borrow_mut()?;
             let (core, _) = guard.core();
             TextColumns::new(core)
         };
-        RowText {
+        let rowtext = py.import("binlake.rowtext")?;
+        Ok(RowText {
             layout: layout.unbind(),
             columns,
             buf: Vec::new(),
-        }
+            json_text: rowtext.getattr("json_text")?.unbind(),
+            json_diff_text: rowtext.getattr("json_diff_text")?.unbind(),
+        })
     }
 
     /// (text, row count) of one rows event, `name` being the quoted
@@ -70,7 +109,9 @@ impl RowText {
             None if operation == Operation::Update => return Ok(None),
             None => false,
         };
-        let mut layout = self.layout.bind(py).borrow_mut();
+        let Ok(mut layout) = self.layout.bind(py).try_borrow_mut() else {
+            return Ok(None); // in use by a decode further up the stack
+        };
         let (core, plans) = layout.core();
         let before = plans.get(core, before_bitmap, false);
         let after = match after_bitmap {
@@ -89,18 +130,21 @@ impl RowText {
             name: name.as_bytes(),
             after_empty,
         };
+        let mut json = PyJson {
+            py,
+            document: &self.json_text,
+            diff: &self.json_diff_text,
+        };
         self.buf.clear();
-        let count = match write_rows(core, &self.columns, &request, &mut self.buf) {
+        let count = match write_rows(core, &self.columns, &request, &mut json, &mut self.buf) {
             Ok(count) => count,
             Err(_) => return Ok(None),
         };
+        let text = text_of(py, &self.buf)?;
         if self.buf.capacity() > 1 << 24 {
-            // one huge event must not pin its buffer for the rest of the file
-            let text = text_of(py, &self.buf)?;
-            self.buf = Vec::new();
-            return Ok(Some((text, count)));
+            self.buf = Vec::new(); // one huge event must not pin its buffer for the rest of the file
         }
-        Ok(Some((text_of(py, &self.buf)?, count)))
+        Ok(Some((text, count)))
     }
 }
 

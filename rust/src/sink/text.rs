@@ -203,6 +203,30 @@ impl TextColumns {
     }
 }
 
+/// MySQL binary JSON as text: the caller's (binlake keeps that format's
+/// reader in Python, `binlake/mysql_json.py`). Failures make the event go to
+/// the reference formatter, like any other.
+pub trait JsonText {
+    /// A document as mysqlbinlog shows it, before quoting.
+    fn document(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> ValueResult;
+    /// A partial update's diffs applied to `@N` (`index` is 0-based), as
+    /// MySQL's mysqlbinlog shows them: JSON_REPLACE(@N, ...) and so on.
+    fn diff(&mut self, index: usize, bytes: &[u8], out: &mut Vec<u8>) -> ValueResult;
+}
+
+/// No JSON printer: events with MySQL JSON values go to the reference.
+pub struct NoJson;
+
+impl JsonText for NoJson {
+    fn document(&mut self, _bytes: &[u8], _out: &mut Vec<u8>) -> ValueResult {
+        Err(not_printable())
+    }
+
+    fn diff(&mut self, _index: usize, _bytes: &[u8], _out: &mut Vec<u8>) -> ValueResult {
+        Err(not_printable())
+    }
+}
+
 /// One rows event to print.
 pub struct TextRequest<'a> {
     pub rows: RowsData<'a>,
@@ -216,10 +240,11 @@ pub struct TextRequest<'a> {
 
 /// Append the `###` lines of every row of an event to `out`; returns the row
 /// count. On failure `out` holds a partial text the caller must discard.
-pub fn write_rows(
+pub fn write_rows<J: JsonText>(
     layout: &Layout,
     text: &TextColumns,
     request: &TextRequest,
+    json: &mut J,
     out: &mut Vec<u8>,
 ) -> Result<usize, ValueError> {
     let rows = &request.rows;
@@ -246,24 +271,29 @@ pub fn write_rows(
         verbose: request.verbose,
         row_head: &row_head,
         after_empty: request.after_empty && rows.operation == Operation::Update,
+        json,
+        scratch: Vec::new(),
     };
     decode_rows(layout, rows, &mut sink).map_err(|(_, _, e)| e)
 }
 
 /// Appends lines as values arrive; see the module docs for what it refuses.
-pub struct TextSink<'a> {
+pub struct TextSink<'a, J: JsonText> {
     out: &'a mut Vec<u8>,
     columns: &'a [TextColumn],
     verbose: u8,
     row_head: &'a [u8],
     after_empty: bool,
+    json: &'a mut J,
+    /// A JSON document's text before quoting.
+    scratch: Vec<u8>,
 }
 
 fn not_printable() -> ValueError {
     ValueError::corrupt("a value mysqlbinlog does not print this way (reference formatter)")
 }
 
-impl TextSink<'_> {
+impl<J: JsonText> TextSink<'_, J> {
     /// The column's line start, or an error where the reference must print it.
     #[inline]
     fn head(&mut self, col: &Column) -> ValueResult<&TextColumn> {
@@ -458,7 +488,7 @@ fn strip_zeros(s: &str) -> &str {
     }
 }
 
-impl ValueSink for TextSink<'_> {
+impl<J: JsonText> ValueSink for TextSink<'_, J> {
     fn null(&mut self, col: &Column) -> ValueResult {
         self.head(col)?;
         self.out.extend_from_slice(b"NULL");
@@ -611,13 +641,21 @@ impl ValueSink for TextSink<'_> {
         self.line(col, |out| push_quoted(out, bytes))
     }
 
-    fn json(&mut self, _col: &Column, _bytes: &[u8]) -> ValueResult {
-        // MySQL binary JSON as text lives in Python (binlake.mysql_json)
-        Err(not_printable())
+    fn json(&mut self, col: &Column, bytes: &[u8]) -> ValueResult {
+        let mut text = std::mem::take(&mut self.scratch);
+        text.clear();
+        let done = self.json.document(bytes, &mut text);
+        let printed = done.and_then(|()| self.line(col, |out| push_quoted(out, &text)));
+        self.scratch = text;
+        printed
     }
 
-    fn json_diff(&mut self, _col: &Column, _bytes: &[u8]) -> ValueResult {
-        Err(not_printable())
+    fn json_diff(&mut self, col: &Column, bytes: &[u8]) -> ValueResult {
+        // checked before the hook writes: head() refuses unprintable columns
+        self.head(col)?;
+        self.json.diff(col.index, bytes, self.out)?;
+        self.tail(col, false);
+        Ok(())
     }
 
     fn vector(&mut self, col: &Column, bytes: &[u8]) -> ValueResult {
@@ -643,7 +681,7 @@ impl ValueSink for TextSink<'_> {
     }
 }
 
-impl RowSink for TextSink<'_> {
+impl<J: JsonText> RowSink for TextSink<'_, J> {
     fn start_row(&mut self, _operation: Operation) -> ValueResult {
         self.out.extend_from_slice(self.row_head);
         Ok(())
@@ -707,7 +745,7 @@ mod tests {
             after_empty: false,
         };
         let mut out = Vec::new();
-        let n = write_rows(layout, &text, &request, &mut out)?;
+        let n = write_rows(layout, &text, &request, &mut NoJson, &mut out)?;
         Ok((String::from_utf8_lossy(&out).into_owned(), n))
     }
 
