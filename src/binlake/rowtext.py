@@ -418,7 +418,8 @@ def _native_text(native, event, table, buf, verbose: int, database: str | None):
                 printer = False
             cache["native_text"] = printer
         name = f"{identifier(database or table.database)}.{identifier(table.table)}"
-        entry = cache[key] = (printer, name)
+        # bytes: a name from the command line may hold surrogate escapes
+        entry = cache[key] = (printer, name.encode("utf-8", "surrogateescape"))
     printer, name = entry
     if not printer:
         return None
@@ -426,7 +427,7 @@ def _native_text(native, event, table, buf, verbose: int, database: str | None):
     after = event.columns_present_after
     return printer.format(event.operation, bytes(buf), event.columns_present.to_bytes(nbytes, "little"),
                           None if after is None else after.to_bytes(nbytes, "little"),
-                          event.header.type_code == T_PARTIAL_UPDATE_ROWS, verbose, name)
+                          event.header.type_code == T_PARTIAL_UPDATE_ROWS, min(verbose, 2), name)
 
 
 def format_rows(event, verbose: int, database: str | None = None) -> tuple[list[str], int]:

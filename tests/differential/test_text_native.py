@@ -43,10 +43,10 @@ def _rows_events(path):
         return
 
 
-def _printed(event, verbose: int, pure: bool):
+def _printed(event, verbose: int, pure: bool, database: str | None = None):
     core.use_pure(pure)
     try:
-        lines, count = format_rows(event, verbose)
+        lines, count = format_rows(event, verbose, database)
         return "".join(lines), count
     except Exception as exc:  # the same failure, text included, on both paths
         return type(exc).__name__, str(exc)
@@ -66,6 +66,17 @@ def test_native_text_equals_reference(path):
                 f"{path} at {event.header.pos}, -{'v' * verbose}"
         printed = _native_text(native, event, event.table, event.rows_data, 1, None)
         _handed_back["native" if printed is not None else "reference"] += 1
+
+
+def test_rewritten_name_with_surrogates_and_many_v():
+    """--rewrite-db names come from argv (surrogate escapes for non-UTF-8
+    bytes) and -v may be given any number of times."""
+    events = [e for path in FILES[:20] for e in _rows_events(path)][:50]
+    if not events:
+        pytest.skip("no corpus")
+    for event in events:
+        native = _printed(event, 4, False, "d\udcffb")
+        assert native == _printed(event, 4, True, "d\udcffb")
 
 
 def test_native_text_prints_nearly_everything():

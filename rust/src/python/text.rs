@@ -81,7 +81,8 @@ impl RowText {
     }
 
     /// (text, row count) of one rows event, `name` being the quoted
-    /// `` `db`.`table` `` to show; None where the reference formatter must print it.
+    /// `` `db`.`table` `` to show (UTF-8, surrogate escapes as their bytes);
+    /// None where the reference formatter must print it.
     #[pyo3(signature = (operation, data, before_bitmap, after_bitmap, partial, verbose, name))]
     #[allow(clippy::too_many_arguments)]
     fn format<'py>(
@@ -93,7 +94,7 @@ impl RowText {
         after_bitmap: Option<&[u8]>,
         partial: bool,
         verbose: u8,
-        name: &str,
+        name: &[u8],
     ) -> PyResult<Option<(Bound<'py, PyString>, usize)>> {
         let operation = match operation {
             "insert" => Operation::Insert,
@@ -127,7 +128,7 @@ impl RowText {
                 data,
             },
             verbose,
-            name: name.as_bytes(),
+            name,
             after_empty,
         };
         let mut json = PyJson {
