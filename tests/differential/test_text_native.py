@@ -3,11 +3,15 @@
 the same lines and row count, or the same RowFormatError.
 
 The native path hands back to the reference what it will not print itself
-(corrupt images, types mysqlbinlog cannot show, MySQL JSON); the last test
-keeps that hand-back rare, so the comparison really exercises the sink.
+(corrupt images, types mysqlbinlog cannot show); corrupted copies of the
+corpus images check that hand-back, and the last test keeps it rare on the
+real images, so the comparison really exercises the sink.
 """
 
 from __future__ import annotations
+
+import dataclasses
+import random
 
 import pytest
 
@@ -77,6 +81,30 @@ def test_rewritten_name_with_surrogates_and_many_v():
     for event in events:
         native = _printed(event, 4, False, "d\udcffb")
         assert native == _printed(event, 4, True, "d\udcffb")
+
+
+def test_corrupted_images_print_or_fail_alike():
+    """Row images with bytes changed, cut short or inserted (seeded): the
+    native path hands each failure back, so text and errors stay the reference's."""
+    rng = random.Random(5)
+    events = [e for path in FILES for e in _rows_events(path)
+              if isinstance(e.rows_data, bytes) and e.rows_data]
+    if not events:
+        pytest.skip("no corpus")
+    for event in events:
+        data = bytearray(event.rows_data)
+        cut = rng.randrange(len(data))
+        mode = rng.randrange(3)
+        if mode == 0:
+            data[cut] = rng.randrange(256)
+        elif mode == 1:
+            del data[cut:]
+        else:
+            data[cut:cut] = bytes([rng.randrange(256)])
+        mutated = dataclasses.replace(event, rows_data=bytes(data))
+        verbose = rng.choice((1, 2))
+        assert _printed(mutated, verbose, False) == _printed(mutated, verbose, True), \
+            f"{event.header.file} at {event.header.pos}, mode {mode} at {cut}"
 
 
 def test_native_text_prints_nearly_everything():
