@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import struct
 
 import pytest
 
@@ -105,6 +106,56 @@ def test_corrupted_images_print_or_fail_alike():
         verbose = rng.choice((1, 2))
         assert _printed(mutated, verbose, False) == _printed(mutated, verbose, True), \
             f"{event.header.file} at {event.header.pos}, mode {mode} at {cut}"
+
+
+def _random_value(rng, size: int, float_format: str | None = None) -> bytes:
+    """Random stored bytes; for FLOAT/DOUBLE mostly the values %g rounds
+    tricky (ties, exponent edges, inf, nan)."""
+    if float_format is None or rng.randrange(4) == 3:
+        return bytes(rng.randrange(256) for _ in range(size))
+    value = rng.choice([
+        rng.choice([0.0, -0.0, 1e-5, 0.0001, 123456.5, 999999.5, 1234567.0, 0.1, 1e38,
+                    float("inf"), float("-inf"), float("nan"), 1e-45]),
+        rng.uniform(-1e7, 1e7),
+        rng.randrange(-10**9, 10**9) / 10**rng.randrange(0, 12)])
+    return struct.pack(float_format, value)
+
+
+def test_random_values_of_types_the_corpus_lacks():
+    """FLOAT/DOUBLE %g, VECTOR, out-of-range temporals, overflowing DECIMAL
+    groups, BIT: seeded random images of one table, -vv."""
+    from binlake.constants import ColumnType as T
+    from binlake.events.base import EventHeader
+    from binlake.events.table_map import Column, TableMapEvent
+    rng = random.Random(11)
+    columns = [(T.MYSQL_TYPE_FLOAT, 4, 4, "<f"), (T.MYSQL_TYPE_DOUBLE, 8, 8, "<d"),
+               (T.MYSQL_TYPE_DATETIME2, 6, 8, None), (T.MYSQL_TYPE_TIME2, 3, 5, None),
+               (T.MYSQL_TYPE_NEWDECIMAL, 40 << 8 | 10, 19, None), (T.MYSQL_TYPE_TIMESTAMP2, 4, 6, None),
+               (T.MYSQL_TYPE_BIT, 3 << 8 | 2, 3, None), (T.MYSQL_TYPE_YEAR, 0, 1, None),
+               (T.MYSQL_TYPE_VECTOR, 2, None, "<f"), (T.MYSQL_TYPE_TIME, 0, 3, None),
+               (T.MYSQL_TYPE_DATETIME, 0, 8, None), (T.MYSQL_TYPE_NEWDATE, 0, 3, None)]
+    table = TableMapEvent(None, 1, 0, "db", "t", tuple(
+        Column(i, code, meta, True) for i, (code, meta, _, _) in enumerate(columns)))
+    rows = bytearray()
+    for _ in range(3000):
+        nulls = rng.randrange(1 << 16) & 0x0E7C  # a few columns NULL: no bytes of theirs
+        rows += nulls.to_bytes(2, "little")
+        for index, (_, _, size, float_format) in enumerate(columns):
+            if nulls >> index & 1:
+                continue
+            if size is None:  # VECTOR: a 2-byte length, then float32s
+                n = 4 * rng.randrange(4)
+                rows += n.to_bytes(2, "little")
+                rows += b"".join(_random_value(rng, 4, float_format) for _ in range(n // 4))
+            else:
+                rows += _random_value(rng, size, float_format)
+    header = EventHeader("random", 4, 0, 30, 1, 0, 0, 0)  # WRITE_ROWS_EVENT
+    event = RowsEvent(header, 1, 0, {}, len(columns), (1 << len(columns)) - 1, None, table,
+                      bytes(rows), 0)
+    assert _native_text(core.native(), event, table, event.rows_data, 2, None) is not None
+    native = _printed(event, 2, False)
+    assert native[1] == 3000
+    assert native == _printed(event, 2, True)
 
 
 def test_native_text_prints_nearly_everything():
