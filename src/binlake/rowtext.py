@@ -9,6 +9,13 @@ their bytes with control characters as `\\xNN`. Each column type has one
 small formatter `fmt(buf, pos) -> (text, next_pos)` plus the type name shown
 by `-vv`; both are computed once per column and cached on the table map.
 
+With the native core, `format_rows` asks it (`rust/src/sink/text.rs`, via
+`_native.RowText`) for a whole event's text at once. This module stays the
+reference (`BINLAKE_PURE=1`), prints MySQL JSON for both paths, and prints
+every event the native sink hands back (corrupt images, metadata it reads
+otherwise), so it alone owns the error texts; `tests/differential/
+test_text_native.py` holds the two paths to the same output.
+
 Rule: output is a `str` in which non-UTF-8 bytes are kept as surrogate
 escapes, so writing it with `errors="surrogateescape"` gives back the exact
 bytes mysqlbinlog writes.
