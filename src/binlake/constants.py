@@ -90,6 +90,7 @@ _EVENT_TYPE_NAMES = {member.value: member.name for member in EventType}
 
 
 def event_type_name(code: int) -> str:
+    # a dict, not EventType(code): the reader asks for every event's name
     name = _EVENT_TYPE_NAMES.get(code)
     return name if name is not None else f"UNKNOWN_EVENT_{code}"
 

@@ -9,6 +9,13 @@ their bytes with control characters as `\\xNN`. Each column type has one
 small formatter `fmt(buf, pos) -> (text, next_pos)` plus the type name shown
 by `-vv`; both are computed once per column and cached on the table map.
 
+With the native core, `format_rows` asks it (`rust/src/sink/text.rs`, via
+`_native.RowText`) for a whole event's text at once. This module stays the
+reference (`BINLAKE_PURE=1`), prints MySQL JSON for both paths, and prints
+every event the native sink hands back (corrupt images, metadata it reads
+otherwise), so it alone owns the error texts; `tests/differential/
+test_text_native.py` holds the two paths to the same output.
+
 Rule: output is a `str` in which non-UTF-8 bytes are kept as surrogate
 escapes, so writing it with `errors="surrogateescape"` gives back the exact
 bytes mysqlbinlog writes.
@@ -19,6 +26,7 @@ from __future__ import annotations
 import re
 import struct
 
+from . import core
 from .constants import ColumnType as T
 from .values import _decimal_groups as decimal_groups, decimal_size, time2_parts
 
@@ -229,12 +237,10 @@ def value_formatter(column_type: int, meta: int, mysql_flavour: bool = False):
         return fmt, "GEOMETRY"
     if column_type == T.MYSQL_TYPE_JSON:
         # MySQL's mysqlbinlog prints the JSON document as text (MariaDB's cannot).
-        from .mysql_json import binary_to_text
-
         def fmt(buf, pos):
             n = int.from_bytes(buf[pos:pos + meta], "little")
             start = pos + meta
-            return quoted(binary_to_text(bytes(buf[start:start + n])).encode("utf-8", "surrogateescape")), start + n
+            return quoted(json_text(bytes(buf[start:start + n]))), start + n
         return fmt, "JSON"
     if column_type == T.MYSQL_TYPE_VECTOR:
         def fmt(buf, pos):
@@ -359,16 +365,27 @@ def format_image(out: list, table, bitmap: int, buf: bytes, pos: int, prefix: st
     return pos
 
 
-def _json_diff(buf: bytes, pos: int, index: int) -> tuple[str, int]:
+def json_text(data: bytes) -> bytes:
+    """A MySQL binary JSON document as mysqlbinlog shows it, before quoting
+    (the native text sink calls it too)."""
+    from .mysql_json import binary_to_text
+    return binary_to_text(data).encode("utf-8", "surrogateescape")
+
+
+def json_diff_text(data: bytes, index: int) -> bytes:
     """A partially updated JSON column as MySQL's mysqlbinlog shows it:
-    JSON_REPLACE/JSON_INSERT/JSON_REMOVE calls applied to the old value."""
+    JSON_REPLACE/JSON_INSERT/JSON_REMOVE calls applied to the old value
+    (the native text sink calls it too)."""
     from .mysql_json import parse_diffs
-    length = int.from_bytes(buf[pos:pos + 4], "little")
-    diffs = parse_diffs(bytes(buf[pos + 4:pos + 4 + length])).diffs
     text = f"@{index + 1}"
-    for diff in diffs:
+    for diff in parse_diffs(data).diffs:
         text = diff.to_sql(text)
-    return raw_text(text.encode("utf-8", "surrogateescape")), pos + 4 + length
+    return text.encode("utf-8", "surrogateescape")
+
+
+def _json_diff(buf: bytes, pos: int, index: int) -> tuple[str, int]:
+    length = int.from_bytes(buf[pos:pos + 4], "little")
+    return raw_text(json_diff_text(bytes(buf[pos + 4:pos + 4 + length]), index)), pos + 4 + length
 
 
 def _partial_columns(table, buf: bytes, pos: int) -> tuple[frozenset, int]:
@@ -392,17 +409,50 @@ def identifier(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def _native_text(native, event, table, buf, verbose: int, database: str | None):
+    """(text, count) from the native core, or None where this module must
+    print the event (it alone owns the error texts and corrupt-value lines)."""
+    cache = table.cache
+    key = ("native_text", database)
+    entry = cache.get(key)
+    if entry is None:
+        printer = cache.get("native_text")
+        if printer is None:
+            from .rows import native_layout
+            try:
+                printer = native.RowText(native_layout(table, native))
+            except (ValueError, TypeError, OverflowError):  # a map the core cannot hold
+                printer = False
+            cache["native_text"] = printer
+        name = f"{identifier(database or table.database)}.{identifier(table.table)}"
+        # bytes: a name from the command line may hold surrogate escapes
+        entry = cache[key] = (printer, name.encode("utf-8", "surrogateescape"))
+    printer, name = entry
+    if not printer:
+        return None
+    nbytes = (event.width + 7) // 8
+    after = event.columns_present_after
+    return printer.format(event.operation, bytes(buf), event.columns_present.to_bytes(nbytes, "little"),
+                          None if after is None else after.to_bytes(nbytes, "little"),
+                          event.header.type_code == T_PARTIAL_UPDATE_ROWS, min(verbose, 2), name)
+
+
 def format_rows(event, verbose: int, database: str | None = None) -> tuple[list[str], int]:
     """All rows of a rows event as mysqlbinlog -v lines, and the row count
     (`database`: the name to show, after --rewrite-db)."""
     table = event.table
-    operation = event.operation
-    name = f"{identifier(database or table.database)}.{identifier(table.table)}"
     buf = event.rows_data
     if not isinstance(buf, (bytes, bytearray, memoryview)):
         # A huge event left in the file (rows.LazyRowData): its BINLOG block
         # needs the whole event anyway, as mysqlbinlog's does.
         buf = buf.read(0, len(buf))
+    native = core.native()
+    if native is not None:
+        printed = _native_text(native, event, table, buf, verbose, database)
+        if printed is not None:
+            return [printed[0]], printed[1]
+    operation = event.operation
+    name = f"{identifier(database or table.database)}.{identifier(table.table)}"
     end = len(buf)
     out: list[str] = []
     if operation == "insert" and end == 0:

@@ -169,6 +169,19 @@ class TextPrinter:
         else:
             self.out.write(text)
 
+    def write_parts(self, parts: list) -> None:
+        """`write("".join(parts))` without the join: a statement's rows text
+        runs to megabytes, and joining and encoding it whole costs fresh
+        memory (page faults) twice over; one event's text at a time does not."""
+        buffer = getattr(self.out, "buffer", None)
+        if buffer is not None:
+            self.out.flush()
+            for text in parts:
+                buffer.write(text.encode("utf-8", "surrogateescape"))
+        else:
+            for text in parts:
+                self.out.write(text)
+
     # -- stream and files ----------------------------------------------------
     def begin(self) -> None:
         lines = ["/*!50530 SET @@SESSION.PSEUDO_SLAVE_MODE=1*/;\n",
@@ -738,8 +751,8 @@ class TextPrinter:
                 out = ["".join(state.head)]
                 if state.body:
                     out.append("\nBINLOG '\n" + "".join(state.body) + f"'{self.delimiter}\n")
-                out.append("".join(state.tail))
-                self.write("".join(out))
+                out.extend(state.tail)
+                self.write_parts(out)
                 state.head.clear()
                 state.body.clear()
                 state.tail.clear()
@@ -749,7 +762,7 @@ class TextPrinter:
         if self._needs_fde(event):
             return
         if not options.short_form:
-            name = _ROWS_NAMES.get(event.header.type_code, event.header.type_str)
+            name = _ROWS_NAMES.get(event.header.type_code) or event.header.type_str
             # (mariadb-binlog shows the flag of pre-GA events only along with their base64)
             flags = " flags: STMT_END_F" if stmt_end and (not pre_ga or self._encode_base64) else ""
             state.head.append(self.header(event) + f"\t{name}: table id {event.table_id}{flags}\n")
@@ -765,7 +778,7 @@ class TextPrinter:
                     lines, count = [], 0
                     self.errors.append(str(exc))
                 if options.verbose:
-                    state.tail.extend(lines)
+                    state.tail.append(lines[0] if len(lines) == 1 else "".join(lines))
                 state.rows_in_statement += count
             elif not pre_ga and options.verbose:
                 # mysqlbinlog knows only the table maps it printed (no newline: as it does)
@@ -774,10 +787,10 @@ class TextPrinter:
             out = ["".join(state.head)]
             if state.body:
                 out.append("\nBINLOG '\n" + "".join(state.body) + f"'{self.delimiter}\n")
-            out.append("".join(state.tail))
+            out.extend(state.tail)
             if options.print_row_count and not options.short_form:
                 out.append(f"# Number of rows: {state.rows_in_statement}\n")
-            self.write("".join(out))
+            self.write_parts(out)
             state.head.clear()
             state.body.clear()
             state.tail.clear()

@@ -1,7 +1,166 @@
-//! Python glue for the text area (filled in by its own change).
+//! Python glue for the text area: `RowText`, one per table map, prints a rows
+//! event's `###` lines with `sink::text`.
+//!
+//! Strategy: the Python side (`binlake/rowtext.py::format_rows`) caches a
+//! `RowText` next to the map's `RowLayout` and asks it for the whole event's
+//! text as one `str`. MySQL JSON values are printed by the reference's own
+//! helpers (`rowtext.json_text`, `rowtext.json_diff_text`), called from here.
+//! Whatever the native sink will not print the way the reference does (a
+//! corrupt image, a type mysqlbinlog cannot show, a failing JSON helper)
+//! comes back as `None`, and the caller runs the reference formatter for
+//! that event: it alone owns the error texts and the corrupt-value lines,
+//! so both paths fail alike without a second copy of them here.
 
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString};
 
-pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+use super::values::RowLayout;
+use crate::rowimage::{Operation, RowsData, ValueError, ValueResult};
+use crate::sink::text::{write_rows, JsonText, TextColumns, TextRequest};
+
+/// The text printer of one table map's rows events.
+#[pyclass(module = "binlake._native", unsendable)]
+pub struct RowText {
+    layout: Py<RowLayout>,
+    columns: TextColumns,
+    /// Reused across events: most are small, and a fresh buffer per event would grow each time.
+    buf: Vec<u8>,
+    json_text: Py<PyAny>,
+    json_diff_text: Py<PyAny>,
+}
+
+/// MySQL JSON printed by the reference's helpers, so both paths share them.
+struct PyJson<'a, 'py> {
+    py: Python<'py>,
+    document: &'a Py<PyAny>,
+    diff: &'a Py<PyAny>,
+}
+
+fn helper_failed(err: PyErr) -> ValueError {
+    ValueError::corrupt(format!("JSON text: {err}"))
+}
+
+fn append_bytes(result: PyResult<Bound<'_, PyAny>>, out: &mut Vec<u8>) -> ValueResult {
+    let text = result.map_err(helper_failed)?;
+    let bytes = text
+        .cast::<PyBytes>()
+        .map_err(|e| helper_failed(e.into()))?;
+    out.extend_from_slice(bytes.as_bytes());
+    Ok(())
+}
+
+impl JsonText for PyJson<'_, '_> {
+    fn document(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> ValueResult {
+        let raw = PyBytes::new(self.py, bytes);
+        append_bytes(self.document.bind(self.py).call1((raw,)), out)
+    }
+
+    fn diff(&mut self, index: usize, bytes: &[u8], out: &mut Vec<u8>) -> ValueResult {
+        let raw = PyBytes::new(self.py, bytes);
+        append_bytes(self.diff.bind(self.py).call1((raw, index)), out)
+    }
+}
+
+#[pymethods]
+impl RowText {
+    #[new]
+    fn new(py: Python<'_>, layout: Bound<'_, RowLayout>) -> PyResult<Self> {
+        let columns = {
+            let mut guard = layout.try_borrow_mut()?;
+            let (core, _) = guard.core();
+            TextColumns::new(core)
+        };
+        let rowtext = py.import("binlake.rowtext")?;
+        Ok(RowText {
+            layout: layout.unbind(),
+            columns,
+            buf: Vec::new(),
+            json_text: rowtext.getattr("json_text")?.unbind(),
+            json_diff_text: rowtext.getattr("json_diff_text")?.unbind(),
+        })
+    }
+
+    /// (text, row count) of one rows event, `name` being the quoted
+    /// `` `db`.`table` `` to show (UTF-8, surrogate escapes as their bytes);
+    /// None where the reference formatter must print it.
+    #[pyo3(signature = (operation, data, before_bitmap, after_bitmap, partial, verbose, name))]
+    #[allow(clippy::too_many_arguments)]
+    fn format<'py>(
+        &mut self,
+        py: Python<'py>,
+        operation: &str,
+        data: &[u8],
+        before_bitmap: &[u8],
+        after_bitmap: Option<&[u8]>,
+        partial: bool,
+        verbose: u8,
+        name: &[u8],
+    ) -> PyResult<Option<(Bound<'py, PyString>, usize)>> {
+        let operation = match operation {
+            "insert" => Operation::Insert,
+            "update" => Operation::Update,
+            "delete" => Operation::Delete,
+            _ => return Ok(None),
+        };
+        // The reference prints "no columns" for an update without an after
+        // bitmap and reads nothing; only pre-GA updates lack one, and those
+        // are never printed as rows.
+        let after_empty = match after_bitmap {
+            Some(bits) => bits.iter().all(|&b| b == 0),
+            None if operation == Operation::Update => return Ok(None),
+            None => false,
+        };
+        let Ok(mut layout) = self.layout.bind(py).try_borrow_mut() else {
+            return Ok(None); // in use by a decode further up the stack
+        };
+        let (core, plans) = layout.core();
+        let before = plans.get(core, before_bitmap, false);
+        let after = match after_bitmap {
+            Some(bits) => plans.get(core, bits, false),
+            None => before.clone(),
+        };
+        let request = TextRequest {
+            rows: RowsData {
+                operation,
+                partial,
+                before: &before,
+                after: &after,
+                data,
+            },
+            verbose,
+            name,
+            after_empty,
+        };
+        let mut json = PyJson {
+            py,
+            document: &self.json_text,
+            diff: &self.json_diff_text,
+        };
+        self.buf.clear();
+        let count = match write_rows(core, &self.columns, &request, &mut json, &mut self.buf) {
+            Ok(count) => count,
+            Err(_) => return Ok(None),
+        };
+        let text = text_of(py, &self.buf)?;
+        if self.buf.capacity() > 1 << 24 {
+            self.buf = Vec::new(); // one huge event must not pin its buffer for the rest of the file
+        }
+        Ok(Some((text, count)))
+    }
+}
+
+/// The bytes as a `str`, non-UTF-8 bytes kept as surrogate escapes (as
+/// `rowtext.raw_text` keeps them), so writing it back gives the same bytes.
+fn text_of<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyString>> {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => Ok(PyString::new(py, s)),
+        Err(_) => Ok(PyBytes::new(py, bytes)
+            .call_method1("decode", ("utf-8", "surrogateescape"))?
+            .cast_into::<PyString>()?),
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<RowText>()?;
     Ok(())
 }

@@ -216,16 +216,13 @@ def decode_table_map(header: EventHeader, cur: Cursor, ctx) -> TableMapEvent:
     # derived from it (row plans, compiled decoders) is shared between equal maps.
     signature = bytes(cur.buf[cur.pos:cur.end])
     cache = ctx.shared_cache(signature)
-    decoded = cache.get("table_map")
-    if decoded is None:
-        decoded = cache["table_map"] = _decode_body(cur)
-    else:
-        cur.pos = cur.end  # the same bytes were decoded before: all of them are accounted for
-    return TableMapEvent(header, table_id, flags, *decoded, cache)
-
-
-def _decode_body(cur: Cursor) -> tuple:
-    """(database, table, columns, primary key, default charset, optional metadata)."""
+    # ... and so is the decoded body, a pure function of those bytes: a dump
+    # of small transactions would otherwise spend its time rebuilding columns.
+    decoded = cache.get("decoded_table_map")
+    if decoded is not None:
+        fields, unread = decoded
+        cur.pos = cur.end - unread  # what the first decode left, the reader checks again
+        return TableMapEvent(header, table_id, flags, *fields, cache)
     database = text(cur.lstring1()); cur.u8()
     table = text(cur.lstring1()); cur.u8()
     count = cur.packed_len()
@@ -246,4 +243,6 @@ def _decode_body(cur: Cursor) -> tuple:
     columns = tuple(
         replace(f.pop("_column"), primary_key=i in pk_columns, **f)
         for i, f in enumerate(facts))
-    return (database, table, columns, primary, table_facts.get("default_charset"), optional)
+    fields = (database, table, columns, primary, table_facts.get("default_charset"), optional)
+    cache["decoded_table_map"] = (fields, cur.end - cur.pos)
+    return TableMapEvent(header, table_id, flags, *fields, cache)
