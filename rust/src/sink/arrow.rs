@@ -172,6 +172,13 @@ impl Strings {
         self.valid.len()
     }
 
+    /// Room for a column like `other`, so that the next batch grows without copying.
+    fn reserve_like(&mut self, other: &Strings) {
+        self.offsets.reserve(other.offsets.len());
+        self.data.reserve(other.data.len());
+        self.valid.reserve(other.valid.len());
+    }
+
     fn mark(&self) -> (usize, usize, usize) {
         (self.valid.len(), self.data.len(), self.nulls)
     }
@@ -241,6 +248,13 @@ impl TextMap {
         self.nulls = nulls;
         self.keys.truncate(keys);
         self.values.truncate(values);
+    }
+
+    fn reserve_like(&mut self, other: &TextMap) {
+        self.offsets.reserve(other.offsets.len());
+        self.valid.reserve(other.valid.len());
+        self.keys.reserve_like(&other.keys);
+        self.values.reserve_like(&other.values);
     }
 
     fn finish(&mut self) -> Result<MapArray, ArrowError> {
@@ -430,6 +444,34 @@ impl ChangesBuilder {
     /// The rows appended so far as one record batch; the builder starts over.
     pub fn finish(&mut self) -> Result<RecordBatch, ArrowError> {
         let mut b = std::mem::take(self);
+        // batches are alike: size the next one's buffers as this one's
+        for (next, last) in [
+            (&mut self.path, &b.path),
+            (&mut self.file, &b.file),
+            (&mut self.gtid, &b.gtid),
+            (&mut self.database, &b.database),
+            (&mut self.table, &b.table),
+            (&mut self.op, &b.op),
+        ] {
+            next.reserve_like(last);
+        }
+        self.before.reserve_like(&b.before);
+        self.after.reserve_like(&b.after);
+        let rows = b.pos.len();
+        for v in [
+            &mut self.pos,
+            &mut self.file_seq,
+            &mut self.timestamp,
+            &mut self.commit_timestamp,
+            &mut self.commit_pos,
+            &mut self.xid,
+            &mut self.server_id,
+        ] {
+            v.reserve(rows);
+        }
+        self.row_index.reserve(rows);
+        self.sub.reserve(rows);
+        self.xid_valid.reserve(rows);
         let int64 = |v: Vec<i64>| -> ArrayRef { Arc::new(Int64Array::from(v)) };
         let micros = |v: Vec<i64>| -> ArrayRef {
             Arc::new(TimestampMicrosecondArray::from(v).with_timezone("UTC"))
@@ -613,7 +655,12 @@ impl<H: TextHelper> ValueSink for ChangeSink<'_, H> {
 
     fn date(&mut self, col: &Column, year: u32, month: u32, day: u32) -> ValueResult {
         // valid or not (zero dates), Python prints both as %04d-%02d-%02d
-        let _ = write!(self.key(col), "{year:04}-{month:02}-{day:02}");
+        let out = self.key(col);
+        push_padded(out, year as u64, 4);
+        out.push(b'-');
+        push_padded(out, month as u64, 2);
+        out.push(b'-');
+        push_padded(out, day as u64, 2);
         self.done()
     }
 
@@ -657,7 +704,11 @@ impl<H: TextHelper> ValueSink for ChangeSink<'_, H> {
         if t.negative && total != 0 {
             out.push(b'-');
         }
-        let _ = write!(out, "{:02}:{:02}:{:02}", seconds / 3600, seconds / 60 % 60, seconds % 60);
+        push_padded(out, seconds / 3600, 2);
+        out.push(b':');
+        push_padded(out, seconds / 60 % 60, 2);
+        out.push(b':');
+        push_padded(out, seconds % 60, 2);
         push_fraction(out, frac as i64, t.fsp);
         self.done()
     }
@@ -824,8 +875,27 @@ pub fn push_i64(out: &mut Vec<u8>, v: i64) {
     push_u64(out, v.unsigned_abs());
 }
 
+/// `v` in decimal, zero-padded to `width` digits (Python's `%0Nd` of a non-negative int).
+#[inline]
+fn push_padded(out: &mut Vec<u8>, mut v: u64, width: usize) {
+    let mut buf = [b'0'; 20];
+    let mut i = buf.len();
+    while v > 0 {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    let start = buf.len() - width.clamp(1, buf.len()).max(buf.len() - i);
+    out.extend_from_slice(&buf[start..]);
+}
+
+/// `%04d-%02d-%02d %02d:%02d:%02d`, without `fmt` (one per temporal value: hot).
 fn push_datetime(out: &mut Vec<u8>, y: u32, mo: u32, d: u32, h: u32, mi: u32, s: u32) {
-    let _ = write!(out, "{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}");
+    push_padded(out, y as u64, 4);
+    for (sep, v) in [(b'-', mo), (b'-', d), (b' ', h), (b':', mi), (b':', s)] {
+        out.push(sep);
+        push_padded(out, v as u64, 2);
+    }
 }
 
 /// `"." + ("%06d" % micro)[:fsp]`, nothing at fsp 0 (a corrupt negative or
@@ -834,8 +904,14 @@ fn push_fraction(out: &mut Vec<u8>, micro: i64, fsp: u8) {
     if fsp == 0 {
         return;
     }
-    let digits = format!("{micro:06}");
     out.push(b'.');
+    if (0..1_000_000).contains(&micro) {
+        let at = out.len();
+        push_padded(out, micro as u64, 6);
+        out.truncate(at + (fsp as usize).min(6));
+        return;
+    }
+    let digits = format!("{micro:06}");
     out.extend_from_slice(&digits.as_bytes()[..(fsp as usize).min(digits.len())]);
 }
 
@@ -1070,6 +1146,82 @@ mod tests {
         assert_eq!(out, "café €".as_bytes());
         assert!(!push_cp1252(&mut out, b"\x81"));
         assert_eq!(out, "café €".as_bytes());
+    }
+
+    struct NoHelper;
+
+    impl TextHelper for NoHelper {
+        fn json(&mut self, _: &Column, _: &[u8], _: &mut Vec<u8>) -> ValueResult {
+            Err(ValueError::corrupt("no JSON here"))
+        }
+        fn json_diff(
+            &mut self,
+            _: &Column,
+            _: &[u8],
+            _: Option<Option<&str>>,
+            _: &mut Vec<u8>,
+        ) -> ValueResult {
+            Err(ValueError::corrupt("no JSON here"))
+        }
+        fn decode(&mut self, _: &Column, _: &[u8], _: &mut Vec<u8>) -> ValueResult<bool> {
+            Ok(false)
+        }
+    }
+
+    #[test]
+    fn rows_become_maps_and_a_bad_row_is_dropped_whole() {
+        use crate::constants::{MYSQL_TYPE_LONG, MYSQL_TYPE_VARCHAR};
+        use arrow_array::Array;
+        let mut id = Column::new(0, MYSQL_TYPE_LONG, 0, true);
+        id.name = Some("id".into());
+        let mut s = Column::new(1, MYSQL_TYPE_VARCHAR, 40, true);
+        s.name = Some("s".into());
+        let layout = Layout { database: "db".into(), table: "t".into(), columns: vec![id, s] };
+        let plan = Plan::new(&layout, &[0b11], false);
+        // (1, 'hé'), (-2, NULL), then a row cut short
+        let data = [
+            &[0x00, 1, 0, 0, 0, 3][..],
+            "hé".as_bytes(),
+            &[0x02, 0xFE, 0xFF, 0xFF, 0xFF],
+            &[0x00, 7, 0],
+        ]
+        .concat();
+        let rows = RowsData {
+            operation: Operation::Insert,
+            partial: false,
+            before: &plan,
+            after: &plan,
+            data: &data,
+        };
+        let event = EventFields {
+            path: "/x/bin.000001",
+            file: "bin.000001",
+            file_seq: 1,
+            pos: 100,
+            sub: 0,
+            timestamp: 2,
+            commit_timestamp: 3,
+            commit_pos: 200,
+            gtid: None,
+            xid: Some(-1),
+            server_id: 7,
+        };
+        let mut b = ChangesBuilder::new();
+        let codecs = [TextCodec::Binary, TextCodec::Utf8];
+        let failed = b.append_rows(&layout, &rows, 0, 10, 0, &event, &codecs, &mut NoHelper);
+        let failed = failed.unwrap_err();
+        assert_eq!((failed.rows, failed.offset), (2, 14));
+        let batch = b.finish().unwrap();
+        assert_eq!(batch.num_rows(), 2);
+        let after = batch.column(15).as_any().downcast_ref::<MapArray>().unwrap();
+        let entries = after.value(1);
+        let values = entries.column(1).as_any().downcast_ref::<StringArray>().unwrap();
+        assert_eq!(values.value(0), "-2");
+        assert!(values.is_null(1));
+        let first = after.value(0);
+        let values = first.column(1).as_any().downcast_ref::<StringArray>().unwrap();
+        assert_eq!(values.value(1), "hé");
+        assert!(batch.column(14).is_null(0));
     }
 
     #[test]
