@@ -5,10 +5,12 @@
         print(event.header.pos, event.type_name)
     for change in binlake.changes(["bin.000001", "bin.000002"]):
         print(change.op, change.table, change.before, change.after)
+    table = binlake.arrow_changes(["bin.000001"]).read_all()   # pyarrow
 """
 
 from __future__ import annotations
 
+from .arrow import arrow_changes
 from .errors import (BinlogError, ChecksumMismatch, CorruptEvent, EncryptedBinlog, NotABinlog,
                      PartialEvent, TruncatedEvent, UnsupportedFeature)
 from .reader import BinlogReader, FileInfo, read_events
@@ -24,7 +26,7 @@ def open(paths, **options) -> BinlogReader:  # noqa: A001 - mirrors io.open's ro
 
 
 __all__ = [
-    "open", "read_events", "changes", "changes_from_events", "BinlogReader", "FileInfo",
+    "open", "read_events", "changes", "arrow_changes", "changes_from_events", "BinlogReader", "FileInfo",
     "Change", "MysqlTemporal", "BinlogError", "ChecksumMismatch", "CorruptEvent",
     "EncryptedBinlog", "NotABinlog", "PartialEvent", "TruncatedEvent", "UnsupportedFeature",
 ]

@@ -116,7 +116,7 @@ class LazyRowData:
             return f.read(min(size, len(self) - offset))
 
 
-def _checked_table(event: RowsEvent):
+def checked_table(event: RowsEvent):
     """The event's table map, which must exist and be as wide as the event."""
     table = event.table
     header = event.header
@@ -133,7 +133,7 @@ def _checked_table(event: RowsEvent):
 
 def _pair_decoder(event: RowsEvent):
     """(buf, pos) -> ((before, after), pos) for this event's operation and layout."""
-    table = _checked_table(event)
+    table = checked_table(event)
     header = event.header
     operation = event.operation
     first = _plan(table, event.columns_present, header.type_code in PRE_GA_ROWS_EVENTS)
@@ -176,50 +176,56 @@ def _failure(event: RowsEvent, offset: int, index: int, exc: Exception):
                         f"row {index} of {name}: {exc}")
 
 
+def native_columns(table, keys=None) -> list:
+    """The column facts `RowLayout` takes; `keys` replace the columns' keys."""
+    keys = keys or [c.key for c in table.columns]
+    return [(c.type, c.meta, c.nullable, c.unsigned,
+             None if c.type == ColumnType.MYSQL_TYPE_GEOMETRY else codec_for(c.charset),
+             key, c.enum_values, c.set_values) for c, key in zip(table.columns, keys)]
+
+
 def native_layout(table, native):
     """The native core's layout of a table map, built once per equal map."""
     layout = table.cache.get("native")
     if layout is None:
-        columns = [(c.type, c.meta, c.nullable, c.unsigned,
-                    None if c.type == ColumnType.MYSQL_TYPE_GEOMETRY else codec_for(c.charset),
-                    c.key, c.enum_values, c.set_values) for c in table.columns]
-        layout = table.cache["native"] = native.RowLayout(table.database, table.table, columns)
+        layout = table.cache["native"] = native.RowLayout(table.database, table.table,
+                                                          native_columns(table))
     return layout
 
 
-def _bitmap(bits: int | None, width: int) -> bytes | None:
+def bitmap_bytes(bits: int | None, width: int) -> bytes | None:
     return None if bits is None else bits.to_bytes((width + 7) // 8, "little")
 
 
-def _native_failure(event: RowsEvent, exc: Exception, base: int = 0, first_index: int = 0):
-    """A native RowDecodeError as the error the reference raises (same class and offset)."""
-    offset, index, unsupported, detail = exc.args
-    name = event.table.qualified_name
-    if unsupported:
-        return UnsupportedFeature(event.header.file, event.rows_offset + base + offset,
-                                  f"{name}: {detail}")
-    return CorruptEvent(event.header.file, event.rows_offset + base + offset,
-                        f"row {first_index + index} of {name}: {detail}")
-
-
 def _native_rows(native, event: RowsEvent, data: bytes) -> list:
-    table = _checked_table(event)
+    table = checked_table(event)
     try:
         return native_layout(table, native).decode_rows(
-            event.operation, data, _bitmap(event.columns_present, event.width),
-            _bitmap(event.columns_present_after, event.width), event.is_partial,
+            event.operation, data, bitmap_bytes(event.columns_present, event.width),
+            bitmap_bytes(event.columns_present_after, event.width), event.is_partial,
             event.header.type_code in PRE_GA_ROWS_EVENTS)
     except native.RowDecodeError as exc:
-        raise _native_failure(event, exc) from exc.__cause__
+        raise native_failure(event, exc) from exc.__cause__
+
+
+def native_failure(event: RowsEvent, exc: Exception, base: int = 0, first_index: int = 0):
+    """The binlake error of a native RowDecodeError(offset, index, unsupported,
+    reason), as the reference raises it; `base`: where the decoded buffer
+    starts in the rows data, `first_index`: the index of its first row."""
+    offset, index, unsupported, detail = exc.args
+    name = event.table.qualified_name
+    cls = UnsupportedFeature if unsupported else CorruptEvent
+    text = f"{name}: {detail}" if unsupported else f"row {first_index + index} of {name}: {detail}"
+    return cls(event.header.file, event.rows_offset + base + offset, text)
 
 
 def _native_iter_window(native, event: RowsEvent):
     """A huge event's rows through a window: each window decoded natively;
     a row cut by the window's end is decoded again from the next window."""
-    layout = native_layout(_checked_table(event), native)
+    layout = native_layout(checked_table(event), native)
     data = event.rows_data
-    before = _bitmap(event.columns_present, event.width)
-    after = _bitmap(event.columns_present_after, event.width)
+    before = bitmap_bytes(event.columns_present, event.width)
+    after = bitmap_bytes(event.columns_present_after, event.width)
     total, base, window, index = len(data), 0, data.WINDOW, 0
     while base < total:
         buf = data.read(base, window)
@@ -228,7 +234,7 @@ def _native_iter_window(native, event: RowsEvent):
         yield from rows
         if error is not None:
             if base + len(buf) >= total:  # the window already reached the end
-                raise _native_failure(event, error, base, index) from error.__cause__
+                raise native_failure(event, error, base, index) from error.__cause__
             if stop == 0:  # one row outgrew the window
                 window *= 2
         index += len(rows)

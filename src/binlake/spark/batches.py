@@ -7,6 +7,13 @@ transaction is emitted whole once its end is read, because its XID and
 commit time come last; rows events are kept undecoded until then, so the
 memory held is the transaction's own bytes.
 
+The changes view has a native builder (`_native.ChangeBatch`, in
+rust/src/sink/arrow.rs): the rows data of each rows event goes to it
+undecoded and comes back as Arrow buffers, imported through the Arrow C data
+interface with no Python object per value. The Python lists below remain the
+reference (BINLAKE_PURE=1, or no native core), which the differential tests
+hold equal to it, batch boundaries included.
+
 Rule: the column lists below are the one definition of both schemas; the
 Spark DDL is derived from them, and docs/spark.md documents them.
 """
@@ -21,8 +28,11 @@ from typing import Iterator
 import pyarrow as pa
 
 from ..events import LoadEvent, QueryEvent, RowsEvent, RowsQueryEvent, TableMapEvent
-from ..events.rows import DELETE, UPDATE, WRITE
+from .. import core
+from ..events.rows import DELETE, PRE_GA_ROWS_EVENTS, UPDATE, WRITE
 from ..jsonable import event_to_dict
+from ..rows import LazyRowData, bitmap_bytes, checked_table, native_columns, native_failure, \
+    native_layout
 from ..scan import read_framing
 from .exact import column_texts, row_texts, text_row, value_text
 from .ranges import Split, read_split, transactions
@@ -271,6 +281,105 @@ def load_schema_option(options: dict):
 
 
 def change_batches(split: Split, options: dict) -> Iterator[pa.RecordBatch]:
+    native = core.native()
+    if native is None:
+        return _python_change_batches(split, options)
+    return _native_change_batches(native, split, options)
+
+
+def _native_change_batches(native, split: Split, options: dict) -> Iterator[pa.RecordBatch]:
+    """The same batches as `_python_change_batches`, rows decoded natively."""
+    out = native.ChangeBatch()
+    out.set_file(split.path, split.file, split.file_seq)
+    wanted = TableFilter(options.get("tables"))
+    schema = load_schema_option(options)
+    for txn in _transactions(split, options):
+        out.set_transaction(txn.commit_timestamp, txn.commit_pos, txn.gtid, txn.xid)
+        for item in txn.events:
+            event = item.event
+            if not isinstance(event, RowsEvent):
+                continue
+            table = event.table
+            database, name = (table.database, table.table) if table else ("", "")
+            if not wanted(database, name):
+                continue
+            layout = _change_layout(native, checked_table(event), schema)
+            h = event.header
+            width = event.width
+            args = (event.operation, bitmap_bytes(event.columns_present, width),
+                    bitmap_bytes(event.columns_present_after, width), event.is_partial,
+                    h.type_code in PRE_GA_ROWS_EVENTS, h.pos, item.sub, h.timestamp,
+                    h.server_id)
+            data = event.rows_data
+            if isinstance(data, LazyRowData):
+                yield from _lazy_rows(native, out, layout, event, data, args)
+                continue
+            pos = first = 0
+            end = len(data)
+            # Blocks of BATCH_ROWS, as the Python path makes them: same batches.
+            while pos < end:
+                try:
+                    n, pos = out.add_rows(layout, args[0], data, pos, first, BATCH_ROWS, *args[1:])
+                except native.RowDecodeError as exc:
+                    raise native_failure(event, exc) from exc.__cause__
+                first += n
+                if out.rows >= BATCH_ROWS:
+                    yield pa.record_batch(out.finish())
+    if out.rows:
+        yield pa.record_batch(out.finish())
+
+
+def _lazy_rows(native, out, layout, event, data: LazyRowData, args: tuple):
+    """A huge event's rows, read from its file through a window (as
+    rows.iter_rows does): a row cut by the window's end fails to decode and
+    is read again from its start with the next window."""
+    total = len(data)
+    base, window = 0, data.WINDOW
+    buf = data.read(0, window)
+    pos = first = 0
+    while base + pos < total:
+        try:
+            n, pos = out.add_rows(layout, args[0], buf, pos, first, BATCH_ROWS, *args[1:])
+        except native.RowDecodeError as exc:
+            offset, index = exc.args[:2]
+            first = index
+            if base + len(buf) >= total:  # the window already reached the end: bad data
+                raise native_failure(event, exc, base) from exc.__cause__
+            window = window * 2 if offset == 0 else window  # one row outgrew the window
+            base += offset
+            buf, pos = data.read(base, window), 0
+        else:
+            first += n
+        if out.rows >= BATCH_ROWS:
+            yield pa.record_batch(out.finish())
+
+
+def _change_layout(native, table, schema):
+    """The native layout of a table map for the changes view, cached on it;
+    with `schema`, a table map without column names takes them from it."""
+    names = schema.columns(table.database, table.table) \
+        if schema is not None and not table.has_names else None
+    if not names:
+        layout = table.cache.get("arrow")
+        if layout is None:
+            codecs = [c[4] for c in native_columns(table)]
+            layout = table.cache["arrow"] = native.ChangeLayout(native_layout(table, native),
+                                                                codecs)
+        return layout
+    cached = table.cache.get("arrow-renamed")
+    if cached is not None and cached[0] is schema:
+        return cached[1]
+    # schema.rename_rows's rule: `@N` becomes the Nth name, when there is one
+    keys = [names[c.index] if c.name is None and c.index < len(names) else c.key
+            for c in table.columns]
+    columns = native_columns(table, keys)
+    rows = native.RowLayout(table.database, table.table, columns)
+    layout = native.ChangeLayout(rows, [c[4] for c in columns])
+    table.cache["arrow-renamed"] = (schema, layout)
+    return layout
+
+
+def _python_change_batches(split: Split, options: dict) -> Iterator[pa.RecordBatch]:
     out = _Columns(CHANGES)
     c = out.columns
     wanted = TableFilter(options.get("tables"))

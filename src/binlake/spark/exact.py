@@ -169,3 +169,29 @@ def text_row(row: dict | None, texts: dict) -> dict | None:
         return None
     return {key: (None if value is None else texts.get(key, value_text)(value))
             for key, value in row.items()}
+
+
+# -- callbacks of the native Arrow builder (rust/src/sink/arrow.rs) --------------------
+# It writes every other value's text itself; these keep the few it cannot
+# equal to the functions above.
+
+def json_value_text(raw: bytes) -> str:
+    """A MySQL binary JSON value's text."""
+    from ..mysql_json import binary_to_text
+    return _text(binary_to_text(raw))
+
+
+def partial_json_text(diff: bytes, has_before: bool, before: str | None) -> str:
+    """A partial JSON update's text: applied to the before image's document
+    when the image has the column, else the diffs themselves."""
+    from ..mysql_json import parse_diffs
+    value = parse_diffs(diff)
+    return _text(value.apply(before) if has_before else value)
+
+
+def codec_text(raw: bytes, codec: str) -> str | None:
+    """Text in a charset without a native decoder; None: not valid in it (base64 then)."""
+    try:
+        return raw.decode(codec)
+    except UnicodeDecodeError:
+        return None
