@@ -1,0 +1,33 @@
+"""Fixtures of the differential tests: binlogs a private MariaDB server writes.
+
+Strategy: one server per binlog configuration that changes what row images
+and table maps look like (metadata NO_LOG / FULL, MINIMAL images,
+compressed rows events), the shared edge-value workload run on it, and the
+closed binlog files handed to the test. Only `server`-marked tests use it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+SERVER_CONFIGS = {
+    "meta-full": {},
+    "meta-nolog": {"binlog_row_metadata": "NO_LOG"},
+    "image-minimal": {"binlog_row_image": "MINIMAL"},
+    "compressed": {"log_bin_compress": True, "extra": {"log_bin_compress_min_len": 10}},
+}
+
+
+@pytest.fixture(scope="module", params=list(SERVER_CONFIGS))
+def server_binlogs(request, tmp_path_factory) -> list[str]:
+    from binlake.testing.mariadb import MariaDBServer, ensure_mariadb_installed
+    from binlake.testing.workload import DATABASE, run_basic_workload
+    try:
+        ensure_mariadb_installed()
+    except RuntimeError as error:
+        pytest.skip(f"MariaDB server unavailable, server tests skipped: {error}")
+    workdir = tmp_path_factory.mktemp(f"differential-{request.param}")
+    with MariaDBServer(workdir, server_id=11, **SERVER_CONFIGS[request.param]) as server:
+        run_basic_workload(server, DATABASE)
+        server.flush_logs()
+    return [str(path) for path in server.binlog_files()]
