@@ -423,3 +423,78 @@ def _bulk_insert(c, base: int, rows: int, seed: int) -> int:
 def _binlog_bytes(cursor) -> int:
     cursor.execute("SHOW BINARY LOGS")
     return sum(int(row[1]) for row in cursor.fetchall())
+
+
+# -- OLTP ------------------------------------------------------------------------------
+
+OLTP_TABLE = "oltp_orders"
+
+# One autocommit statement per loop step: every INSERT, UPDATE and DELETE is its own
+# transaction (GTID, ANNOTATE_ROWS, TABLE_MAP, one-row rows event, XID), written by the
+# server itself so no client round trip is paid per row. Values are computed into
+# user variables first (a SET is not logged in row format) and the statements name
+# only user variables: the procedure's locals would be logged in the annotate event as
+# NAME_CONST('i',1) at each use, tripling its size.
+OLTP_PROCEDURE = f"""CREATE PROCEDURE oltp_fill(IN first_id BIGINT, IN n INT, IN seed INT)
+BEGIN
+  SET @i = first_id, @s = seed;
+  WHILE @i < first_id + n DO
+    SET @c = (@i*7919+@s)%100000, @a = ((@i*104729+@s)%10000000)/100,
+        @d = IF(@i%3=0, NULL, (@i%5000)/100),
+        @n = IF(@i%7=0, NULL, CONCAT('order ', @i, ' for customer ', (@i*7919)%100000)),
+        @t = TIMESTAMP'2024-01-01 00:00:00' + INTERVAL @i*1000003+@s MICROSECOND,
+        @b = IF(@i%11=0, NULL, REPEAT('lorem ipsum ', 1+(@i+@s)%4)),
+        @j = IF(@i%13=0, NULL, CONCAT('{{"sku": ', @i%9973, ', "qty": ', @i%10, '}}'));
+    INSERT INTO {OLTP_TABLE} VALUES (@i, @c, @i%5, @a, @d, @n, @t, @b, @j);
+    IF @i % 4 = 0 THEN
+      UPDATE {OLTP_TABLE} SET status = (status+1)%5, amount = amount+1.25 WHERE id = @i-2;
+    END IF;
+    IF @i % 16 = 0 THEN
+      DELETE FROM {OLTP_TABLE} WHERE id = @i-9;
+    END IF;
+    SET @i = @i + 1;
+  END WHILE;
+END"""
+
+
+def generate_oltp(server, database: str, target_bytes: int, seed: int = 0,
+                  batch_rows: int = 20000) -> dict[str, int]:
+    """Write at least ``target_bytes`` of OLTP-shaped row binlog: one row per transaction.
+
+    A stored procedure loops over ids: each step inserts one order (the columns of
+    ``bulk_orders``), every 4th step updates one earlier order and every 16th deletes
+    one (76% inserts, 19% updates, 5% deletes), each statement autocommitted, so the
+    binlog is GTID / ANNOTATE_ROWS / TABLE_MAP / one-row rows event / XID over and
+    over (about 450 bytes per transaction). The procedure is called for ``batch_rows``
+    steps at a time until the binlog has grown by ``target_bytes``. Returns row counts
+    and bytes written, like ``generate_bulk``.
+    """
+    connection = _session(server)
+    counts = {"inserts": 0, "updates": 0, "deletes": 0}
+    try:
+        with connection.cursor() as c:
+            c.execute(f"CREATE DATABASE IF NOT EXISTS {database} CHARACTER SET utf8mb4")
+            c.execute(f"USE {database}")
+            c.execute(f"DROP TABLE IF EXISTS {OLTP_TABLE}")
+            c.execute(BULK_TABLES["bulk_orders"].replace("bulk_orders", OLTP_TABLE, 1))
+            c.execute("DROP PROCEDURE IF EXISTS oltp_fill")
+            c.execute(OLTP_PROCEDURE)
+            start = _binlog_bytes(c)
+            first = 1
+            while _binlog_bytes(c) - start < target_bytes:
+                c.execute("CALL oltp_fill(%s, %s, %s)", (first, batch_rows, seed))
+                last = first + batch_rows - 1
+                counts["inserts"] += batch_rows
+                counts["updates"] += _multiples_between(4, first, last)
+                counts["deletes"] += _multiples_between(16, first, last)
+                first += batch_rows
+            counts["bytes"] = _binlog_bytes(c) - start
+            c.execute("DROP PROCEDURE oltp_fill")
+    finally:
+        connection.close()
+    return counts
+
+
+def _multiples_between(k: int, first: int, last: int) -> int:
+    """How many multiples of k lie in [first, last]."""
+    return last // k - (first - 1) // k
