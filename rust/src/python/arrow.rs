@@ -42,7 +42,11 @@ impl ChangeLayout {
             .map(|c| c.as_deref().map(|name| PyString::intern(py, name).unbind()))
             .collect();
         let codecs = codecs.iter().map(|c| TextCodec::of(c.as_deref())).collect();
-        ChangeLayout { rows, codecs, codec_names }
+        ChangeLayout {
+            rows,
+            codecs,
+            codec_names,
+        }
     }
 }
 
@@ -82,7 +86,11 @@ impl PyHelper<'_, '_> {
 
 impl TextHelper for PyHelper<'_, '_> {
     fn json(&mut self, _col: &Column, raw: &[u8], out: &mut Vec<u8>) -> ValueResult {
-        let result = self.helpers.json_text.bind(self.py).call1((PyBytes::new(self.py, raw),));
+        let result = self
+            .helpers
+            .json_text
+            .bind(self.py)
+            .call1((PyBytes::new(self.py, raw),));
         self.put(result, out).map(|_| ())
     }
 
@@ -93,7 +101,11 @@ impl TextHelper for PyHelper<'_, '_> {
         before: Option<Option<&str>>,
         out: &mut Vec<u8>,
     ) -> ValueResult {
-        let args = (PyBytes::new(self.py, diff), before.is_some(), before.flatten());
+        let args = (
+            PyBytes::new(self.py, diff),
+            before.is_some(),
+            before.flatten(),
+        );
         let result = self.helpers.partial_json_text.bind(self.py).call1(args);
         self.put(result, out).map(|_| ())
     }
@@ -103,8 +115,11 @@ impl TextHelper for PyHelper<'_, '_> {
             return Ok(false);
         };
         let codec = codec.bind(self.py).clone();
-        let result =
-            self.helpers.codec_text.bind(self.py).call1((PyBytes::new(self.py, raw), codec));
+        let result = self
+            .helpers
+            .codec_text
+            .bind(self.py)
+            .call1((PyBytes::new(self.py, raw), codec));
         self.put(result, out)
     }
 }
@@ -205,7 +220,13 @@ impl ChangeBatch {
             Some(bitmap) => plans.get(core, bitmap, false),
             None => before.clone(),
         };
-        let rows = RowsData { operation, partial, before: &before, after: &after, data };
+        let rows = RowsData {
+            operation,
+            partial,
+            before: &before,
+            after: &after,
+            data,
+        };
         let event = EventFields {
             path: &self.path,
             file: &self.file,
@@ -219,8 +240,12 @@ impl ChangeBatch {
             xid: self.xid,
             server_id,
         };
-        let mut helper =
-            PyHelper { py, helpers: &self.helpers, codec_names: &layout.codec_names, error: None };
+        let mut helper = PyHelper {
+            py,
+            helpers: &self.helpers,
+            codec_names: &layout.codec_names,
+            error: None,
+        };
         let appended = self.builder.append_rows(
             core,
             &rows,
@@ -257,7 +282,10 @@ impl ChangeBatch {
 
     /// The rows gathered so far as one batch (`pyarrow.record_batch(it)`); starts over.
     fn finish(&mut self) -> PyResult<ArrowBatch> {
-        let batch = self.builder.finish().map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        let batch = self
+            .builder
+            .finish()
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
         Ok(ArrowBatch { batch: Some(batch) })
     }
 }
@@ -306,8 +334,10 @@ impl ArrowBatch {
         requested_schema: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let _ = requested_schema; // the view has one schema: callers cast if they want another
-        let batch =
-            self.batch.take().ok_or_else(|| PyRuntimeError::new_err("batch already exported"))?;
+        let batch = self
+            .batch
+            .take()
+            .ok_or_else(|| PyRuntimeError::new_err("batch already exported"))?;
         let schema = schema_capsule(py, batch.schema().as_ref())?;
         let data = StructArray::from(batch).into_data();
         // Same ownership rule as the schema: `FFI_ArrowArray`'s drop releases it if unclaimed.

@@ -131,7 +131,13 @@ struct Strings {
 
 impl Default for Strings {
     fn default() -> Self {
-        Strings { offsets: vec![0], data: Vec::new(), valid: Vec::new(), nulls: 0, overflow: false }
+        Strings {
+            offsets: vec![0],
+            data: Vec::new(),
+            valid: Vec::new(),
+            nulls: 0,
+            overflow: false,
+        }
     }
 }
 
@@ -239,7 +245,12 @@ impl TextMap {
     }
 
     fn mark(&self) -> MapMark {
-        (self.valid.len(), self.nulls, self.keys.mark(), self.values.mark())
+        (
+            self.valid.len(),
+            self.nulls,
+            self.keys.mark(),
+            self.values.mark(),
+        )
     }
 
     fn truncate(&mut self, (len, nulls, keys, values): MapMark) {
@@ -260,7 +271,9 @@ impl TextMap {
     fn finish(&mut self) -> Result<MapArray, ArrowError> {
         let mut taken = std::mem::take(self);
         if taken.keys.len() > i32::MAX as usize {
-            return Err(ArrowError::ComputeError("too many map entries in one batch".into()));
+            return Err(ArrowError::ComputeError(
+                "too many map entries in one batch".into(),
+            ));
         }
         let keys: ArrayRef = Arc::new(taken.keys.finish()?);
         let values: ArrayRef = Arc::new(taken.values.finish()?);
@@ -282,7 +295,11 @@ fn entry_fields() -> Fields {
 }
 
 fn entries_field() -> Arc<Field> {
-    Arc::new(Field::new("entries", DataType::Struct(entry_fields()), false))
+    Arc::new(Field::new(
+        "entries",
+        DataType::Struct(entry_fields()),
+        false,
+    ))
 }
 
 fn text_map() -> DataType {
@@ -395,7 +412,11 @@ impl ChangesBuilder {
                 // drop the half-written row: every column keeps the same length
                 sink.before.truncate(marks.0);
                 sink.after.truncate(marks.1);
-                failure = Some(AppendError { rows: done, offset: row_start, error });
+                failure = Some(AppendError {
+                    rows: done,
+                    offset: row_start,
+                    error,
+                });
                 break;
             }
             done += 1;
@@ -403,7 +424,10 @@ impl ChangesBuilder {
         self.append_event(layout, rows.operation, event, first_row, done);
         match failure {
             Some(e) => Err(e),
-            None => Ok(Appended { rows: done, end: images.pos }),
+            None => Ok(Appended {
+                rows: done,
+                end: images.pos,
+            }),
         }
     }
 
@@ -421,15 +445,23 @@ impl ChangesBuilder {
         self.file.push_n(Some(event.file), n);
         repeat(&mut self.pos, event.pos);
         // row numbers of one event stay far below 2^31 (an event is at most 4 GiB of rows)
-        self.row_index.extend((first_row..first_row + n).map(|i| i as i32));
+        self.row_index
+            .extend((first_row..first_row + n).map(|i| i as i32));
         repeat(&mut self.file_seq, event.file_seq);
         self.sub.extend(std::iter::repeat_n(event.sub, n));
-        repeat(&mut self.timestamp, event.timestamp.saturating_mul(1_000_000));
-        repeat(&mut self.commit_timestamp, event.commit_timestamp.saturating_mul(1_000_000));
+        repeat(
+            &mut self.timestamp,
+            event.timestamp.saturating_mul(1_000_000),
+        );
+        repeat(
+            &mut self.commit_timestamp,
+            event.commit_timestamp.saturating_mul(1_000_000),
+        );
         repeat(&mut self.commit_pos, event.commit_pos);
         self.gtid.push_n(event.gtid, n);
         repeat(&mut self.xid, event.xid.unwrap_or(0));
-        self.xid_valid.extend(std::iter::repeat_n(event.xid.is_some(), n));
+        self.xid_valid
+            .extend(std::iter::repeat_n(event.xid.is_some(), n));
         repeat(&mut self.server_id, event.server_id);
         self.database.push_n(Some(&layout.database), n);
         self.table.push_n(Some(&layout.table), n);
@@ -524,12 +556,20 @@ fn decode_row<S: RowSink>(
     sink: &mut S,
 ) -> ValueResult {
     sink.start_row(rows.operation)?;
-    let first = if rows.operation == Operation::Insert { Role::After } else { Role::Before };
+    let first = if rows.operation == Operation::Insert {
+        Role::After
+    } else {
+        Role::Before
+    };
     sink.start_image(first, rows.before)?;
     images.image(layout, rows.before, &[], sink)?;
     sink.end_image(first)?;
     if rows.operation == Operation::Update {
-        let partial = if rows.partial { images.partial_columns(layout)? } else { Vec::new() };
+        let partial = if rows.partial {
+            images.partial_columns(layout)?
+        } else {
+            Vec::new()
+        };
         sink.start_image(Role::After, rows.after)?;
         images.image(layout, rows.after, &partial, sink)?;
         sink.end_image(Role::After)?;
@@ -625,7 +665,11 @@ impl<H: TextHelper> ValueSink for ChangeSink<'_, H> {
     fn int(&mut self, col: &Column, value: i64, bytes: u8) -> ValueResult {
         let out = self.key(col);
         if col.unsigned && value < 0 {
-            let mask = if bytes >= 8 { u64::MAX } else { (1u64 << (8 * bytes)) - 1 };
+            let mask = if bytes >= 8 {
+                u64::MAX
+            } else {
+                (1u64 << (8 * bytes)) - 1
+            };
             push_u64(out, value as u64 & mask);
         } else {
             push_i64(out, value);
@@ -689,7 +733,15 @@ impl<H: TextHelper> ValueSink for ChangeSink<'_, H> {
             let secs = seconds as i64;
             let (year, month, day) = civil_from_days(secs.div_euclid(86400));
             let rem = secs.rem_euclid(86400) as u32;
-            push_datetime(out, year as u32, month, day, rem / 3600, rem / 60 % 60, rem % 60);
+            push_datetime(
+                out,
+                year as u32,
+                month,
+                day,
+                rem / 3600,
+                rem / 60 % 60,
+                rem % 60,
+            );
         }
         push_fraction(out, micro as i64, fsp);
         self.done()
@@ -734,7 +786,8 @@ impl<H: TextHelper> ValueSink for ChangeSink<'_, H> {
     fn json(&mut self, col: &Column, bytes: &[u8]) -> ValueResult {
         self.key(col);
         let at = self.map().values.data.len();
-        self.helper.json(col, bytes, values(self.before, self.after, self.role))?;
+        self.helper
+            .json(col, bytes, values(self.before, self.after, self.role))?;
         if self.partial && self.role == Role::Before {
             let text = String::from_utf8_lossy(&self.map().values.data[at..]).into_owned();
             self.before_json.push((col.index, Some(text)));
@@ -918,8 +971,9 @@ fn push_fraction(out: &mut Vec<u8>, micro: i64, fsp: u8) {
 fn push_base64(out: &mut Vec<u8>, bytes: &[u8]) {
     let at = out.len();
     out.resize(at + base64::encoded_len(bytes.len(), true).unwrap_or(0), 0);
-    let written =
-        base64::engine::general_purpose::STANDARD.encode_slice(bytes, &mut out[at..]).unwrap_or(0);
+    let written = base64::engine::general_purpose::STANDARD
+        .encode_slice(bytes, &mut out[at..])
+        .unwrap_or(0);
     out.truncate(at + written);
 }
 
@@ -980,7 +1034,12 @@ fn split_exponent(text: &str) -> (bool, Vec<u8>, i32) {
 }
 
 fn push_exponent(out: &mut Vec<u8>, exp: i32) {
-    let _ = write!(out, "e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.unsigned_abs());
+    let _ = write!(
+        out,
+        "e{}{:02}",
+        if exp < 0 { '-' } else { '+' },
+        exp.unsigned_abs()
+    );
 }
 
 /// Digits `d0 d1 ...` times 10^exp written positionally (no exponent).
@@ -1061,7 +1120,9 @@ pub fn push_float32(out: &mut Vec<u8>, value: f32) {
         let at = out.len();
         for precision in 6..=9 {
             push_general(out, wide, precision);
-            let back = std::str::from_utf8(&out[at..]).ok().and_then(|t| t.parse::<f64>().ok());
+            let back = std::str::from_utf8(&out[at..])
+                .ok()
+                .and_then(|t| t.parse::<f64>().ok());
             if let Some(back) = back {
                 let narrow = back as f32;
                 // struct.pack('<f') refuses what overflows a float32
@@ -1176,7 +1237,11 @@ mod tests {
         id.name = Some("id".into());
         let mut s = Column::new(1, MYSQL_TYPE_VARCHAR, 40, true);
         s.name = Some("s".into());
-        let layout = Layout { database: "db".into(), table: "t".into(), columns: vec![id, s] };
+        let layout = Layout {
+            database: "db".into(),
+            table: "t".into(),
+            columns: vec![id, s],
+        };
         let plan = Plan::new(&layout, &[0b11], false);
         // (1, 'hé'), (-2, NULL), then a row cut short
         let data = [
@@ -1213,13 +1278,25 @@ mod tests {
         assert_eq!((failed.rows, failed.offset), (2, 14));
         let batch = b.finish().unwrap();
         assert_eq!(batch.num_rows(), 2);
-        let after = batch.column(15).as_any().downcast_ref::<MapArray>().unwrap();
+        let after = batch
+            .column(15)
+            .as_any()
+            .downcast_ref::<MapArray>()
+            .unwrap();
         let entries = after.value(1);
-        let values = entries.column(1).as_any().downcast_ref::<StringArray>().unwrap();
+        let values = entries
+            .column(1)
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap();
         assert_eq!(values.value(0), "-2");
         assert!(values.is_null(1));
         let first = after.value(0);
-        let values = first.column(1).as_any().downcast_ref::<StringArray>().unwrap();
+        let values = first
+            .column(1)
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap();
         assert_eq!(values.value(1), "hé");
         assert!(batch.column(14).is_null(0));
     }
