@@ -596,6 +596,20 @@ pub fn decimal_digits(raw: &[u8], precision: u8, scale: u8, out: &mut [u8; 96]) 
     (negative, out.len() - first)
 }
 
+/// Civil date (year, month, day) of days since 1970-01-01, for TIMESTAMP
+/// seconds (Howard Hinnant's `civil_from_days`).
+pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z.rem_euclid(146097);
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
+}
+
 /// The server's name of a column type, for messages.
 pub fn type_name(type_code: u8) -> &'static str {
     use crate::constants::*;
@@ -664,7 +678,9 @@ pub fn decode_rows<S: RowSink>(
     Ok(index)
 }
 
-fn decode_row<S: RowSink>(
+/// One row: its images in wire order (also used by sinks that stop and resume
+/// between rows, such as the Arrow batch builder).
+pub fn decode_row<S: RowSink>(
     layout: &Layout,
     rows: &RowsData,
     images: &mut Images,

@@ -19,8 +19,8 @@ use pyo3::types::{
 
 use crate::layout::{Column, Layout};
 use crate::rowimage::{
-    decode_rows, DateTimeParts, DecimalValue, Operation, Plan, PlanCache, Role, RowSink, RowsData,
-    TimeParts, ValueError, ValueResult, ValueSink,
+    civil_from_days, decode_rows, DateTimeParts, DecimalValue, Operation, Plan, PlanCache, Role,
+    RowSink, RowsData, TimeParts, ValueError, ValueResult, ValueSink,
 };
 
 create_exception!(_native, RowDecodeError, PyException);
@@ -399,20 +399,6 @@ fn frac_text(micro: i32, fsp: u8) -> String {
     format!(".{}", &digits[..(fsp as usize).min(digits.len())])
 }
 
-/// Civil date of days since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i32, u8, u8) {
-    let z = days + 719468;
-    let era = z.div_euclid(146097);
-    let doe = z.rem_euclid(146097);
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u8;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u8;
-    let year = (yoe + era * 400 + i64::from(month <= 2)) as i32;
-    (year, month, day)
-}
-
 fn valid_date(year: u32, month: u32, day: u32) -> bool {
     if !(1..=9999).contains(&year) || !(1..=12).contains(&month) || day == 0 {
         return false;
@@ -569,6 +555,7 @@ impl<'py> ValueSink for PySink<'_, 'py> {
         let py = self.py;
         let secs = seconds as i64;
         let (year, month, day) = civil_from_days(secs.div_euclid(86400));
+        let (year, month, day) = (year as i32, month as u8, day as u8);
         let rem = secs.rem_euclid(86400);
         let utc = PyTzInfo::utc(py).map_err(|e| self.python_failure(e))?;
         let v = PyDateTime::new(

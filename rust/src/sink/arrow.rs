@@ -35,8 +35,8 @@ use base64::Engine;
 use crate::constants::MYSQL_TYPE_JSON;
 use crate::layout::{Column, Layout};
 use crate::rowimage::{
-    DateTimeParts, DecimalValue, Images, Operation, Plan, Role, RowSink, RowsData, TimeParts,
-    ValueError, ValueResult, ValueSink,
+    civil_from_days, decode_row, DateTimeParts, DecimalValue, Images, Operation, Plan, Role,
+    RowSink, RowsData, TimeParts, ValueError, ValueResult, ValueSink,
 };
 
 /// How a character column's bytes become text (else base64, like the Python path's bytes).
@@ -546,37 +546,6 @@ impl ChangesBuilder {
     }
 }
 
-/// One row: its images in the order `rowimage::decode_rows` reads them. Kept
-/// here (a few calls on the public `Images` API) so that a batch can stop
-/// after any row and resume at its offset.
-fn decode_row<S: RowSink>(
-    layout: &Layout,
-    rows: &RowsData,
-    images: &mut Images,
-    sink: &mut S,
-) -> ValueResult {
-    sink.start_row(rows.operation)?;
-    let first = if rows.operation == Operation::Insert {
-        Role::After
-    } else {
-        Role::Before
-    };
-    sink.start_image(first, rows.before)?;
-    images.image(layout, rows.before, &[], sink)?;
-    sink.end_image(first)?;
-    if rows.operation == Operation::Update {
-        let partial = if rows.partial {
-            images.partial_columns(layout)?
-        } else {
-            Vec::new()
-        };
-        sink.start_image(Role::After, rows.after)?;
-        images.image(layout, rows.after, &partial, sink)?;
-        sink.end_image(Role::After)?;
-    }
-    sink.end_row()
-}
-
 // -- the sink --------------------------------------------------------------------------
 
 struct ChangeSink<'a, H> {
@@ -975,19 +944,6 @@ fn push_base64(out: &mut Vec<u8>, bytes: &[u8]) {
         .encode_slice(bytes, &mut out[at..])
         .unwrap_or(0);
     out.truncate(at + written);
-}
-
-/// Civil date of days since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719468;
-    let era = z.div_euclid(146097);
-    let doe = z.rem_euclid(146097);
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(month <= 2), month, day)
 }
 
 /// Python's cp1252 decoding (MySQL latin1) as UTF-8; false (nothing kept) if
