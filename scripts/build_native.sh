@@ -7,4 +7,6 @@ cd "$(dirname "$0")/.."
 cargo build --quiet --release --features python --manifest-path rust/Cargo.toml
 target="${CARGO_TARGET_DIR:-rust/target}/release/libbinlake_native.so"
 suffix="$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')"
-cp "$target" "src/binlake/_native$suffix"
+# copy then rename: overwriting a loaded extension in place crashes the processes using it
+cp "$target" "src/binlake/_native$suffix.tmp"
+mv -f "src/binlake/_native$suffix.tmp" "src/binlake/_native$suffix"
