@@ -59,7 +59,7 @@ pub fn decimal_size(precision: u8, scale: u8) -> usize {
 /// length in two bytes (`Field_string::do_save_field_metadata`).
 pub fn string_real_type(meta: u16) -> (u8, u16) {
     let byte0 = (meta >> 8) as u8;
-    let byte1 = (meta & 0xFF) as u16;
+    let byte1 = meta & 0xFF;
     if meta == 0 {
         // table maps before 5.1.18 carry no metadata: a short CHAR
         return (MYSQL_TYPE_STRING, 0);
