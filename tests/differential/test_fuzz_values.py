@@ -59,3 +59,16 @@ def test_the_fuzzer_sees_a_broken_core(seeds, monkeypatch):
             seed.event.table.cache.clear()
     assert counts["disagree"] > 0
     assert any("values differ" in problem for *_, problem in failures)
+
+
+def test_images_of_no_columns_with_data_left_are_an_error_in_both_cores(seeds):
+    """Found by the fuzzer: both cores looped forever (out of memory) on this."""
+    from dataclasses import replace
+
+    from differential.equality import outcome
+    event = replace(seeds[0].event, columns_present=0, columns_present_after=None,
+                    header=replace(seeds[0].event.header, type_code=30))
+    assert event.rows_data
+    native, pure = outcome(event, pure=False), outcome(event, pure=True)
+    assert native == pure and native[:2] == ("error", "CorruptEvent"), (native, pure)
+    assert native[3] == event.rows_offset
