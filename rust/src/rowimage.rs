@@ -673,6 +673,13 @@ pub fn decode_rows<S: RowSink>(
     while !images.at_end() {
         let start = images.pos;
         decode_row(layout, rows, &mut images, sink).map_err(|e| (start, index, e))?;
+        if images.pos == start {
+            // Images of no columns take no bytes: the data left cannot be rows
+            // of this layout, and decoding on would never reach its end.
+            let left = rows.data.len() - start;
+            let detail = format!("row images of no columns cannot hold the {left} bytes left");
+            return Err((start, index, ValueError::corrupt(detail)));
+        }
         index += 1;
     }
     Ok(index)

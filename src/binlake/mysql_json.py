@@ -148,7 +148,8 @@ def parse_binary(raw: bytes):
         return None
     try:
         return _scalar(raw[0], raw, 1, len(raw))
-    except (IndexError, struct.error, KeyError) as exc:
+    except (IndexError, struct.error, KeyError, RecursionError) as exc:
+        # RecursionError: a container whose value offsets lead back into itself
         raise JsonError(f"malformed binary JSON: {exc}") from None
 
 

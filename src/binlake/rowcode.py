@@ -63,8 +63,9 @@ def _column_code(i: int, column, decoder, namespace: dict, indent: str) -> list[
             lines += [f"{indent}try:", f"{indent}    {v} = {v}.decode('utf-8')",
                       f"{indent}except UnicodeDecodeError:", f"{indent}    pass"]
         return lines
-    if column.type == T.MYSQL_TYPE_NEWDECIMAL:
-        # equal byte strings share one Decimal (values.py keeps the cache bounded)
+    if column.type == T.MYSQL_TYPE_NEWDECIMAL and hasattr(decoder, "cache"):
+        # equal byte strings share one Decimal (values.py keeps the cache bounded);
+        # a DECIMAL of impossible metadata has no cache: its decoder raises UnsupportedFeature
         size = decimal_size(column.meta >> 8, column.meta & 0xFF)
         namespace[f"_d{i}"] = decoder
         namespace[f"_c{i}"] = decoder.cache
@@ -100,6 +101,7 @@ def compile_image(columns, decoders, null_bytes: int):
         lines.append(f"    nulls = _from_bytes(buf[pos:pos + {null_bytes}], 'little'); pos += {null_bytes}")
     # Most rows have no NULL: one straight path without a test per column.
     lines.append("    if not nulls:")
+    lines.append("        pass")  # an image of no columns (a MINIMAL image of nothing) has no body
     runs = _merged_fixed_runs(columns)
     i = 0
     while i < len(columns):
@@ -113,6 +115,7 @@ def compile_image(columns, decoders, null_bytes: int):
         lines += _column_code(i, columns[i], decoders[i], namespace, "        ")
         i += 1
     lines.append("    else:")
+    lines.append("        pass")
     for i, (column, decoder) in enumerate(zip(columns, decoders)):
         lines.append(f"        if nulls & {1 << i}:")
         lines.append(f"            v{i} = None")

@@ -31,6 +31,8 @@ class RowPlan:
     null_bytes: int
     json_slots: tuple  #: positions in `keys` of JSON columns (for partial updates)
     null_shift: int = 0
+    #: table-map indexes of the present columns, in image order (keys may repeat)
+    indexes: tuple = ()
     #: the image decoder compiled for exactly these columns: (buf, pos) -> (row, pos)
     image: object = None
 
@@ -53,11 +55,12 @@ def _plan(table, bitmap: int, pre_ga: bool = False) -> RowPlan:
             # so every column is taken as nullable: true for the tables of
             # that era's test suites, the only writers of these events.
             plan = RowPlan(tuple(keys), tuple(decoders), (len(keys) + 8) // 8,
-                           tuple(json_slots), 1)
+                           tuple(json_slots), 1, tuple(c.index for c in present))
         else:
             null_bytes = (len(keys) + 7) // 8
             plan = RowPlan(tuple(keys), tuple(decoders), null_bytes, tuple(json_slots),
-                           0, compile_image(present, decoders, null_bytes))
+                           0, tuple(c.index for c in present),
+                           compile_image(present, decoders, null_bytes))
         cache[(bitmap, pre_ga)] = plan
     return plan
 
@@ -67,6 +70,10 @@ def _decoder(column):
         return column_decoder(column)
     except NotImplementedError as exc:
         def unsupported(buf, pos, _reason=str(exc)):
+            if pos > len(buf):
+                # a value before this one already ran past the end: that is the
+                # first fault, as the native core (bounds-checked reads) says
+                raise IndexError("row image runs past the end of the event")
             raise NotImplementedError(_reason)
         return unsupported
 
@@ -172,8 +179,9 @@ def _failure(event: RowsEvent, offset: int, index: int, exc: Exception):
     name = event.table.qualified_name
     if isinstance(exc, NotImplementedError):
         return UnsupportedFeature(event.header.file, event.rows_offset + offset, f"{name}: {exc}")
+    detail = exc.detail if isinstance(exc, CorruptEvent) else exc
     return CorruptEvent(event.header.file, event.rows_offset + offset,
-                        f"row {index} of {name}: {exc}")
+                        f"row {index} of {name}: {detail}")
 
 
 def native_columns(table, keys=None) -> list:
@@ -194,7 +202,11 @@ def native_layout(table, native):
 
 
 def bitmap_bytes(bits: int | None, width: int) -> bytes | None:
-    return None if bits is None else bits.to_bytes((width + 7) // 8, "little")
+    # as wide as the bits set, should a bitmap ever exceed its width: the pure
+    # plan reads every bit of the int, and so must the native one
+    if bits is None:
+        return None
+    return bits.to_bytes(max(width + 7, bits.bit_length() + 7) // 8, "little")
 
 
 def _native_rows(native, event: RowsEvent, data: bytes) -> list:
@@ -256,10 +268,14 @@ def decode_rows(event: RowsEvent) -> list:
         while pos < end:
             start = pos
             row, pos = pair(buf, pos)
+            if pos == start:  # images of no columns: decoding on would never end
+                raise ValueError(f"row images of no columns cannot hold the {end - start} "
+                                 "bytes left")
             rows.append(row)
         if pos > end:
             raise IndexError("row image runs past the end of the event")
-    except (IndexError, struct.error, ValueError, NotImplementedError) as exc:
+    except (IndexError, struct.error, ValueError, NotImplementedError, CorruptEvent) as exc:
+        # CorruptEvent: a malformed JSON diff, located inside the diff alone
         raise _failure(event, start, len(rows), exc) from None
     return rows
 
@@ -282,6 +298,9 @@ def iter_rows(event: RowsEvent):
     while base + pos < total:
         try:
             row, end = pair(buf, pos)
+            if end == pos:  # images of no columns: decoding on would never end
+                raise ValueError(f"row images of no columns cannot hold the "
+                                 f"{total - base - pos} bytes left")
             cut = end > len(buf)  # every decoder advances by what it read
         except (IndexError, struct.error, ValueError, CorruptEvent) as exc:
             cut, error = True, exc
@@ -289,8 +308,6 @@ def iter_rows(event: RowsEvent):
             error = None
         if cut:
             if base + len(buf) >= total:  # the window already reached the end
-                if isinstance(error, CorruptEvent):
-                    raise error
                 raise _failure(event, base + pos, index,
                                error or IndexError("row image runs past the end of the event"))
             # refill from this row's start; grow the window if one row outgrew it
@@ -308,12 +325,24 @@ def _partial_slots(table, plan: RowPlan, buf: bytes, pos: int):
     json_columns = [c for c in table.columns if c.type == ColumnType.MYSQL_TYPE_JSON]
     nbytes = (len(json_columns) + 7) // 8
     bits = int.from_bytes(buf[pos:pos + nbytes], "little")
-    flagged = {c.key for i, c in enumerate(json_columns) if bits >> i & 1}
-    slots = frozenset(i for i, key in enumerate(plan.keys) if key in flagged)
+    # by table-map index, not key: two columns may share a key (corrupt names)
+    flagged = {c.index for i, c in enumerate(json_columns) if bits >> i & 1}
+    slots = frozenset(i for i, index in enumerate(plan.indexes) if index in flagged)
     return slots, pos + nbytes
 
 
 def _apply_partial(before: dict, after: dict) -> None:
+    """The JSON diffs of the after image applied to the before image's documents.
+    Diffs that do not fit their document (corrupt data) raise ValueError, which
+    both cores report as a CorruptEvent at the row."""
     for key, value in after.items():
         if isinstance(value, PartialJson) and key in before:
-            after[key] = value.apply(before[key])
+            document = before[key]
+            if document is not None and not isinstance(document, str):
+                raise ValueError(f"partial JSON update of {key}, whose before value is "
+                                 f"{type(document).__name__}, not JSON")
+            try:
+                after[key] = value.apply(document)
+            except (KeyError, IndexError, TypeError, AttributeError) as exc:
+                raise ValueError(f"partial JSON update of {key} does not apply to its "
+                                 f"before value: {exc!r}") from None
