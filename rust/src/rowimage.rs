@@ -541,25 +541,29 @@ pub fn decimal_digits(raw: &[u8], precision: u8, scale: u8, out: &mut [u8; 96]) 
         count += 1;
     }
     // digits accumulate right-aligned in out (least significant at the end)
-    out.fill(b'0');
     let total_digits: usize = groups[..count].iter().map(|g| g.1).sum();
     let mut at = 0usize; // byte offset in raw
-    let mut digit_end = out.len() - (total_digits); // start of this group's digits
     let mut overflow = false;
     let mut values: [u64; 16] = [0; 16];
-    for (g, &(nbytes, ndigits)) in groups[..count].iter().enumerate() {
+    for (g, &(nbytes, _)) in groups[..count].iter().enumerate() {
         let mut v = 0u64;
         for i in 0..nbytes {
             v = v << 8 | byte(at + i) as u64;
         }
         at += nbytes;
         values[g] = v;
-        if v >= POW10[ndigits] {
-            overflow = true;
-        }
-        let _ = digit_end;
-        digit_end += ndigits;
+        overflow |= v >= POW10[groups[g].1];
     }
+    // In range, every digit position of the value is written below; only a
+    // corrupt group's carries can reach further left, so only then is the
+    // whole buffer cleared (this runs once per DECIMAL value).
+    let start = if overflow {
+        out.fill(b'0');
+        0
+    } else {
+        out[out.len() - 1] = b'0';
+        out.len() - total_digits
+    };
     if !overflow {
         let mut end = out.len();
         for g in (0..count).rev() {
@@ -592,7 +596,10 @@ pub fn decimal_digits(raw: &[u8], precision: u8, scale: u8, out: &mut [u8; 96]) 
             weight += ndigits;
         }
     }
-    let first = out.iter().position(|&d| d != b'0').unwrap_or(out.len() - 1);
+    let first = out[start..]
+        .iter()
+        .position(|&d| d != b'0')
+        .map_or(out.len() - 1, |i| start + i);
     (negative, out.len() - first)
 }
 
@@ -631,6 +638,18 @@ pub enum Operation {
     Insert,
     Update,
     Delete,
+}
+
+impl Operation {
+    /// The operation of its name in `binlake.events.rows` ("insert", "update", "delete").
+    pub fn from_name(name: &str) -> Option<Operation> {
+        match name {
+            "insert" => Some(Operation::Insert),
+            "update" => Some(Operation::Update),
+            "delete" => Some(Operation::Delete),
+            _ => None,
+        }
+    }
 }
 
 /// Which image of a row a sink is receiving.

@@ -60,7 +60,11 @@ const INTERESTING_META: [u16; 30] = [
 const INTERESTING_BYTES: [u8; 10] = [0x00, 0x01, 0x7F, 0x80, 0xFE, 0xFF, 0xFB, 0xFC, 0xFD, 0x30];
 
 fn random_type_and_meta(rng: &mut Rng) -> (u8, u16) {
-    let type_code = if rng.chance(85) { rng.pick(&KNOWN_TYPES) } else { rng.byte() };
+    let type_code = if rng.chance(85) {
+        rng.pick(&KNOWN_TYPES)
+    } else {
+        rng.byte()
+    };
     let meta = match rng.below(4) {
         0 | 1 => rng.pick(&INTERESTING_META),
         2 => rng.byte() as u16,
@@ -88,7 +92,11 @@ fn random_layout(rng: &mut Rng) -> Layout {
             col
         })
         .collect();
-    Layout { database: "db".into(), table: "t".into(), columns }
+    Layout {
+        database: "db".into(),
+        table: "t".into(),
+        columns,
+    }
 }
 
 /// Bytes a well-formed value of `kind` could have (lengths kept small).
@@ -126,8 +134,9 @@ fn plausible_value(kind: Kind, rng: &mut Rng, out: &mut Vec<u8>) {
 }
 
 fn plausible_image(layout: &Layout, plan: &Plan, rng: &mut Rng, out: &mut Vec<u8>) {
-    let nulls: Vec<u8> =
-        (0..plan.null_bytes).map(|_| if rng.chance(70) { 0 } else { rng.byte() }).collect();
+    let nulls: Vec<u8> = (0..plan.null_bytes)
+        .map(|_| if rng.chance(70) { 0 } else { rng.byte() })
+        .collect();
     out.extend_from_slice(&nulls);
     for (slot, &index) in plan.columns.iter().enumerate() {
         let bit = slot + plan.null_shift as usize;
@@ -207,7 +216,8 @@ impl ValueSink for CheckingSink {
         Ok(())
     }
     fn date(&mut self, _: &Column, year: u32, month: u32, day: u32) -> ValueResult {
-        self.text.extend_from_slice(format!("{year:04}-{month:02}-{day:02}").as_bytes());
+        self.text
+            .extend_from_slice(format!("{year:04}-{month:02}-{day:02}").as_bytes());
         self.values += 1;
         Ok(())
     }
@@ -294,7 +304,9 @@ impl RowSink for CheckingSink {
 
 fn random_bitmap(layout: &Layout, rng: &mut Rng) -> Vec<u8> {
     let bytes = layout.columns.len().div_ceil(8) + rng.below(2);
-    (0..bytes).map(|_| if rng.chance(60) { 0xFF } else { rng.byte() }).collect()
+    (0..bytes)
+        .map(|_| if rng.chance(60) { 0xFF } else { rng.byte() })
+        .collect()
 }
 
 /// One case: never panics; a success decodes the data exactly to its end.
@@ -325,7 +337,13 @@ fn one_case(seed: u64) -> bool {
             mutate(&mut data, &mut rng);
         }
     }
-    let rows = RowsData { operation, partial, before: &before, after: &after, data: &data };
+    let rows = RowsData {
+        operation,
+        partial,
+        before: &before,
+        after: &after,
+        data: &data,
+    };
     let mut sink = CheckingSink::default();
     match decode_rows(&layout, &rows, &mut sink) {
         Ok(count) => {
@@ -335,10 +353,17 @@ fn one_case(seed: u64) -> bool {
             true
         }
         Err((offset, index, error)) => {
-            assert!(offset < data.len().max(1), "error offset {offset} past {} bytes", data.len());
+            assert!(
+                offset < data.len().max(1),
+                "error offset {offset} past {} bytes",
+                data.len()
+            );
             // the failing row is the one after the last complete one (a row of
             // no bytes is refused after it was delivered)
-            assert!(index == sink.rows || index + 1 == sink.rows, "row {index} failed");
+            assert!(
+                index == sink.rows || index + 1 == sink.rows,
+                "row {index} failed"
+            );
             assert!(!error.detail.is_empty());
             false
         }
@@ -352,7 +377,13 @@ fn helpers_case(seed: u64) {
     let scale = rng.below(precision.min(30) as usize + 1) as u8;
     let size = binlake_native::layout::decimal_size(precision, scale);
     let raw: Vec<u8> = (0..size)
-        .map(|_| if rng.chance(20) { rng.pick(&INTERESTING_BYTES) } else { rng.byte() })
+        .map(|_| {
+            if rng.chance(20) {
+                rng.pick(&INTERESTING_BYTES)
+            } else {
+                rng.byte()
+            }
+        })
         .collect();
     let mut out = [0u8; 96];
     let (_, n) = decimal_digits(&raw, precision, scale, &mut out);
@@ -394,7 +425,10 @@ fn fuzz_rowimage_quick() {
 #[ignore]
 fn fuzz_rowimage_long() {
     let env = |name: &str, default: u64| {
-        std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
     };
     let (first, cases) = (env("FUZZ_SEED", 1 << 32), env("FUZZ_CASES", 1_000_000));
     let decoded = run(first, cases);
@@ -417,11 +451,21 @@ fn every_type_code_and_boundary_meta_has_a_kind() {
 /// data left after them used to be decoded as empty rows forever.
 #[test]
 fn images_of_no_columns_with_data_left_are_refused() {
-    let layout = Layout { database: "db".into(), table: "t".into(), columns: vec![] };
+    let layout = Layout {
+        database: "db".into(),
+        table: "t".into(),
+        columns: vec![],
+    };
     let plan = Plan::new(&layout, &[], false);
     let data = [1u8, 2, 3];
     for operation in [Operation::Insert, Operation::Update, Operation::Delete] {
-        let rows = RowsData { operation, partial: false, before: &plan, after: &plan, data: &data };
+        let rows = RowsData {
+            operation,
+            partial: false,
+            before: &plan,
+            after: &plan,
+            data: &data,
+        };
         let (offset, index, error) =
             decode_rows(&layout, &rows, &mut CheckingSink::default()).unwrap_err();
         assert_eq!((offset, index), (0, 0));
@@ -434,5 +478,8 @@ fn images_of_no_columns_with_data_left_are_refused() {
         after: &plan,
         data: &[],
     };
-    assert_eq!(decode_rows(&layout, &empty, &mut CheckingSink::default()), Ok(0));
+    assert_eq!(
+        decode_rows(&layout, &empty, &mut CheckingSink::default()),
+        Ok(0)
+    );
 }

@@ -207,19 +207,10 @@ impl ChangeBatch {
         timestamp: i64,
         server_id: i64,
     ) -> PyResult<(usize, usize)> {
-        let operation = match operation {
-            "insert" => Operation::Insert,
-            "update" => Operation::Update,
-            "delete" => Operation::Delete,
-            other => return Err(PyValueError::new_err(format!("unknown operation {other}"))),
-        };
+        let operation = Operation::from_name(operation)
+            .ok_or_else(|| PyValueError::new_err(format!("unknown operation {operation}")))?;
         let mut rows_layout = layout.rows.borrow_mut(py);
-        let (core, plans) = rows_layout.core();
-        let before = plans.get(core, before_bitmap, pre_ga);
-        let after = match after_bitmap {
-            Some(bitmap) => plans.get(core, bitmap, false),
-            None => before.clone(),
-        };
+        let (core, before, after) = rows_layout.plans(before_bitmap, after_bitmap, pre_ga);
         let rows = RowsData {
             operation,
             partial,

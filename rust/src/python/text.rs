@@ -65,11 +65,7 @@ impl JsonText for PyJson<'_, '_> {
 impl RowText {
     #[new]
     fn new(py: Python<'_>, layout: Bound<'_, RowLayout>) -> PyResult<Self> {
-        let columns = {
-            let mut guard = layout.try_borrow_mut()?;
-            let (core, _) = guard.core();
-            TextColumns::new(core)
-        };
+        let columns = TextColumns::new(layout.try_borrow()?.layout());
         let rowtext = py.import("binlake.rowtext")?;
         Ok(RowText {
             layout: layout.unbind(),
@@ -96,11 +92,8 @@ impl RowText {
         verbose: u8,
         name: &[u8],
     ) -> PyResult<Option<(Bound<'py, PyString>, usize)>> {
-        let operation = match operation {
-            "insert" => Operation::Insert,
-            "update" => Operation::Update,
-            "delete" => Operation::Delete,
-            _ => return Ok(None),
+        let Some(operation) = Operation::from_name(operation) else {
+            return Ok(None);
         };
         // The reference prints "no columns" for an update without an after
         // bitmap and reads nothing; only pre-GA updates lack one, and those
@@ -113,12 +106,7 @@ impl RowText {
         let Ok(mut layout) = self.layout.bind(py).try_borrow_mut() else {
             return Ok(None); // in use by a decode further up the stack
         };
-        let (core, plans) = layout.core();
-        let before = plans.get(core, before_bitmap, false);
-        let after = match after_bitmap {
-            Some(bits) => plans.get(core, bits, false),
-            None => before.clone(),
-        };
+        let (core, before, after) = layout.plans(before_bitmap, after_bitmap, false);
         let request = TextRequest {
             rows: RowsData {
                 operation,

@@ -9,6 +9,7 @@
 //! `MysqlTemporal`, MySQL binary JSON and non-UTF-8 codecs.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -123,21 +124,10 @@ impl RowLayout {
         partial: bool,
         pre_ga: bool,
     ) -> PyResult<(Bound<'py, PyList>, Option<(usize, PyErr)>)> {
-        let operation = match operation {
-            "insert" => Operation::Insert,
-            "update" => Operation::Update,
-            "delete" => Operation::Delete,
-            other => {
-                return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                    "unknown operation {other}"
-                )))
-            }
-        };
-        let before = self.plans.get(&self.layout, before_bitmap, pre_ga);
-        let after = match after_bitmap {
-            Some(bitmap) => self.plans.get(&self.layout, bitmap, false),
-            None => before.clone(),
-        };
+        let operation = Operation::from_name(operation).ok_or_else(|| {
+            pyo3::exceptions::PyValueError::new_err(format!("unknown operation {operation}"))
+        })?;
+        let (_, before, after) = self.plans(before_bitmap, after_bitmap, pre_ga);
         let rows = RowsData {
             operation,
             partial,
@@ -173,9 +163,26 @@ impl RowLayout {
         Ok((sink.rows, failure))
     }
 
-    /// The core layout and its plan cache, for the other sinks' glue (text, Arrow).
-    pub(crate) fn core(&mut self) -> (&Layout, &mut PlanCache) {
-        (&self.layout, &mut self.plans)
+    /// The core layout (its columns), for the other sinks' glue.
+    pub(crate) fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The core layout and the plans of an event's before and after images
+    /// (the after plan is the before one when the event has no after bitmap),
+    /// for every sink's glue.
+    pub(crate) fn plans(
+        &mut self,
+        before_bitmap: &[u8],
+        after_bitmap: Option<&[u8]>,
+        pre_ga: bool,
+    ) -> (&Layout, Arc<Plan>, Arc<Plan>) {
+        let before = self.plans.get(&self.layout, before_bitmap, pre_ga);
+        let after = match after_bitmap {
+            Some(bitmap) => self.plans.get(&self.layout, bitmap, false),
+            None => before.clone(),
+        };
+        (&self.layout, before, after)
     }
 }
 

@@ -287,6 +287,19 @@ def change_batches(split: Split, options: dict) -> Iterator[pa.RecordBatch]:
     return _native_change_batches(native, split, options)
 
 
+def _wanted_rows_events(txn, wanted: "TableFilter"):
+    """(item, event, table map, database, table) of a transaction's rows
+    events whose table the `tables` option wants."""
+    for item in txn.events:
+        event = item.event
+        if not isinstance(event, RowsEvent):
+            continue
+        table = event.table
+        database, name = (table.database, table.table) if table else ("", "")
+        if wanted(database, name):
+            yield item, event, table, database, name
+
+
 def _native_change_batches(native, split: Split, options: dict) -> Iterator[pa.RecordBatch]:
     """The same batches as `_python_change_batches`, rows decoded natively."""
     out = native.ChangeBatch()
@@ -295,14 +308,7 @@ def _native_change_batches(native, split: Split, options: dict) -> Iterator[pa.R
     schema = load_schema_option(options)
     for txn in _transactions(split, options):
         out.set_transaction(txn.commit_timestamp, txn.commit_pos, txn.gtid, txn.xid)
-        for item in txn.events:
-            event = item.event
-            if not isinstance(event, RowsEvent):
-                continue
-            table = event.table
-            database, name = (table.database, table.table) if table else ("", "")
-            if not wanted(database, name):
-                continue
+        for item, event, table, database, name in _wanted_rows_events(txn, wanted):
             layout = _change_layout(native, checked_table(event), schema)
             h = event.header
             width = event.width
@@ -385,14 +391,7 @@ def _python_change_batches(split: Split, options: dict) -> Iterator[pa.RecordBat
     wanted = TableFilter(options.get("tables"))
     schema = load_schema_option(options)
     for txn in _transactions(split, options):
-        for item in txn.events:
-            event = item.event
-            if not isinstance(event, RowsEvent):
-                continue
-            table = event.table
-            database, name = (table.database, table.table) if table else ("", "")
-            if not wanted(database, name):
-                continue
+        for item, event, table, database, name in _wanted_rows_events(txn, wanted):
             rename = schema is not None and table is not None and not table.has_names
             rows = event.iter_rows()
             first = 0
