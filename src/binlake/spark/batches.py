@@ -356,6 +356,9 @@ def _lazy_rows(native, out, layout, event, data: LazyRowData, args: tuple):
             buf, pos = data.read(base, window), 0
         else:
             first += n
+            if pos >= len(buf) and base + pos < total:  # the window ended on a row's end
+                base += pos
+                buf, pos = data.read(base, window), 0
         if out.rows >= BATCH_ROWS:
             yield pa.record_batch(out.finish())
 
