@@ -13,6 +13,7 @@ pub mod layout;
 pub mod rowimage;
 pub mod sink;
 pub mod source;
+pub mod transaction;
 
 #[cfg(feature = "python")]
 mod python;
