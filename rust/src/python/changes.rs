@@ -165,6 +165,8 @@ pub struct ChangesReader {
     failed: Option<PyErr>,
     events_done: bool,
     finished: bool,
+    /// `LazyRowData.WINDOW` (tests make it tiny).
+    lazy_window: u64,
 }
 
 impl ChangesReader {
@@ -188,11 +190,17 @@ impl ChangesReader {
     /// The same rules for an exception of a Python helper.
     fn stop_py(&self, py: Python<'_>, error: PyErr) -> Stop {
         let value = error.value(py);
-        if value.is_instance(self.partial_event.bind(py)).unwrap_or(false) {
+        if value
+            .is_instance(self.partial_event.bind(py))
+            .unwrap_or(false)
+        {
             if self.end.is_none() {
                 return Stop::Quiet;
             }
-        } else if value.is_instance(self.binlog_error.bind(py)).unwrap_or(false) {
+        } else if value
+            .is_instance(self.binlog_error.bind(py))
+            .unwrap_or(false)
+        {
             let offset: Option<u64> = value.getattr("offset").and_then(|o| o.extract()).ok();
             if let (Some(end), Some(offset)) = (self.end, offset) {
                 if offset >= end {
@@ -372,11 +380,11 @@ impl ChangesReader {
         let post = self.post_header_len(code);
         let raw = self.framer.raw();
         let mut cur = events::body(raw, frame);
-        let header = match events::decode_rows_header(&mut cur, code, post, frame.large_end.is_some())
-        {
-            Ok(h) => h,
-            Err(e) => return self.failed_decode(py, e, frame),
-        };
+        let header =
+            match events::decode_rows_header(&mut cur, code, post, frame.large_end.is_some()) {
+                Ok(h) => h,
+                Err(e) => return self.failed_decode(py, e, frame),
+            };
         let stmt_end = header.stmt_end();
         if !keep {
             return Ok(Decoded::Rows(stmt_end, None));
@@ -487,7 +495,8 @@ impl ChangesReader {
                 if self.last_pos == Some(frame.pos) {
                     self.sub += 1;
                 } else {
-                    (self.last_pos, self.sub, self.end_pos) = (Some(frame.pos), 0, frame.next_pos());
+                    (self.last_pos, self.sub, self.end_pos) =
+                        (Some(frame.pos), 0, frame.next_pos());
                 }
             }
             let decoded = match self.decode(py, &frame, in_range) {
@@ -536,7 +545,10 @@ impl ChangesReader {
         if !self.state.open {
             let mut txn = std::mem::take(&mut self.current);
             txn.commit = Some(txn.last);
-            debug_assert!(finished.is_none(), "an event that starts a transaction leaves it open");
+            debug_assert!(
+                finished.is_none(),
+                "an event that starts a transaction leaves it open"
+            );
             return Some(txn);
         }
         finished
@@ -664,7 +676,7 @@ impl ChangesReader {
         fields: &EventFields,
     ) -> PyResult<()> {
         let total = window_of.total;
-        let (mut base, mut window) = (0u64, LAZY_WINDOW);
+        let (mut base, mut window) = (0u64, self.lazy_window);
         let mut buf = window_of.read(base, window)?;
         let (mut pos, mut first) = (0usize, 0usize);
         while base + (pos as u64) < total {
@@ -683,7 +695,15 @@ impl ChangesReader {
                     first += failed.rows;
                     if base + buf.len() as u64 >= total {
                         // the window already reached the end: bad data
-                        return Err(self.row_failure(py, item, table, failed, base, called_with, cause));
+                        return Err(self.row_failure(
+                            py,
+                            item,
+                            table,
+                            failed,
+                            base,
+                            called_with,
+                            cause,
+                        ));
                     }
                     if offset == 0 {
                         window *= 2; // one row outgrew the window
@@ -794,9 +814,11 @@ impl ChangesReader {
     /// `wanted(db, table)`: the `tables` filter (None: every table).
     /// `schema_columns(db, table)`: column names from a schema (None: no schema).
     /// `codecs`: collation id -> Python codec. `still_written()`: the file's IN_USE flag now.
+    /// `large_event_bytes`, `lazy_window`: reader.py's and `LazyRowData`'s (for tests).
     #[new]
     #[pyo3(signature = (path, file, file_seq, start, end, stream, verify_checksums, force,
-                        check, wanted, schema_columns, codecs, still_written))]
+                        check, wanted, schema_columns, codecs, still_written,
+                        large_event_bytes=LARGE_EVENT_BYTES, lazy_window=LAZY_WINDOW))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -813,6 +835,8 @@ impl ChangesReader {
         schema_columns: Option<Py<PyAny>>,
         codecs: HashMap<u64, String>,
         still_written: Py<PyAny>,
+        large_event_bytes: u64,
+        lazy_window: u64,
     ) -> PyResult<Self> {
         let stream_error: PyErrSlot = Arc::new(Mutex::new(None));
         // A gzip stream cannot seek: its events before `start` are read and skipped.
@@ -829,7 +853,7 @@ impl ChangesReader {
             force,
             start_position,
             unpack_payloads: true,
-            large_event_bytes: LARGE_EVENT_BYTES,
+            large_event_bytes,
             pending_alg: None,
         };
         let errors = py.import("binlake.errors")?;
@@ -863,6 +887,7 @@ impl ChangesReader {
             failed: None,
             events_done: false,
             finished: false,
+            lazy_window: lazy_window.max(1),
         })
     }
 

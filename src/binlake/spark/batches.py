@@ -32,7 +32,7 @@ from ..charsets import CODEC_BY_COLLATION, codec_for
 from ..constants import LOG_EVENT_MINIMAL_HEADER_LEN, EventType as E
 from ..events import (EventHeader, FormatDescription, LoadEvent, QueryEvent, RowsEvent,
                       RowsQueryEvent, TableMapEvent, UnknownEvent)
-from .. import core
+from .. import core, reader
 from ..reader import BinlogReader, DecodeContext, FileInfo, old_format
 from ..events.rows import DELETE, PRE_GA_ROWS_EVENTS, UPDATE, WRITE
 from ..jsonable import event_to_dict
@@ -317,12 +317,13 @@ def _native_change_batches(native, split: Split, options: dict) -> Iterator[pa.R
     schema = load_schema_option(options)
     stream = gzip.open(split.path, "rb") if is_gzip(split.path) else None
     try:
-        reader = native.ChangesReader(
+        changes = native.ChangesReader(
             split.path, split.file, split.file_seq, split.start, split.end, stream,
             opts["verify_checksums"], opts["force"], _EventChecker(split.path, **opts),
             wanted if wanted.patterns else None, schema.columns if schema is not None else None,
-            _collation_codecs(), lambda: _still_written(split.path))
-        for batch in reader:
+            _collation_codecs(), lambda: _still_written(split.path),
+            reader.LARGE_EVENT_BYTES, LazyRowData.WINDOW)
+        for batch in changes:
             yield pa.record_batch(batch)
     finally:
         if stream is not None:
