@@ -27,6 +27,7 @@
 //! still being written ends it quietly when reading to the end of the file;
 //! anything else is raised after every batch made before it.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
@@ -74,8 +75,11 @@ struct TableEntry {
 /// The row images of a rows event: held, or (huge events) left in the file
 /// from `rows_offset` to `end`.
 enum RowsBytes {
-    Held(Vec<u8>),
-    InFile { end: u64 },
+    /// The bytes and where the row images start in them.
+    Held(Vec<u8>, usize),
+    InFile {
+        end: u64,
+    },
 }
 
 /// A wanted rows event of the transaction being read.
@@ -407,9 +411,17 @@ impl ChangesReader {
         if !wanted {
             return Ok(Decoded::Rows(stmt_end, None));
         }
-        let data = match frame.large_end {
-            Some(end) => RowsBytes::InFile { end },
-            None => RowsBytes::Held(header.data.into_owned()),
+        let before = header.present.to_vec();
+        let after = header.present_after.map(<[u8]>::to_vec);
+        let (table_id, width, rows_offset) = (header.table_id, header.width, header.rows_offset);
+        let data = match (frame.large_end, header.data) {
+            (Some(end), _) => RowsBytes::InFile { end },
+            (None, Cow::Owned(data)) => RowsBytes::Held(data, 0), // uncompressed
+            (None, Cow::Borrowed(_)) => {
+                // the event's own bytes, moved: the row images start at their file offset
+                let start = (rows_offset - frame.pos) as usize;
+                RowsBytes::Held(self.framer.take_raw(), start)
+            }
         };
         let item = RowsItem {
             pos: frame.pos,
@@ -417,12 +429,12 @@ impl ChangesReader {
             timestamp: frame.timestamp,
             server_id: frame.server_id,
             type_code: code,
-            table_id: header.table_id,
+            table_id,
             table,
-            width: header.width,
-            before: header.present.to_vec(),
-            after: header.present_after.map(<[u8]>::to_vec),
-            rows_offset: header.rows_offset,
+            width,
+            before,
+            after,
+            rows_offset,
             data,
         };
         Ok(Decoded::Rows(stmt_end, Some(item)))
@@ -623,7 +635,7 @@ impl ChangesReader {
             let partial = item.type_code == PARTIAL_UPDATE_ROWS_EVENT;
             let held;
             let data: &[u8] = match &item.data {
-                RowsBytes::Held(data) => data,
+                RowsBytes::Held(data, start) => data.get(*start..).unwrap_or(&[]),
                 RowsBytes::InFile { end } => {
                     held = Window {
                         path: &path,
