@@ -21,7 +21,6 @@ Spark DDL is derived from them, and docs/spark.md documents them.
 from __future__ import annotations
 
 import fnmatch
-import json
 from itertools import islice, repeat
 from typing import Iterator
 
@@ -30,7 +29,7 @@ import pyarrow as pa
 from ..events import LoadEvent, QueryEvent, RowsEvent, RowsQueryEvent, TableMapEvent
 from .. import core
 from ..events.rows import DELETE, PRE_GA_ROWS_EVENTS, UPDATE, WRITE
-from ..jsonable import event_to_dict
+from ..jsonable import event_json
 from ..rows import LazyRowData, bitmap_bytes, checked_table, native_columns, native_failure, \
     native_layout
 from ..scan import read_framing
@@ -64,11 +63,6 @@ CHANGES = pa.schema([
 ])
 
 VIEWS = {"events": EVENTS, "changes": CHANGES}
-
-#: Header fields are columns of the events view; `info` holds the rest.
-_HEADER_KEYS = ("file", "pos", "next_pos", "length", "type", "type_code", "timestamp",
-                "server_id", "log_pos", "flags")
-
 
 def spark_ddl(schema: pa.Schema) -> str:
     return ", ".join(f"`{f.name}` {_ddl_type(f.type)}" for f in schema)
@@ -206,9 +200,6 @@ def event_batches(split: Split, options: dict) -> Iterator[pa.RecordBatch]:
             event = item.event
             h = event.header
             database, table, query = _event_subject(event)
-            info = event_to_dict(event, rows=False)
-            for key in _HEADER_KEYS:
-                info.pop(key, None)
             c["path"].append(split.path)
             c["file"].append(file)
             c["pos"].append(h.pos)
@@ -228,7 +219,7 @@ def event_batches(split: Split, options: dict) -> Iterator[pa.RecordBatch]:
             c["database"].append(database)
             c["table"].append(table)
             c["query"].append(query)
-            c["info"].append(json.dumps(info, ensure_ascii=False))
+            c["info"].append(event_json(event, header=False, rows=False))
         out.rows += len(txn.events)
         if out.rows >= BATCH_ROWS:
             yield out.batch()
