@@ -8,6 +8,7 @@ bytes -> {"base64": ...}; SET -> list; partial JSON -> its diffs.
 from __future__ import annotations
 
 import base64
+import json
 import datetime as dt
 from decimal import Decimal
 
@@ -73,3 +74,35 @@ def event_to_dict(event: Event, *, rows: bool = True) -> dict:
         out["rows"] = [{"before": to_jsonable(b), "after": to_jsonable(a)}
                        for b, a in event.rows()]
     return out
+
+
+def event_json(event: Event, *, header: bool = True, rows: bool = True) -> str:
+    """`json.dumps(event_to_dict(event))`, made faster: the values are left
+    to json's C encoder, which calls `to_jsonable` only for the ones it cannot
+    encode itself. With header=False: the checksum and the event's own fields
+    (the events view's `info`)."""
+    if header:
+        h = event.header
+        out = {"file": h.file, "pos": h.pos, "next_pos": h.next_pos, "length": h.length,
+               "type": h.type_name, "type_code": h.type_code, "timestamp": h.timestamp,
+               "server_id": h.server_id, "log_pos": h.log_pos, "flags": h.flags}
+        checksum = h.checksum
+    else:
+        out, checksum = {}, event.header.checksum
+    if checksum is not None:
+        out["checksum"] = f"0x{checksum:08x}"
+    for name, value in event.fields().items():
+        if not isinstance(value, TableMapEvent):
+            out[name] = value
+    if rows and isinstance(event, RowsEvent):
+        out["rows"] = [{"before": b, "after": a} for b, a in event.rows()]
+    return _ENCODE(out)
+
+
+def _json_default(value):
+    if isinstance(value, dict):  # keys json cannot take (to_jsonable makes them str)
+        return {str(k): v for k, v in value.items()}
+    return to_jsonable(value)
+
+
+_ENCODE = json.JSONEncoder(ensure_ascii=False, default=_json_default).encode

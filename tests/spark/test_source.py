@@ -39,8 +39,10 @@ def core_read(path: str):
             sub = sub + 1 if h.pos == last_pos else 0
             last_pos = h.pos
             info = event_to_dict(event, rows=False)
+            own = event.fields()
             for key in HEADER_KEYS:
-                info.pop(key, None)
+                if key not in own:  # the event's own flags stay
+                    info.pop(key, None)
             events.append((h.pos, sub, h.next_pos, h.type_name, h.type_code, h.timestamp,
                            h.server_id, json.loads(json.dumps(info))))
             if isinstance(event, (GtidEvent, MariadbGtidEvent)):

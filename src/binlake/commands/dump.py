@@ -7,12 +7,11 @@ meanings of mysqlbinlog/mariadb-binlog (see filters.py).
 
 from __future__ import annotations
 
-import json
 
 from ..cli import ExitStatus
 from ..errors import BinlogError
 from ..filters import Verdict
-from ..jsonable import event_to_dict
+from ..jsonable import event_json
 from ..text import TextError, TextOptions, TextPrinter
 from .common import add_input_arguments, report
 from .selection import (add_selection_arguments, open_output, progress_bar, selected_events,
@@ -112,7 +111,7 @@ def _dump_json(args, files, selection, out, err) -> int:
     try:
         for _, event, verdict in selected_events(args, files, selection, err):
             if verdict is Verdict.SHOW:
-                out.write(json.dumps(event_to_dict(event), ensure_ascii=False) + "\n")
+                out.write(event_json(event) + "\n")
     except BinlogError as exc:
         out.flush()
         report(exc, err)

@@ -96,7 +96,11 @@ class TableMapEvent(Event):
     def fields(self) -> dict:
         out = {n: getattr(self, n) for n in ("table_id", "flags", "database", "table",
                                             "primary_key", "default_charset")}
-        out["columns"] = [_column_dict(c) for c in self.columns]
+        # Shared by the equal table maps of every transaction (don't mutate).
+        columns = self.cache.get("column_dicts")
+        if columns is None:
+            columns = self.cache["column_dicts"] = [_column_dict(c) for c in self.columns]
+        out["columns"] = columns
         return out
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import fnmatch
 import gzip
-import json
 from itertools import islice, repeat
 from typing import Iterator
 
@@ -35,7 +34,7 @@ from ..events import (EventHeader, FormatDescription, LoadEvent, QueryEvent, Row
 from .. import core, reader
 from ..reader import BinlogReader, DecodeContext, FileInfo, old_format
 from ..events.rows import DELETE, PRE_GA_ROWS_EVENTS, UPDATE, WRITE
-from ..jsonable import event_to_dict
+from ..jsonable import event_json
 from ..rows import LazyRowData, bitmap_bytes, checked_table, native_columns, native_failure, \
     native_layout
 from ..scan import read_framing
@@ -69,11 +68,6 @@ CHANGES = pa.schema([
 ])
 
 VIEWS = {"events": EVENTS, "changes": CHANGES}
-
-#: Header fields are columns of the events view; `info` holds the rest.
-_HEADER_KEYS = ("file", "pos", "next_pos", "length", "type", "type_code", "timestamp",
-                "server_id", "log_pos", "flags")
-
 
 def spark_ddl(schema: pa.Schema) -> str:
     return ", ".join(f"`{f.name}` {_ddl_type(f.type)}" for f in schema)
@@ -211,9 +205,6 @@ def event_batches(split: Split, options: dict) -> Iterator[pa.RecordBatch]:
             event = item.event
             h = event.header
             database, table, query = _event_subject(event)
-            info = event_to_dict(event, rows=False)
-            for key in _HEADER_KEYS:
-                info.pop(key, None)
             c["path"].append(split.path)
             c["file"].append(file)
             c["pos"].append(h.pos)
@@ -233,7 +224,7 @@ def event_batches(split: Split, options: dict) -> Iterator[pa.RecordBatch]:
             c["database"].append(database)
             c["table"].append(table)
             c["query"].append(query)
-            c["info"].append(json.dumps(info, ensure_ascii=False))
+            c["info"].append(event_json(event, header=False, rows=False))
         out.rows += len(txn.events)
         if out.rows >= BATCH_ROWS:
             yield out.batch()
