@@ -105,6 +105,49 @@ pub const MYSQL_TYPE_VAR_STRING: u8 = 253;
 pub const MYSQL_TYPE_STRING: u8 = 254;
 pub const MYSQL_TYPE_GEOMETRY: u8 = 255;
 
+/// `enum_field_types` names (binlake.constants.ColumnType), None for a code
+/// it does not name.
+pub fn column_type_name(code: u8) -> Option<&'static str> {
+    Some(match code {
+        0 => "MYSQL_TYPE_DECIMAL",
+        1 => "MYSQL_TYPE_TINY",
+        2 => "MYSQL_TYPE_SHORT",
+        3 => "MYSQL_TYPE_LONG",
+        4 => "MYSQL_TYPE_FLOAT",
+        5 => "MYSQL_TYPE_DOUBLE",
+        6 => "MYSQL_TYPE_NULL",
+        7 => "MYSQL_TYPE_TIMESTAMP",
+        8 => "MYSQL_TYPE_LONGLONG",
+        9 => "MYSQL_TYPE_INT24",
+        10 => "MYSQL_TYPE_DATE",
+        11 => "MYSQL_TYPE_TIME",
+        12 => "MYSQL_TYPE_DATETIME",
+        13 => "MYSQL_TYPE_YEAR",
+        14 => "MYSQL_TYPE_NEWDATE",
+        15 => "MYSQL_TYPE_VARCHAR",
+        16 => "MYSQL_TYPE_BIT",
+        17 => "MYSQL_TYPE_TIMESTAMP2",
+        18 => "MYSQL_TYPE_DATETIME2",
+        19 => "MYSQL_TYPE_TIME2",
+        20 => "MYSQL_TYPE_TYPED_ARRAY",
+        242 => "MYSQL_TYPE_VECTOR",
+        243 => "MYSQL_TYPE_INVALID",
+        244 => "MYSQL_TYPE_BOOL",
+        245 => "MYSQL_TYPE_JSON",
+        246 => "MYSQL_TYPE_NEWDECIMAL",
+        247 => "MYSQL_TYPE_ENUM",
+        248 => "MYSQL_TYPE_SET",
+        249 => "MYSQL_TYPE_TINY_BLOB",
+        250 => "MYSQL_TYPE_MEDIUM_BLOB",
+        251 => "MYSQL_TYPE_LONG_BLOB",
+        252 => "MYSQL_TYPE_BLOB",
+        253 => "MYSQL_TYPE_VAR_STRING",
+        254 => "MYSQL_TYPE_STRING",
+        255 => "MYSQL_TYPE_GEOMETRY",
+        _ => return None,
+    })
+}
+
 /// PARTIAL_UPDATE_ROWS_EVENT value options (`enum_binlog_row_value_options`).
 pub const PARTIAL_JSON_UPDATES: u64 = 1;
 

@@ -41,6 +41,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyModule, PyString};
 
 use super::arrow::{ArrowBatch, Helpers, PyHelper};
+use super::events::{decoded_natively, described, Described, EventsView};
 use super::raise;
 use super::reader::{PyErrSlot, PyStream};
 use crate::constants::*;
@@ -50,6 +51,7 @@ use crate::framing::{Frame, Framer, Options, LARGE_EVENT_BYTES};
 use crate::layout::Layout;
 use crate::rowimage::{Operation, PlanCache, RowsData};
 use crate::sink::arrow::{AppendError, ChangesBuilder, EventFields, TextCodec};
+use crate::sink::events::EventRow;
 use crate::source::{FileSource, Source, StreamSource};
 use crate::transaction::{is_query, StepDetails, TransactionState};
 
@@ -110,6 +112,8 @@ struct Transaction {
     /// Set when an event closed it.
     commit: Option<(u32, u64)>,
     cut_off: bool,
+    /// Its events, for the events view.
+    event_rows: Vec<EventRow>,
 }
 
 /// What the loop learnt from one event.
@@ -171,6 +175,8 @@ pub struct ChangesReader {
     finished: bool,
     /// `LazyRowData.WINDOW` (tests make it tiny).
     lazy_window: u64,
+    /// Set: the loop feeds the events view instead (`EventsReader`).
+    events: Option<EventsView>,
 }
 
 impl ChangesReader {
@@ -288,6 +294,15 @@ impl ChangesReader {
             // its text is all it has: it cannot fail
             ANNOTATE_ROWS_EVENT => Ok(Decoded::Nothing),
             c if events::is_rows_event(c) => self.rows_event(py, frame, keep),
+            c if is_query(c) && self.events.is_some() => {
+                // decoded whole here (status variables too), else by the reference for its error
+                let raw = self.framer.raw();
+                let mut cur = events::body(raw, frame);
+                match super::events::decode_query(&mut cur, c, self.framer.format()) {
+                    Some((q, _, _)) => Ok(Decoded::Query(events::classify_query(&q.query))),
+                    None => self.other(py, frame),
+                }
+            }
             _ => self.other(py, frame),
         }
     }
@@ -442,6 +457,29 @@ impl ChangesReader {
 
     /// An event decoded by the Python reference: its errors, and whether it decoded.
     fn other(&mut self, py: Python<'_>, frame: &Frame) -> Result<Decoded, Stop> {
+        let event = self.call_check(py, frame)?;
+        if event.is_none(py) {
+            return Ok(Decoded::Nothing); // undecodable, kept under `force`
+        }
+        let code = frame.type_code;
+        if code == GTID_TAGGED_LOG_EVENT {
+            let gtid: Option<String> = event.getattr(py, "gtid")?.extract(py)?;
+            return Ok(Decoded::Gtid(gtid));
+        }
+        if is_query(code) {
+            let raw = self.framer.raw();
+            let mut cur = events::body(raw, frame);
+            let post = self.post_header_len(code);
+            return match events::decode_query(&mut cur, code, post) {
+                Ok(q) => Ok(Decoded::Query(events::classify_query(&q.query))),
+                Err(e) => Err(self.stop(py, in_event(e, code, frame.pos))),
+            };
+        }
+        Ok(Decoded::Nothing)
+    }
+
+    /// The Python reference's decoding of an event: the event, or None.
+    fn call_check(&self, py: Python<'_>, frame: &Frame) -> Result<Py<PyAny>, Stop> {
         let raw = PyBytes::new(py, self.framer.raw());
         let alg = if frame.fde {
             self.framer.pending_alg()
@@ -462,28 +500,24 @@ impl ChangesReader {
             alg,
             self.framer.binlog_version,
         );
-        let event = match self.check.call1(py, args) {
-            Ok(event) => event,
-            Err(e) => return Err(self.stop_py(py, e)),
-        };
-        if event.is_none(py) {
-            return Ok(Decoded::Nothing); // undecodable, kept under `force`
+        self.check.call1(py, args).map_err(|e| self.stop_py(py, e))
+    }
+
+    /// The events view's row of an event (decoded by the loop just before).
+    fn event_row(&mut self, py: Python<'_>, frame: &Frame) -> Result<EventRow, Stop> {
+        if decoded_natively(frame.type_code) {
+            if let Some(view) = self.events.as_mut() {
+                if let Some(row) =
+                    view.describe(self.framer.raw(), frame, self.framer.format(), self.sub)
+                {
+                    return Ok(row);
+                }
+            }
+            // it failed to decode under `force`: the reference describes what it kept
+            self.call_check(py, frame)?;
         }
-        let code = frame.type_code;
-        if code == GTID_TAGGED_LOG_EVENT {
-            let gtid: Option<String> = event.getattr(py, "gtid")?.extract(py)?;
-            return Ok(Decoded::Gtid(gtid));
-        }
-        if is_query(code) {
-            let raw = self.framer.raw();
-            let mut cur = events::body(raw, frame);
-            let post = self.post_header_len(code);
-            return match events::decode_query(&mut cur, code, post) {
-                Ok(q) => Ok(Decoded::Query(events::classify_query(&q.query))),
-                Err(e) => Err(self.stop(py, in_event(e, code, frame.pos))),
-            };
-        }
-        Ok(Decoded::Nothing)
+        let last: Described = self.check.getattr(py, "last")?.extract(py)?;
+        Ok(described(frame, self.sub, last))
     }
 
     /// The next transaction of the range (None: no more events).
@@ -511,7 +545,8 @@ impl ChangesReader {
                         (Some(frame.pos), 0, frame.next_pos());
                 }
             }
-            let decoded = match self.decode(py, &frame, in_range) {
+            let keep = in_range && self.events.is_none();
+            let decoded = match self.decode(py, &frame, keep) {
                 Ok(d) => d,
                 Err(Stop::Quiet) => return Ok(self.end_of_events()),
                 Err(raise) => return Err(raise),
@@ -519,7 +554,15 @@ impl ChangesReader {
             if !in_range {
                 continue; // the format description read before jumping to `start`
             }
-            if let Some(done) = self.group(&frame, decoded) {
+            let row = match self.events {
+                Some(_) => match self.event_row(py, &frame) {
+                    Ok(row) => Some(row),
+                    Err(Stop::Quiet) => return Ok(self.end_of_events()),
+                    Err(raise) => return Err(raise),
+                },
+                None => None,
+            };
+            if let Some(done) = self.group(&frame, decoded, row) {
                 return Ok(Some(done));
             }
         }
@@ -527,7 +570,12 @@ impl ChangesReader {
 
     /// `transactions()` for one event: a transaction that ends here, or one
     /// that never ended because this event starts another.
-    fn group(&mut self, frame: &Frame, decoded: Decoded) -> Option<Transaction> {
+    fn group(
+        &mut self,
+        frame: &Frame,
+        decoded: Decoded,
+        row: Option<EventRow>,
+    ) -> Option<Transaction> {
         let code = frame.type_code;
         let mut details = StepDetails::default();
         match &decoded {
@@ -543,6 +591,7 @@ impl ChangesReader {
         let txn = &mut self.current;
         txn.events += 1;
         txn.last = (frame.timestamp, self.end_pos);
+        txn.event_rows.extend(row);
         match decoded {
             Decoded::Gtid(gtid) => txn.gtid = gtid,
             Decoded::MariadbGtid(gtid, _) => txn.gtid = Some(gtid),
@@ -578,6 +627,15 @@ impl ChangesReader {
 
     /// The rows of one transaction into the builder; full batches into `ready`.
     fn emit(&mut self, py: Python<'_>, txn: &Transaction) -> PyResult<()> {
+        if let Some(view) = self.events.as_mut() {
+            let fixed = (&*self.path, &*self.file, self.file_seq);
+            let (gtid, xid) = (txn.gtid.as_deref(), txn.xid.map(|x| x as i64));
+            for row in &txn.event_rows {
+                view.builder.append(fixed, row, gtid, xid);
+            }
+            // `event_batches` cuts after the transaction that fills a batch
+            return self.flush_full();
+        }
         let (commit_timestamp, commit_pos) = txn.commit.unwrap_or(txn.last);
         let (path, file) = (self.path.clone(), self.file.clone());
         for item in &txn.rows {
@@ -805,14 +863,27 @@ impl ChangesReader {
 
     /// A batch once BATCH_ROWS rows are in.
     fn flush_full(&mut self) -> PyResult<()> {
-        if self.builder.rows() >= BATCH_ROWS {
-            let batch = self
-                .builder
-                .finish()
-                .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        if self.pending_rows() >= BATCH_ROWS {
+            let batch = self.finish_batch()?;
             self.ready.push_back(batch);
         }
         Ok(())
+    }
+
+    /// Rows in the builder of the view being read.
+    fn pending_rows(&self) -> usize {
+        match &self.events {
+            Some(view) => view.builder.rows(),
+            None => self.builder.rows(),
+        }
+    }
+
+    fn finish_batch(&mut self) -> PyResult<RecordBatch> {
+        match self.events.as_mut() {
+            Some(view) => view.builder.finish(),
+            None => self.builder.finish(),
+        }
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))
     }
 }
 
@@ -832,7 +903,7 @@ impl ChangesReader {
                         check, wanted, schema_columns, codecs, still_written,
                         large_event_bytes=LARGE_EVENT_BYTES, lazy_window=LAZY_WINDOW))]
     #[allow(clippy::too_many_arguments)]
-    fn new(
+    pub(super) fn new(
         py: Python<'_>,
         path: String,
         file: String,
@@ -900,6 +971,7 @@ impl ChangesReader {
             events_done: false,
             finished: false,
             lazy_window: lazy_window.max(1),
+            events: None,
         })
     }
 
@@ -908,7 +980,7 @@ impl ChangesReader {
     }
 
     /// The next batch (`pyarrow.record_batch(it)`), None at the end.
-    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<ArrowBatch>> {
+    pub(super) fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<ArrowBatch>> {
         loop {
             if let Some(batch) = self.ready.pop_front() {
                 return Ok(Some(ArrowBatch::new(batch)));
@@ -922,14 +994,10 @@ impl ChangesReader {
             }
             if self.events_done {
                 self.finished = true;
-                if self.builder.rows() == 0 {
+                if self.pending_rows() == 0 {
                     return Ok(None);
                 }
-                let batch = self
-                    .builder
-                    .finish()
-                    .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-                return Ok(Some(ArrowBatch::new(batch)));
+                return Ok(Some(ArrowBatch::new(self.finish_batch()?)));
             }
             match self.next_transaction(py) {
                 Ok(Some(txn)) => {
@@ -947,6 +1015,14 @@ impl ChangesReader {
                 Err(Stop::Raise(e)) => self.failed = Some(e),
             }
         }
+    }
+}
+
+impl ChangesReader {
+    /// The same loop feeding the events view (`EventsReader`).
+    pub(super) fn into_events_view(mut self) -> Self {
+        self.events = Some(EventsView::default());
+        self
     }
 }
 

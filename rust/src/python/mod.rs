@@ -10,6 +10,7 @@ use crate::error::Error;
 
 mod arrow;
 mod changes;
+mod events;
 mod reader;
 mod text;
 mod values;
@@ -39,6 +40,7 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     text::register(m)?;
     arrow::register(m)?;
     changes::register(m)?;
+    events::register(m)?;
     reader::register(m)?;
     Ok(())
 }

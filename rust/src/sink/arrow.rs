@@ -120,7 +120,7 @@ pub struct AppendError {
 
 /// A string column being built: Arrow's offsets, bytes and validity.
 #[derive(Debug)]
-struct Strings {
+pub(crate) struct Strings {
     offsets: Vec<i32>,
     data: Vec<u8>,
     valid: Vec<bool>,
@@ -152,13 +152,13 @@ impl Strings {
     }
 
     #[inline]
-    fn push(&mut self, s: &[u8]) {
+    pub(crate) fn push(&mut self, s: &[u8]) {
         self.data.extend_from_slice(s);
         self.end();
     }
 
     #[inline]
-    fn push_null(&mut self) {
+    pub(crate) fn push_null(&mut self) {
         let last = self.offsets[self.offsets.len() - 1];
         self.offsets.push(last);
         self.valid.push(false);
@@ -179,7 +179,7 @@ impl Strings {
     }
 
     /// Room for a column like `other`, so that the next batch grows without copying.
-    fn reserve_like(&mut self, other: &Strings) {
+    pub(crate) fn reserve_like(&mut self, other: &Strings) {
         self.offsets.reserve(other.offsets.len());
         self.data.reserve(other.data.len());
         self.valid.reserve(other.valid.len());
@@ -196,7 +196,7 @@ impl Strings {
         self.nulls = nulls;
     }
 
-    fn finish(&mut self) -> Result<StringArray, ArrowError> {
+    pub(crate) fn finish(&mut self) -> Result<StringArray, ArrowError> {
         let taken = std::mem::take(self);
         if taken.overflow {
             return Err(ArrowError::ComputeError(
@@ -306,7 +306,7 @@ fn text_map() -> DataType {
     DataType::Map(entries_field(), false)
 }
 
-fn utc_micros() -> DataType {
+pub(crate) fn utc_micros() -> DataType {
     DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
 }
 

@@ -196,6 +196,33 @@ def _transactions(split: Split, options: dict):
 # -- events view --------------------------------------------------------------------
 
 def event_batches(split: Split, options: dict) -> Iterator[pa.RecordBatch]:
+    native = core.native()
+    if native is None:
+        return _python_event_batches(split, options)
+    return _native_event_batches(native, split, options)
+
+
+def _native_event_batches(native, split: Split, options: dict) -> Iterator[pa.RecordBatch]:
+    """The same batches as `_python_event_batches`, read by the changes
+    loop feeding the events view (`_native.EventsReader`,
+    rust/src/python/events.rs): `info` is written natively for the events
+    every transaction has; the others are decoded and described here
+    (`_EventDescriber`)."""
+    opts = reader_options(options)
+    stream = gzip.open(split.path, "rb") if is_gzip(split.path) else None
+    try:
+        events = native.EventsReader(
+            split.path, split.file, split.file_seq, split.start, split.end, stream,
+            opts["verify_checksums"], opts["force"], _EventDescriber(split.path, **opts),
+            lambda: _still_written(split.path), reader.LARGE_EVENT_BYTES)
+        for batch in events:
+            yield pa.record_batch(batch)
+    finally:
+        if stream is not None:
+            stream.close()
+
+
+def _python_event_batches(split: Split, options: dict) -> Iterator[pa.RecordBatch]:
     out = _Columns(EVENTS)
     c = out.columns
     file = split.file
@@ -334,8 +361,13 @@ class _EventChecker:
         self.info = FileInfo(path)
         self.ctx: DecodeContext | None = None
 
-    def __call__(self, type_code, pos, timestamp, server_id, length, log_pos, flags, checksum,
-                 header_len, raw, pending_alg, binlog_version):
+    def __call__(self, *frame):
+        event = self.decode(*frame)
+        return None if isinstance(event, UnknownEvent) else event
+
+    def decode(self, type_code, pos, timestamp, server_id, length, log_pos, flags, checksum,
+               header_len, raw, pending_alg, binlog_version):
+        """The event as the reader makes it (an UnknownEvent when it failed under `force`)."""
         ctx = self.ctx
         if ctx is None:  # as reader.py frames a file before its first FDE
             fde = (old_format(binlog_version) if binlog_version in (1, 3) else
@@ -347,11 +379,22 @@ class _EventChecker:
         if description:
             self.reader._pending_alg = pending_alg
         event = self.reader._decode(header, raw, header_len, len(raw), ctx)
-        if isinstance(event, UnknownEvent):
-            return None
-        if description:
+        if description and not isinstance(event, UnknownEvent):
             self.reader._update_state(event, ctx, self.info)
         return event
+
+
+class _EventDescriber(_EventChecker):
+    """The checker of the events view: it also keeps, in `last`, the row
+    facts of the event it decoded last (database, table, query, info), the
+    UnknownEvent's when it failed under `force`."""
+
+    last: tuple | None = None
+
+    def __call__(self, *frame):
+        event = self.decode(*frame)
+        self.last = (*_event_subject(event), event_json(event, header=False, rows=False))
+        return None if isinstance(event, UnknownEvent) else event
 
 
 _CODECS: dict | None = None

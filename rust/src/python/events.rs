@@ -1,0 +1,287 @@
+//! The events view of one byte range: `EventsReader`, the changes loop
+//! (`changes.rs`) with a second consumer.
+//!
+//! Strategy: the loop that frames, decodes and groups transactions for the
+//! changes view is reused as is (`ChangesReader` with an `EventsView`): each
+//! event of the range becomes an `EventRow` of its transaction, and at the
+//! transaction's end its rows go to the `EventsBuilder` with its GTID and
+//! XID, in batches cut where `event_batches` cuts them (after the
+//! transaction that reaches BATCH_ROWS).
+//!
+//! `info` is written natively (sink/events.rs) for the events every
+//! transaction has, decoded again here with the `events/` decoders (cheap,
+//! and the loop's own decode stays as it is). Every other event was handed
+//! to the Python reference by the loop already (`check`), which keeps the
+//! description it made of it (`check.last`: database, table, query, info);
+//! an event of a natively decoded type that failed to decode under `force`
+//! is handed to it as well, to describe it as the reference's UnknownEvent.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use pyo3::prelude::*;
+use pyo3::types::PyModule;
+
+use super::arrow::ArrowBatch;
+use super::changes::ChangesReader;
+
+use crate::constants::*;
+use crate::cursor::Cursor;
+use crate::events::status_vars::{status_var_list, StatusValue};
+use crate::events::{self, text};
+use crate::framing::{Format, Frame, LARGE_EVENT_BYTES, PAYLOAD_NONE, PAYLOAD_ZSTD};
+use crate::sink::events::{self as sink, EventRow, EventsBuilder, JsonObject};
+
+/// Table maps kept by their bytes (as the changes loop bounds its cache).
+const TABLE_CACHE_LIMIT: usize = 4096;
+
+/// What the events view keeps of a table map, shared by every equal map.
+struct MapInfo {
+    database: String,
+    table: String,
+    /// Its info's fields after table_id and flags.
+    fields: Vec<u8>,
+}
+
+/// The events consumer of the loop.
+#[derive(Default)]
+pub(super) struct EventsView {
+    pub builder: EventsBuilder,
+    tables_by_bytes: HashMap<Vec<u8>, Rc<MapInfo>>,
+    table_maps: HashMap<u64, Rc<MapInfo>>,
+}
+
+/// Whether the loop decodes this type itself (else the Python reference does,
+/// and describes it).
+pub(super) fn decoded_natively(code: u8) -> bool {
+    matches!(
+        code,
+        GTID_LOG_EVENT
+            | ANONYMOUS_GTID_LOG_EVENT
+            | GTID_EVENT
+            | XID_EVENT
+            | TABLE_MAP_EVENT
+            | TRANSACTION_PAYLOAD_EVENT
+            | ANNOTATE_ROWS_EVENT
+            | QUERY_EVENT
+            | QUERY_COMPRESSED_EVENT
+            | EXECUTE_LOAD_QUERY_EVENT
+    ) || events::is_rows_event(code)
+}
+
+impl EventsView {
+    /// The row of an event the loop decoded natively, None if its decoder
+    /// fails (it failed in the loop too, under `force`: the reference
+    /// describes it as it keeps it).
+    pub fn describe(
+        &mut self,
+        raw: &[u8],
+        frame: &Frame,
+        format: &Format,
+        sub: i32,
+    ) -> Option<EventRow> {
+        let code = frame.type_code;
+        let mut info = Vec::with_capacity(128);
+        let checksum = frame.checksum;
+        let mut cur = events::body(raw, frame);
+        let (mut database, mut table, mut query) = (None, None, None);
+        match code {
+            GTID_LOG_EVENT | ANONYMOUS_GTID_LOG_EVENT => {
+                let g = events::decode_gtid(&mut cur).ok()?;
+                sink::mysql_gtid_info(&mut info, checksum, &g);
+            }
+            GTID_EVENT => {
+                let g = events::decode_mariadb_gtid(&mut cur).ok()?;
+                sink::mariadb_gtid_info(&mut info, checksum, &g);
+            }
+            XID_EVENT => {
+                let xid = events::decode_xid(&mut cur).ok()?;
+                sink::xid_info(&mut info, checksum, xid);
+            }
+            ANNOTATE_ROWS_EVENT => {
+                let q = text(cur.rest()).into_owned();
+                sink::rows_query_info(&mut info, checksum, &q);
+                query = Some(q);
+            }
+            QUERY_EVENT | QUERY_COMPRESSED_EVENT | EXECUTE_LOAD_QUERY_EVENT => {
+                let (q, vars, unknown) = decode_query(&mut cur, code, format)?;
+                sink::query_info(&mut info, checksum, &q, &vars, unknown);
+                // `_event_subject`: `event.database or None`
+                database = Some(text(q.database).into_owned()).filter(|d| !d.is_empty());
+                query = Some(text(&q.query).into_owned());
+            }
+            TRANSACTION_PAYLOAD_EVENT => {
+                let p = events::decode_transaction_payload(&mut cur).ok()?;
+                let mut o = JsonObject::info(&mut info, checksum);
+                match p.compression_type {
+                    PAYLOAD_ZSTD => o.str("compression_type", "ZSTD"),
+                    PAYLOAD_NONE => o.str("compression_type", "NONE"),
+                    other => o.str("compression_type", &other.to_string()),
+                }
+                o.int("payload_size", p.payload_size);
+                o.int("uncompressed_size", p.uncompressed_size);
+                o.end();
+            }
+            TABLE_MAP_EVENT => {
+                let post = format.post_header_len(code);
+                let mut head = cur.clone();
+                let table_id = if post == 6 {
+                    head.u32().map(u64::from).ok()?
+                } else {
+                    head.u48().ok()?
+                };
+                let flags = head.u16().ok()?;
+                let map = match self.tables_by_bytes.get(head.clone().rest()) {
+                    Some(map) => map.clone(),
+                    None => {
+                        let decoded = events::decode_table_map(&mut cur, post).ok()?;
+                        let map = Rc::new(MapInfo {
+                            database: text(decoded.database).into_owned(),
+                            table: text(decoded.table).into_owned(),
+                            fields: sink::table_map_fields(&decoded),
+                        });
+                        if self.tables_by_bytes.len() > TABLE_CACHE_LIMIT {
+                            self.tables_by_bytes.clear();
+                        }
+                        self.tables_by_bytes
+                            .insert(decoded.signature.to_vec(), map.clone());
+                        map
+                    }
+                };
+                sink::table_map_info(&mut info, checksum, table_id, flags, &map.fields);
+                database = Some(map.database.clone());
+                table = Some(map.table.clone());
+                self.table_maps.insert(table_id, map);
+            }
+            c if events::is_rows_event(c) => {
+                let post = format.post_header_len(code);
+                let header =
+                    events::decode_rows_header(&mut cur, code, post, frame.large_end.is_some())
+                        .ok()?;
+                let map = self.table_maps.get(&header.table_id);
+                let names = map.map(|m| (m.database.as_str(), m.table.as_str()));
+                sink::rows_info(&mut info, checksum, &header, names);
+                database = map.map(|m| m.database.clone());
+                table = map.map(|m| m.table.clone());
+            }
+            _ => return None,
+        }
+        Some(EventRow {
+            pos: frame.pos,
+            sub,
+            timestamp: frame.timestamp,
+            type_code: code,
+            server_id: frame.server_id,
+            length: frame.length,
+            log_pos: frame.log_pos,
+            flags: frame.flags,
+            database,
+            table,
+            query,
+            // the writers write JSON text only
+            info: String::from_utf8(info).unwrap_or_default(),
+        })
+    }
+}
+
+/// A QUERY-family event and its status variables, None if either fails to
+/// decode (the reference then decodes it, for its error).
+pub(super) fn decode_query<'a>(
+    cur: &mut Cursor<'a>,
+    code: u8,
+    format: &Format,
+) -> Option<(events::Query<'a>, Vec<(u8, StatusValue<'a>)>, &'a [u8])> {
+    let q = events::decode_query(cur, code, format.post_header_len(code)).ok()?;
+    let mut vars = Cursor::new(q.status_vars, q.status_vars_offset);
+    let (list, unknown) = status_var_list(&mut vars).ok()?;
+    Some((q, list, unknown))
+}
+
+/// The row of an event the Python reference described (`check.last`).
+pub(super) fn described(frame: &Frame, sub: i32, last: Described) -> EventRow {
+    let (database, table, query, info) = last;
+    EventRow {
+        pos: frame.pos,
+        sub,
+        timestamp: frame.timestamp,
+        type_code: frame.type_code,
+        server_id: frame.server_id,
+        length: frame.length,
+        log_pos: frame.log_pos,
+        flags: frame.flags,
+        database,
+        table,
+        query,
+        info,
+    }
+}
+
+/// `_EventChecker.last`: (database, table, query, info) of the last event it decoded.
+pub(super) type Described = (Option<String>, Option<String>, Option<String>, String);
+
+/// The events view of one range (`Split`), as `binlake.spark.batches.event_batches`.
+#[pyclass(module = "binlake._native", unsendable)]
+pub struct EventsReader {
+    inner: ChangesReader,
+}
+
+#[pymethods]
+impl EventsReader {
+    /// `check`: as `ChangesReader`'s, keeping in `check.last` (database,
+    /// table, query, info) of the event it decoded last (its UnknownEvent
+    /// when it returns None). `still_written()`: the file's IN_USE flag now.
+    #[new]
+    #[pyo3(signature = (path, file, file_seq, start, end, stream, verify_checksums, force,
+                        check, still_written, large_event_bytes=LARGE_EVENT_BYTES))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        path: String,
+        file: String,
+        file_seq: i64,
+        start: u64,
+        end: Option<u64>,
+        stream: Option<Py<PyAny>>,
+        verify_checksums: bool,
+        force: bool,
+        check: Py<PyAny>,
+        still_written: Py<PyAny>,
+        large_event_bytes: u64,
+    ) -> PyResult<Self> {
+        let inner = ChangesReader::new(
+            py,
+            path,
+            file,
+            file_seq,
+            start,
+            end,
+            stream,
+            verify_checksums,
+            force,
+            check,
+            None,
+            None,
+            HashMap::new(),
+            still_written,
+            large_event_bytes,
+            1, // the lazy rows window: no row is read for this view
+        )?;
+        Ok(EventsReader {
+            inner: inner.into_events_view(),
+        })
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    /// The next batch (`pyarrow.record_batch(it)`), None at the end.
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<ArrowBatch>> {
+        self.inner.__next__(py)
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<EventsReader>()?;
+    Ok(())
+}
