@@ -377,6 +377,14 @@ impl ChangesBuilder {
         self.pos.len()
     }
 
+    /// Bytes of map text appended since the last `finish` (Arrow's offsets are i32).
+    pub fn text_bytes(&self) -> usize {
+        self.before.keys.data.len()
+            + self.before.values.data.len()
+            + self.after.keys.data.len()
+            + self.after.values.data.len()
+    }
+
     /// Decode up to `max_rows` rows of a rows event, from offset `start` of its
     /// rows data, numbering them from `first_row`. On a bad row, the rows
     /// before it stay appended and the error says where it starts.
