@@ -152,12 +152,6 @@ impl Strings {
     }
 
     #[inline]
-    fn push(&mut self, s: &[u8]) {
-        self.data.extend_from_slice(s);
-        self.end();
-    }
-
-    #[inline]
     fn push_null(&mut self) {
         let last = self.offsets[self.offsets.len() - 1];
         self.offsets.push(last);
