@@ -96,6 +96,24 @@ def _transaction_ranges(path: str, pieces: int = 3) -> list[Split]:
     return [Split(path, 1, a, b) for a, b in zip(edges, edges[1:])]
 
 
+@pytest.fixture(params=["one job", "a job per transaction"])
+def job_bytes(request, monkeypatch):
+    """Workers' outputs are re-cut into the sequential batches: with a job
+    per transaction nearly every batch is made of several outputs."""
+    from binlake.spark import batches
+    if request.param != "one job":
+        monkeypatch.setattr(batches, "NATIVE_JOB_BYTES", 1)
+
+
+@pytest.mark.parametrize("relpath", corpus_binlogs())
+def test_tables_filter_and_force_in_small_jobs(relpath, monkeypatch):
+    from binlake.spark import batches
+    monkeypatch.setattr(batches, "NATIVE_JOB_BYTES", 1)
+    split = Split(corpus_path(relpath), 3)
+    for options in ({}, {"tables": "*.t*, test.*"}, {"force": "true"}):
+        assert_same(split, options)
+
+
 @pytest.mark.parametrize("relpath", corpus_binlogs())
 def test_ranges_cut_at_transaction_boundaries(relpath):
     path = corpus_path(relpath)
@@ -138,7 +156,7 @@ MUTATION_FILES = [
 
 
 @pytest.mark.parametrize("relpath", MUTATION_FILES)
-def test_mutated_files_fail_alike(relpath, tmp_path):
+def test_mutated_files_fail_alike(relpath, tmp_path, job_bytes):
     source = corpus_path(relpath)
     data = open(source, "rb").read()
     positions = list(scan(source).positions)
@@ -166,7 +184,7 @@ def test_gzip_input(tmp_path):
 
 
 @pytest.mark.parametrize("relpath", MUTATION_FILES[:3])
-def test_huge_events_through_a_window(relpath, monkeypatch):
+def test_huge_events_through_a_window(relpath, monkeypatch, job_bytes):
     from binlake import reader
     from binlake.rows import LazyRowData
     monkeypatch.setattr(reader, "LARGE_EVENT_BYTES", 64)
@@ -175,7 +193,7 @@ def test_huge_events_through_a_window(relpath, monkeypatch):
 
 
 @pytest.mark.server
-def test_server_binlogs(server_binlogs):
+def test_server_binlogs(server_binlogs, job_bytes):
     rows = 0
     for seq, path in enumerate(server_binlogs, 1):
         rows += assert_same(Split(path, seq), {})

@@ -28,14 +28,13 @@
 //! anything else is raised after every batch made before it.
 
 use std::borrow::Cow;
-use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::rc::Rc;
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 
 use arrow_array::RecordBatch;
+use arrow_select::concat::concat_batches;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyModule, PyString};
@@ -48,9 +47,11 @@ use crate::constants::*;
 use crate::error::{Error, ErrorKind};
 use crate::events::{self, decode_table_map, expect_end, in_event, text, QueryKind};
 use crate::framing::{Frame, Framer, Options, LARGE_EVENT_BYTES};
-use crate::layout::Layout;
-use crate::rowimage::{Operation, PlanCache, RowsData};
-use crate::sink::arrow::{AppendError, ChangesBuilder, EventFields, TextCodec};
+use crate::layout::{Column, Layout};
+use crate::rowimage::{Operation, Plan, PlanCache, RowsData, ValueResult};
+use crate::sink::arrow::{
+    changes_schema, AppendError, ChangesBuilder, EventFields, TextCodec, TextHelper,
+};
 use crate::sink::events::EventRow;
 use crate::source::{FileSource, Source, StreamSource};
 use crate::transaction::{is_query, StepDetails, TransactionState};
@@ -68,7 +69,7 @@ struct TableEntry {
     qualified: String,
     width: u64,
     layout: Layout,
-    plans: RefCell<PlanCache>,
+    plans: Mutex<PlanCache>,
     codecs: Vec<TextCodec>,
     codec_names: Vec<Option<Py<PyString>>>,
     wanted: bool,
@@ -84,6 +85,15 @@ enum RowsBytes {
     },
 }
 
+impl RowsItem {
+    fn held_bytes(&self) -> usize {
+        match &self.data {
+            RowsBytes::Held(data, start) => data.len().saturating_sub(*start),
+            RowsBytes::InFile { .. } => 0,
+        }
+    }
+}
+
 /// A wanted rows event of the transaction being read.
 struct RowsItem {
     pos: u64,
@@ -92,7 +102,7 @@ struct RowsItem {
     server_id: u32,
     type_code: u8,
     table_id: u64,
-    table: Option<Rc<TableEntry>>,
+    table: Option<Arc<TableEntry>>,
     width: u64,
     before: Vec<u8>,
     after: Option<Vec<u8>>,
@@ -143,9 +153,7 @@ impl From<PyErr> for Stop {
 #[pyclass(module = "binlake._native", unsendable)]
 pub struct ChangesReader {
     framer: Framer<Box<dyn Source + Send>>,
-    path: Rc<str>,
-    file: Rc<str>,
-    file_seq: i64,
+    path: Arc<str>,
     start: u64,
     end: Option<u64>,
     force: bool,
@@ -158,9 +166,8 @@ pub struct ChangesReader {
     partial_event: Py<PyAny>,
     /// Collation id -> Python codec (`charsets.codec_for`, binary ones absent).
     codecs: HashMap<u64, String>,
-    helpers: Helpers,
-    tables_by_bytes: HashMap<Vec<u8>, Rc<TableEntry>>,
-    table_maps: HashMap<u64, Rc<TableEntry>>,
+    tables_by_bytes: HashMap<Vec<u8>, Arc<TableEntry>>,
+    table_maps: HashMap<u64, Arc<TableEntry>>,
     /// `wanted("", "")`: rows events without a table map.
     wanted_unmapped: Option<bool>,
     state: TransactionState,
@@ -168,13 +175,20 @@ pub struct ChangesReader {
     last_pos: Option<u64>,
     sub: i32,
     end_pos: u64,
-    builder: ChangesBuilder,
     ready: VecDeque<RecordBatch>,
     failed: Option<PyErr>,
     events_done: bool,
     finished: bool,
-    /// `LazyRowData.WINDOW` (tests make it tiny).
-    lazy_window: u64,
+    /// How reading ended (Some(None): cleanly), once it has.
+    read_end: Option<Option<PyErr>>,
+    pool: Pool,
+    dispatched: usize,
+    received: usize,
+    /// Rows decoded but not yet in a batch, and their count.
+    pending: Vec<RecordBatch>,
+    pending_rows: usize,
+    /// Rows data per job (tests make it tiny: every transaction a job).
+    job_bytes: usize,
     /// Set: the loop feeds the events view instead (`EventsReader`).
     events: Option<EventsView>,
 }
@@ -334,7 +348,7 @@ impl ChangesReader {
             Err(e) => return self.failed_decode(py, e, frame),
         };
         self.check_end(py, &cur, TABLE_MAP_EVENT)?;
-        let entry = Rc::new(self.table_entry(py, &map)?);
+        let entry = Arc::new(self.table_entry(py, &map)?);
         if self.tables_by_bytes.len() > TABLE_CACHE_LIMIT {
             self.tables_by_bytes.clear(); // bounded: schema churn must not grow it
         }
@@ -381,7 +395,7 @@ impl ChangesReader {
             qualified: format!("{database}.{table}"),
             width: map.columns.len() as u64,
             layout: map.layout(keys.as_deref()),
-            plans: RefCell::new(PlanCache::default()),
+            plans: Mutex::new(PlanCache::default()),
             codecs: codec_names
                 .iter()
                 .map(|c| TextCodec::of(c.map(String::as_str)))
@@ -507,9 +521,8 @@ impl ChangesReader {
     fn event_row(&mut self, py: Python<'_>, frame: &Frame) -> Result<EventRow, Stop> {
         if decoded_natively(frame.type_code) {
             if let Some(view) = self.events.as_mut() {
-                if let Some(row) =
-                    view.describe(self.framer.raw(), frame, self.framer.format(), self.sub)
-                {
+                let (raw, format) = (self.framer.raw(), self.framer.format());
+                if let Some(row) = view.describe(raw, frame, format, self.sub) {
                     return Ok(row);
                 }
             }
@@ -625,265 +638,75 @@ impl ChangesReader {
         Some(txn)
     }
 
-    /// The rows of one transaction into the builder; full batches into `ready`.
-    fn emit(&mut self, py: Python<'_>, txn: &Transaction) -> PyResult<()> {
-        if let Some(view) = self.events.as_mut() {
-            let fixed = (&*self.path, &*self.file, self.file_seq);
-            let (gtid, xid) = (txn.gtid.as_deref(), txn.xid.map(|x| x as i64));
-            for row in &txn.event_rows {
-                view.builder.append(fixed, row, gtid, xid);
-            }
-            // `event_batches` cuts after the transaction that fills a batch
-            return self.flush_full();
-        }
-        let (commit_timestamp, commit_pos) = txn.commit.unwrap_or(txn.last);
-        let (path, file) = (self.path.clone(), self.file.clone());
-        for item in &txn.rows {
-            let Some(table) = &item.table else {
-                return Err(raise(
-                    py,
-                    &self.path,
-                    Error::corrupt(
-                        item.pos,
-                        format!(
-                            "rows event for table id {} without a table map before it \
-                             (start reading at an earlier position)",
-                            item.table_id
-                        ),
-                    ),
-                ));
-            };
-            if table.width < item.width {
-                return Err(raise(
-                    py,
-                    &self.path,
-                    Error::corrupt(
-                        item.pos,
-                        format!(
-                            "rows event has {} columns, its table map {} has {}",
-                            item.width, table.qualified, table.width
-                        ),
-                    ),
-                ));
-            }
-            let pre_ga = events::rows::is_pre_ga(item.type_code);
-            let (before, after) = {
-                let mut plans = table.plans.borrow_mut();
-                let before = plans.get(&table.layout, &item.before, pre_ga);
-                let after = match &item.after {
-                    Some(bitmap) => plans.get(&table.layout, bitmap, false),
-                    None => before.clone(),
-                };
-                (before, after)
-            };
-            let fields = EventFields {
-                path: &path,
-                file: &file,
-                file_seq: self.file_seq,
-                pos: item.pos as i64,
-                sub: item.sub,
-                timestamp: item.timestamp as i64,
-                commit_timestamp: commit_timestamp as i64,
-                commit_pos: commit_pos as i64,
-                gtid: txn.gtid.as_deref(),
-                xid: txn.xid.map(|x| x as i64),
-                server_id: item.server_id as i64,
-            };
-            let operation = events::rows::operation(item.type_code).unwrap_or(Operation::Insert);
-            let partial = item.type_code == PARTIAL_UPDATE_ROWS_EVENT;
-            let held;
-            let data: &[u8] = match &item.data {
-                RowsBytes::Held(data, start) => data.get(*start..).unwrap_or(&[]),
-                RowsBytes::InFile { end } => {
-                    held = Window {
-                        path: &path,
-                        start: item.rows_offset,
-                        total: end.saturating_sub(item.rows_offset),
-                    };
-                    let mut rows = RowsData {
-                        operation,
-                        partial,
-                        before: &before,
-                        after: &after,
-                        data: &[],
-                    };
-                    self.lazy_rows(py, item, table, &held, &mut rows, &fields)?;
-                    continue;
-                }
-            };
-            let rows = RowsData {
-                operation,
-                partial,
-                before: &before,
-                after: &after,
-                data,
-            };
-            let (mut pos, mut first) = (0, 0);
-            // blocks of BATCH_ROWS, as the Python path makes them: same batches
-            while pos < data.len() {
-                match self.append(py, table, &rows, pos, first, &fields) {
-                    Ok((n, next)) => (pos, first) = (next, first + n),
-                    Err((failed, cause)) => {
-                        return Err(self.row_failure(py, item, table, failed, 0, first, cause))
+    /// Read transactions until a job's worth of rows data, and hand it to a worker.
+    fn dispatch(&mut self, py: Python<'_>) {
+        let mut job = Vec::new();
+        let mut bytes = 0usize;
+        while bytes < self.job_bytes && self.read_end.is_none() {
+            match self.next_transaction(py) {
+                Ok(Some(txn)) => {
+                    // a transaction the server is still writing: a later read takes it whole
+                    if txn.cut_off {
+                        match self.still_written.call0(py).and_then(|w| w.is_truthy(py)) {
+                            Ok(true) => {
+                                self.read_end = Some(None);
+                                break;
+                            }
+                            Ok(false) => {}
+                            Err(e) => {
+                                self.read_end = Some(Some(e));
+                                break;
+                            }
+                        }
                     }
+                    bytes += txn.rows.iter().map(RowsItem::held_bytes).sum::<usize>() + 64;
+                    job.push(txn);
                 }
-                self.flush_full()?;
+                Ok(None) | Err(Stop::Quiet) => self.read_end = Some(None),
+                Err(Stop::Raise(e)) => self.read_end = Some(Some(e)),
             }
         }
-        Ok(())
+        if !job.is_empty() {
+            self.pool.submit(self.dispatched, job);
+            self.dispatched += 1;
+        }
     }
 
-    /// A huge event's rows read through a window, as `_lazy_rows`: a row cut
-    /// by the window's end fails to decode and is read again from its start
-    /// with the next window.
-    fn lazy_rows<'p>(
-        &mut self,
-        py: Python<'_>,
-        item: &RowsItem,
-        table: &TableEntry,
-        window_of: &Window,
-        rows: &mut RowsData<'p>,
-        fields: &EventFields,
-    ) -> PyResult<()> {
-        let total = window_of.total;
-        let (mut base, mut window) = (0u64, self.lazy_window);
-        let mut buf = window_of.read(base, window)?;
-        let (mut pos, mut first) = (0usize, 0usize);
-        while base + (pos as u64) < total {
-            // SAFETY-free juggling: the plans outlive this call, the data is this window
-            let chunk = RowsData {
-                operation: rows.operation,
-                partial: rows.partial,
-                before: rows.before,
-                after: rows.after,
-                data: &buf,
-            };
-            match self.append(py, table, &chunk, pos, first, fields) {
-                Err((failed, cause)) => {
-                    let offset = failed.offset as u64;
-                    let called_with = first;
-                    first += failed.rows;
-                    if base + buf.len() as u64 >= total {
-                        // the window already reached the end: bad data
-                        return Err(self.row_failure(
-                            py,
-                            item,
-                            table,
-                            failed,
-                            base,
-                            called_with,
-                            cause,
-                        ));
+    /// A worker's output into batches cut where the sequential loop cuts
+    /// them: after any block of rows that brings the batch to BATCH_ROWS.
+    fn recut(&mut self, out: JobOutput) -> Option<PyErr> {
+        for segment in out.segments {
+            let mut start = 0;
+            let mut end = 0;
+            for n in segment.blocks {
+                end += n;
+                self.pending_rows += n;
+                if self.pending_rows >= BATCH_ROWS {
+                    self.pending.push(segment.batch.slice(start, end - start));
+                    match self.take_pending() {
+                        Ok(batch) => self.ready.push_back(batch),
+                        Err(e) => return Some(e),
                     }
-                    if offset == 0 {
-                        window *= 2; // one row outgrew the window
-                    }
-                    base += offset;
-                    buf = window_of.read(base, window)?;
-                    pos = 0;
-                }
-                Ok((n, next)) => {
-                    first += n;
-                    pos = next;
-                    if pos >= buf.len() && base + (pos as u64) < total {
-                        // the window ended on a row's end
-                        base += pos as u64;
-                        buf = window_of.read(base, window)?;
-                        pos = 0;
-                    }
+                    start = end;
                 }
             }
-            self.flush_full()?;
+            if end > start {
+                self.pending.push(segment.batch.slice(start, end - start));
+            }
         }
-        Ok(())
+        out.failure.map(|f| f.into_pyerr(&self.path))
     }
 
-    fn append(
-        &mut self,
-        py: Python<'_>,
-        table: &TableEntry,
-        rows: &RowsData,
-        start: usize,
-        first: usize,
-        fields: &EventFields,
-    ) -> Result<(usize, usize), (AppendError, Option<PyErr>)> {
-        let mut helper = PyHelper {
-            py,
-            helpers: &self.helpers,
-            codec_names: &table.codec_names,
-            error: None,
-        };
-        match self.builder.append_rows(
-            &table.layout,
-            rows,
-            start,
-            BATCH_ROWS,
-            first,
-            fields,
-            &table.codecs,
-            &mut helper,
-        ) {
-            Ok(done) => Ok((done.rows, done.end)),
-            Err(failed) => Err((failed, helper.error.take())),
+    /// The rows waiting for the next cut, as one batch (copied only when
+    /// they come from two workers' outputs).
+    fn take_pending(&mut self) -> PyResult<RecordBatch> {
+        self.pending_rows = 0;
+        let pieces = std::mem::take(&mut self.pending);
+        if pieces.len() == 1 {
+            return Ok(pieces.into_iter().next().expect("one piece"));
         }
-    }
-
-    /// `native_failure`: the reference's error for a row that failed in the
-    /// buffer starting `base` bytes into the event's row images.
-    #[allow(clippy::too_many_arguments)]
-    fn row_failure(
-        &self,
-        py: Python<'_>,
-        item: &RowsItem,
-        table: &TableEntry,
-        failed: AppendError,
-        base: u64,
-        first: usize,
-        cause: Option<PyErr>,
-    ) -> PyErr {
-        let index = first + failed.rows;
-        let unsupported = failed.error.unsupported && cause.is_none();
-        let name = &table.qualified;
-        let detail = &failed.error.detail;
-        let (kind, text) = if unsupported {
-            (ErrorKind::UnsupportedFeature, format!("{name}: {detail}"))
-        } else {
-            (
-                ErrorKind::CorruptEvent,
-                format!("row {index} of {name}: {detail}"),
-            )
-        };
-        let offset = item.rows_offset + base + failed.offset as u64;
-        let error = raise(py, &self.path, Error::new(kind, offset, text));
-        if let Some(cause) = cause {
-            error.set_cause(py, Some(cause));
-        }
-        error
-    }
-
-    /// A batch once BATCH_ROWS rows are in.
-    fn flush_full(&mut self) -> PyResult<()> {
-        if self.pending_rows() >= BATCH_ROWS {
-            let batch = self.finish_batch()?;
-            self.ready.push_back(batch);
-        }
-        Ok(())
-    }
-
-    /// Rows in the builder of the view being read.
-    fn pending_rows(&self) -> usize {
-        match &self.events {
-            Some(view) => view.builder.rows(),
-            None => self.builder.rows(),
-        }
-    }
-
-    fn finish_batch(&mut self) -> PyResult<RecordBatch> {
-        match self.events.as_mut() {
-            Some(view) => view.builder.finish(),
-            None => self.builder.finish(),
-        }
-        .map_err(|e| PyRuntimeError::new_err(e.to_string()))
+        concat_batches(&changes_schema(), &pieces)
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))
     }
 }
 
@@ -897,11 +720,13 @@ impl ChangesReader {
     /// `wanted(db, table)`: the `tables` filter (None: every table).
     /// `schema_columns(db, table)`: column names from a schema (None: no schema).
     /// `codecs`: collation id -> Python codec. `still_written()`: the file's IN_USE flag now.
-    /// `large_event_bytes`, `lazy_window`: reader.py's and `LazyRowData`'s (for tests).
+    /// `large_event_bytes`, `lazy_window`: reader.py's and `LazyRowData`'s (for tests);
+    /// `job_bytes`: rows data per worker job.
     #[new]
     #[pyo3(signature = (path, file, file_seq, start, end, stream, verify_checksums, force,
                         check, wanted, schema_columns, codecs, still_written,
-                        large_event_bytes=LARGE_EVENT_BYTES, lazy_window=LAZY_WINDOW))]
+                        large_event_bytes=LARGE_EVENT_BYTES, lazy_window=LAZY_WINDOW,
+                        job_bytes=JOB_BYTES))]
     #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         py: Python<'_>,
@@ -920,6 +745,7 @@ impl ChangesReader {
         still_written: Py<PyAny>,
         large_event_bytes: u64,
         lazy_window: u64,
+        job_bytes: usize,
     ) -> PyResult<Self> {
         let stream_error: PyErrSlot = Arc::new(Mutex::new(None));
         // A gzip stream cannot seek: its events before `start` are read and skipped.
@@ -940,11 +766,18 @@ impl ChangesReader {
             pending_alg: None,
         };
         let errors = py.import("binlake.errors")?;
+        let path: Arc<str> = path.into();
+        let file: Arc<str> = file.into();
+        let pool = Pool::new(Arc::new(Shared {
+            path: path.clone(),
+            file,
+            file_seq,
+            helpers: Helpers::load(py)?,
+            lazy_window: lazy_window.max(1),
+        }));
         Ok(ChangesReader {
             framer: Framer::new(source, opts),
-            path: path.into(),
-            file: file.into(),
-            file_seq,
+            path,
             start,
             end,
             force,
@@ -956,7 +789,6 @@ impl ChangesReader {
             binlog_error: errors.getattr("BinlogError")?.unbind(),
             partial_event: errors.getattr("PartialEvent")?.unbind(),
             codecs,
-            helpers: Helpers::load(py)?,
             tables_by_bytes: HashMap::new(),
             table_maps: HashMap::new(),
             wanted_unmapped: None,
@@ -965,12 +797,17 @@ impl ChangesReader {
             last_pos: None,
             sub: 0,
             end_pos: 0,
-            builder: ChangesBuilder::new(),
             ready: VecDeque::new(),
             failed: None,
             events_done: false,
             finished: false,
-            lazy_window: lazy_window.max(1),
+            read_end: None,
+            pool,
+            dispatched: 0,
+            received: 0,
+            pending: Vec::new(),
+            pending_rows: 0,
+            job_bytes,
             events: None,
         })
     }
@@ -981,6 +818,62 @@ impl ChangesReader {
 
     /// The next batch (`pyarrow.record_batch(it)`), None at the end.
     pub(super) fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<ArrowBatch>> {
+        if self.events.is_some() {
+            return self.next_events_batch(py);
+        }
+        loop {
+            if let Some(batch) = self.ready.pop_front() {
+                return Ok(Some(ArrowBatch::new(batch)));
+            }
+            if let Some(error) = self.failed.take() {
+                self.finished = true;
+                self.pool.stop();
+                return Err(error);
+            }
+            if self.finished {
+                return Ok(None);
+            }
+            // the next output in order, if a worker has it
+            if let Some(out) = self.pool.take(self.received) {
+                self.received += 1;
+                self.failed = self.recut(out);
+                continue;
+            }
+            let in_flight = self.dispatched - self.received;
+            if self.read_end.is_none() && in_flight < self.pool.workers * 2 {
+                self.dispatch(py);
+                continue;
+            }
+            if in_flight > 0 {
+                let (pool, wanted) = (&mut self.pool, self.received);
+                py.detach(|| pool.wait_for(wanted));
+                continue;
+            }
+            // every job done: the read's own end
+            match self.read_end.take() {
+                Some(Some(error)) => self.failed = Some(error),
+                _ => {
+                    self.finished = true;
+                    if self.pending_rows > 0 {
+                        return Ok(Some(ArrowBatch::new(self.take_pending()?)));
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl ChangesReader {
+    /// The same loop feeding the events view (`EventsReader`).
+    pub(super) fn into_events_view(mut self, file: String, file_seq: i64) -> Self {
+        self.events = Some(EventsView::new(file, file_seq));
+        self
+    }
+
+    /// The events view's next batch: `event_batches`' loop, on this thread
+    /// (there are no rows to decode), cut after the transaction that
+    /// brings a batch to BATCH_ROWS.
+    fn next_events_batch(&mut self, py: Python<'_>) -> PyResult<Option<ArrowBatch>> {
         loop {
             if let Some(batch) = self.ready.pop_front() {
                 return Ok(Some(ArrowBatch::new(batch)));
@@ -992,12 +885,16 @@ impl ChangesReader {
             if self.finished {
                 return Ok(None);
             }
+            let Some(view) = self.events.as_mut() else {
+                return Ok(None);
+            };
             if self.events_done {
                 self.finished = true;
-                if self.pending_rows() == 0 {
+                if view.builder.rows() == 0 {
                     return Ok(None);
                 }
-                return Ok(Some(ArrowBatch::new(self.finish_batch()?)));
+                let batch = view.builder.finish().map_err(arrow_error)?;
+                return Ok(Some(ArrowBatch::new(batch)));
             }
             match self.next_transaction(py) {
                 Ok(Some(txn)) => {
@@ -1006,8 +903,17 @@ impl ChangesReader {
                         self.events_done = true;
                         continue;
                     }
-                    if let Err(e) = self.emit(py, &txn) {
-                        self.failed = Some(e);
+                    let Some(view) = self.events.as_mut() else {
+                        continue;
+                    };
+                    let fixed = (&*self.path, view.file.as_str(), view.file_seq);
+                    let (gtid, xid) = (txn.gtid.as_deref(), txn.xid.map(|x| x as i64));
+                    for row in &txn.event_rows {
+                        view.builder.append(fixed, row, gtid, xid);
+                    }
+                    if view.builder.rows() >= BATCH_ROWS {
+                        let batch = view.builder.finish().map_err(arrow_error)?;
+                        self.ready.push_back(batch);
                     }
                 }
                 Ok(None) => {}
@@ -1018,12 +924,8 @@ impl ChangesReader {
     }
 }
 
-impl ChangesReader {
-    /// The same loop feeding the events view (`EventsReader`).
-    pub(super) fn into_events_view(mut self) -> Self {
-        self.events = Some(EventsView::default());
-        self
-    }
+fn arrow_error(e: arrow_schema::ArrowError) -> PyErr {
+    PyRuntimeError::new_err(e.to_string())
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -1055,4 +957,450 @@ impl Window<'_> {
         buf.truncate(got);
         Ok(buf)
     }
+}
+
+// -- the workers -----------------------------------------------------------------------
+
+/// Rows data read before a job goes to a worker.
+const JOB_BYTES: usize = 8 << 20;
+/// A worker's builder is finished into a segment past these (Arrow offsets are i32).
+const SEGMENT_ROWS: usize = 1 << 19;
+const SEGMENT_BYTES: usize = 512 << 20;
+
+/// What a worker needs besides the transactions: shared by every job.
+struct Shared {
+    path: Arc<str>,
+    file: Arc<str>,
+    file_seq: i64,
+    helpers: Helpers,
+    lazy_window: u64,
+}
+
+/// Rows decoded by a worker: one finished batch and the sizes of the blocks
+/// it was appended in (a block: at most BATCH_ROWS rows of one rows event).
+struct Segment {
+    batch: RecordBatch,
+    blocks: Vec<usize>,
+}
+
+/// Why a job stopped early.
+enum Failure {
+    /// A core error (with the Python exception behind it, if a helper failed).
+    Core(Error, Option<PyErr>),
+    Py(PyErr),
+}
+
+impl Failure {
+    fn into_pyerr(self, path: &str) -> PyErr {
+        match self {
+            Failure::Py(e) => e,
+            Failure::Core(error, cause) => Python::attach(|py| {
+                let e = raise(py, path, error);
+                if let Some(cause) = cause {
+                    e.set_cause(py, Some(cause));
+                }
+                e
+            }),
+        }
+    }
+}
+
+struct JobOutput {
+    segments: Vec<Segment>,
+    failure: Option<Failure>,
+}
+
+/// Worker threads decoding jobs of transactions; outputs are taken in job order.
+struct Pool {
+    workers: usize,
+    jobs: Option<mpsc::Sender<(usize, Vec<Transaction>)>>,
+    results: mpsc::Receiver<(usize, JobOutput)>,
+    done: HashMap<usize, JobOutput>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Pool {
+    fn new(shared: Arc<Shared>) -> Pool {
+        let workers = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, 4);
+        let (jobs, queue) = mpsc::channel::<(usize, Vec<Transaction>)>();
+        let (send, results) = mpsc::channel();
+        let queue = Arc::new(Mutex::new(queue));
+        let handles = (0..workers)
+            .map(|_| {
+                let (queue, send, shared) = (queue.clone(), send.clone(), shared.clone());
+                std::thread::spawn(move || loop {
+                    let next = queue.lock().ok().and_then(|q| q.recv().ok());
+                    let Some((index, txns)) = next else { return };
+                    let out = run_job(&shared, &txns);
+                    drop(txns);
+                    if send.send((index, out)).is_err() {
+                        return;
+                    }
+                })
+            })
+            .collect();
+        Pool {
+            workers,
+            jobs: Some(jobs),
+            results,
+            done: HashMap::new(),
+            handles,
+        }
+    }
+
+    fn submit(&mut self, index: usize, job: Vec<Transaction>) {
+        if let Some(jobs) = &self.jobs {
+            // a closed queue means the workers are gone: `take` then never sees this job
+            let _ = jobs.send((index, job));
+        }
+    }
+
+    /// The output of job `index`, if it is done.
+    fn take(&mut self, index: usize) -> Option<JobOutput> {
+        while let Ok((i, out)) = self.results.try_recv() {
+            self.done.insert(i, out);
+        }
+        self.done.remove(&index)
+    }
+
+    /// Block until job `index` is done (called without the GIL).
+    fn wait_for(&mut self, index: usize) {
+        while !self.done.contains_key(&index) {
+            match self.results.recv() {
+                Ok((i, out)) => {
+                    self.done.insert(i, out);
+                }
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// No more jobs: the workers end once their queue is empty.
+    fn stop(&mut self) {
+        self.jobs = None;
+    }
+}
+
+impl Drop for ChangesReader {
+    fn drop(&mut self) {
+        self.pool.stop();
+        let handles = std::mem::take(&mut self.pool.handles);
+        // a worker may wait for the GIL (a JSON text): join without holding it
+        Python::attach(|py| {
+            py.detach(|| {
+                for h in handles {
+                    let _ = h.join();
+                }
+            })
+        });
+    }
+}
+
+/// A `TextHelper` for a worker thread: takes the GIL for each call.
+struct GilHelper<'a> {
+    helpers: &'a Helpers,
+    codec_names: &'a [Option<Py<PyString>>],
+    error: Option<PyErr>,
+}
+
+impl GilHelper<'_> {
+    fn with<T>(&mut self, f: impl FnOnce(&mut PyHelper) -> T) -> T {
+        Python::attach(|py| {
+            let mut helper = PyHelper {
+                py,
+                helpers: self.helpers,
+                codec_names: self.codec_names,
+                error: None,
+            };
+            let result = f(&mut helper);
+            if let Some(e) = helper.error.take() {
+                self.error = Some(e);
+            }
+            result
+        })
+    }
+}
+
+impl TextHelper for GilHelper<'_> {
+    fn json(&mut self, col: &Column, raw: &[u8], out: &mut Vec<u8>) -> ValueResult {
+        self.with(|h| h.json(col, raw, out))
+    }
+
+    fn json_diff(
+        &mut self,
+        col: &Column,
+        diff: &[u8],
+        before: Option<Option<&str>>,
+        out: &mut Vec<u8>,
+    ) -> ValueResult {
+        self.with(|h| h.json_diff(col, diff, before, out))
+    }
+
+    fn decode(&mut self, col: &Column, raw: &[u8], out: &mut Vec<u8>) -> ValueResult<bool> {
+        self.with(|h| h.decode(col, raw, out))
+    }
+}
+
+/// One worker's builder and the blocks appended to it.
+struct JobBuilder {
+    builder: ChangesBuilder,
+    blocks: Vec<usize>,
+    segments: Vec<Segment>,
+}
+
+impl JobBuilder {
+    fn block(&mut self, rows: usize) -> Result<(), Failure> {
+        self.blocks.push(rows);
+        if self.builder.rows() >= SEGMENT_ROWS || self.builder.text_bytes() >= SEGMENT_BYTES {
+            self.seal()?;
+        }
+        Ok(())
+    }
+
+    /// The rows so far as a segment (rows after the last block included: a
+    /// failed append leaves some that no block covers).
+    fn seal(&mut self) -> Result<(), Failure> {
+        if self.builder.rows() == 0 {
+            return Ok(());
+        }
+        let batch = self
+            .builder
+            .finish()
+            .map_err(|e| Failure::Py(PyRuntimeError::new_err(e.to_string())))?;
+        let blocks = std::mem::take(&mut self.blocks);
+        self.segments.push(Segment { batch, blocks });
+        Ok(())
+    }
+}
+
+fn run_job(shared: &Shared, txns: &[Transaction]) -> JobOutput {
+    let mut job = JobBuilder {
+        builder: ChangesBuilder::new(),
+        blocks: Vec::new(),
+        segments: Vec::new(),
+    };
+    let mut failure = txns
+        .iter()
+        .try_for_each(|txn| emit(shared, &mut job, txn))
+        .err();
+    if let Err(f) = job.seal() {
+        failure.get_or_insert(f);
+    }
+    JobOutput {
+        segments: job.segments,
+        failure,
+    }
+}
+
+/// The rows of one transaction, in blocks of BATCH_ROWS as the Python path makes them.
+fn emit(shared: &Shared, job: &mut JobBuilder, txn: &Transaction) -> Result<(), Failure> {
+    let (commit_timestamp, commit_pos) = txn.commit.unwrap_or(txn.last);
+    for item in &txn.rows {
+        let Some(table) = &item.table else {
+            let detail = format!(
+                "rows event for table id {} without a table map before it \
+                 (start reading at an earlier position)",
+                item.table_id
+            );
+            return Err(Failure::Core(Error::corrupt(item.pos, detail), None));
+        };
+        if table.width < item.width {
+            let detail = format!(
+                "rows event has {} columns, its table map {} has {}",
+                item.width, table.qualified, table.width
+            );
+            return Err(Failure::Core(Error::corrupt(item.pos, detail), None));
+        }
+        let pre_ga = events::rows::is_pre_ga(item.type_code);
+        let (before, after) = {
+            let mut plans = match table.plans.lock() {
+                Ok(p) => p,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            let before = plans.get(&table.layout, &item.before, pre_ga);
+            let after = match &item.after {
+                Some(bitmap) => plans.get(&table.layout, bitmap, false),
+                None => before.clone(),
+            };
+            (before, after)
+        };
+        let fields = EventFields {
+            path: &shared.path,
+            file: &shared.file,
+            file_seq: shared.file_seq,
+            pos: item.pos as i64,
+            sub: item.sub,
+            timestamp: item.timestamp as i64,
+            commit_timestamp: commit_timestamp as i64,
+            commit_pos: commit_pos as i64,
+            gtid: txn.gtid.as_deref(),
+            xid: txn.xid.map(|x| x as i64),
+            server_id: item.server_id as i64,
+        };
+        let operation = events::rows::operation(item.type_code).unwrap_or(Operation::Insert);
+        let partial = item.type_code == PARTIAL_UPDATE_ROWS_EVENT;
+        let mut helper = GilHelper {
+            helpers: &shared.helpers,
+            codec_names: &table.codec_names,
+            error: None,
+        };
+        let data: &[u8] = match &item.data {
+            RowsBytes::Held(data, start) => data.get(*start..).unwrap_or(&[]),
+            RowsBytes::InFile { end } => {
+                let window = Window {
+                    path: &shared.path,
+                    start: item.rows_offset,
+                    total: end.saturating_sub(item.rows_offset),
+                };
+                let plans = (&*before, &*after, operation, partial);
+                lazy_rows(
+                    shared,
+                    job,
+                    item,
+                    table,
+                    &window,
+                    plans,
+                    &fields,
+                    &mut helper,
+                )?;
+                continue;
+            }
+        };
+        let rows = RowsData {
+            operation,
+            partial,
+            before: &before,
+            after: &after,
+            data,
+        };
+        let (mut pos, mut first) = (0, 0);
+        while pos < data.len() {
+            let appended = job.builder.append_rows(
+                &table.layout,
+                &rows,
+                pos,
+                BATCH_ROWS,
+                first,
+                &fields,
+                &table.codecs,
+                &mut helper,
+            );
+            match appended {
+                Ok(done) => {
+                    (pos, first) = (done.end, first + done.rows);
+                    job.block(done.rows)?;
+                }
+                Err(failed) => {
+                    return Err(row_failure(
+                        item,
+                        table,
+                        failed,
+                        0,
+                        first,
+                        helper.error.take(),
+                    ))
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A huge event's rows read through a window, as `_lazy_rows`: a row cut
+/// by the window's end fails to decode and is read again from its start
+/// with the next window.
+#[allow(clippy::too_many_arguments)]
+fn lazy_rows(
+    shared: &Shared,
+    job: &mut JobBuilder,
+    item: &RowsItem,
+    table: &TableEntry,
+    window_of: &Window,
+    (before, after, operation, partial): (&Plan, &Plan, Operation, bool),
+    fields: &EventFields,
+    helper: &mut GilHelper,
+) -> Result<(), Failure> {
+    let io = |e: std::io::Error| Failure::Py(PyErr::from(e));
+    let total = window_of.total;
+    let (mut base, mut window) = (0u64, shared.lazy_window);
+    let mut buf = window_of.read(base, window).map_err(io)?;
+    let (mut pos, mut first) = (0usize, 0usize);
+    while base + (pos as u64) < total {
+        let rows = RowsData {
+            operation,
+            partial,
+            before,
+            after,
+            data: &buf,
+        };
+        let appended = job.builder.append_rows(
+            &table.layout,
+            &rows,
+            pos,
+            BATCH_ROWS,
+            first,
+            fields,
+            &table.codecs,
+            helper,
+        );
+        match appended {
+            Err(failed) => {
+                if base + buf.len() as u64 >= total {
+                    // the window already reached the end: bad data
+                    let cause = helper.error.take();
+                    return Err(row_failure(item, table, failed, base, first, cause));
+                }
+                helper.error = None;
+                let offset = failed.offset as u64;
+                first += failed.rows;
+                job.block(failed.rows)?;
+                if offset == 0 {
+                    window *= 2; // one row outgrew the window
+                }
+                base += offset;
+                buf = window_of.read(base, window).map_err(io)?;
+                pos = 0;
+            }
+            Ok(done) => {
+                first += done.rows;
+                pos = done.end;
+                job.block(done.rows)?;
+                if pos >= buf.len() && base + (pos as u64) < total {
+                    // the window ended on a row's end
+                    base += pos as u64;
+                    buf = window_of.read(base, window).map_err(io)?;
+                    pos = 0;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `native_failure`: the reference's error for a row that failed in the
+/// buffer starting `base` bytes into the event's row images.
+fn row_failure(
+    item: &RowsItem,
+    table: &TableEntry,
+    failed: AppendError,
+    base: u64,
+    first: usize,
+    cause: Option<PyErr>,
+) -> Failure {
+    let index = first + failed.rows;
+    let unsupported = failed.error.unsupported && cause.is_none();
+    let name = &table.qualified;
+    let detail = &failed.error.detail;
+    let (kind, text) = if unsupported {
+        (ErrorKind::UnsupportedFeature, format!("{name}: {detail}"))
+    } else {
+        (
+            ErrorKind::CorruptEvent,
+            format!("row {index} of {name}: {detail}"),
+        )
+    };
+    let offset = item.rows_offset + base + failed.offset as u64;
+    Failure::Core(Error::new(kind, offset, text), cause)
 }

@@ -44,9 +44,11 @@ struct MapInfo {
 }
 
 /// The events consumer of the loop.
-#[derive(Default)]
 pub(super) struct EventsView {
     pub builder: EventsBuilder,
+    /// The `file` and `file_seq` columns.
+    pub file: String,
+    pub file_seq: i64,
     tables_by_bytes: HashMap<Vec<u8>, Rc<MapInfo>>,
     table_maps: HashMap<u64, Rc<MapInfo>>,
 }
@@ -70,6 +72,16 @@ pub(super) fn decoded_natively(code: u8) -> bool {
 }
 
 impl EventsView {
+    pub fn new(file: String, file_seq: i64) -> Self {
+        EventsView {
+            builder: EventsBuilder::new(),
+            file,
+            file_seq,
+            tables_by_bytes: HashMap::new(),
+            table_maps: HashMap::new(),
+        }
+    }
+
     /// The row of an event the loop decoded natively, None if its decoder
     /// fails (it failed in the loop too, under `force`: the reference
     /// describes it as it keeps it).
@@ -251,7 +263,7 @@ impl EventsReader {
         let inner = ChangesReader::new(
             py,
             path,
-            file,
+            file.clone(),
             file_seq,
             start,
             end,
@@ -265,9 +277,10 @@ impl EventsReader {
             still_written,
             large_event_bytes,
             1, // the lazy rows window: no row is read for this view
+            1, // job bytes: no job is made for this view
         )?;
         Ok(EventsReader {
-            inner: inner.into_events_view(),
+            inner: inner.into_events_view(file, file_seq),
         })
     }
 

@@ -166,10 +166,22 @@ impl Strings {
     }
 
     fn push_n(&mut self, s: Option<&str>, n: usize) {
-        for _ in 0..n {
-            match s {
-                Some(s) => self.push(s.as_bytes()),
-                None => self.push_null(),
+        match s {
+            Some(s) => {
+                let (base, len) = (self.data.len(), s.len());
+                self.data.reserve(len * n);
+                for _ in 0..n {
+                    self.data.extend_from_slice(s.as_bytes());
+                }
+                self.overflow |= self.data.len() > i32::MAX as usize;
+                self.offsets
+                    .extend((1..=n).map(|i| (base + i * len) as i32));
+                self.valid.extend(std::iter::repeat_n(true, n));
+            }
+            None => {
+                for _ in 0..n {
+                    self.push_null();
+                }
             }
         }
     }
@@ -377,6 +389,14 @@ impl ChangesBuilder {
         self.pos.len()
     }
 
+    /// Bytes of map text appended since the last `finish` (Arrow's offsets are i32).
+    pub fn text_bytes(&self) -> usize {
+        self.before.keys.data.len()
+            + self.before.values.data.len()
+            + self.after.keys.data.len()
+            + self.after.values.data.len()
+    }
+
     /// Decode up to `max_rows` rows of a rows event, from offset `start` of its
     /// rows data, numbering them from `first_row`. On a bad row, the rows
     /// before it stay appended and the error says where it starts.
@@ -394,6 +414,12 @@ impl ChangesBuilder {
     ) -> Result<Appended, AppendError> {
         let mut images = Images::new(rows.data);
         images.pos = start;
+        let before_keys = ImageKeys::of(layout, rows.before);
+        let after_keys = if std::ptr::eq(rows.before, rows.after) {
+            None
+        } else {
+            Some(ImageKeys::of(layout, rows.after))
+        };
         let mut sink = ChangeSink {
             before: &mut self.before,
             after: &mut self.after,
@@ -402,6 +428,9 @@ impl ChangesBuilder {
             role: Role::Before,
             partial: rows.partial,
             before_json: Vec::new(),
+            before_plan: rows.before,
+            before_keys: &before_keys,
+            after_keys: after_keys.as_ref().unwrap_or(&before_keys),
         };
         let mut done = 0;
         let mut failure = None;
@@ -559,6 +588,47 @@ struct ChangeSink<'a, H> {
     partial: bool,
     /// The before image's JSON columns of the current row (partial updates only).
     before_json: Vec<(usize, Option<String>)>,
+    /// The keys of each image, written whole when it starts (they are the
+    /// same for every row of the event).
+    before_plan: &'a Plan,
+    before_keys: &'a ImageKeys,
+    after_keys: &'a ImageKeys,
+}
+
+/// The keys of an image's columns: their bytes back to back and where each ends.
+struct ImageKeys {
+    data: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl ImageKeys {
+    fn of(layout: &Layout, plan: &Plan) -> ImageKeys {
+        let mut data = Vec::new();
+        let mut ends = Vec::with_capacity(plan.columns.len());
+        for &index in &plan.columns {
+            match layout.columns.get(index).and_then(|c| c.name.as_ref()) {
+                Some(name) => data.extend_from_slice(name.as_bytes()),
+                None => {
+                    let _ = write!(data, "@{}", index + 1);
+                }
+            }
+            ends.push(data.len());
+        }
+        ImageKeys { data, ends }
+    }
+}
+
+impl Strings {
+    /// Values that are all present, given as their bytes and where each ends.
+    fn push_all(&mut self, keys: &ImageKeys) {
+        let base = self.data.len();
+        self.data.extend_from_slice(&keys.data);
+        self.overflow |= self.data.len() > i32::MAX as usize;
+        self.offsets
+            .extend(keys.ends.iter().map(|&end| (base + end) as i32));
+        self.valid
+            .extend(std::iter::repeat_n(true, keys.ends.len()));
+    }
 }
 
 impl<H: TextHelper> ChangeSink<'_, H> {
@@ -570,18 +640,11 @@ impl<H: TextHelper> ChangeSink<'_, H> {
         }
     }
 
-    /// Start a value: its key goes in, its text is written into the returned bytes.
+    /// Start a value (its key is in since the image started): its text is
+    /// written into the returned bytes.
     #[inline]
-    fn key(&mut self, col: &Column) -> &mut Vec<u8> {
-        let map = self.map();
-        match &col.name {
-            Some(name) => map.keys.push(name.as_bytes()),
-            None => {
-                let _ = write!(map.keys.data, "@{}", col.index + 1);
-                map.keys.end();
-            }
-        }
-        &mut map.values.data
+    fn key(&mut self, _col: &Column) -> &mut Vec<u8> {
+        &mut self.map().values.data
     }
 
     #[inline]
@@ -838,8 +901,14 @@ impl<H: TextHelper> RowSink for ChangeSink<'_, H> {
         Ok(())
     }
 
-    fn start_image(&mut self, role: Role, _plan: &Plan) -> ValueResult {
+    fn start_image(&mut self, role: Role, plan: &Plan) -> ValueResult {
         self.role = role;
+        let keys = if std::ptr::eq(plan, self.before_plan) {
+            self.before_keys
+        } else {
+            self.after_keys
+        };
+        self.map().keys.push_all(keys);
         Ok(())
     }
 

@@ -42,6 +42,8 @@ from .exact import column_texts, row_texts, text_row, value_text
 from .ranges import Split, is_gzip, read_split, transactions
 
 BATCH_ROWS = 8192
+#: Rows data the native loop hands each worker thread at a time.
+NATIVE_JOB_BYTES = 8 << 20
 OPS = {WRITE: "c", UPDATE: "u", DELETE: "d"}
 TEXT_MAP = pa.map_(pa.string(), pa.string())
 UTC_MICROS = pa.timestamp("us", tz="UTC")
@@ -340,7 +342,7 @@ def _native_change_batches(native, split: Split, options: dict) -> Iterator[pa.R
             opts["verify_checksums"], opts["force"], _EventChecker(split.path, **opts),
             wanted if wanted.patterns else None, schema.columns if schema is not None else None,
             _collation_codecs(), lambda: _still_written(split.path),
-            reader.LARGE_EVENT_BYTES, LazyRowData.WINDOW)
+            reader.LARGE_EVENT_BYTES, LazyRowData.WINDOW, NATIVE_JOB_BYTES)
         for batch in changes:
             yield pa.record_batch(batch)
     finally:
