@@ -313,7 +313,7 @@ impl ChangesReader {
                 let raw = self.framer.raw();
                 let mut cur = events::body(raw, frame);
                 match super::events::decode_query(&mut cur, c, self.framer.format()) {
-                    Some((q, _, _)) => Ok(Decoded::Query(events::classify_query(&q.query))),
+                    Some((q, _)) => Ok(Decoded::Query(events::classify_query(&q.query))),
                     None => self.other(py, frame),
                 }
             }

@@ -27,7 +27,7 @@ use super::changes::ChangesReader;
 
 use crate::constants::*;
 use crate::cursor::Cursor;
-use crate::events::status_vars::{status_var_list, StatusValue};
+use crate::events::status_vars::{status_var_list, StatusVarList};
 use crate::events::{self, text};
 use crate::framing::{Format, Frame, LARGE_EVENT_BYTES, PAYLOAD_NONE, PAYLOAD_ZSTD};
 use crate::sink::events::{self as sink, EventRow, EventsBuilder, JsonObject};
@@ -116,7 +116,7 @@ impl EventsView {
                 query = Some(q);
             }
             QUERY_EVENT | QUERY_COMPRESSED_EVENT | EXECUTE_LOAD_QUERY_EVENT => {
-                let (q, vars, unknown) = decode_query(&mut cur, code, format)?;
+                let (q, (vars, unknown)) = decode_query(&mut cur, code, format)?;
                 sink::query_info(&mut info, checksum, &q, &vars, unknown);
                 // `_event_subject`: `event.database or None`
                 database = Some(text(q.database).into_owned()).filter(|d| !d.is_empty());
@@ -202,11 +202,11 @@ pub(super) fn decode_query<'a>(
     cur: &mut Cursor<'a>,
     code: u8,
     format: &Format,
-) -> Option<(events::Query<'a>, Vec<(u8, StatusValue<'a>)>, &'a [u8])> {
+) -> Option<(events::Query<'a>, StatusVarList<'a>)> {
     let q = events::decode_query(cur, code, format.post_header_len(code)).ok()?;
     let mut vars = Cursor::new(q.status_vars, q.status_vars_offset);
-    let (list, unknown) = status_var_list(&mut vars).ok()?;
-    Some((q, list, unknown))
+    let vars = status_var_list(&mut vars).ok()?;
+    Some((q, vars))
 }
 
 /// The row of an event the Python reference described (`check.last`).
