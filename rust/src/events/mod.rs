@@ -23,6 +23,7 @@ use crate::cursor::Cursor;
 use crate::error::Error;
 use crate::framing::Frame;
 
+pub mod control;
 pub mod gtid;
 pub mod payload;
 pub mod query;

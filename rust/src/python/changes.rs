@@ -308,6 +308,14 @@ impl ChangesReader {
             // its text is all it has: it cannot fail
             ANNOTATE_ROWS_EVENT => Ok(Decoded::Nothing),
             c if events::is_rows_event(c) => self.rows_event(py, frame, keep),
+            c if super::events::described_here(c) && self.events.is_some() => {
+                // the events view decodes these itself when they decode whole
+                if super::events::decodes_whole(self.framer.raw(), frame, self.framer.format()) {
+                    Ok(Decoded::Nothing)
+                } else {
+                    self.other(py, frame)
+                }
+            }
             c if is_query(c) && self.events.is_some() => {
                 // decoded whole here (status variables too), else by the reference for its error
                 let raw = self.framer.raw();

@@ -28,7 +28,7 @@ use super::changes::ChangesReader;
 use crate::constants::*;
 use crate::cursor::Cursor;
 use crate::events::status_vars::{status_var_list, StatusVarList};
-use crate::events::{self, text};
+use crate::events::{self, control, text};
 use crate::framing::{Format, Frame, LARGE_EVENT_BYTES, PAYLOAD_NONE, PAYLOAD_ZSTD};
 use crate::sink::events::{self as sink, EventRow, EventsBuilder, JsonObject};
 
@@ -69,6 +69,38 @@ pub(super) fn decoded_natively(code: u8) -> bool {
             | QUERY_COMPRESSED_EVENT
             | EXECUTE_LOAD_QUERY_EVENT
     ) || events::is_rows_event(code)
+        || described_here(code)
+}
+
+/// The events the events view decodes itself where the changes loop hands
+/// them to the reference (see `decode_small`).
+pub(super) fn described_here(code: u8) -> bool {
+    matches!(
+        code,
+        STOP_EVENT
+            | ROTATE_EVENT
+            | INTVAR_EVENT
+            | RAND_EVENT
+            | BINLOG_CHECKPOINT_EVENT
+            | ROWS_QUERY_LOG_EVENT
+    )
+}
+
+/// Whether one of `described_here`'s events decodes natively and whole:
+/// if not, the reference decodes it, for its error or warning.
+pub(super) fn decodes_whole(raw: &[u8], frame: &Frame, format: &Format) -> bool {
+    let mut cur = events::body(raw, frame);
+    let code = frame.type_code;
+    let decoded = match code {
+        STOP_EVENT => return true, // padding allowed: nothing in it is read
+        ROTATE_EVENT => control::decode_rotate(&mut cur, format.post_header_len(code)).is_ok(),
+        INTVAR_EVENT => control::decode_intvar(&mut cur).is_ok(),
+        RAND_EVENT => control::decode_rand(&mut cur).is_ok(),
+        BINLOG_CHECKPOINT_EVENT => control::decode_binlog_checkpoint(&mut cur).is_ok(),
+        ROWS_QUERY_LOG_EVENT => control::decode_rows_query(&mut cur).is_ok(),
+        _ => false,
+    };
+    decoded && cur.at_end()
 }
 
 impl EventsView {
@@ -121,6 +153,33 @@ impl EventsView {
                 // `_event_subject`: `event.database or None`
                 database = Some(text(q.database).into_owned()).filter(|d| !d.is_empty());
                 query = Some(text(&q.query).into_owned());
+            }
+            STOP_EVENT => sink::ints_info(&mut info, checksum, &[]),
+            ROTATE_EVENT => {
+                let post = format.post_header_len(code);
+                let (position, name) = control::decode_rotate(&mut cur, post).ok()?;
+                sink::rotate_info(&mut info, checksum, position, &text(name));
+            }
+            INTVAR_EVENT => {
+                let (kind, value) = control::decode_intvar(&mut cur).ok()?;
+                sink::ints_info(
+                    &mut info,
+                    checksum,
+                    &[("kind", kind.into()), ("value", value)],
+                );
+            }
+            RAND_EVENT => {
+                let (seed1, seed2) = control::decode_rand(&mut cur).ok()?;
+                sink::ints_info(&mut info, checksum, &[("seed1", seed1), ("seed2", seed2)]);
+            }
+            BINLOG_CHECKPOINT_EVENT => {
+                let name = control::decode_binlog_checkpoint(&mut cur).ok()?;
+                sink::binlog_checkpoint_info(&mut info, checksum, &text(name));
+            }
+            ROWS_QUERY_LOG_EVENT => {
+                let q = text(control::decode_rows_query(&mut cur).ok()?).into_owned();
+                sink::rows_query_info(&mut info, checksum, &q);
+                query = Some(q);
             }
             TRANSACTION_PAYLOAD_EVENT => {
                 let p = events::decode_transaction_payload(&mut cur).ok()?;

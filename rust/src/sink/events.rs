@@ -306,6 +306,30 @@ pub fn query_info(
     o.end();
 }
 
+/// The info of an event whose fields are all integers (INTVAR, RAND) or none (STOP).
+pub fn ints_info(out: &mut Vec<u8>, checksum: Option<u32>, fields: &[(&str, u64)]) {
+    let mut o = JsonObject::info(out, checksum);
+    for (name, value) in fields {
+        o.int(name, *value);
+    }
+    o.end();
+}
+
+/// events/control.py `RotateEvent`.
+pub fn rotate_info(out: &mut Vec<u8>, checksum: Option<u32>, position: u64, next_file: &str) {
+    let mut o = JsonObject::info(out, checksum);
+    o.int("position", position);
+    o.str("next_file", next_file);
+    o.end();
+}
+
+/// events/gtid.py `BinlogCheckpointEvent`.
+pub fn binlog_checkpoint_info(out: &mut Vec<u8>, checksum: Option<u32>, file: &str) {
+    let mut o = JsonObject::info(out, checksum);
+    o.str("binlog_file", file);
+    o.end();
+}
+
 /// events/table_map.py `TableMapEvent.fields()` after table_id and flags: the
 /// part equal table maps share (written once per distinct map).
 pub fn table_map_fields(map: &TableMap) -> Vec<u8> {
