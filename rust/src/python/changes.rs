@@ -343,7 +343,9 @@ impl ChangesReader {
         Ok(Decoded::Nothing)
     }
 
-    /// What `_change_layout` and `_wanted_rows_events` derive from a table map.
+    /// What the reference derives from a table map for the view: the `tables`
+    /// filter's answer, the layout (`rows.native_columns`, keys renamed from
+    /// `schema` as `schema.rename_rows` does) and each column's codec.
     fn table_entry(&self, py: Python<'_>, map: &events::TableMap) -> PyResult<TableEntry> {
         let database = text(map.database).into_owned();
         let table = text(map.table).into_owned();
@@ -1191,7 +1193,7 @@ fn emit(shared: &Shared, job: &mut JobBuilder, txn: &Transaction) -> Result<(), 
     Ok(())
 }
 
-/// A huge event's rows read through a window, as `_lazy_rows`: a row cut
+/// A huge event's rows read through a window of `LazyRowData.WINDOW`: a row cut
 /// by the window's end fails to decode and is read again from its start
 /// with the next window.
 #[allow(clippy::too_many_arguments)]
