@@ -8,9 +8,10 @@ Strategy: the columns are exactly those of the Spark `changes` view
 (docs/spark.md, `binlake.spark.batches.CHANGES`), one row per row change,
 with the before/after images as map<string, string> of exact texts. The
 batches are made by the same code as the Spark view's (`change_batches`),
-so the two cannot drift apart: with the native core the row images go from
-the binlog bytes to Arrow buffers in Rust; without it (BINLAKE_PURE=1) the
-pure-Python reference builds the same batches, more slowly.
+so the two cannot drift apart: with the native core a native loop reads
+each file and turns its row images into Arrow buffers in Rust, on worker
+threads; without it (BINLAKE_PURE=1) the pure-Python reference builds the
+same batches, more slowly.
 
 pyarrow is imported when `arrow_changes` is called, so binlake imports without it.
 """

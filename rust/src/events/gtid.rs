@@ -117,15 +117,36 @@ pub struct MariadbGtid<'a> {
 }
 
 impl MariadbGtid<'_> {
-    /// `MariadbGtidEvent.gtid`: "domain-server-seq".
+    /// `MariadbGtidEvent.gtid`: "domain-server-seq" (once per transaction:
+    /// written without `fmt`).
     pub fn gtid(&self, server_id: u32) -> String {
-        format!("{}-{}-{}", self.domain_id, server_id, self.seq_no)
+        let mut out = String::with_capacity(32);
+        push_decimal(&mut out, self.domain_id as u64);
+        out.push('-');
+        push_decimal(&mut out, server_id as u64);
+        out.push('-');
+        push_decimal(&mut out, self.seq_no);
+        out
     }
 
     /// FL_STANDALONE: a statement outside any transaction (DDL), no BEGIN implied.
     pub fn standalone(&self) -> bool {
         self.flags2 & FL_STANDALONE != 0
     }
+}
+
+fn push_decimal(out: &mut String, mut v: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend(buf[i..].iter().map(|&b| b as char));
 }
 
 pub fn decode_mariadb_gtid<'a>(cur: &mut Cursor<'a>) -> Result<MariadbGtid<'a>> {

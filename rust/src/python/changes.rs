@@ -50,7 +50,7 @@ use crate::framing::{Frame, Framer, Options, LARGE_EVENT_BYTES};
 use crate::layout::{Column, Layout};
 use crate::rowimage::{Operation, Plan, PlanCache, RowsData, ValueResult};
 use crate::sink::arrow::{
-    changes_schema, AppendError, ChangesBuilder, EventFields, TextCodec, TextHelper,
+    changes_schema, AppendError, ChangesBuilder, EventFields, RowKeys, TextCodec, TextHelper,
 };
 use crate::sink::events::EventRow;
 use crate::source::{FileSource, Source, StreamSource};
@@ -65,14 +65,73 @@ const TABLE_CACHE_LIMIT: usize = 4096;
 
 /// A table map as the changes view uses it, shared by every equal map.
 struct TableEntry {
+    /// The table map's body after its post-header (equal bytes, equal entry).
+    signature: Vec<u8>,
     /// `TableMapEvent.qualified_name`, for errors.
     qualified: String,
     width: u64,
     layout: Layout,
-    plans: Mutex<PlanCache>,
+    /// Plans and map keys by the event's bitmaps (built once, shared by every row).
+    views: Mutex<Views>,
     codecs: Vec<TextCodec>,
     codec_names: Vec<Option<Py<PyString>>>,
     wanted: bool,
+}
+
+/// A rows event's plans and map keys.
+struct View {
+    before: Arc<Plan>,
+    after: Arc<Plan>,
+    keys: RowKeys,
+}
+
+/// Views by (before bitmap, after bitmap, pre_ga); the last one is checked
+/// first, without hashing: events of a statement share their bitmaps.
+#[derive(Default)]
+struct Views {
+    plans: PlanCache,
+    last: Option<(Vec<u8>, Option<Vec<u8>>, bool, Arc<View>)>,
+    by_bitmaps: HashMap<(Vec<u8>, Option<Vec<u8>>, bool), Arc<View>>,
+}
+
+impl Views {
+    fn get(
+        &mut self,
+        layout: &Layout,
+        before: &[u8],
+        after: Option<&[u8]>,
+        pre_ga: bool,
+    ) -> Arc<View> {
+        if let Some((b, a, p, view)) = &self.last {
+            if b == before && a.as_deref() == after && *p == pre_ga {
+                return view.clone();
+            }
+        }
+        let key = (before.to_vec(), after.map(<[u8]>::to_vec), pre_ga);
+        let view = match self.by_bitmaps.get(&key) {
+            Some(view) => view.clone(),
+            None => {
+                let b = self.plans.get(layout, before, pre_ga);
+                let a = match after {
+                    Some(bitmap) => self.plans.get(layout, bitmap, false),
+                    None => b.clone(),
+                };
+                let keys = RowKeys::of(layout, &b, &a);
+                let view = Arc::new(View {
+                    before: b,
+                    after: a,
+                    keys,
+                });
+                if self.by_bitmaps.len() > 256 {
+                    self.by_bitmaps.clear(); // bounded: MINIMAL images vary per statement
+                }
+                self.by_bitmaps.insert(key.clone(), view.clone());
+                view
+            }
+        };
+        self.last = Some((key.0, key.1, key.2, view.clone()));
+        view
+    }
 }
 
 /// The row images of a rows event: held, or (huge events) left in the file
@@ -167,6 +226,7 @@ pub struct ChangesReader {
     /// Collation id -> Python codec (`charsets.codec_for`, binary ones absent).
     codecs: HashMap<u64, String>,
     tables_by_bytes: HashMap<Vec<u8>, Arc<TableEntry>>,
+    last_table: Option<Arc<TableEntry>>,
     table_maps: HashMap<u64, Arc<TableEntry>>,
     /// `wanted("", "")`: rows events without a table map.
     wanted_unmapped: Option<bool>,
@@ -347,8 +407,21 @@ impl ChangesReader {
                 None => Ok(Decoded::Nothing),
             };
         };
-        if let Some(entry) = self.tables_by_bytes.get(head.clone().rest()) {
-            self.table_maps.insert(table_id, entry.clone());
+        let signature = head.clone().rest();
+        // servers log the same map in every transaction: try the last one before hashing
+        let known = match &self.last_table {
+            Some(entry) if entry.signature == signature => Some(entry.clone()),
+            _ => self.tables_by_bytes.get(signature).cloned(),
+        };
+        if let Some(entry) = known {
+            if self
+                .table_maps
+                .get(&table_id)
+                .is_none_or(|e| !Arc::ptr_eq(e, &entry))
+            {
+                self.table_maps.insert(table_id, entry.clone());
+            }
+            self.last_table = Some(entry);
             return Ok(Decoded::Nothing);
         }
         let map = match decode_table_map(&mut cur, post) {
@@ -362,11 +435,14 @@ impl ChangesReader {
         }
         self.tables_by_bytes
             .insert(map.signature.to_vec(), entry.clone());
-        self.table_maps.insert(table_id, entry);
+        self.table_maps.insert(table_id, entry.clone());
+        self.last_table = Some(entry);
         Ok(Decoded::Nothing)
     }
 
-    /// What `_change_layout` and `_wanted_rows_events` derive from a table map.
+    /// What the reference derives from a table map for the view: the `tables`
+    /// filter's answer, the layout (`rows.native_columns`, keys renamed from
+    /// `schema` as `schema.rename_rows` does) and each column's codec.
     fn table_entry(&self, py: Python<'_>, map: &events::TableMap) -> PyResult<TableEntry> {
         let database = text(map.database).into_owned();
         let table = text(map.table).into_owned();
@@ -400,10 +476,11 @@ impl ChangesReader {
             })
             .collect();
         Ok(TableEntry {
+            signature: map.signature.to_vec(),
             qualified: format!("{database}.{table}"),
             width: map.columns.len() as u64,
             layout: map.layout(keys.as_deref()),
-            plans: Mutex::new(PlanCache::default()),
+            views: Mutex::new(Views::default()),
             codecs: codec_names
                 .iter()
                 .map(|c| TextCodec::of(c.map(String::as_str)))
@@ -798,6 +875,7 @@ impl ChangesReader {
             partial_event: errors.getattr("PartialEvent")?.unbind(),
             codecs,
             tables_by_bytes: HashMap::new(),
+            last_table: None,
             table_maps: HashMap::new(),
             wanted_unmapped: None,
             state: TransactionState::default(),
@@ -1038,10 +1116,12 @@ impl Pool {
         let handles = (0..workers)
             .map(|_| {
                 let (queue, send, shared) = (queue.clone(), send.clone(), shared.clone());
+                // one builder per worker: each job starts with the last one's capacity
+                let mut builder = ChangesBuilder::new();
                 std::thread::spawn(move || loop {
                     let next = queue.lock().ok().and_then(|q| q.recv().ok());
                     let Some((index, txns)) = next else { return };
-                    let out = run_job(&shared, &txns);
+                    let out = run_job(&shared, &txns, &mut builder);
                     drop(txns);
                     if send.send((index, out)).is_err() {
                         return;
@@ -1183,9 +1263,9 @@ impl JobBuilder {
     }
 }
 
-fn run_job(shared: &Shared, txns: &[Transaction]) -> JobOutput {
+fn run_job(shared: &Shared, txns: &[Transaction], builder: &mut ChangesBuilder) -> JobOutput {
     let mut job = JobBuilder {
-        builder: ChangesBuilder::new(),
+        builder: std::mem::take(builder),
         blocks: Vec::new(),
         segments: Vec::new(),
     };
@@ -1196,6 +1276,7 @@ fn run_job(shared: &Shared, txns: &[Transaction]) -> JobOutput {
     if let Err(f) = job.seal() {
         failure.get_or_insert(f);
     }
+    *builder = job.builder;
     JobOutput {
         segments: job.segments,
         failure,
@@ -1222,18 +1303,16 @@ fn emit(shared: &Shared, job: &mut JobBuilder, txn: &Transaction) -> Result<(), 
             return Err(Failure::Core(Error::corrupt(item.pos, detail), None));
         }
         let pre_ga = events::rows::is_pre_ga(item.type_code);
-        let (before, after) = {
-            let mut plans = match table.plans.lock() {
-                Ok(p) => p,
-                Err(poisoned) => poisoned.into_inner(),
-            };
-            let before = plans.get(&table.layout, &item.before, pre_ga);
-            let after = match &item.after {
-                Some(bitmap) => plans.get(&table.layout, bitmap, false),
-                None => before.clone(),
-            };
-            (before, after)
+        let view = match table.views.lock() {
+            Ok(mut views) => views.get(&table.layout, &item.before, item.after.as_deref(), pre_ga),
+            Err(poisoned) => poisoned.into_inner().get(
+                &table.layout,
+                &item.before,
+                item.after.as_deref(),
+                pre_ga,
+            ),
         };
+        let (before, after) = (&view.before, &view.after);
         let fields = EventFields {
             path: &shared.path,
             file: &shared.file,
@@ -1262,7 +1341,7 @@ fn emit(shared: &Shared, job: &mut JobBuilder, txn: &Transaction) -> Result<(), 
                     start: item.rows_offset,
                     total: end.saturating_sub(item.rows_offset),
                 };
-                let plans = (&*before, &*after, operation, partial);
+                let plans = (&**before, &**after, operation, partial);
                 lazy_rows(
                     shared,
                     job,
@@ -1270,6 +1349,7 @@ fn emit(shared: &Shared, job: &mut JobBuilder, txn: &Transaction) -> Result<(), 
                     table,
                     &window,
                     plans,
+                    &view.keys,
                     &fields,
                     &mut helper,
                 )?;
@@ -1279,8 +1359,8 @@ fn emit(shared: &Shared, job: &mut JobBuilder, txn: &Transaction) -> Result<(), 
         let rows = RowsData {
             operation,
             partial,
-            before: &before,
-            after: &after,
+            before,
+            after,
             data,
         };
         let (mut pos, mut first) = (0, 0);
@@ -1293,6 +1373,7 @@ fn emit(shared: &Shared, job: &mut JobBuilder, txn: &Transaction) -> Result<(), 
                 first,
                 &fields,
                 &table.codecs,
+                &view.keys,
                 &mut helper,
             );
             match appended {
@@ -1316,7 +1397,7 @@ fn emit(shared: &Shared, job: &mut JobBuilder, txn: &Transaction) -> Result<(), 
     Ok(())
 }
 
-/// A huge event's rows read through a window, as `_lazy_rows`: a row cut
+/// A huge event's rows read through a window of `LazyRowData.WINDOW`: a row cut
 /// by the window's end fails to decode and is read again from its start
 /// with the next window.
 #[allow(clippy::too_many_arguments)]
@@ -1327,6 +1408,7 @@ fn lazy_rows(
     table: &TableEntry,
     window_of: &Window,
     (before, after, operation, partial): (&Plan, &Plan, Operation, bool),
+    keys: &RowKeys,
     fields: &EventFields,
     helper: &mut GilHelper,
 ) -> Result<(), Failure> {
@@ -1351,6 +1433,7 @@ fn lazy_rows(
             first,
             fields,
             &table.codecs,
+            keys,
             helper,
         );
         match appended {

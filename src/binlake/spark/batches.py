@@ -7,12 +7,16 @@ transaction is emitted whole once its end is read, because its XID and
 commit time come last; rows events are kept undecoded until then, so the
 memory held is the transaction's own bytes.
 
-The changes view has a native builder (`_native.ChangeBatch`, in
-rust/src/sink/arrow.rs): the rows data of each rows event goes to it
-undecoded and comes back as Arrow buffers, imported through the Arrow C data
-interface with no Python object per value. The Python lists below remain the
-reference (BINLAKE_PURE=1, or no native core), which the differential tests
-hold equal to it, batch boundaries included.
+With the native core the changes view is read by a native loop
+(`_native.ChangesReader`, rust/src/python/changes.rs): it frames the range,
+decodes the events it needs, groups transactions with the same rules as
+`transactions()`, and builds the Arrow buffers (rust/src/sink/arrow.rs) on
+worker threads, imported through the Arrow C data interface with no Python
+object per event or value. Every split is read that way: events it does not
+decode itself go through the reference decoders (`_EventChecker`), so there
+is no case that needs a fallback decided in advance. The Python lists below
+remain the reference (BINLAKE_PURE=1, or no native core), which the
+differential tests hold equal to it, batch boundaries and errors included.
 
 Rule: the column lists below are the one definition of both schemas; the
 Spark DDL is derived from them, and docs/spark.md documents them.
@@ -33,10 +37,9 @@ from ..events import (EventHeader, FormatDescription, LoadEvent, QueryEvent, Row
                       RowsQueryEvent, TableMapEvent, UnknownEvent)
 from .. import core, reader
 from ..reader import BinlogReader, DecodeContext, FileInfo, old_format
-from ..events.rows import DELETE, PRE_GA_ROWS_EVENTS, UPDATE, WRITE
+from ..events.rows import DELETE, UPDATE, WRITE
 from ..jsonable import event_json
-from ..rows import LazyRowData, bitmap_bytes, checked_table, native_columns, native_failure, \
-    native_layout
+from ..rows import LazyRowData
 from ..scan import read_framing
 from .exact import column_texts, row_texts, text_row, value_text
 from .ranges import Split, is_gzip, read_split, transactions
