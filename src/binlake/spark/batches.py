@@ -18,6 +18,11 @@ is no case that needs a fallback decided in advance. The Python lists below
 remain the reference (BINLAKE_PURE=1, or no native core), which the
 differential tests hold equal to it, batch boundaries and errors included.
 
+The events view is read by the same loop with a second consumer
+(`_native.EventsReader`, rust/src/python/events.rs), which writes each
+event's row and, for the common events, its `info` JSON natively; the
+others are described by the reference (`_EventDescriber`).
+
 Rule: the column lists below are the one definition of both schemas; the
 Spark DDL is derived from them, and docs/spark.md documents them.
 """
