@@ -60,6 +60,9 @@ use crate::transaction::{is_query, StepDetails, TransactionState};
 const BATCH_ROWS: usize = 8192;
 /// The window a huge event's row images are read through (`LazyRowData.WINDOW`).
 const LAZY_WINDOW: u64 = 8 << 20;
+/// Row images at least this big are moved out of the framer, not copied
+/// (smaller ones are cheaper to copy than the framer's buffer is to regrow).
+const TAKE_BYTES: usize = 16 << 10;
 /// Table maps kept by their bytes (reader.py `DecodeContext.shared_cache`'s bound).
 const TABLE_CACHE_LIMIT: usize = 4096;
 
@@ -85,13 +88,16 @@ struct View {
     keys: RowKeys,
 }
 
+/// (before bitmap, after bitmap, pre_ga).
+type ViewKey = (Vec<u8>, Option<Vec<u8>>, bool);
+
 /// Views by (before bitmap, after bitmap, pre_ga); the last one is checked
 /// first, without hashing: events of a statement share their bitmaps.
 #[derive(Default)]
 struct Views {
     plans: PlanCache,
-    last: Option<(Vec<u8>, Option<Vec<u8>>, bool, Arc<View>)>,
-    by_bitmaps: HashMap<(Vec<u8>, Option<Vec<u8>>, bool), Arc<View>>,
+    last: Option<(ViewKey, Arc<View>)>,
+    by_bitmaps: HashMap<ViewKey, Arc<View>>,
 }
 
 impl Views {
@@ -102,7 +108,7 @@ impl Views {
         after: Option<&[u8]>,
         pre_ga: bool,
     ) -> Arc<View> {
-        if let Some((b, a, p, view)) = &self.last {
+        if let Some(((b, a, p), view)) = &self.last {
             if b == before && a.as_deref() == after && *p == pre_ga {
                 return view.clone();
             }
@@ -129,7 +135,7 @@ impl Views {
                 view
             }
         };
-        self.last = Some((key.0, key.1, key.2, view.clone()));
+        self.last = Some((key, view.clone()));
         view
     }
 }
@@ -531,8 +537,12 @@ impl ChangesReader {
         let data = match (frame.large_end, header.data) {
             (Some(end), _) => RowsBytes::InFile { end },
             (None, Cow::Owned(data)) => RowsBytes::Held(data, 0), // uncompressed
+            (None, Cow::Borrowed(data)) if data.len() < TAKE_BYTES => {
+                RowsBytes::Held(data.to_vec(), 0)
+            }
             (None, Cow::Borrowed(_)) => {
-                // the event's own bytes, moved: the row images start at their file offset
+                // a big event's own bytes, moved rather than copied: the row
+                // images start at their file offset
                 let start = (rows_offset - frame.pos) as usize;
                 RowsBytes::Held(self.framer.take_raw(), start)
             }
