@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import os
+import tempfile
 import time
 from dataclasses import dataclass, field
 
@@ -35,7 +36,8 @@ from .events import (BinlogCheckpointEvent, Event, FileBlockEvent, FormatDescrip
 from .events.control import server_version_tuple
 from .events.rows import PRE_GA_ROWS_EVENTS
 from .rawevents import RawEvents, rewrite_table_map_db
-from .rowtext import RowFormatError, format_rows, identifier, raw_text
+from .rows import LazyRowData
+from .rowtext import RowFormatError, format_rows, format_rows_windowed, identifier, raw_text
 
 DELIMITER = "/*!*/;"
 
@@ -172,15 +174,25 @@ class TextPrinter:
     def write_parts(self, parts: list) -> None:
         """`write("".join(parts))` without the join: a statement's rows text
         runs to megabytes, and joining and encoding it whole costs fresh
-        memory (page faults) twice over; one event's text at a time does not."""
+        memory (page faults) twice over; one event's text at a time does not.
+        A part that is not a `str` (a huge event's text, `_Chunked`) is
+        written chunk by chunk."""
         buffer = getattr(self.out, "buffer", None)
         if buffer is not None:
             self.out.flush()
             for text in parts:
-                buffer.write(text.encode("utf-8", "surrogateescape"))
+                if isinstance(text, str):
+                    buffer.write(text.encode("utf-8", "surrogateescape"))
+                else:
+                    for chunk in text.chunks():
+                        buffer.write(chunk)
         else:
             for text in parts:
-                self.out.write(text)
+                if isinstance(text, str):
+                    self.out.write(text)
+                else:
+                    for chunk in text.chunks():
+                        self.out.write(raw_text(chunk))
 
     # -- stream and files ----------------------------------------------------
     def begin(self) -> None:
@@ -748,11 +760,7 @@ class TextPrinter:
                 # The statement ends with a rows event of a table filtered
                 # away: what was collected before it is still printed. (Here
                 # mariadb-binlog leaves out the "BINLOG '" opening; we do not.)
-                out = ["".join(state.head)]
-                if state.body:
-                    out.append("\nBINLOG '\n" + "".join(state.body) + f"'{self.delimiter}\n")
-                out.extend(state.tail)
-                self.write_parts(out)
+                self.write_parts(self._statement_parts())
                 state.head.clear()
                 state.body.clear()
                 state.tail.clear()
@@ -768,15 +776,10 @@ class TextPrinter:
             state.head.append(self.header(event) + f"\t{name}: table id {event.table_id}{flags}\n")
         if not options.short_form or options.print_row_count:
             if self._encode_base64:
-                state.body.append(self._base64(event, self._raw.rows_raw(event)))
+                state.body.append(self._rows_base64(event))
             known = event.table_id in state.printed_database
             if event.table is not None and known and not pre_ga:
-                try:
-                    lines, count = format_rows(event, options.verbose,
-                                               state.printed_database.get(event.table_id))
-                except RowFormatError as exc:
-                    lines, count = [], 0
-                    self.errors.append(str(exc))
+                lines, count = self._rows_text(event, state.printed_database.get(event.table_id))
                 if options.verbose:
                     state.tail.append(lines[0] if len(lines) == 1 else "".join(lines))
                 state.rows_in_statement += count
@@ -784,10 +787,7 @@ class TextPrinter:
                 # mysqlbinlog knows only the table maps it printed (no newline: as it does)
                 state.tail.append(f"### Row event for unknown table #{event.table_id}")
         if stmt_end:
-            out = ["".join(state.head)]
-            if state.body:
-                out.append("\nBINLOG '\n" + "".join(state.body) + f"'{self.delimiter}\n")
-            out.extend(state.tail)
+            out = self._statement_parts()
             if options.print_row_count and not options.short_form:
                 out.append(f"# Number of rows: {state.rows_in_statement}\n")
             self.write_parts(out)
@@ -795,6 +795,39 @@ class TextPrinter:
             state.body.clear()
             state.tail.clear()
             state.rows_in_statement = 0
+
+    def _statement_parts(self) -> list:
+        """A statement's collected text: headers, BINLOG block, `###` lines."""
+        state = self.state
+        out = ["".join(state.head)]
+        if state.body:
+            out.append("\nBINLOG '\n")
+            out.extend(state.body)
+            out.append(f"'{self.delimiter}\n")
+        out.extend(state.tail)
+        return out
+
+    def _rows_text(self, event: RowsEvent, database: str) -> tuple[list, int]:
+        """The `###` lines of a rows event and its row count. A huge event's
+        lines (read through a window) go to a spool file, never held whole."""
+        if isinstance(event.rows_data, LazyRowData):
+            spool = tempfile.TemporaryFile() if self.options.verbose else None
+            count = format_rows_windowed(event, self.options.verbose, database, spool)
+            if count is not None:
+                return ([_Spooled(spool)] if spool is not None else []), count
+            if spool is not None:
+                spool.close()
+        try:
+            return format_rows(event, self.options.verbose, database)
+        except RowFormatError as exc:
+            self.errors.append(str(exc))
+            return [], 0
+
+    def _rows_base64(self, event: RowsEvent):
+        """The rows event's BINLOG lines; a huge one's as chunks read from its file."""
+        if isinstance(event.rows_data, LazyRowData) and self._raw.verbatim(event):
+            return _Base64Chunks(self._raw, event)
+        return self._base64(event, self._raw.rows_raw(event))
 
     # -- LOAD DATA -------------------------------------------------------------------
     def _print_file_block(self, event: FileBlockEvent) -> None:
@@ -901,6 +934,36 @@ _HANDLERS = {
 
 
 # -- helpers ----------------------------------------------------------------------
+
+class _Spooled:
+    """Text written to a temporary file (a huge event's `###` lines), to be
+    copied to the output when its statement is printed."""
+
+    CHUNK = 8 << 20
+
+    def __init__(self, spool):
+        self.spool = spool
+
+    def chunks(self):
+        self.spool.seek(0)
+        while chunk := self.spool.read(self.CHUNK):
+            yield chunk
+        self.spool.close()
+
+
+class _Base64Chunks:
+    """A huge event's BINLOG lines, encoded as its bytes are read from the
+    file: whole 76-character lines per chunk, as `_base64` makes them."""
+
+    CHUNK = 57 * (1 << 17)  # 57 bytes make one 76-character line
+
+    def __init__(self, raw: RawEvents, event: Event):
+        self.raw, self.event = raw, event
+
+    def chunks(self):
+        for data in self.raw.chunks(self.event, self.CHUNK):
+            yield base64.encodebytes(data)
+
 
 def _timestamp(seconds: int) -> str:
     """mysqlbinlog's print_timestamp: `%02d%02d%02d %2d:%02d:%02d` in local time."""
