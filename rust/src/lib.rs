@@ -7,6 +7,7 @@
 pub mod constants;
 pub mod cursor;
 pub mod error;
+pub mod events;
 pub mod framing;
 pub mod layout;
 pub mod rowimage;
