@@ -24,7 +24,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from .collation_names import charset_name, collation_name
+from . import core
+from .collation_names import COLLATIONS, charset_name, collation_name
 from .constants import EventType as E, LogEventFlag, STMT_END_F
 from .events import (BinlogCheckpointEvent, Event, FileBlockEvent, FormatDescriptionEvent,
                      GtidEvent, IncidentEvent, IntvarEvent, LoadEvent, MariadbGtidEvent,
@@ -37,7 +38,8 @@ from .events.control import server_version_tuple
 from .events.rows import PRE_GA_ROWS_EVENTS
 from .rawevents import RawEvents, rewrite_table_map_db
 from .rows import LazyRowData
-from .rowtext import RowFormatError, format_rows, format_rows_windowed, identifier, raw_text
+from .rowtext import (RowFormatError, format_rows, format_rows_windowed, identifier,
+                      json_diff_text, json_text, raw_text)
 
 DELIMITER = "/*!*/;"
 
@@ -234,6 +236,45 @@ class TextPrinter:
                          "/*!100001 SET @@SESSION.GTID_DOMAIN_ID=@@GLOBAL.GTID_DOMAIN_ID */;\n")
         self.write("".join(lines))
         self._raw.close()
+
+    # -- whole files by the native printer ------------------------------------
+    def native_ready(self) -> bool:
+        """Whether the native printer (rust/src/sink/dump.rs) supports these
+        options: no BINLOG blocks, hexdumps, filters or rewrites."""
+        o = self.options
+        return (o.base64_output in ("decode-rows", "never") and not o.hexdump
+                and not o.rewrite_db and o.database is None and o.table is None
+                and o.delimiter == DELIMITER and self._annotate is None
+                and _native_dump() is not None)
+
+    def print_file_natively(self, path: str, large_event_bytes: int) -> bool:
+        """Print the whole file with the native printer, bracketed as
+        `begin_file`/`end_file` do; False (nothing printed) where it leaves
+        the file to this printer: an event type or content it does not
+        print the same, or any reading error (this printer reports those).
+        The native printer decides that in a first pass over the file,
+        before it prints anything."""
+        native = _native_dump()
+        with open(path, "rb") as probe:
+            if probe.read(2) == b"\x1f\x8b":  # gzip: the reader streams those
+                return False
+        o = self.options
+        refused = native(path, min(o.verbose, 2), o.short_form, o.base64_output == "never",
+                         o.print_row_count, o.skip_annotate_row_events, large_event_bytes,
+                         _timestamp, _charset_names(), json_text, json_diff_text,
+                         lambda: self.begin_file(path), self._write_bytes)
+        if refused is not None:
+            return False
+        self.end_file()
+        return True
+
+    def _write_bytes(self, data: bytes) -> None:
+        buffer = getattr(self.out, "buffer", None)
+        if buffer is not None:
+            self.out.flush()
+            buffer.write(data)
+        else:
+            self.out.write(raw_text(data))
 
     # -- events --------------------------------------------------------------
     def note(self, event: Event) -> None:
@@ -934,6 +975,23 @@ _HANDLERS = {
 
 
 # -- helpers ----------------------------------------------------------------------
+
+def _native_dump():
+    """The native core's whole-file printer, if the core is in use."""
+    native = core.native()
+    return getattr(native, "dump_file", None) if native is not None else None
+
+
+_CHARSET_NAMES: list | None = None
+
+
+def _charset_names() -> list:
+    """charset_name by collation id, as a list (what the native printer takes)."""
+    global _CHARSET_NAMES
+    if _CHARSET_NAMES is None:
+        _CHARSET_NAMES = [charset_name(i) for i in range(max(COLLATIONS) + 1)]
+    return _CHARSET_NAMES
+
 
 class _Spooled:
     """Text written to a temporary file (a huge event's `###` lines), to be

@@ -27,6 +27,7 @@ pub mod gtid;
 pub mod payload;
 pub mod query;
 pub mod rows;
+pub mod status_vars;
 pub mod table_map;
 pub mod xid;
 

@@ -9,6 +9,7 @@ use pyo3::types::PyModule;
 use crate::error::Error;
 
 mod arrow;
+mod dump;
 mod reader;
 mod text;
 mod values;
@@ -36,6 +37,7 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     values::register(m)?;
     text::register(m)?;
+    dump::register(m)?;
     arrow::register(m)?;
     reader::register(m)?;
     Ok(())

@@ -30,10 +30,10 @@ pub struct RowText {
 }
 
 /// MySQL JSON printed by the reference's helpers, so both paths share them.
-struct PyJson<'a, 'py> {
-    py: Python<'py>,
-    document: &'a Py<PyAny>,
-    diff: &'a Py<PyAny>,
+pub(crate) struct PyJson<'a, 'py> {
+    pub(crate) py: Python<'py>,
+    pub(crate) document: &'a Py<PyAny>,
+    pub(crate) diff: &'a Py<PyAny>,
 }
 
 fn helper_failed(err: PyErr) -> ValueError {

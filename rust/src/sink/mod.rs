@@ -2,4 +2,5 @@
 //! The Python-values sink lives with the glue (`python/values.rs`): it makes Python objects.
 
 pub mod arrow;
+pub mod dump;
 pub mod text;
