@@ -153,6 +153,7 @@ type Printed = Result<(), Refused>;
 /// A table map as the rows events after it need it.
 struct Table {
     database: Vec<u8>,
+    table: Vec<u8>,
     /// `` `db`.`table` `` as `###` lines show it.
     name: Vec<u8>,
     layout: Layout,
@@ -196,7 +197,11 @@ pub struct DumpPrinter<'h, H: DumpHost> {
     options: DumpOptions,
     host: &'h mut H,
     state: FileState,
-    tables: HashMap<u64, Table>,
+    /// table id -> the map in force (an index into `maps`)
+    tables: HashMap<u64, usize>,
+    /// Every distinct table map of the file, and where each is by its bytes.
+    maps: Vec<Table>,
+    by_signature: HashMap<Vec<u8>, usize>,
     annotate: Option<Annotate>,
     times: HashMap<u32, Vec<u8>>,
     /// The checking pass: rows are decoded, not printed (see `check_rows`).
@@ -283,6 +288,8 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
                 ..FileState::default()
             },
             tables: HashMap::new(),
+            maps: Vec::new(),
+            by_signature: HashMap::new(),
             annotate: None,
             times: HashMap::new(),
             checking,
@@ -340,28 +347,10 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
             let _ = writeln!(Wrap(&mut self.out), "# at {}", frame.pos);
         }
         let mut cur = body(raw, frame);
-        let decoded = match frame.type_code {
-            FORMAT_DESCRIPTION_EVENT => self.start(frame, &mut cur, alg),
-            QUERY_EVENT | QUERY_COMPRESSED_EVENT => self.query(frame, &mut cur, format),
-            XID_EVENT => self.xid(frame, &mut cur),
-            STOP_EVENT => {
-                cur.rest(); // some servers pad it; nothing in it is meaningful
-                if !self.options.short_form {
-                    self.simple(frame, "\tStop\n", "");
-                }
-                Ok(())
-            }
-            ROTATE_EVENT => self.rotate(frame, &mut cur, format),
-            BINLOG_CHECKPOINT_EVENT => self.checkpoint(frame, &mut cur),
-            GTID_LIST_EVENT => self.gtid_list(frame, &mut cur),
-            GTID_EVENT => self.mariadb_gtid(frame, &mut cur),
-            ANNOTATE_ROWS_EVENT => {
-                self.annotate(frame, raw);
-                cur.rest();
-                Ok(())
-            }
-            TABLE_MAP_EVENT => self.table_map(frame, &mut cur, format),
-            _ => self.rows(frame, &mut cur, format),
+        let decoded = if self.checking {
+            self.check(frame, &mut cur, format, raw)
+        } else {
+            self.print(frame, &mut cur, format, raw, alg)
         };
         match decoded {
             Err(Refused::Failed(e)) => {
@@ -373,6 +362,83 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
                     .map_err(|e| Refused::Failed(in_event(e, frame.type_code, frame.pos)))?;
                 Ok(())
             }
+        }
+    }
+
+    /// The checking pass: each event decoded as the printing pass decodes
+    /// it, nothing formatted (but the table maps and rows, which decide).
+    fn check(&mut self, frame: &Frame, cur: &mut Cursor, format: &Format, raw: &[u8]) -> Printed {
+        match frame.type_code {
+            FORMAT_DESCRIPTION_EVENT => {
+                read_start(cur)?;
+            }
+            QUERY_EVENT | QUERY_COMPRESSED_EVENT => {
+                let q = decode_query(
+                    cur,
+                    frame.type_code,
+                    format.post_header_len(frame.type_code),
+                )?;
+                decode_status_vars(&mut Cursor::new(q.status_vars, q.status_vars_offset))?;
+            }
+            XID_EVENT => {
+                decode_xid(cur)?;
+            }
+            STOP_EVENT => {
+                cur.rest();
+            }
+            ROTATE_EVENT => {
+                read_rotate(cur, format)?;
+            }
+            BINLOG_CHECKPOINT_EVENT => {
+                read_checkpoint(cur)?;
+            }
+            GTID_LIST_EVENT => {
+                read_gtid_list(cur)?;
+            }
+            GTID_EVENT => {
+                decode_mariadb_gtid(cur)?;
+            }
+            ANNOTATE_ROWS_EVENT => {
+                self.annotate(frame, raw);
+                cur.rest();
+            }
+            TABLE_MAP_EVENT => return self.table_map(frame, cur, format),
+            _ => return self.rows(frame, cur, format),
+        }
+        Ok(())
+    }
+
+    /// The printing pass: each family's lines, as `TextPrinter._print_<family>`.
+    fn print(
+        &mut self,
+        frame: &Frame,
+        cur: &mut Cursor,
+        format: &Format,
+        raw: &[u8],
+        alg: Option<u8>,
+    ) -> Printed {
+        match frame.type_code {
+            FORMAT_DESCRIPTION_EVENT => self.start(frame, cur, alg),
+            QUERY_EVENT | QUERY_COMPRESSED_EVENT => self.query(frame, cur, format),
+            XID_EVENT => self.xid(frame, cur),
+            STOP_EVENT => {
+                cur.rest(); // some servers pad it; nothing in it is meaningful
+                if !self.options.short_form {
+                    self.simple(frame, "\tStop\n", "");
+                }
+                Ok(())
+            }
+            ROTATE_EVENT => self.rotate(frame, cur, format),
+            BINLOG_CHECKPOINT_EVENT => self.checkpoint(frame, cur),
+            GTID_LIST_EVENT => self.gtid_list(frame, cur),
+            GTID_EVENT => self.mariadb_gtid(frame, cur),
+            ANNOTATE_ROWS_EVENT => {
+                self.annotate(frame, raw);
+                cur.rest();
+                Ok(())
+            }
+            TABLE_MAP_EVENT => self.table_map(frame, cur, format),
+            _ => self.rows(frame, cur, format),
         }
     }
 
@@ -431,12 +497,7 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
     // -- control events -------------------------------------------------------
 
     fn start(&mut self, frame: &Frame, cur: &mut Cursor, alg: Option<u8>) -> Printed {
-        let binlog_version = cur.u16()?;
-        let version = cur.bytes(ST_SERVER_VER_LEN)?;
-        let version = version.split(|&b| b == 0).next().unwrap_or(&[]);
-        let created = cur.u32()?;
-        cur.u8()?; // header length
-        cur.rest(); // post-header lengths
+        let (binlog_version, version, created) = read_start(cur)?;
         self.state.server_version = text_bytes(version);
         if !self.options.short_form {
             // the FDE carries a checksum field even with checksums off
@@ -480,12 +541,8 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
     }
 
     fn rotate(&mut self, frame: &Frame, cur: &mut Cursor, format: &Format) -> Printed {
-        let position = if format.post_header_len(ROTATE_EVENT) >= 8 {
-            cur.u64()?
-        } else {
-            4
-        };
-        let next = text(cur.rest()).into_owned();
+        let (position, next) = read_rotate(cur, format)?;
+        let next = text(next).into_owned();
         if !self.options.short_form {
             self.simple(frame, &format!("\tRotate to {next}  pos: {position}\n"), "");
         }
@@ -493,8 +550,7 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
     }
 
     fn checkpoint(&mut self, frame: &Frame, cur: &mut Cursor) -> Printed {
-        let length = cur.u32()? as usize;
-        let file = text(cur.bytes(length)?).into_owned();
+        let file = text(read_checkpoint(cur)?).into_owned();
         if !self.options.short_form {
             self.simple(frame, &format!("\tBinlog checkpoint {file}\n"), "");
         }
@@ -502,13 +558,7 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
     }
 
     fn gtid_list(&mut self, frame: &Frame, cur: &mut Cursor) -> Printed {
-        let word = cur.u32()?;
-        let count = word & 0x0FFF_FFFF;
-        let mut gtids = Vec::new();
-        for _ in 0..count {
-            gtids.push((cur.u32()?, cur.u32()?, cur.u64()?));
-        }
-        cur.rest(); // MariaDB pads an empty list with two zero bytes
+        let mut gtids = read_gtid_list(cur)?;
         if self.options.short_form {
             return Ok(());
         }
@@ -782,6 +832,14 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
         if self.options.skip_annotate_row_events {
             return;
         }
+        if self.checking {
+            // (only whether one is waiting matters there)
+            self.annotate = Some(Annotate {
+                header: Vec::new(),
+                query: Vec::new(),
+            });
+            return;
+        }
         let saved = std::mem::take(&mut self.out);
         self.header(frame, frame.checksum);
         let header = std::mem::replace(&mut self.out, saved);
@@ -812,43 +870,66 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
     }
 
     fn table_map(&mut self, frame: &Frame, cur: &mut Cursor, format: &Format) -> Printed {
-        let map = decode_table_map(cur, format.post_header_len(TABLE_MAP_EVENT))?;
-        let database = text_bytes(map.database);
-        let table = text_bytes(map.table);
+        let post = format.post_header_len(TABLE_MAP_EVENT);
+        // A transaction's table map is usually the last one's bytes again
+        // (but table id and flags): equal bytes decode to an equal map, so
+        // what was derived from it is taken again (as `TableMap::signature` says).
+        let mut after_post = cur.clone();
+        let table_id = if post == 6 {
+            after_post.u32()? as u64
+        } else {
+            after_post.u48()?
+        };
+        let flags = after_post.u16()?;
+        let signature = after_post.rest();
+        let index = match self.by_signature.get(signature) {
+            Some(&index) => {
+                *cur = after_post;
+                index
+            }
+            None => {
+                let map = decode_table_map(cur, post)?;
+                let database = text_bytes(map.database);
+                let table = text_bytes(map.table);
+                let layout = map.layout(None);
+                let columns = TextColumns::new(&layout);
+                let mut name = Vec::new();
+                identifier(&database, &mut name);
+                name.push(b'.');
+                identifier(&table, &mut name);
+                self.maps.push(Table {
+                    database,
+                    table,
+                    name,
+                    layout,
+                    columns,
+                    plans: PlanCache::default(),
+                });
+                let index = self.maps.len() - 1;
+                self.by_signature.insert(signature.to_vec(), index);
+                index
+            }
+        };
+        self.tables.insert(table_id, index);
+        let database = self.maps[index].database.clone();
+        self.state.printed_database.insert(table_id, database);
+        if self.checking {
+            self.annotate = None;
+            return Ok(());
+        }
         // the rows headers of the statement so far, then this map's lines
         self.out.append(&mut self.state.head);
         self.annotate_lines();
-        self.state
-            .printed_database
-            .insert(map.table_id, database.clone());
         if !self.options.short_form {
             self.header(frame, frame.checksum);
             self.out.extend_from_slice(b"\tTable_map: ");
-            identifier(&database, &mut self.out);
-            self.out.push(b'.');
-            identifier(&table, &mut self.out);
-            let _ = write!(Wrap(&mut self.out), " mapped to number {}", map.table_id);
-            if map.flags & TM_BIT_HAS_TRIGGERS_F != 0 {
+            self.out.extend_from_slice(&self.maps[index].name);
+            let _ = write!(Wrap(&mut self.out), " mapped to number {table_id}");
+            if flags & TM_BIT_HAS_TRIGGERS_F != 0 {
                 self.out.extend_from_slice(b" (has triggers)");
             }
             self.out.push(b'\n');
         }
-        let layout = map.layout(None);
-        let columns = TextColumns::new(&layout);
-        let mut name = Vec::new();
-        identifier(&database, &mut name);
-        name.push(b'.');
-        identifier(&table, &mut name);
-        self.tables.insert(
-            map.table_id,
-            Table {
-                database,
-                name,
-                layout,
-                columns,
-                plans: PlanCache::default(),
-            },
-        );
         Ok(())
     }
 
@@ -864,10 +945,10 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
             self.annotate = None;
         }
         let options = self.options.clone();
-        if !options.short_form {
-            let saved = std::mem::take(&mut self.out);
+        if !options.short_form && !self.checking {
+            // the header line goes to the statement's head (held until its end)
+            std::mem::swap(&mut self.out, &mut self.state.head);
             self.header(frame, frame.checksum);
-            let mut line = std::mem::replace(&mut self.out, saved);
             let name = match h.type_code {
                 WRITE_ROWS_EVENT | WRITE_ROWS_EVENT_V1 => "Write_rows",
                 UPDATE_ROWS_EVENT | UPDATE_ROWS_EVENT_V1 => "Update_rows",
@@ -881,12 +962,17 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
                 _ => "Delete_compressed_rows",
             };
             let flags = if stmt_end { " flags: STMT_END_F" } else { "" };
-            let _ = writeln!(Wrap(&mut line), "\t{name}: table id {}{flags}", h.table_id);
-            self.state.head.extend_from_slice(&line);
+            let _ = writeln!(
+                Wrap(&mut self.out),
+                "\t{name}: table id {}{flags}",
+                h.table_id
+            );
+            std::mem::swap(&mut self.out, &mut self.state.head);
         }
         if !options.short_form || options.print_row_count {
             let shown = self.state.printed_database.get(&h.table_id).cloned();
-            match (self.tables.get_mut(&h.table_id), shown) {
+            let table = self.tables.get(&h.table_id).copied();
+            match (table.and_then(|i| self.maps.get_mut(i)), shown) {
                 (Some(table), Some(shown)) => {
                     if (table.layout.columns.len() as u64) < h.width {
                         return Err(Refused::Rows(frame.pos));
@@ -898,7 +984,7 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
                         let mut n = Vec::new();
                         identifier(&shown, &mut n);
                         n.push(b'.');
-                        identifier(&text_bytes(table.layout.table.as_bytes()), &mut n);
+                        identifier(&table.table, &mut n);
                         name_owned = n;
                         &name_owned
                     };
@@ -965,6 +1051,46 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
         }
         Ok(())
     }
+}
+
+/// FORMAT_DESCRIPTION (events/control.py): binlog version, server version
+/// (up to its NUL), create timestamp; the rest is the framer's.
+fn read_start<'a>(cur: &mut Cursor<'a>) -> Result<(u16, &'a [u8], u32), Error> {
+    let binlog_version = cur.u16()?;
+    let version = cur.bytes(ST_SERVER_VER_LEN)?;
+    let version = version.split(|&b| b == 0).next().unwrap_or(&[]);
+    let created = cur.u32()?;
+    cur.u8()?; // header length
+    cur.rest(); // post-header lengths
+    Ok((binlog_version, version, created))
+}
+
+/// ROTATE (events/control.py): position (4 before binlog v4), next file.
+fn read_rotate<'a>(cur: &mut Cursor<'a>, format: &Format) -> Result<(u64, &'a [u8]), Error> {
+    let position = if format.post_header_len(ROTATE_EVENT) >= 8 {
+        cur.u64()?
+    } else {
+        4
+    };
+    Ok((position, cur.rest()))
+}
+
+/// BINLOG_CHECKPOINT (events/gtid.py): the file name.
+fn read_checkpoint<'a>(cur: &mut Cursor<'a>) -> Result<&'a [u8], Error> {
+    let length = cur.u32()? as usize;
+    cur.bytes(length)
+}
+
+/// GTID_LIST (events/gtid.py): (domain, server, seq_no) triples.
+fn read_gtid_list(cur: &mut Cursor) -> Result<Vec<(u32, u32, u64)>, Error> {
+    let word = cur.u32()?;
+    let count = word & 0x0FFF_FFFF;
+    let mut gtids = Vec::new();
+    for _ in 0..count {
+        gtids.push((cur.u32()?, cur.u32()?, cur.u64()?));
+    }
+    cur.rest(); // MariaDB pads an empty list with two zero bytes
+    Ok(gtids)
 }
 
 /// The checking pass's rows: refused where the printing pass's `write_rows`
