@@ -259,12 +259,14 @@ class TextPrinter:
             if probe.read(2) == b"\x1f\x8b":  # gzip: the reader streams those
                 return False
         o = self.options
-        refused = native(path, min(o.verbose, 2), o.short_form, o.base64_output == "never",
-                         o.print_row_count, o.skip_annotate_row_events, large_event_bytes,
-                         _timestamp, _charset_names(), json_text, json_diff_text,
-                         lambda: self.begin_file(path), self._write_bytes)
+        refused, printed_mysql_gtid = native(
+            path, min(o.verbose, 2), o.short_form, o.base64_output == "never", o.print_row_count,
+            o.skip_annotate_row_events, o.mysql_events == "ignorable", large_event_bytes,
+            _timestamp, _micro_timestamp, _charset_names(), json_text, json_diff_text,
+            lambda: self.begin_file(path), self._write_bytes)
         if refused is not None:
             return False
+        self._printed_mysql_gtid |= printed_mysql_gtid
         self.end_file()
         return True
 

@@ -46,6 +46,7 @@ OPTIONS = [
     ("--base64-output=decode-rows", "-v", "--short-form"),
     ("--base64-output=never", "-v"),
     ("--base64-output=decode-rows", "-v", "--skip-print-row-count", "--skip-annotate-row-events"),
+    ("--base64-output=decode-rows", "-v", "--mysql-events=ignorable"),
 ]
 #: Options the native printer does not take: the Python printer prints all.
 FALLBACK_OPTIONS = [
@@ -112,8 +113,8 @@ def test_native_printer_equals_python_printer_on_the_corpus(time_zone, monkeypat
             if got != expected:
                 mismatches.append((str(path), options))
     assert not mismatches, mismatches[:10]
-    # every MariaDB server binlog of the corpus is of the supported kinds
-    assert taken.count >= 20 * len(OPTIONS), taken.count
+    # most corpus files are made only of the events it prints (96 of 150 today)
+    assert taken.count >= 80 * len(OPTIONS), taken.count
 
 
 def test_several_files_in_one_run(monkeypatch):

@@ -22,6 +22,7 @@ const CHUNK: usize = 1 << 20;
 
 struct PyHost<'a, 'py> {
     timestamp: &'a Bound<'py, PyAny>,
+    micro_timestamp: &'a Bound<'py, PyAny>,
     charsets: &'a [Option<String>],
     json: PyJson<'a, 'py>,
     /// A Python callback failed: the file goes to the Python printer, which fails alike.
@@ -53,17 +54,33 @@ impl DumpHost for PyHost<'_, '_> {
     fn charset_name(&mut self, collation: u16) -> Option<String> {
         self.charsets.get(collation as usize).cloned().flatten()
     }
+
+    fn micro_timestamp(&mut self, micros: u64) -> String {
+        match self
+            .micro_timestamp
+            .call1((micros,))
+            .and_then(|t| t.extract::<String>())
+        {
+            Ok(text) => text,
+            Err(_) => {
+                self.failed = true;
+                String::new()
+            }
+        }
+    }
 }
 
 /// Print `path` (a regular, uncompressed binlog) with the options given,
 /// in two passes: the first finds whether every event prints natively
 /// (nothing is written), then `begin()` is called and the second writes the
-/// text through `write(bytes)`. Returns None when printed, else why the
-/// Python printer must print the file (then nothing was written).
+/// text through `write(bytes)`. Returns (None, whether a MySQL GTID was
+/// printed) when printed, else (why the Python printer must print the file,
+/// False): then nothing was written.
 #[pyfunction]
 #[pyo3(signature = (path, verbose, short_form, base64_never, print_row_count,
-                    skip_annotate_row_events, large_event_bytes, timestamp, charsets,
-                    json_text, json_diff_text, begin, write))]
+                    skip_annotate_row_events, mysql_events_ignorable, large_event_bytes,
+                    timestamp, micro_timestamp, charsets, json_text, json_diff_text, begin,
+                    write))]
 #[allow(clippy::too_many_arguments)]
 fn dump_file(
     py: Python<'_>,
@@ -73,23 +90,27 @@ fn dump_file(
     base64_never: bool,
     print_row_count: bool,
     skip_annotate_row_events: bool,
+    mysql_events_ignorable: bool,
     large_event_bytes: u64,
     timestamp: Bound<'_, PyAny>,
+    micro_timestamp: Bound<'_, PyAny>,
     charsets: Vec<Option<String>>,
     json_text: Py<PyAny>,
     json_diff_text: Py<PyAny>,
     begin: Bound<'_, PyAny>,
     write: Bound<'_, PyAny>,
-) -> PyResult<Option<String>> {
+) -> PyResult<(Option<String>, bool)> {
     let options = DumpOptions {
         verbose,
         short_form,
         base64_never,
         print_row_count,
         skip_annotate_row_events,
+        mysql_events_ignorable,
     };
     let mut host = PyHost {
         timestamp: &timestamp,
+        micro_timestamp: &micro_timestamp,
         charsets: &charsets,
         json: PyJson {
             py,
@@ -104,11 +125,11 @@ fn dump_file(
         large_event_bytes,
     };
     let end = match pass.run(&mut host, None, &mut |_| Ok(()))? {
-        Ok(end) => end,
-        Err(why) => return Ok(Some(why)),
+        Ok((end, _)) => end,
+        Err(why) => return Ok((Some(why), false)),
     };
     if host.failed {
-        return Ok(Some("a Python callback failed".into()));
+        return Ok((Some("a Python callback failed".into()), false));
     }
     begin.call0()?;
     let mut emit = |bytes: &[u8]| -> PyResult<()> {
@@ -116,7 +137,7 @@ fn dump_file(
         Ok(())
     };
     match pass.run(&mut host, Some(end), &mut emit)? {
-        Ok(_) if !host.failed => Ok(None),
+        Ok((_, printed_mysql_gtid)) if !host.failed => Ok((None, printed_mysql_gtid)),
         Ok(_) => Err(PyRuntimeError::new_err(format!(
             "{path}: a Python callback failed while printing"
         ))),
@@ -141,7 +162,7 @@ impl Pass<'_> {
         host: &mut PyHost<'_, '_>,
         end: Option<u64>,
         emit: &mut dyn FnMut(&[u8]) -> PyResult<()>,
-    ) -> PyResult<Result<u64, String>> {
+    ) -> PyResult<Result<(u64, bool), String>> {
         let source = match FileSource::open(self.path) {
             Ok(s) => s,
             Err(e) => return Ok(Err(format!("cannot open: {e}"))),
@@ -191,7 +212,7 @@ impl Pass<'_> {
         if !printer.out.is_empty() {
             emit(&printer.out)?;
         }
-        Ok(Ok(reached))
+        Ok(Ok((reached, printer.printed_mysql_gtid)))
     }
 }
 

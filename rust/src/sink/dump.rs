@@ -24,8 +24,8 @@ use crate::cursor::Cursor;
 use crate::error::Error;
 use crate::events::status_vars::decode_status_vars;
 use crate::events::{
-    body, decode_mariadb_gtid, decode_query, decode_rows_header, decode_table_map, decode_xid,
-    expect_end, in_event, text,
+    body, decode_gtid, decode_mariadb_gtid, decode_query, decode_rows_header, decode_table_map,
+    decode_xid, expect_end, in_event, text,
 };
 use crate::framing::{server_version_tuple, Format, Frame};
 use crate::layout::{Column, Layout};
@@ -121,6 +121,8 @@ pub struct DumpOptions {
     pub base64_never: bool,
     pub print_row_count: bool,
     pub skip_annotate_row_events: bool,
+    /// --mysql-events=ignorable: MySQL-only events as mariadb-binlog prints them.
+    pub mysql_events_ignorable: bool,
 }
 
 /// What the Python side owns.
@@ -129,6 +131,8 @@ pub trait DumpHost: JsonText {
     fn timestamp(&mut self, seconds: u32, out: &mut Vec<u8>);
     /// `collation_names.charset_name`.
     fn charset_name(&mut self, collation: u16) -> Option<String>;
+    /// `text.py` `_micro_timestamp`: `%Y-%m-%d %H:%M:%S.ffffff ZONE` in local time.
+    fn micro_timestamp(&mut self, micros: u64) -> String;
 }
 
 /// Why the file is left to the Python printer.
@@ -206,6 +210,8 @@ pub struct DumpPrinter<'h, H: DumpHost> {
     times: HashMap<u32, Vec<u8>>,
     /// The checking pass: rows are decoded, not printed (see `check_rows`).
     checking: bool,
+    /// A MySQL GTID was printed (the Python printer then ends with GTID_NEXT= 'AUTOMATIC').
+    pub printed_mysql_gtid: bool,
     pub out: Vec<u8>,
 }
 
@@ -293,6 +299,7 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
             annotate: None,
             times: HashMap::new(),
             checking,
+            printed_mysql_gtid: false,
             out: Vec::with_capacity(1 << 20),
         }
     }
@@ -326,6 +333,10 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
                 | GTID_LIST_EVENT
                 | GTID_EVENT
                 | ANNOTATE_ROWS_EVENT
+                | ROWS_QUERY_LOG_EVENT
+                | GTID_LOG_EVENT
+                | ANONYMOUS_GTID_LOG_EVENT
+                | PREVIOUS_GTIDS_LOG_EVENT
                 | TABLE_MAP_EVENT
                 | WRITE_ROWS_EVENT_V1
                 | UPDATE_ROWS_EVENT_V1
@@ -398,6 +409,15 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
             GTID_EVENT => {
                 decode_mariadb_gtid(cur)?;
             }
+            GTID_LOG_EVENT | ANONYMOUS_GTID_LOG_EVENT => {
+                decode_gtid(cur)?;
+            }
+            PREVIOUS_GTIDS_LOG_EVENT => {
+                read_previous_gtids(cur, frame)?;
+            }
+            ROWS_QUERY_LOG_EVENT => {
+                read_rows_query(cur)?;
+            }
             ANNOTATE_ROWS_EVENT => {
                 self.annotate(frame, raw);
                 cur.rest();
@@ -417,7 +437,38 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
         raw: &[u8],
         alg: Option<u8>,
     ) -> Printed {
+        let mysql_only = matches!(
+            frame.type_code,
+            GTID_LOG_EVENT
+                | ANONYMOUS_GTID_LOG_EVENT
+                | PREVIOUS_GTIDS_LOG_EVENT
+                | ROWS_QUERY_LOG_EVENT
+        );
+        if mysql_only && self.options.mysql_events_ignorable {
+            self.checking = true; // decoded as the checking pass does, then printed as mariadb-binlog
+            let decoded = self.check(frame, cur, format, raw);
+            self.checking = false;
+            decoded?;
+            if !self.options.short_form {
+                self.header(frame, frame.checksum);
+                let name = match frame.type_code {
+                    GTID_LOG_EVENT => "MySQL Gtid",
+                    ANONYMOUS_GTID_LOG_EVENT => "MySQL Anonymous_Gtid",
+                    PREVIOUS_GTIDS_LOG_EVENT => "MySQL Previous_gtids",
+                    _ => "MySQL Rows_query",
+                };
+                let _ = writeln!(
+                    Wrap(&mut self.out),
+                    "\tIgnorable\n# Ignorable event type {} ({name})",
+                    frame.type_code
+                );
+            }
+            return Ok(());
+        }
         match frame.type_code {
+            GTID_LOG_EVENT | ANONYMOUS_GTID_LOG_EVENT => self.mysql_gtid(frame, cur),
+            PREVIOUS_GTIDS_LOG_EVENT => self.previous_gtids(frame, cur),
+            ROWS_QUERY_LOG_EVENT => self.rows_query(frame, cur),
             FORMAT_DESCRIPTION_EVENT => self.start(frame, cur, alg),
             QUERY_EVENT | QUERY_COMPRESSED_EVENT => self.query(frame, cur, format),
             XID_EVENT => self.xid(frame, cur),
@@ -654,6 +705,113 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
             let _ = writeln!(Wrap(&mut self.out), "START TRANSACTION\n{DELIMITER}");
         }
         self.state.gtid_flags2 = flags2;
+        Ok(())
+    }
+
+    // -- MySQL GTIDs (MySQL's mysqlbinlog format) ----------------------------------
+
+    fn mysql_gtid(&mut self, frame: &Frame, cur: &mut Cursor) -> Printed {
+        let g = decode_gtid(cur)?;
+        let anonymous = frame.type_code == ANONYMOUS_GTID_LOG_EVENT;
+        let rbr_only = g.flags & 1 == 0; // not FLAG_MAY_HAVE_SBR
+        let short = self.options.short_form;
+        if !short {
+            self.header(frame, frame.checksum);
+            let _ = write!(
+                Wrap(&mut self.out),
+                "\t{}\tlast_committed={}\tsequence_number={}\trbr_only={}",
+                if anonymous { "Anonymous_GTID" } else { "GTID" },
+                g.last_committed.unwrap_or(0),
+                g.sequence_number.unwrap_or(0),
+                if rbr_only { "yes" } else { "no" }
+            );
+            if g.immediate_commit_timestamp.is_some() {
+                let _ = write!(
+                    Wrap(&mut self.out),
+                    "\toriginal_committed_timestamp={}\timmediate_commit_timestamp={}\ttransaction_length={}",
+                    OptNum(g.original_commit_timestamp),
+                    OptNum(g.immediate_commit_timestamp),
+                    g.transaction_length.unwrap_or(0)
+                );
+            }
+            self.out.push(b'\n');
+        }
+        if rbr_only {
+            let _ = writeln!(
+                Wrap(&mut self.out),
+                "/*!50718 SET TRANSACTION ISOLATION LEVEL READ COMMITTED*/{DELIMITER}"
+            );
+        }
+        if g.immediate_commit_timestamp.is_some() {
+            if !short {
+                let original = self
+                    .host
+                    .micro_timestamp(g.original_commit_timestamp.unwrap_or(0));
+                let immediate = self
+                    .host
+                    .micro_timestamp(g.immediate_commit_timestamp.unwrap_or(0));
+                let _ = writeln!(
+                    Wrap(&mut self.out),
+                    "# original_commit_timestamp={} ({original})\n# immediate_commit_timestamp={} ({immediate})",
+                    OptNum(g.original_commit_timestamp),
+                    OptNum(g.immediate_commit_timestamp)
+                );
+            }
+            let _ = writeln!(
+                Wrap(&mut self.out),
+                "/*!80001 SET @@session.original_commit_timestamp={}*/{DELIMITER}",
+                OptNum(g.original_commit_timestamp)
+            );
+        }
+        if g.original_server_version.is_some_and(|v| v != 0) {
+            let _ = writeln!(
+                Wrap(&mut self.out),
+                "/*!80014 SET @@session.original_server_version={}*/{DELIMITER}\n/*!80014 SET @@session.immediate_server_version={}*/{DELIMITER}",
+                OptNum(g.original_server_version.map(u64::from)),
+                OptNum(g.immediate_server_version.map(u64::from))
+            );
+        }
+        let next = g
+            .gtid(frame.type_code)
+            .unwrap_or_else(|| "ANONYMOUS".into());
+        let _ = writeln!(
+            Wrap(&mut self.out),
+            "SET @@SESSION.GTID_NEXT= '{next}'{DELIMITER}"
+        );
+        self.printed_mysql_gtid = true;
+        Ok(())
+    }
+
+    fn previous_gtids(&mut self, frame: &Frame, cur: &mut Cursor) -> Printed {
+        let set = read_previous_gtids(cur, frame)?;
+        if !self.options.short_form {
+            self.header(frame, frame.checksum);
+            self.out.extend_from_slice(b"\tPrevious-GTIDs\n# ");
+            if set.is_empty() {
+                self.out.extend_from_slice(b"[empty]");
+            } else {
+                self.out
+                    .extend_from_slice(set.replace(',', ",\n# ").as_bytes());
+            }
+            self.out.push(b'\n');
+        }
+        Ok(())
+    }
+
+    fn rows_query(&mut self, frame: &Frame, cur: &mut Cursor) -> Printed {
+        let query = read_rows_query(cur)?;
+        if !self.options.short_form {
+            // (MySQL's mysqlbinlog prints it at once)
+            self.header(frame, frame.checksum);
+            self.out.extend_from_slice(b"\tRows_query\n# ");
+            for (i, line) in text_bytes(query).split(|&b| b == b'\n').enumerate() {
+                if i > 0 {
+                    self.out.extend_from_slice(b"\n# ");
+                }
+                self.out.extend_from_slice(line);
+            }
+            self.out.push(b'\n');
+        }
         Ok(())
     }
 
@@ -1091,6 +1249,47 @@ fn read_gtid_list(cur: &mut Cursor) -> Result<Vec<(u32, u32, u64)>, Error> {
     }
     cur.rest(); // MariaDB pads an empty list with two zero bytes
     Ok(gtids)
+}
+
+/// PREVIOUS_GTIDS (events/gtid.py) as its `gtid_set` text:
+/// `uuid:1-5:7,uuid:...`. The tagged form (MySQL 8.4) is not read here.
+fn read_previous_gtids(cur: &mut Cursor, frame: &Frame) -> Result<String, Refused> {
+    let word = cur.u64()?;
+    if word >> 56 != 0 {
+        return Err(Refused::Unsupported(frame.type_code, frame.pos));
+    }
+    let count = word & ((1 << 56) - 1);
+    let mut parts = Vec::new();
+    for _ in 0..count {
+        let sid = cur.bytes(16)?;
+        let mut part = String::new();
+        for (i, b) in sid.iter().enumerate() {
+            if matches!(i, 4 | 6 | 8 | 10) {
+                part.push('-');
+            }
+            let _ = write!(part, "{b:02x}");
+        }
+        part.push(':');
+        let intervals = cur.u64()?;
+        let mut ranges = Vec::new();
+        for _ in 0..intervals {
+            let (a, b) = (i128::from(cur.i64()?), i128::from(cur.i64()?));
+            ranges.push(if b == a + 1 {
+                format!("{a}")
+            } else {
+                format!("{a}-{}", b - 1)
+            });
+        }
+        part.push_str(&ranges.join(":"));
+        parts.push(part);
+    }
+    Ok(parts.join(","))
+}
+
+/// ROWS_QUERY (events/query.py): a length byte the server ignores, then the statement.
+fn read_rows_query<'a>(cur: &mut Cursor<'a>) -> Result<&'a [u8], Error> {
+    cur.u8()?;
+    Ok(cur.rest())
 }
 
 /// The checking pass's rows: refused where the printing pass's `write_rows`
