@@ -67,6 +67,14 @@ _FLAGS2_VARIABLES = (
 
 TM_BIT_HAS_TRIGGERS_F = 1 << 14
 
+# Header flags as plain ints: IntFlag's operators cost a call per event.
+_SKIP_REPLICATION_F = int(LogEventFlag.LOG_EVENT_SKIP_REPLICATION_F)
+_BINLOG_IN_USE_F = int(LogEventFlag.LOG_EVENT_BINLOG_IN_USE_F)
+_ARTIFICIAL_F = int(LogEventFlag.LOG_EVENT_ARTIFICIAL_F)
+_SUPPRESS_USE_F = int(LogEventFlag.LOG_EVENT_SUPPRESS_USE_F)
+_THREAD_SPECIFIC_F = int(LogEventFlag.LOG_EVENT_THREAD_SPECIFIC_F)
+_IGNORABLE_F = int(LogEventFlag.LOG_EVENT_IGNORABLE_F)
+
 #: Row event names as mysqlbinlog prints them (Log_event::get_type_str and friends).
 _ROWS_NAMES = {
     E.WRITE_ROWS_EVENT: "Write_rows", E.WRITE_ROWS_EVENT_V1: "Write_rows",
@@ -163,15 +171,32 @@ class TextPrinter:
         self._current_position = 0
         self.delimiter = self.options.delimiter
         self.errors: list[str] = []   #: rows mysqlbinlog would not print either (why)
+        self._times: dict[int, str] = {}  #: header timestamps by second (localtime is slow)
+        self._buffer = getattr(out, "buffer", None)
+        self._pending: list[bytes] = []
+        self._pending_size = 0
 
     # -- output ------------------------------------------------------------
     def write(self, text: str) -> None:
-        buffer = getattr(self.out, "buffer", None)
-        if buffer is not None:
-            self.out.flush()
-            buffer.write(text.encode("utf-8", "surrogateescape"))
+        """Text to the output; to a binary buffer it goes in batches (one
+        write call per event costs more than the event's formatting)."""
+        if self._buffer is not None:
+            data = text.encode("utf-8", "surrogateescape")
+            self._pending.append(data)
+            self._pending_size += len(data)
+            if self._pending_size > 1 << 18:
+                self.flush()
         else:
             self.out.write(text)
+
+    def flush(self) -> None:
+        """Write what `write` holds back (before anything else writes to the output)."""
+        if self._buffer is not None:
+            self.out.flush()
+            if self._pending:
+                self._buffer.write(b"".join(self._pending))
+                self._pending.clear()
+                self._pending_size = 0
 
     def write_parts(self, parts: list) -> None:
         """`write("".join(parts))` without the join: a statement's rows text
@@ -179,9 +204,9 @@ class TextPrinter:
         memory (page faults) twice over; one event's text at a time does not.
         A part that is not a `str` (a huge event's text, `_Chunked`) is
         written chunk by chunk."""
-        buffer = getattr(self.out, "buffer", None)
+        buffer = self._buffer
         if buffer is not None:
-            self.out.flush()
+            self.flush()
             for text in parts:
                 if isinstance(text, str):
                     buffer.write(text.encode("utf-8", "surrogateescape"))
@@ -235,6 +260,7 @@ class TextPrinter:
             lines.append("/*!100001 SET @@SESSION.SERVER_ID=@@GLOBAL.SERVER_ID */;\n"
                          "/*!100001 SET @@SESSION.GTID_DOMAIN_ID=@@GLOBAL.GTID_DOMAIN_ID */;\n")
         self.write("".join(lines))
+        self.flush()
         self._raw.close()
 
     # -- whole files by the native printer ------------------------------------
@@ -271,9 +297,9 @@ class TextPrinter:
         return True
 
     def _write_bytes(self, data: bytes) -> None:
-        buffer = getattr(self.out, "buffer", None)
+        buffer = self._buffer
         if buffer is not None:
-            self.out.flush()
+            self.flush()
             buffer.write(data)
         else:
             self.out.write(raw_text(data))
@@ -323,7 +349,12 @@ class TextPrinter:
         elif self.state.fde is None and log_pos and h.type_code < E.FORMAT_DESCRIPTION_EVENT:
             # binlog v3 (4.x) stored where the event starts; mysqlbinlog shows its end
             log_pos += h.length
-        text = f"#{_timestamp(h.timestamp)} server id {h.server_id}  end_log_pos {log_pos} "
+        when = self._times.get(h.timestamp)
+        if when is None:
+            if len(self._times) > 4096:
+                self._times.clear()
+            when = self._times[h.timestamp] = _timestamp(h.timestamp)
+        text = f"#{when} server id {h.server_id}  end_log_pos {log_pos} "
         checksum = h.checksum
         if isinstance(event, FormatDescriptionEvent) and event.checksum_alg != 1:
             checksum = None  # the FDE carries a checksum field even with checksums off
@@ -377,7 +408,7 @@ class TextPrinter:
         return wanted is not None and db is not None and db != wanted
 
     def _skip_replication(self, event: Event) -> str:
-        value = 1 if event.header.flags & LogEventFlag.LOG_EVENT_SKIP_REPLICATION_F else 0
+        value = 1 if event.header.flags & _SKIP_REPLICATION_F else 0
         if value == self.state.skip_replication:
             return ""
         self.state.skip_replication = value
@@ -393,9 +424,9 @@ class TextPrinter:
             out.append(self.header(event) + f"\tStart: binlog v {event.binlog_version}, server v "
                        f"{event.server_version} created {_timestamp(h.timestamp)}"
                        + (" at startup" if created else "") + "\n")
-            if h.flags & LogEventFlag.LOG_EVENT_BINLOG_IN_USE_F:
+            if h.flags & _BINLOG_IN_USE_F:
                 out.append("# Warning: this binlog is either in use or was not closed properly.\n")
-        if not h.flags & LogEventFlag.LOG_EVENT_ARTIFICIAL_F and event.create_timestamp:
+        if not h.flags & _ARTIFICIAL_F and event.create_timestamp:
             out.append(f"ROLLBACK{self.delimiter}\n")
         if options.base64_output != "never" and not options.short_form:
             if self._encode_base64:
@@ -409,7 +440,7 @@ class TextPrinter:
         trans_keyword = _is_trans_keyword(query, bool(self.state.gtid_flags2 & 0xC0))
         flags = event.header.flags
         if trans_keyword:
-            flags |= LogEventFlag.LOG_EVENT_SUPPRESS_USE_F
+            flags |= _SUPPRESS_USE_F
         elif self._skip_database(event.database):
             return
         prefix = (self._use_rewritten(event.database, flags) + self._skip_replication(event)
@@ -426,7 +457,7 @@ class TextPrinter:
     def _use_rewritten(self, db: str, flags: int) -> str:
         """mysqlbinlog's print_use_stmt: a `use` of the rewritten database."""
         target = self.options.rewrite_db.get(db)
-        if flags & LogEventFlag.LOG_EVENT_SUPPRESS_USE_F or not db or db == self.state.db or not target:
+        if flags & _SUPPRESS_USE_F or not db or db == self.state.db or not target:
             return ""
         self.state.db = db
         return f"use {identifier(target)}{self.delimiter}\n"
@@ -440,7 +471,7 @@ class TextPrinter:
                        f"exec_time={event.exec_time}\terror_code={event.error_code}\t"
                        f"xid={event.status_vars.get('Q_XID', 0)}\n")
         db = event.database
-        if flags & LogEventFlag.LOG_EVENT_SUPPRESS_USE_F:
+        if flags & _SUPPRESS_USE_F:
             if not _is_trans_keyword(query, bool(state.gtid_flags2 & 0xC0)):
                 state.db = ""
         elif db is not None:
@@ -454,7 +485,7 @@ class TextPrinter:
         if micro:
             when += ".%06d" % micro
         out.append(when + f"{self.delimiter}\n")
-        if state.thread_id is None or (flags & LogEventFlag.LOG_EVENT_THREAD_SPECIFIC_F
+        if state.thread_id is None or (flags & _THREAD_SPECIFIC_F
                                        and event.thread_id != state.thread_id):
             thread = 999999999 if options.short_form else event.thread_id
             out.append(f"SET @@session.pseudo_thread_id={thread}{self.delimiter}\n")
@@ -611,7 +642,7 @@ class TextPrinter:
         self._simple(event, f"\n# Incident: {name}\nRELOAD DATABASE; # Shall generate syntax error\n")
 
     def _print_unknown(self, event: Event) -> None:
-        if event.header.flags & LogEventFlag.LOG_EVENT_IGNORABLE_F:
+        if event.header.flags & _IGNORABLE_F:
             return self._print_ignorable(event)
         if not self.options.short_form:
             self.write(self.header(event) + "\n# Unknown event\n")
@@ -768,8 +799,8 @@ class TextPrinter:
             out.append(self._annotate_lines())
         database = options.rewrite_db.get(event.database, event.database)
         state.printed_database[event.table_id] = database
-        raw = self._raw.get(event)
-        if database != event.database:
+        raw = self._raw.get(event) if self._encode_base64 else None  # (re-read from the file)
+        if database != event.database and raw is not None:
             raw = rewrite_table_map_db(raw, state.header_length, state.fde, database,
                                        event.header.checksum is not None)
         if self._needs_fde(event):
@@ -914,7 +945,7 @@ class TextPrinter:
         if event.database and event.database != self.state.db:
             self.state.db = event.database
             out.append(("# " if commented else "") + f"use {identifier(event.database)}{self.delimiter}\n")
-        if event.header.flags & LogEventFlag.LOG_EVENT_THREAD_SPECIFIC_F:
+        if event.header.flags & _THREAD_SPECIFIC_F:
             out.append(f"SET @@session.pseudo_thread_id={event.thread_id}{self.delimiter}\n")
         text = "# " if commented else ""
         text += "LOAD DATA "

@@ -93,12 +93,15 @@ def _dump_text(args, files, selection, text_filters, out, err) -> int:
             printer.event(event)
             printer.end_payload_if_done(event)
     except BinlogError as exc:
+        printer.flush()
         report(exc, err)
         status = ExitStatus.ERROR
     except TextError as exc:
+        printer.flush()
         err.write(f"ERROR: {exc}\n")
         status = ExitStatus.ERROR
     finally:
+        printer.flush()
         bar.close()
     if selection.error:
         err.write(f"binlake dump: {selection.error}\n")
