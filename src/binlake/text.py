@@ -266,9 +266,9 @@ class TextPrinter:
     # -- whole files by the native printer ------------------------------------
     def native_ready(self) -> bool:
         """Whether the native printer (rust/src/sink/dump.rs) supports these
-        options: no BINLOG blocks, hexdumps, filters or rewrites."""
+        options: no hexdumps, filters or rewrites."""
         o = self.options
-        return (o.base64_output in ("decode-rows", "never") and not o.hexdump
+        return (o.base64_output in ("auto", "decode-rows", "never") and not o.hexdump
                 and not o.rewrite_db and o.database is None and o.table is None
                 and o.delimiter == DELIMITER and self._annotate is None
                 and _native_dump() is not None)
@@ -286,7 +286,7 @@ class TextPrinter:
                 return False
         o = self.options
         refused, printed_mysql_gtid = native(
-            path, min(o.verbose, 2), o.short_form, o.base64_output == "never", o.print_row_count,
+            path, min(o.verbose, 2), o.short_form, o.base64_output, o.print_row_count,
             o.skip_annotate_row_events, o.mysql_events == "ignorable", large_event_bytes,
             _timestamp, _micro_timestamp, _charset_names(), json_text, json_diff_text,
             lambda: self.begin_file(path), self._write_bytes)

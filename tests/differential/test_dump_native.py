@@ -47,13 +47,16 @@ OPTIONS = [
     ("--base64-output=never", "-v"),
     ("--base64-output=decode-rows", "-v", "--skip-print-row-count", "--skip-annotate-row-events"),
     ("--base64-output=decode-rows", "-v", "--mysql-events=ignorable"),
+    ("-v",),
+    (),
+    ("-vv", "--mysql-events=ignorable"),
+    ("--short-form",),
 ]
 #: Options the native printer does not take: the Python printer prints all.
 FALLBACK_OPTIONS = [
     ("--base64-output=decode-rows", "-v", "--start-position=256"),
     ("--base64-output=decode-rows", "-v", "--stop-position=1000"),
     ("--base64-output=decode-rows", "-v", "--database=test"),
-    ("-v",),
     ("-v", "--hexdump"),
 ]
 

@@ -27,6 +27,9 @@ struct PyHost<'a, 'py> {
     json: PyJson<'a, 'py>,
     /// A Python callback failed: the file goes to the Python printer, which fails alike.
     failed: bool,
+    /// The binlog, for the bytes of events printed as BINLOG blocks.
+    path: &'a str,
+    file: Option<std::fs::File>,
 }
 
 impl JsonText for PyHost<'_, '_> {
@@ -55,6 +58,19 @@ impl DumpHost for PyHost<'_, '_> {
         self.charsets.get(collation as usize).cloned().flatten()
     }
 
+    fn event_bytes(&mut self, pos: u64, length: u32, out: &mut Vec<u8>) -> bool {
+        use std::os::unix::fs::FileExt;
+        if self.file.is_none() {
+            self.file = std::fs::File::open(self.path).ok();
+        }
+        let Some(file) = self.file.as_ref() else {
+            return false;
+        };
+        let start = out.len();
+        out.resize(start + length as usize, 0);
+        file.read_exact_at(&mut out[start..], pos).is_ok()
+    }
+
     fn micro_timestamp(&mut self, micros: u64) -> String {
         match self
             .micro_timestamp
@@ -77,7 +93,7 @@ impl DumpHost for PyHost<'_, '_> {
 /// printed) when printed, else (why the Python printer must print the file,
 /// False): then nothing was written.
 #[pyfunction]
-#[pyo3(signature = (path, verbose, short_form, base64_never, print_row_count,
+#[pyo3(signature = (path, verbose, short_form, base64_output, print_row_count,
                     skip_annotate_row_events, mysql_events_ignorable, large_event_bytes,
                     timestamp, micro_timestamp, charsets, json_text, json_diff_text, begin,
                     write))]
@@ -87,7 +103,7 @@ fn dump_file(
     path: &str,
     verbose: u8,
     short_form: bool,
-    base64_never: bool,
+    base64_output: &str,
     print_row_count: bool,
     skip_annotate_row_events: bool,
     mysql_events_ignorable: bool,
@@ -103,7 +119,7 @@ fn dump_file(
     let options = DumpOptions {
         verbose,
         short_form,
-        base64_never,
+        base64_auto: base64_output == "auto",
         print_row_count,
         skip_annotate_row_events,
         mysql_events_ignorable,
@@ -118,6 +134,8 @@ fn dump_file(
             diff: &json_diff_text,
         },
         failed: false,
+        path,
+        file: None,
     };
     let mut pass = Pass {
         path,

@@ -117,8 +117,9 @@ pub struct DumpOptions {
     /// 0, 1 (-v) or 2 (-vv).
     pub verbose: u8,
     pub short_form: bool,
-    /// --base64-output=never (else decode-rows): format descriptions are not "printed".
-    pub base64_never: bool,
+    /// --base64-output=auto: BINLOG blocks of format descriptions, table maps
+    /// and rows events (else never / decode-rows: none).
+    pub base64_auto: bool,
     pub print_row_count: bool,
     pub skip_annotate_row_events: bool,
     /// --mysql-events=ignorable: MySQL-only events as mariadb-binlog prints them.
@@ -133,6 +134,10 @@ pub trait DumpHost: JsonText {
     fn charset_name(&mut self, collation: u16) -> Option<String>;
     /// `text.py` `_micro_timestamp`: `%Y-%m-%d %H:%M:%S.ffffff ZONE` in local time.
     fn micro_timestamp(&mut self, micros: u64) -> String;
+    /// The event's bytes as stored in the file (checksum and all), appended
+    /// to `out`, for its BINLOG block (`rawevents.RawEvents.get`); false if
+    /// they could not be read.
+    fn event_bytes(&mut self, pos: u64, length: u32, out: &mut Vec<u8>) -> bool;
 }
 
 /// Why the file is left to the Python printer.
@@ -186,6 +191,9 @@ struct FileState {
     printed_database: HashMap<u64, Vec<u8>>,
     head: Vec<u8>,
     tail: Vec<u8>,
+    /// The statement's BINLOG block lines (base64), held until its end.
+    body: Vec<u8>,
+    printed_fd_event: bool,
     rows_in_statement: usize,
     server_version: Vec<u8>,
 }
@@ -310,6 +318,31 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
         self.annotate.is_some()
     }
 
+    /// `text.py` `_encode_base64`.
+    fn encode_base64(&self) -> bool {
+        self.options.base64_auto && !self.options.short_form
+    }
+
+    /// `text.py` `_needs_fde`: in auto mode mysqlbinlog stops at a table map
+    /// or rows event before any format description was printed (the Python
+    /// printer raises TextError): left to it.
+    fn needs_fde(&self, frame: &Frame) -> Printed {
+        if self.state.printed_fd_event || self.options.short_form || !self.options.base64_auto {
+            return Ok(());
+        }
+        Err(Refused::Unsupported(frame.type_code, frame.pos))
+    }
+
+    /// The event's bytes from the file as BINLOG lines, appended to `out`.
+    fn base64_of(&mut self, frame: &Frame, out: &mut Vec<u8>) -> Printed {
+        let mut raw = Vec::with_capacity(frame.length as usize);
+        if !self.host.event_bytes(frame.pos, frame.length, &mut raw) {
+            return Err(Refused::Unsupported(frame.type_code, frame.pos));
+        }
+        base64_lines(&raw, out);
+        Ok(())
+    }
+
     /// One event: its `# at` line, then what its family prints.
     pub fn event(
         &mut self,
@@ -382,6 +415,9 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
         match frame.type_code {
             FORMAT_DESCRIPTION_EVENT => {
                 read_start(cur)?;
+                if self.encode_base64() {
+                    self.state.printed_fd_event = true;
+                }
             }
             QUERY_EVENT | QUERY_COMPRESSED_EVENT => {
                 let q = decode_query(
@@ -577,6 +613,14 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
         }
         if frame.flags & LOG_EVENT_ARTIFICIAL_F == 0 && created != 0 {
             let _ = writeln!(Wrap(&mut self.out), "ROLLBACK{DELIMITER}");
+        }
+        if self.encode_base64() {
+            self.out.extend_from_slice(b"BINLOG '\n");
+            let mut block = std::mem::take(&mut self.out);
+            self.base64_of(frame, &mut block)?;
+            self.out = block;
+            let _ = writeln!(Wrap(&mut self.out), "'{DELIMITER}");
+            self.state.printed_fd_event = true;
         }
         Ok(())
     }
@@ -811,6 +855,11 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
                 self.out.extend_from_slice(line);
             }
             self.out.push(b'\n');
+        }
+        if self.encode_base64() {
+            let mut body = std::mem::take(&mut self.state.body);
+            self.base64_of(frame, &mut body)?;
+            self.state.body = body;
         }
         Ok(())
     }
@@ -1071,6 +1120,7 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
         self.tables.insert(table_id, index);
         let database = self.maps[index].database.clone();
         self.state.printed_database.insert(table_id, database);
+        self.needs_fde(frame)?;
         if self.checking {
             self.annotate = None;
             return Ok(());
@@ -1088,6 +1138,11 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
             }
             self.out.push(b'\n');
         }
+        if self.encode_base64() {
+            let mut body = std::mem::take(&mut self.state.body);
+            self.base64_of(frame, &mut body)?;
+            self.state.body = body;
+        }
         Ok(())
     }
 
@@ -1101,6 +1156,16 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
         let stmt_end = h.stmt_end();
         if stmt_end {
             self.annotate = None;
+        }
+        self.needs_fde(frame)?;
+        if self.encode_base64()
+            && matches!(
+                frame.type_code,
+                WRITE_ROWS_COMPRESSED_EVENT_V1..=DELETE_ROWS_COMPRESSED_EVENT
+            )
+        {
+            // (their BINLOG block is re-encoded uncompressed: not done here)
+            return Err(Refused::Unsupported(frame.type_code, frame.pos));
         }
         let options = self.options.clone();
         if !options.short_form && !self.checking {
@@ -1128,6 +1193,11 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
             std::mem::swap(&mut self.out, &mut self.state.head);
         }
         if !options.short_form || options.print_row_count {
+            if self.encode_base64() && !self.checking {
+                let mut body = std::mem::take(&mut self.state.body);
+                self.base64_of(frame, &mut body)?;
+                self.state.body = body;
+            }
             let shown = self.state.printed_database.get(&h.table_id).cloned();
             let table = self.tables.get(&h.table_id).copied();
             match (table.and_then(|i| self.maps.get_mut(i)), shown) {
@@ -1197,6 +1267,11 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
         }
         if stmt_end {
             self.out.append(&mut self.state.head);
+            if !self.state.body.is_empty() {
+                self.out.extend_from_slice(b"\nBINLOG '\n");
+                self.out.append(&mut self.state.body);
+                let _ = writeln!(Wrap(&mut self.out), "'{DELIMITER}");
+            }
             self.out.append(&mut self.state.tail);
             if options.print_row_count && !options.short_form {
                 let _ = writeln!(
@@ -1412,6 +1487,35 @@ fn options_written(version: &[u8]) -> (bool, bool) {
         return (true, false);
     }
     (true, true)
+}
+
+/// Base64 (RFC 4648, padded) in lines of 76 characters, each ending in a
+/// newline, as `text.py` `_base64` writes BINLOG blocks.
+fn base64_lines(data: &[u8], out: &mut Vec<u8>) {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for line in data.chunks(57) {
+        for group in line.chunks(3) {
+            let b = [
+                group[0],
+                *group.get(1).unwrap_or(&0),
+                *group.get(2).unwrap_or(&0),
+            ];
+            let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+            out.push(ALPHABET[(n >> 18) as usize & 63]);
+            out.push(ALPHABET[(n >> 12) as usize & 63]);
+            out.push(if group.len() > 1 {
+                ALPHABET[(n >> 6) as usize & 63]
+            } else {
+                b'='
+            });
+            out.push(if group.len() > 2 {
+                ALPHABET[n as usize & 63]
+            } else {
+                b'='
+            });
+        }
+        out.push(b'\n');
+    }
 }
 
 fn hex(bytes: &[u8], out: &mut Vec<u8>) {
