@@ -43,3 +43,54 @@ def test_lazy_rows_checksum_is_verified(corpus, tmp_path, monkeypatch):
     with pytest.raises(binlake.ChecksumMismatch) as info:
         list(binlake.open(path))
     assert info.value.offset == victim.header.pos
+
+
+def _dump(path, *options) -> bytes:
+    import io
+    from binlake.cli import main
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", write_through=True)
+    err = io.StringIO()
+    status = main(["dump", *options, str(path)], out=out, err=err)
+    out.flush()
+    return status, raw.getvalue(), err.getvalue()
+
+
+DUMP_OPTIONS = [("--base64-output=decode-rows", "-v"), ("-vv",), (), ("--short-form",)]
+
+
+@pytest.mark.parametrize("options", DUMP_OPTIONS, ids=" ".join)
+@pytest.mark.parametrize("relpath", FILES)
+def test_lazy_rows_dump_like_in_memory(corpus, relpath, options, monkeypatch):
+    """A huge event's ### lines are printed window by window and its BINLOG
+    block streamed from the file: the text is the in-memory path's."""
+    path = corpus / relpath
+    expected = _dump(path, *options)
+    monkeypatch.setattr(reader, "LARGE_EVENT_BYTES", 64)
+    monkeypatch.setattr(LazyRowData, "WINDOW", 16)
+    from binlake import text
+    monkeypatch.setattr(text._Base64Chunks, "CHUNK", 57)
+    monkeypatch.setattr(text._Spooled, "CHUNK", 7)
+    assert _dump(path, *options) == expected
+
+
+def test_lazy_rows_dump_of_corrupt_rows_like_in_memory(corpus, tmp_path, monkeypatch):
+    """Rows the native printer refuses half-way through a huge event: nothing
+    of the windows already printed shows, the reference prints the event."""
+    from binlake.events import RowsEvent
+    src = corpus / FILES[1]
+    victim = max((e for e in binlake.open(src) if isinstance(e, RowsEvent)),
+                 key=lambda e: e.header.length)
+    data = bytearray(src.read_bytes())
+    end = victim.header.pos + victim.header.length - (4 if victim.header.checksum is not None else 0)
+    data[end - 8] ^= 0xFF  # a length in the last row: it runs past the end
+    data[end - 9] ^= 0x80
+    path = tmp_path / "bad.bin"
+    path.write_bytes(bytes(data))
+    for options in (("--base64-output=decode-rows", "-v"), ("-v",), ()):
+        expected = _dump(path, "--no-verify-checksum", *options)
+        assert "warning" in expected[2]
+        with monkeypatch.context() as patch:
+            patch.setattr(reader, "LARGE_EVENT_BYTES", 64)
+            patch.setattr(LazyRowData, "WINDOW", 16)
+            assert _dump(path, "--no-verify-checksum", *options) == expected

@@ -125,6 +125,26 @@ class RawEvents:
         self._last_raw = (key, raw)
         return raw
 
+    def verbatim(self, event: RowsEvent) -> bool:
+        """Whether `rows_raw` is the event's bytes in its file, as they are."""
+        return not self.inside_payload(event) and event.header.type_code not in _UNCOMPRESSED_TYPE
+
+    def chunks(self, event: Event, size: int):
+        """The event's bytes from its file, `size` bytes at a time (a huge
+        event is never read whole)."""
+        handle = self._files.get(event.header.file)
+        if handle is None:
+            handle = self._files[event.header.file] = self._open(event.header.file)
+        pos, left = event.header.pos, event.header.length
+        while left > 0:
+            handle.seek(pos)
+            data = handle.read(min(size, left))
+            if not data:
+                break
+            yield data
+            pos += len(data)
+            left -= len(data)
+
     @staticmethod
     def _open(path: str):
         with open(path, "rb") as probe:

@@ -123,6 +123,33 @@ class LazyRowData:
             return f.read(min(size, len(self) - offset))
 
 
+class RowWindows:
+    """The windows a huge event's row data is read through, one after another.
+
+    Iterating gives (base, buf, last): the window's offset in the row data,
+    its bytes, and whether it reaches the data's end. After each window the
+    reader calls `advance(stop)` with the offset in `buf` of the first row it
+    did not take whole (a row cut by the window's end): the next window starts
+    there, twice as large if not even one row fitted. A failure in the `last`
+    window is the reader's to raise: no larger window would help."""
+
+    def __init__(self, data: LazyRowData):
+        self.data = data
+        self.total = len(data)
+        self.base = 0
+        self.size = data.WINDOW
+
+    def __iter__(self):
+        while self.base < self.total:
+            buf = self.data.read(self.base, self.size)
+            yield self.base, buf, self.base + len(buf) >= self.total
+
+    def advance(self, stop: int) -> None:
+        if stop == 0:  # one row outgrew the window
+            self.size *= 2
+        self.base += stop
+
+
 def checked_table(event: RowsEvent):
     """The event's table map, which must exist and be as wide as the event."""
     table = event.table
@@ -235,22 +262,18 @@ def _native_iter_window(native, event: RowsEvent):
     """A huge event's rows through a window: each window decoded natively;
     a row cut by the window's end is decoded again from the next window."""
     layout = native_layout(checked_table(event), native)
-    data = event.rows_data
     before = bitmap_bytes(event.columns_present, event.width)
     after = bitmap_bytes(event.columns_present_after, event.width)
-    total, base, window, index = len(data), 0, data.WINDOW, 0
-    while base < total:
-        buf = data.read(base, window)
+    windows = RowWindows(event.rows_data)
+    index = 0
+    for base, buf, last in windows:
         rows, stop, error = layout.decode_window(event.operation, buf, before, after,
                                                  event.is_partial)
         yield from rows
-        if error is not None:
-            if base + len(buf) >= total:  # the window already reached the end
-                raise native_failure(event, error, base, index) from error.__cause__
-            if stop == 0:  # one row outgrew the window
-                window *= 2
+        if error is not None and last:
+            raise native_failure(event, error, base, index) from error.__cause__
         index += len(rows)
-        base += stop
+        windows.advance(stop)
 
 
 def decode_rows(event: RowsEvent) -> list:
@@ -292,33 +315,34 @@ def iter_rows(event: RowsEvent):
         yield from _native_iter_window(native, event)
         return
     pair = _pair_decoder(event)
-    total = len(data)
-    base, window = 0, data.WINDOW
-    buf = data.read(0, window)
-    pos = index = 0
-    while base + pos < total:
-        try:
-            row, end = pair(buf, pos)
-            if end == pos:  # images of no columns: decoding on would never end
-                raise ValueError(f"row images of no columns cannot hold the "
-                                 f"{total - base - pos} bytes left")
-            cut = end > len(buf)  # every decoder advances by what it read
-        except (IndexError, struct.error, ValueError, CorruptEvent) as exc:
-            cut, error = True, exc
-        else:
-            error = None
-        if cut:
-            if base + len(buf) >= total:  # the window already reached the end
-                raise _failure(event, base + pos, index,
-                               error or IndexError("row image runs past the end of the event"))
-            # refill from this row's start; grow the window if one row outgrew it
-            window = window * 2 if pos == 0 else window
-            base += pos
-            buf, pos = data.read(base, window), 0
-            continue
-        yield row
-        index += 1
-        pos = end
+    windows = RowWindows(data)
+    index = 0
+    for base, buf, last in windows:
+        pos = 0
+        while True:
+            try:
+                if pos >= len(buf) and not last:
+                    break  # the window ended on a row's end: read on from there
+                row, end = pair(buf, pos)
+                if end == pos:  # images of no columns: decoding on would never end
+                    raise ValueError(f"row images of no columns cannot hold the "
+                                     f"{windows.total - base - pos} bytes left")
+                cut = end > len(buf)  # every decoder advances by what it read
+            except (IndexError, struct.error, ValueError, CorruptEvent) as exc:
+                cut, error = True, exc
+            else:
+                error = None
+            if cut:
+                if last:
+                    raise _failure(event, base + pos, index,
+                                   error or IndexError("row image runs past the end of the event"))
+                break  # refill from this row's start
+            yield row
+            index += 1
+            pos = end
+            if last and pos >= len(buf):
+                return
+        windows.advance(pos)
 
 
 def _partial_slots(table, plan: RowPlan, buf: bytes, pos: int):

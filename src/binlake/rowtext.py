@@ -409,9 +409,8 @@ def identifier(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _native_text(native, event, table, buf, verbose: int, database: str | None):
-    """(text, count) from the native core, or None where this module must
-    print the event (it alone owns the error texts and corrupt-value lines)."""
+def _native_printer(native, table, database: str | None):
+    """(native RowText or False, the name to show as UTF-8 bytes), cached on the map."""
     cache = table.cache
     key = ("native_text", database)
     entry = cache.get(key)
@@ -427,14 +426,55 @@ def _native_text(native, event, table, buf, verbose: int, database: str | None):
         name = f"{identifier(database or table.database)}.{identifier(table.table)}"
         # bytes: a name from the command line may hold surrogate escapes
         entry = cache[key] = (printer, name.encode("utf-8", "surrogateescape"))
-    printer, name = entry
-    if not printer:
-        return None
+    return entry
+
+
+def _native_arguments(event, verbose: int, name: bytes) -> tuple:
+    """What RowText.format and format_window take after the data, in order."""
     nbytes = (event.width + 7) // 8
     after = event.columns_present_after
-    return printer.format(event.operation, bytes(buf), event.columns_present.to_bytes(nbytes, "little"),
-                          None if after is None else after.to_bytes(nbytes, "little"),
-                          event.header.type_code == T_PARTIAL_UPDATE_ROWS, min(verbose, 2), name)
+    return (event.columns_present.to_bytes(nbytes, "little"),
+            None if after is None else after.to_bytes(nbytes, "little"),
+            event.header.type_code == T_PARTIAL_UPDATE_ROWS, min(verbose, 2), name)
+
+
+def _native_text(native, event, table, buf, verbose: int, database: str | None):
+    """(text, count) from the native core, or None where this module must
+    print the event (it alone owns the error texts and corrupt-value lines)."""
+    printer, name = _native_printer(native, table, database)
+    if not printer:
+        return None
+    return printer.format(event.operation, bytes(buf), *_native_arguments(event, verbose, name))
+
+
+def format_rows_windowed(event, verbose: int, database: str | None, spool) -> int | None:
+    """A huge event's `###` lines (its rows_data a rows.LazyRowData) printed
+    by the native core one window at a time into `spool` (a binary file; None:
+    count only), so the event's text is never held whole. Returns the row
+    count, or None where the native core does not print this event: then
+    `format_rows` prints it whole, and whatever went to `spool` is void."""
+    from .rows import RowWindows
+    native = core.native()
+    if native is None:
+        return None
+    printer, name = _native_printer(native, event.table, database)
+    if not printer:
+        return None
+    arguments = _native_arguments(event, verbose, name)
+    windows = RowWindows(event.rows_data)
+    count = 0
+    for _, buf, last in windows:
+        printed = printer.format_window(event.operation, buf, *arguments)
+        if printed is None:
+            return None
+        text, rows, stop, failed = printed
+        if failed and last:  # no larger window helps: the reference says why
+            return None
+        if spool is not None:
+            spool.write(text)
+        count += rows
+        windows.advance(stop)
+    return count
 
 
 def format_rows(event, verbose: int, database: str | None = None) -> tuple[list[str], int]:

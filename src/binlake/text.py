@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import base64
 import os
+import tempfile
 import time
 from dataclasses import dataclass, field
 
-from .collation_names import charset_name, collation_name
+from . import core
+from .collation_names import COLLATIONS, charset_name, collation_name
 from .constants import EventType as E, LogEventFlag, STMT_END_F
 from .events import (BinlogCheckpointEvent, Event, FileBlockEvent, FormatDescriptionEvent,
                      GtidEvent, IncidentEvent, IntvarEvent, LoadEvent, MariadbGtidEvent,
@@ -35,7 +37,9 @@ from .events import (BinlogCheckpointEvent, Event, FileBlockEvent, FormatDescrip
 from .events.control import server_version_tuple
 from .events.rows import PRE_GA_ROWS_EVENTS
 from .rawevents import RawEvents, rewrite_table_map_db
-from .rowtext import RowFormatError, format_rows, identifier, raw_text
+from .rows import LazyRowData
+from .rowtext import (RowFormatError, format_rows, format_rows_windowed, identifier,
+                      json_diff_text, json_text, raw_text)
 
 DELIMITER = "/*!*/;"
 
@@ -62,6 +66,14 @@ _FLAGS2_VARIABLES = (
 )
 
 TM_BIT_HAS_TRIGGERS_F = 1 << 14
+
+# Header flags as plain ints: IntFlag's operators cost a call per event.
+_SKIP_REPLICATION_F = int(LogEventFlag.LOG_EVENT_SKIP_REPLICATION_F)
+_BINLOG_IN_USE_F = int(LogEventFlag.LOG_EVENT_BINLOG_IN_USE_F)
+_ARTIFICIAL_F = int(LogEventFlag.LOG_EVENT_ARTIFICIAL_F)
+_SUPPRESS_USE_F = int(LogEventFlag.LOG_EVENT_SUPPRESS_USE_F)
+_THREAD_SPECIFIC_F = int(LogEventFlag.LOG_EVENT_THREAD_SPECIFIC_F)
+_IGNORABLE_F = int(LogEventFlag.LOG_EVENT_IGNORABLE_F)
 
 #: Row event names as mysqlbinlog prints them (Log_event::get_type_str and friends).
 _ROWS_NAMES = {
@@ -159,28 +171,55 @@ class TextPrinter:
         self._current_position = 0
         self.delimiter = self.options.delimiter
         self.errors: list[str] = []   #: rows mysqlbinlog would not print either (why)
+        self._times: dict[int, str] = {}  #: header timestamps by second (localtime is slow)
+        self._buffer = getattr(out, "buffer", None)
+        self._pending: list[bytes] = []
+        self._pending_size = 0
 
     # -- output ------------------------------------------------------------
     def write(self, text: str) -> None:
-        buffer = getattr(self.out, "buffer", None)
-        if buffer is not None:
-            self.out.flush()
-            buffer.write(text.encode("utf-8", "surrogateescape"))
+        """Text to the output; to a binary buffer it goes in batches (one
+        write call per event costs more than the event's formatting)."""
+        if self._buffer is not None:
+            data = text.encode("utf-8", "surrogateescape")
+            self._pending.append(data)
+            self._pending_size += len(data)
+            if self._pending_size > 1 << 18:
+                self.flush()
         else:
             self.out.write(text)
+
+    def flush(self) -> None:
+        """Write what `write` holds back (before anything else writes to the output)."""
+        if self._buffer is not None:
+            self.out.flush()
+            if self._pending:
+                self._buffer.write(b"".join(self._pending))
+                self._pending.clear()
+                self._pending_size = 0
 
     def write_parts(self, parts: list) -> None:
         """`write("".join(parts))` without the join: a statement's rows text
         runs to megabytes, and joining and encoding it whole costs fresh
-        memory (page faults) twice over; one event's text at a time does not."""
-        buffer = getattr(self.out, "buffer", None)
+        memory (page faults) twice over; one event's text at a time does not.
+        A part that is not a `str` (a huge event's text, `_Chunked`) is
+        written chunk by chunk."""
+        buffer = self._buffer
         if buffer is not None:
-            self.out.flush()
+            self.flush()
             for text in parts:
-                buffer.write(text.encode("utf-8", "surrogateescape"))
+                if isinstance(text, str):
+                    buffer.write(text.encode("utf-8", "surrogateescape"))
+                else:
+                    for chunk in text.chunks():
+                        buffer.write(chunk)
         else:
             for text in parts:
-                self.out.write(text)
+                if isinstance(text, str):
+                    self.out.write(text)
+                else:
+                    for chunk in text.chunks():
+                        self.out.write(raw_text(chunk))
 
     # -- stream and files ----------------------------------------------------
     def begin(self) -> None:
@@ -221,7 +260,49 @@ class TextPrinter:
             lines.append("/*!100001 SET @@SESSION.SERVER_ID=@@GLOBAL.SERVER_ID */;\n"
                          "/*!100001 SET @@SESSION.GTID_DOMAIN_ID=@@GLOBAL.GTID_DOMAIN_ID */;\n")
         self.write("".join(lines))
+        self.flush()
         self._raw.close()
+
+    # -- whole files by the native printer ------------------------------------
+    def native_ready(self) -> bool:
+        """Whether the native printer (rust/src/sink/dump.rs) supports these
+        options: no hexdumps, filters or rewrites."""
+        o = self.options
+        return (o.base64_output in ("auto", "decode-rows", "never") and not o.hexdump
+                and not o.rewrite_db and o.database is None and o.table is None
+                and o.delimiter == DELIMITER and self._annotate is None
+                and _native_dump() is not None)
+
+    def print_file_natively(self, path: str, large_event_bytes: int) -> bool:
+        """Print the whole file with the native printer, bracketed as
+        `begin_file`/`end_file` do; False (nothing printed) where it leaves
+        the file to this printer: an event type or content it does not
+        print the same, or any reading error (this printer reports those).
+        The native printer decides that in a first pass over the file,
+        before it prints anything."""
+        native = _native_dump()
+        with open(path, "rb") as probe:
+            if probe.read(2) == b"\x1f\x8b":  # gzip: the reader streams those
+                return False
+        o = self.options
+        refused, printed_mysql_gtid = native(
+            path, min(o.verbose, 2), o.short_form, o.base64_output, o.print_row_count,
+            o.skip_annotate_row_events, o.mysql_events == "ignorable", large_event_bytes,
+            _timestamp, _micro_timestamp, _charset_names(), json_text, json_diff_text,
+            lambda: self.begin_file(path), self._write_bytes)
+        if refused is not None:
+            return False
+        self._printed_mysql_gtid |= printed_mysql_gtid
+        self.end_file()
+        return True
+
+    def _write_bytes(self, data: bytes) -> None:
+        buffer = self._buffer
+        if buffer is not None:
+            self.flush()
+            buffer.write(data)
+        else:
+            self.out.write(raw_text(data))
 
     # -- events --------------------------------------------------------------
     def note(self, event: Event) -> None:
@@ -268,7 +349,12 @@ class TextPrinter:
         elif self.state.fde is None and log_pos and h.type_code < E.FORMAT_DESCRIPTION_EVENT:
             # binlog v3 (4.x) stored where the event starts; mysqlbinlog shows its end
             log_pos += h.length
-        text = f"#{_timestamp(h.timestamp)} server id {h.server_id}  end_log_pos {log_pos} "
+        when = self._times.get(h.timestamp)
+        if when is None:
+            if len(self._times) > 4096:
+                self._times.clear()
+            when = self._times[h.timestamp] = _timestamp(h.timestamp)
+        text = f"#{when} server id {h.server_id}  end_log_pos {log_pos} "
         checksum = h.checksum
         if isinstance(event, FormatDescriptionEvent) and event.checksum_alg != 1:
             checksum = None  # the FDE carries a checksum field even with checksums off
@@ -322,7 +408,7 @@ class TextPrinter:
         return wanted is not None and db is not None and db != wanted
 
     def _skip_replication(self, event: Event) -> str:
-        value = 1 if event.header.flags & LogEventFlag.LOG_EVENT_SKIP_REPLICATION_F else 0
+        value = 1 if event.header.flags & _SKIP_REPLICATION_F else 0
         if value == self.state.skip_replication:
             return ""
         self.state.skip_replication = value
@@ -338,9 +424,9 @@ class TextPrinter:
             out.append(self.header(event) + f"\tStart: binlog v {event.binlog_version}, server v "
                        f"{event.server_version} created {_timestamp(h.timestamp)}"
                        + (" at startup" if created else "") + "\n")
-            if h.flags & LogEventFlag.LOG_EVENT_BINLOG_IN_USE_F:
+            if h.flags & _BINLOG_IN_USE_F:
                 out.append("# Warning: this binlog is either in use or was not closed properly.\n")
-        if not h.flags & LogEventFlag.LOG_EVENT_ARTIFICIAL_F and event.create_timestamp:
+        if not h.flags & _ARTIFICIAL_F and event.create_timestamp:
             out.append(f"ROLLBACK{self.delimiter}\n")
         if options.base64_output != "never" and not options.short_form:
             if self._encode_base64:
@@ -354,7 +440,7 @@ class TextPrinter:
         trans_keyword = _is_trans_keyword(query, bool(self.state.gtid_flags2 & 0xC0))
         flags = event.header.flags
         if trans_keyword:
-            flags |= LogEventFlag.LOG_EVENT_SUPPRESS_USE_F
+            flags |= _SUPPRESS_USE_F
         elif self._skip_database(event.database):
             return
         prefix = (self._use_rewritten(event.database, flags) + self._skip_replication(event)
@@ -371,7 +457,7 @@ class TextPrinter:
     def _use_rewritten(self, db: str, flags: int) -> str:
         """mysqlbinlog's print_use_stmt: a `use` of the rewritten database."""
         target = self.options.rewrite_db.get(db)
-        if flags & LogEventFlag.LOG_EVENT_SUPPRESS_USE_F or not db or db == self.state.db or not target:
+        if flags & _SUPPRESS_USE_F or not db or db == self.state.db or not target:
             return ""
         self.state.db = db
         return f"use {identifier(target)}{self.delimiter}\n"
@@ -385,7 +471,7 @@ class TextPrinter:
                        f"exec_time={event.exec_time}\terror_code={event.error_code}\t"
                        f"xid={event.status_vars.get('Q_XID', 0)}\n")
         db = event.database
-        if flags & LogEventFlag.LOG_EVENT_SUPPRESS_USE_F:
+        if flags & _SUPPRESS_USE_F:
             if not _is_trans_keyword(query, bool(state.gtid_flags2 & 0xC0)):
                 state.db = ""
         elif db is not None:
@@ -399,7 +485,7 @@ class TextPrinter:
         if micro:
             when += ".%06d" % micro
         out.append(when + f"{self.delimiter}\n")
-        if state.thread_id is None or (flags & LogEventFlag.LOG_EVENT_THREAD_SPECIFIC_F
+        if state.thread_id is None or (flags & _THREAD_SPECIFIC_F
                                        and event.thread_id != state.thread_id):
             thread = 999999999 if options.short_form else event.thread_id
             out.append(f"SET @@session.pseudo_thread_id={thread}{self.delimiter}\n")
@@ -556,7 +642,7 @@ class TextPrinter:
         self._simple(event, f"\n# Incident: {name}\nRELOAD DATABASE; # Shall generate syntax error\n")
 
     def _print_unknown(self, event: Event) -> None:
-        if event.header.flags & LogEventFlag.LOG_EVENT_IGNORABLE_F:
+        if event.header.flags & _IGNORABLE_F:
             return self._print_ignorable(event)
         if not self.options.short_form:
             self.write(self.header(event) + "\n# Unknown event\n")
@@ -713,8 +799,8 @@ class TextPrinter:
             out.append(self._annotate_lines())
         database = options.rewrite_db.get(event.database, event.database)
         state.printed_database[event.table_id] = database
-        raw = self._raw.get(event)
-        if database != event.database:
+        raw = self._raw.get(event) if self._encode_base64 else None  # (re-read from the file)
+        if database != event.database and raw is not None:
             raw = rewrite_table_map_db(raw, state.header_length, state.fde, database,
                                        event.header.checksum is not None)
         if self._needs_fde(event):
@@ -748,11 +834,7 @@ class TextPrinter:
                 # The statement ends with a rows event of a table filtered
                 # away: what was collected before it is still printed. (Here
                 # mariadb-binlog leaves out the "BINLOG '" opening; we do not.)
-                out = ["".join(state.head)]
-                if state.body:
-                    out.append("\nBINLOG '\n" + "".join(state.body) + f"'{self.delimiter}\n")
-                out.extend(state.tail)
-                self.write_parts(out)
+                self.write_parts(self._statement_parts())
                 state.head.clear()
                 state.body.clear()
                 state.tail.clear()
@@ -768,15 +850,10 @@ class TextPrinter:
             state.head.append(self.header(event) + f"\t{name}: table id {event.table_id}{flags}\n")
         if not options.short_form or options.print_row_count:
             if self._encode_base64:
-                state.body.append(self._base64(event, self._raw.rows_raw(event)))
+                state.body.append(self._rows_base64(event))
             known = event.table_id in state.printed_database
             if event.table is not None and known and not pre_ga:
-                try:
-                    lines, count = format_rows(event, options.verbose,
-                                               state.printed_database.get(event.table_id))
-                except RowFormatError as exc:
-                    lines, count = [], 0
-                    self.errors.append(str(exc))
+                lines, count = self._rows_text(event, state.printed_database.get(event.table_id))
                 if options.verbose:
                     state.tail.append(lines[0] if len(lines) == 1 else "".join(lines))
                 state.rows_in_statement += count
@@ -784,10 +861,7 @@ class TextPrinter:
                 # mysqlbinlog knows only the table maps it printed (no newline: as it does)
                 state.tail.append(f"### Row event for unknown table #{event.table_id}")
         if stmt_end:
-            out = ["".join(state.head)]
-            if state.body:
-                out.append("\nBINLOG '\n" + "".join(state.body) + f"'{self.delimiter}\n")
-            out.extend(state.tail)
+            out = self._statement_parts()
             if options.print_row_count and not options.short_form:
                 out.append(f"# Number of rows: {state.rows_in_statement}\n")
             self.write_parts(out)
@@ -795,6 +869,39 @@ class TextPrinter:
             state.body.clear()
             state.tail.clear()
             state.rows_in_statement = 0
+
+    def _statement_parts(self) -> list:
+        """A statement's collected text: headers, BINLOG block, `###` lines."""
+        state = self.state
+        out = ["".join(state.head)]
+        if state.body:
+            out.append("\nBINLOG '\n")
+            out.extend(state.body)
+            out.append(f"'{self.delimiter}\n")
+        out.extend(state.tail)
+        return out
+
+    def _rows_text(self, event: RowsEvent, database: str) -> tuple[list, int]:
+        """The `###` lines of a rows event and its row count. A huge event's
+        lines (read through a window) go to a spool file, never held whole."""
+        if isinstance(event.rows_data, LazyRowData):
+            spool = tempfile.TemporaryFile() if self.options.verbose else None
+            count = format_rows_windowed(event, self.options.verbose, database, spool)
+            if count is not None:
+                return ([_Spooled(spool)] if spool is not None else []), count
+            if spool is not None:
+                spool.close()
+        try:
+            return format_rows(event, self.options.verbose, database)
+        except RowFormatError as exc:
+            self.errors.append(str(exc))
+            return [], 0
+
+    def _rows_base64(self, event: RowsEvent):
+        """The rows event's BINLOG lines; a huge one's as chunks read from its file."""
+        if isinstance(event.rows_data, LazyRowData) and self._raw.verbatim(event):
+            return _Base64Chunks(self._raw, event)
+        return self._base64(event, self._raw.rows_raw(event))
 
     # -- LOAD DATA -------------------------------------------------------------------
     def _print_file_block(self, event: FileBlockEvent) -> None:
@@ -838,7 +945,7 @@ class TextPrinter:
         if event.database and event.database != self.state.db:
             self.state.db = event.database
             out.append(("# " if commented else "") + f"use {identifier(event.database)}{self.delimiter}\n")
-        if event.header.flags & LogEventFlag.LOG_EVENT_THREAD_SPECIFIC_F:
+        if event.header.flags & _THREAD_SPECIFIC_F:
             out.append(f"SET @@session.pseudo_thread_id={event.thread_id}{self.delimiter}\n")
         text = "# " if commented else ""
         text += "LOAD DATA "
@@ -901,6 +1008,53 @@ _HANDLERS = {
 
 
 # -- helpers ----------------------------------------------------------------------
+
+def _native_dump():
+    """The native core's whole-file printer, if the core is in use."""
+    native = core.native()
+    return getattr(native, "dump_file", None) if native is not None else None
+
+
+_CHARSET_NAMES: list | None = None
+
+
+def _charset_names() -> list:
+    """charset_name by collation id, as a list (what the native printer takes)."""
+    global _CHARSET_NAMES
+    if _CHARSET_NAMES is None:
+        _CHARSET_NAMES = [charset_name(i) for i in range(max(COLLATIONS) + 1)]
+    return _CHARSET_NAMES
+
+
+class _Spooled:
+    """Text written to a temporary file (a huge event's `###` lines), to be
+    copied to the output when its statement is printed."""
+
+    CHUNK = 8 << 20
+
+    def __init__(self, spool):
+        self.spool = spool
+
+    def chunks(self):
+        self.spool.seek(0)
+        while chunk := self.spool.read(self.CHUNK):
+            yield chunk
+        self.spool.close()
+
+
+class _Base64Chunks:
+    """A huge event's BINLOG lines, encoded as its bytes are read from the
+    file: whole 76-character lines per chunk, as `_base64` makes them."""
+
+    CHUNK = 57 * (1 << 17)  # 57 bytes make one 76-character line
+
+    def __init__(self, raw: RawEvents, event: Event):
+        self.raw, self.event = raw, event
+
+    def chunks(self):
+        for data in self.raw.chunks(self.event, self.CHUNK):
+            yield base64.encodebytes(data)
+
 
 def _timestamp(seconds: int) -> str:
     """mysqlbinlog's print_timestamp: `%02d%02d%02d %2d:%02d:%02d` in local time."""

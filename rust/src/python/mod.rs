@@ -10,6 +10,7 @@ use crate::error::Error;
 
 mod arrow;
 mod changes;
+mod dump;
 mod events;
 mod reader;
 mod text;
@@ -38,6 +39,7 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     values::register(m)?;
     text::register(m)?;
+    dump::register(m)?;
     arrow::register(m)?;
     changes::register(m)?;
     events::register(m)?;

@@ -16,7 +16,7 @@ use pyo3::types::{PyBytes, PyString};
 
 use super::values::RowLayout;
 use crate::rowimage::{Operation, RowsData, ValueError, ValueResult};
-use crate::sink::text::{write_rows, JsonText, TextColumns, TextRequest};
+use crate::sink::text::{write_rows_window, JsonText, TextColumns, TextRequest, WindowFailure};
 
 /// The text printer of one table map's rows events.
 #[pyclass(module = "binlake._native", unsendable)]
@@ -30,10 +30,10 @@ pub struct RowText {
 }
 
 /// MySQL JSON printed by the reference's helpers, so both paths share them.
-struct PyJson<'a, 'py> {
-    py: Python<'py>,
-    document: &'a Py<PyAny>,
-    diff: &'a Py<PyAny>,
+pub(crate) struct PyJson<'a, 'py> {
+    pub(crate) py: Python<'py>,
+    pub(crate) document: &'a Py<PyAny>,
+    pub(crate) diff: &'a Py<PyAny>,
 }
 
 fn helper_failed(err: PyErr) -> ValueError {
@@ -92,6 +92,86 @@ impl RowText {
         verbose: u8,
         name: &[u8],
     ) -> PyResult<Option<(Bound<'py, PyString>, usize)>> {
+        let request = (
+            operation,
+            data,
+            before_bitmap,
+            after_bitmap,
+            partial,
+            verbose,
+            name,
+        );
+        let count = match self.write(py, request)? {
+            Some(Ok(count)) => count,
+            _ => return Ok(None),
+        };
+        let text = text_of(py, &self.buf)?;
+        self.release_huge_buffer();
+        Ok(Some((text, count)))
+    }
+
+    /// The lines of the whole rows of a window into a huge event's row data:
+    /// (text as bytes, rows, offset where printing stopped, whether a row
+    /// failed there). A row cut by the window's end fails; the caller reads
+    /// on from the offset, and gives the event to `format` (whole) when the
+    /// window already reached the event's end. None: not printable natively.
+    #[pyo3(signature = (operation, data, before_bitmap, after_bitmap, partial, verbose, name))]
+    #[allow(clippy::too_many_arguments)]
+    fn format_window<'py>(
+        &mut self,
+        py: Python<'py>,
+        operation: &str,
+        data: &[u8],
+        before_bitmap: &[u8],
+        after_bitmap: Option<&[u8]>,
+        partial: bool,
+        verbose: u8,
+        name: &[u8],
+    ) -> PyResult<Option<WindowText<'py>>> {
+        let request = (
+            operation,
+            data,
+            before_bitmap,
+            after_bitmap,
+            partial,
+            verbose,
+            name,
+        );
+        let (count, stop, failed) = match self.write(py, request)? {
+            None => return Ok(None),
+            Some(Ok(count)) => (count, data.len(), false),
+            Some(Err(failure)) => (failure.index, failure.offset, true),
+        };
+        let text = PyBytes::new(py, &self.buf);
+        self.release_huge_buffer();
+        Ok(Some((text, count, stop, failed)))
+    }
+}
+
+/// A window's (text, rows printed, offset where printing stopped, whether a row failed there).
+type WindowText<'py> = (Bound<'py, PyBytes>, usize, usize, bool);
+
+/// What `format` and `format_window` take: (operation, data, before bitmap,
+/// after bitmap, partial, verbose, name).
+type Request<'a> = (
+    &'a str,
+    &'a [u8],
+    &'a [u8],
+    Option<&'a [u8]>,
+    bool,
+    u8,
+    &'a [u8],
+);
+
+impl RowText {
+    /// The rows' lines into `self.buf`: None where the request cannot be
+    /// printed natively at all, else the count or where a row failed.
+    fn write(
+        &mut self,
+        py: Python<'_>,
+        request: Request<'_>,
+    ) -> PyResult<Option<Result<usize, WindowFailure>>> {
+        let (operation, data, before_bitmap, after_bitmap, partial, verbose, name) = request;
         let Some(operation) = Operation::from_name(operation) else {
             return Ok(None);
         };
@@ -125,15 +205,19 @@ impl RowText {
             diff: &self.json_diff_text,
         };
         self.buf.clear();
-        let count = match write_rows(core, &self.columns, &request, &mut json, &mut self.buf) {
-            Ok(count) => count,
-            Err(_) => return Ok(None),
-        };
-        let text = text_of(py, &self.buf)?;
+        Ok(Some(write_rows_window(
+            core,
+            &self.columns,
+            &request,
+            &mut json,
+            &mut self.buf,
+        )))
+    }
+
+    fn release_huge_buffer(&mut self) {
         if self.buf.capacity() > 1 << 24 {
             self.buf = Vec::new(); // one huge event must not pin its buffer for the rest of the file
         }
-        Ok(Some((text, count)))
     }
 }
 

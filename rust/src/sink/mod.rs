@@ -2,5 +2,6 @@
 //! The Python-values sink lives with the glue (`python/values.rs`): it makes Python objects.
 
 pub mod arrow;
+pub mod dump;
 pub mod events;
 pub mod text;

@@ -247,6 +247,27 @@ pub fn write_rows<J: JsonText>(
     json: &mut J,
     out: &mut Vec<u8>,
 ) -> Result<usize, ValueError> {
+    write_rows_window(layout, text, request, json, out).map_err(|failure| failure.error)
+}
+
+/// Where the rows of a window stopped: the failing row's offset in the data
+/// and its index (as `rowimage::decode_rows` says), and why.
+pub struct WindowFailure {
+    pub offset: usize,
+    pub index: usize,
+    pub error: ValueError,
+}
+
+/// `write_rows` over a window into a huge event's row data: on failure `out`
+/// keeps the lines of the whole rows before the failing one (a row cut by the
+/// window's end fails too; the caller reads on from `offset`).
+pub fn write_rows_window<J: JsonText>(
+    layout: &Layout,
+    text: &TextColumns,
+    request: &TextRequest,
+    json: &mut J,
+    out: &mut Vec<u8>,
+) -> Result<usize, WindowFailure> {
     let rows = &request.rows;
     let command: &[u8] = match rows.operation {
         Operation::Insert => b"INSERT INTO",
@@ -273,8 +294,17 @@ pub fn write_rows<J: JsonText>(
         after_empty: request.after_empty && rows.operation == Operation::Update,
         json,
         scratch: Vec::new(),
+        row_start: 0,
     };
-    decode_rows(layout, rows, &mut sink).map_err(|(_, _, e)| e)
+    decode_rows(layout, rows, &mut sink).map_err(|(offset, index, error)| {
+        let row_start = sink.row_start;
+        sink.out.truncate(row_start);
+        WindowFailure {
+            offset,
+            index,
+            error,
+        }
+    })
 }
 
 /// Appends lines as values arrive; see the module docs for what it refuses.
@@ -287,6 +317,8 @@ pub struct TextSink<'a, J: JsonText> {
     json: &'a mut J,
     /// A JSON document's text before quoting.
     scratch: Vec<u8>,
+    /// Where the text of the row being printed starts in `out`.
+    row_start: usize,
 }
 
 fn not_printable() -> ValueError {
@@ -683,6 +715,7 @@ impl<J: JsonText> ValueSink for TextSink<'_, J> {
 
 impl<J: JsonText> RowSink for TextSink<'_, J> {
     fn start_row(&mut self, _operation: Operation) -> ValueResult {
+        self.row_start = self.out.len();
         self.out.extend_from_slice(self.row_head);
         Ok(())
     }

@@ -7,13 +7,14 @@ meanings of mysqlbinlog/mariadb-binlog (see filters.py).
 
 from __future__ import annotations
 
+import os
 
 from ..cli import ExitStatus
 from ..errors import BinlogError
-from ..filters import Verdict
+from ..filters import SelectionOptions, Verdict
 from ..jsonable import event_json
 from ..text import TextError, TextOptions, TextPrinter
-from .common import add_input_arguments, report
+from .common import add_input_arguments, reader_options, report
 from .selection import (add_selection_arguments, open_output, progress_bar, selected_events,
                         selection_options, spool_stdin)
 
@@ -80,7 +81,7 @@ def _dump_text(args, files, selection, text_filters, out, err) -> int:
     try:
         def on_file(path):
             printer.begin_file(path) if path is not None else printer.end_file()
-        for _, event, verdict in selected_events(args, files, selection, err, on_file=on_file):
+        for _, event, verdict in _events_to_print(args, files, selection, err, printer, on_file):
             bar.update(event)
             if verdict is Verdict.SHOW and start is not None and event.header.pos < start \
                     and args.base64_output == "decode-rows":
@@ -91,12 +92,15 @@ def _dump_text(args, files, selection, text_filters, out, err) -> int:
             printer.event(event)
             printer.end_payload_if_done(event)
     except BinlogError as exc:
+        printer.flush()
         report(exc, err)
         status = ExitStatus.ERROR
     except TextError as exc:
+        printer.flush()
         err.write(f"ERROR: {exc}\n")
         status = ExitStatus.ERROR
     finally:
+        printer.flush()
         bar.close()
     if selection.error:
         err.write(f"binlake dump: {selection.error}\n")
@@ -105,6 +109,27 @@ def _dump_text(args, files, selection, text_filters, out, err) -> int:
         err.write(f"binlake: warning: {problem}\n")
     printer.end()
     return status
+
+
+def _events_to_print(args, files, selection, err, printer, on_file):
+    """`selected_events` for the Python printer; with no selection, default
+    reading options and printing options it supports, each file is first
+    offered to the native printer, which prints it whole or leaves it here."""
+    plain = (NATIVE_PRINTER and selection.options == SelectionOptions()
+             and reader_options(args) == {"force": False, "verify_checksums": True})
+    if not plain or not printer.native_ready():
+        yield from selected_events(args, files, selection, err, on_file=on_file)
+        return
+    from .. import reader
+    for path in files:
+        if printer.native_ready() and os.path.isfile(path) \
+                and printer.print_file_natively(path, reader.LARGE_EVENT_BYTES):
+            continue
+        yield from selected_events(args, [path], selection, err, on_file=on_file)
+
+
+#: Offer files to the native printer (tests turn it off to compare the two).
+NATIVE_PRINTER = True
 
 
 def _dump_json(args, files, selection, out, err) -> int:

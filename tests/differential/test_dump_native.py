@@ -1,0 +1,162 @@
+"""`binlake dump` through the native whole-file printer (rust/src/sink/dump.rs)
+equals the Python `TextPrinter`, byte for byte, on every corpus file and on
+server-written binlogs, with the common options, in two time zones.
+
+The rule under test (commands/dump.py `_events_to_print`): with no event
+selection and printing options the native printer supports, each file is
+offered to it; it prints the file whole or refuses before printing anything
+(an event type it does not print, a reading error, rows its `###` printer
+leaves to the reference), and then the Python printer prints that file.
+So the output must be the same either way; the test also counts which
+files the native printer took, so that it cannot pass by refusing all.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import tempfile
+import time
+
+import pytest
+
+from binlake import core
+from binlake.cli import main
+from binlake.commands import dump
+from binlake.text import TextPrinter
+
+pytestmark = pytest.mark.skipif(not core.available(), reason="native core not built")
+
+
+def _corpus_files() -> list:
+    from corpus.manifest import corpus_dir
+    root = corpus_dir()
+    if not root.exists():
+        return []
+    return sorted(p for p in root.rglob("*") if p.is_file() and p.name not in ("MANIFEST.md", "keys.txt"))
+
+
+FILES = _corpus_files()
+
+OPTIONS = [
+    ("--base64-output=decode-rows", "-v"),
+    ("--base64-output=decode-rows", "-vv"),
+    ("--base64-output=decode-rows",),
+    ("--base64-output=decode-rows", "-v", "--short-form"),
+    ("--base64-output=never", "-v"),
+    ("--base64-output=decode-rows", "-v", "--skip-print-row-count", "--skip-annotate-row-events"),
+    ("--base64-output=decode-rows", "-v", "--mysql-events=ignorable"),
+    ("-v",),
+    (),
+    ("-vv", "--mysql-events=ignorable"),
+    ("--short-form",),
+]
+#: Options the native printer does not take: the Python printer prints all.
+FALLBACK_OPTIONS = [
+    ("--base64-output=decode-rows", "-v", "--start-position=256"),
+    ("--base64-output=decode-rows", "-v", "--stop-position=1000"),
+    ("--base64-output=decode-rows", "-v", "--database=test"),
+    ("-v", "--hexdump"),
+]
+
+
+@pytest.fixture(params=["UTC", "America/New_York"])
+def time_zone(request):
+    """mysqlbinlog prints local time: both printers must agree in each zone."""
+    old = os.environ.get("TZ")
+    os.environ["TZ"] = request.param
+    time.tzset()
+    yield request.param
+    if old is None:
+        os.environ.pop("TZ", None)
+    else:
+        os.environ["TZ"] = old
+    time.tzset()
+
+
+_LOAD_DIR = tempfile.mkdtemp(prefix="binlake-dump-native-")
+
+
+def _dump(paths, options, native: bool, monkeypatch) -> tuple:
+    monkeypatch.setattr(dump, "NATIVE_PRINTER", native)
+    # LOAD DATA files are written with the first free name: the same each run
+    shutil.rmtree(_LOAD_DIR, ignore_errors=True)
+    os.makedirs(_LOAD_DIR)
+    options = (*options, f"--local-load={_LOAD_DIR}")
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", write_through=True)
+    err = io.StringIO()
+    status = main(["dump", *options, *map(str, paths)], out=out, err=err)
+    out.flush()
+    return status, raw.getvalue(), err.getvalue()
+
+
+class _Taken:
+    """Counts the files the native printer printed."""
+
+    def __init__(self, monkeypatch):
+        self.count = 0
+        original = TextPrinter.print_file_natively
+
+        def counting(printer, path, large):
+            done = original(printer, path, large)
+            self.count += done
+            return done
+        monkeypatch.setattr(TextPrinter, "print_file_natively", counting)
+
+
+def test_native_printer_equals_python_printer_on_the_corpus(time_zone, monkeypatch):
+    taken = _Taken(monkeypatch)
+    mismatches = []
+    for options in OPTIONS:
+        for path in FILES:
+            expected = _dump([path], options, False, monkeypatch)
+            got = _dump([path], options, True, monkeypatch)
+            if got != expected:
+                mismatches.append((str(path), options))
+    assert not mismatches, mismatches[:10]
+    # most corpus files are made only of the events it prints (96 of 150 today)
+    assert taken.count >= 80 * len(OPTIONS), taken.count
+
+
+def test_several_files_in_one_run(monkeypatch):
+    """Native and Python files mixed in one run (the printer's state carries over)."""
+    paths = FILES[:40]
+    for options in OPTIONS[:2]:
+        assert _dump(paths, options, True, monkeypatch) == _dump(paths, options, False, monkeypatch)
+
+
+@pytest.mark.parametrize("options", FALLBACK_OPTIONS, ids=" ".join)
+def test_options_it_does_not_take_leave_files_to_python(options, monkeypatch):
+    taken = _Taken(monkeypatch)
+    for path in FILES[:60]:
+        assert _dump([path], options, True, monkeypatch) == _dump([path], options, False, monkeypatch)
+    assert taken.count == 0
+
+
+def test_corrupt_files_are_refused_whole(tmp_path, monkeypatch):
+    """A file failing late (a flipped byte near its end, a cut tail) prints
+    what the Python printer prints, error and all."""
+    sources = [p for p in FILES if "mariadb" in str(p).lower()][:30]
+    assert sources
+    for n, path in enumerate(sources):
+        data = bytearray(path.read_bytes())
+        if len(data) < 200:
+            continue
+        for kind, mutated in (("flip", data[:-40] + bytes([data[-40] ^ 0x5A]) + data[-39:]),
+                              ("cut", data[:-7])):
+            target = tmp_path / f"{n}-{kind}.bin"
+            target.write_bytes(bytes(mutated))
+            for options in OPTIONS[:1]:
+                assert _dump([target], options, True, monkeypatch) == \
+                    _dump([target], options, False, monkeypatch), (path, kind)
+
+
+@pytest.mark.server
+def test_server_binlogs_native_equals_python(server_binlogs, time_zone, monkeypatch):
+    taken = _Taken(monkeypatch)
+    for options in OPTIONS:
+        assert _dump(server_binlogs, options, True, monkeypatch) == \
+            _dump(server_binlogs, options, False, monkeypatch), options
+    assert taken.count > 0
