@@ -37,8 +37,8 @@ from .constants import (BINLOG_CHECKSUM_ALG_DESC_LEN, BINLOG_CHECKSUM_LEN, BINLO
 from .cursor import Cursor, text
 from .errors import (BinlogError, ChecksumMismatch, CorruptEvent, EncryptedBinlog,
                      NotABinlog, PartialEvent, TruncatedEvent)
-from .events import (DECODERS, Event, EventHeader, FormatDescription, TransactionPayloadEvent,
-                     UnknownEvent)
+from .events import (DECODERS, Event, EventHeader, FormatDescription, TableMapEvent,
+                     TransactionPayloadEvent, UnknownEvent)
 from .events.control import has_checksum_field
 
 _HEADER = struct.Struct("<IBIIIH")
@@ -208,14 +208,14 @@ class BinlogReader:
     def __iter__(self) -> Iterator[Event]:
         for index, path in enumerate(self.paths):
             start = self.start_position if index == 0 else None
-            yield from self._read_file(path, start)
+            native = core.native()
+            if native is not None:  # one generator less between the events and the caller
+                yield from self._native_events(native, path, start)
+            else:
+                yield from self._read_file(path, start)
 
     # One file --------------------------------------------------------------
     def _read_file(self, path: str, start_position: int | None) -> Iterator[Event]:
-        native = core.native()
-        if native is not None:
-            yield from self._native_events(native, path, start_position)
-            return
         source = open_source(path)
         info = FileInfo(path)
         self.files.append(info)
@@ -319,6 +319,10 @@ class BinlogReader:
         framer = native.Framer(path, stream, self.verify_checksums, self.force, start_position,
                                self.unpack_payloads, LARGE_EVENT_BYTES, self._pending_alg)
         decode, note, update = self._decode, info.note, self._update_state
+        # The common event's path, inlined (a million small events make the
+        # calls count): `_decode` and `info.note` do the same for the others.
+        decoders, names, must_consume = DECODERS, _TYPE_NAMES, _MUST_CONSUME
+        read_counts, file_counts = self.stats.events, info.counts
         try:
             framer.start()
             version = info.binlog_version = framer.binlog_version
@@ -330,7 +334,8 @@ class BinlogReader:
                  header_len, raw, special) in framer:
                 header = EventHeader(path, pos, timestamp, type_code, server_id, length,
                                      log_pos, flags, checksum)
-                if special:
+                decoder = decoders.get(type_code)
+                if special or decoder is None or type_code in _RARE_CODES:
                     if special & _N_WARNING:
                         self.stats.warnings.append(framer.warning)
                     if special & _N_FDE:
@@ -344,10 +349,30 @@ class BinlogReader:
                         note(event)
                         yield event
                         continue
-                event = decode(header, raw, header_len, len(raw), ctx)
-                note(event)
+                    event = decode(header, raw, header_len, len(raw), ctx)
+                    note(event)
+                    yield event
+                    update(event, ctx, info)
+                    continue
+                name = names[type_code]
+                read_counts[name] += 1
+                cur = Cursor(raw, header_len, len(raw), pos, path)
+                try:
+                    event = decoder(header, cur, ctx)
+                except BinlogError as exc:
+                    event = self._failed(exc, header, raw, header_len, len(raw))
+                else:
+                    if cur.pos < cur.end and type_code in must_consume:
+                        self._unread(cur, header)
+                file_counts[name] += 1
+                if timestamp:
+                    if info.first_timestamp is None:
+                        info.first_timestamp = timestamp
+                    info.last_timestamp = timestamp
+                info.last_type = name
                 yield event
-                update(event, ctx, info)
+                if type_code == _TABLE_MAP and event.__class__ is TableMapEvent:
+                    ctx.table_maps[event.table_id] = event
             info.end_pos = framer.end_pos
         except EncryptedBinlog:
             info.encrypted = True
@@ -420,7 +445,7 @@ class BinlogReader:
     def _decode(self, header: EventHeader, raw: bytes, header_len: int, body_end: int,
                 ctx: DecodeContext) -> Event:
         code = header.type_code
-        self.stats.events[_type_name(code)] += 1
+        self.stats.events[_TYPE_NAMES[code]] += 1
         decoder = DECODERS.get(code)
         if decoder is None:
             self.stats.undecoded[header.type_name] += 1
@@ -432,19 +457,28 @@ class BinlogReader:
         try:
             event = decoder(header, cur, ctx)
         except BinlogError as exc:
-            exc = type(exc)(exc.file, exc.offset,
-                            f"{header.type_name} at {header.pos}: {exc.detail}")
-            if not self.force:
-                raise exc from None
-            self.stats.undecoded[header.type_name] += 1
-            self.stats.warnings.append(str(exc))
-            return UnknownEvent(header, raw[header_len:body_end], exc.detail)
-        if code in _MUST_CONSUME and not cur.at_end():
-            error = cur.error(f"{cur.remaining()} unread bytes after the {header.type_name} body")
-            if not self.force:
-                raise error
-            self.stats.warnings.append(str(error))
+            return self._failed(exc, header, raw, header_len, body_end)
+        if cur.pos < cur.end and code in _MUST_CONSUME:
+            self._unread(cur, header)
         return event
+
+    def _failed(self, exc: BinlogError, header: EventHeader, raw: bytes, header_len: int,
+                body_end: int) -> Event:
+        """A decoder's error, said with the event's type and position: raised,
+        or under `force` recorded and the event kept raw."""
+        exc = type(exc)(exc.file, exc.offset,
+                        f"{header.type_name} at {header.pos}: {exc.detail}")
+        if not self.force:
+            raise exc from None
+        self.stats.undecoded[header.type_name] += 1
+        self.stats.warnings.append(str(exc))
+        return UnknownEvent(header, raw[header_len:body_end], exc.detail)
+
+    def _unread(self, cur: Cursor, header: EventHeader) -> None:
+        error = cur.error(f"{cur.remaining()} unread bytes after the {header.type_name} body")
+        if not self.force:
+            raise error
+        self.stats.warnings.append(str(error))
 
     def _update_state(self, event: Event, ctx: DecodeContext, info: "FileInfo") -> None:
         code = event.header.type_code
@@ -521,7 +555,13 @@ class BinlogReader:
 # a descriptor call each time they are read).
 _FDE = int(E.FORMAT_DESCRIPTION_EVENT)
 _START_V3 = int(E.START_EVENT_V3)
+_TABLE_MAP = int(E.TABLE_MAP_EVENT)
 _type_name = event_type_name
+#: every type code's name (a code is one byte)
+_TYPE_NAMES = tuple(event_type_name(code) for code in range(256))
+#: codes the native reader's inlined path leaves to `_decode`, `note` and
+#: `_update_state`: they change the stream state or the file's facts
+_RARE_CODES = frozenset({_FDE, _START_V3, int(E.START_ENCRYPTION_EVENT)})
 
 #: Rows events bigger than this keep their row images in the file (read lazily).
 LARGE_EVENT_BYTES = 64 << 20
@@ -564,7 +604,7 @@ class FileInfo:
 
     def note(self, event: Event) -> None:
         header = event.header
-        name = _type_name(header.type_code)
+        name = _TYPE_NAMES[header.type_code]
         self.counts[name] += 1
         if header.type_code == _START_V3 and self.server_version is None:
             self.server_version = getattr(event, "server_version", None)
