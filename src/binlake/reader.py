@@ -317,7 +317,8 @@ class BinlogReader:
         info = FileInfo(path)
         self.files.append(info)
         framer = native.Framer(path, stream, self.verify_checksums, self.force, start_position,
-                               self.unpack_payloads, LARGE_EVENT_BYTES, self._pending_alg)
+                               self.unpack_payloads, LARGE_EVENT_BYTES, self._pending_alg,
+                               EventHeader)
         decode, note, update = self._decode, info.note, self._update_state
         # The common event's path, inlined (a million small events make the
         # calls count): `_decode` and `info.note` do the same for the others.
@@ -330,10 +331,7 @@ class BinlogReader:
             fde = (old_format(version) if version in (1, 3) else
                    FormatDescription(4, "", LOG_EVENT_MINIMAL_HEADER_LEN, b"", None, None))
             ctx = DecodeContext(path, fde, table_caches=self._table_caches)
-            for (pos, timestamp, type_code, server_id, length, log_pos, flags, checksum,
-                 header_len, raw, special) in framer:
-                header = EventHeader(path, pos, timestamp, type_code, server_id, length,
-                                     log_pos, flags, checksum)
+            for header, type_code, timestamp, header_len, raw, special in framer:
                 decoder = decoders.get(type_code)
                 if special or decoder is None or type_code in _RARE_CODES:
                     if special & _N_WARNING:
@@ -356,7 +354,7 @@ class BinlogReader:
                     continue
                 name = names[type_code]
                 read_counts[name] += 1
-                cur = Cursor(raw, header_len, len(raw), pos, path)
+                cur = Cursor(raw, header_len, len(raw), header.pos, path)
                 try:
                     event = decoder(header, cur, ctx)
                 except BinlogError as exc:

@@ -4,19 +4,22 @@
 //! unpacks in a single opcode in `BinlogReader`; the rare extras (a
 //! checksum warning under `force`, a huge event's end, an FDE's algorithm
 //! byte) are read as attributes only when the tuple's last item flags them,
-//! so the common event costs no attribute lookups. Pipes and gzip files are
-//! read through the Python stream object the reader already opened, so
-//! decompression and its errors stay Python's.
+//! so the common event costs no attribute lookups. Given the `EventHeader`
+//! class, the framer makes each event's header itself (`HeaderMaker`): a
+//! million small events otherwise spend as long in the header's Python
+//! `__init__` as in framing. Pipes and gzip files are read through the
+//! Python stream object the reader already opened, so decompression and its
+//! errors stay Python's.
 
 use std::io::{self, Read};
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyTuple};
+use pyo3::types::{PyBytes, PyString, PyTuple, PyType};
 
 use super::raise;
 use crate::error::{Error, ErrorKind};
-use crate::framing::{Framer, Options, LARGE_EVENT_BYTES};
+use crate::framing::{Frame, Framer, Options, LARGE_EVENT_BYTES};
 use crate::source::{FileSource, Source, StreamSource};
 
 /// Flags in the tuple's last item.
@@ -57,12 +60,81 @@ impl Read for PyStream {
     }
 }
 
+/// Makes `binlake.events.EventHeader` instances without running its
+/// `__init__`: `object.__new__(EventHeader)`, then each field stored in its
+/// slot, as the dataclass's own `__init__` does.
+struct HeaderMaker {
+    class: Py<PyType>,
+    new: Py<PyAny>,
+    /// The path as `str`, shared by every header of the file.
+    file: Py<PyString>,
+    /// The fields, in `EventHeader` order.
+    names: [Py<PyString>; 9],
+}
+
+impl HeaderMaker {
+    const FIELDS: [&'static str; 9] = [
+        "file",
+        "pos",
+        "timestamp",
+        "type_code",
+        "server_id",
+        "length",
+        "log_pos",
+        "flags",
+        "checksum",
+    ];
+
+    fn new(py: Python<'_>, class: Bound<'_, PyType>, path: &str) -> PyResult<Self> {
+        Ok(HeaderMaker {
+            new: py
+                .import("builtins")?
+                .getattr("object")?
+                .getattr("__new__")?
+                .unbind(),
+            class: class.unbind(),
+            file: PyString::new(py, path).unbind(),
+            names: Self::FIELDS.map(|name| PyString::intern(py, name).unbind()),
+        })
+    }
+
+    fn make<'py>(&self, py: Python<'py>, frame: &Frame) -> PyResult<Bound<'py, PyAny>> {
+        let header = self.new.bind(py).call1((self.class.bind(py),))?;
+        let values = [
+            self.file.bind(py).clone().into_any(),
+            frame.pos.into_pyobject(py)?.into_any(),
+            frame.timestamp.into_pyobject(py)?.into_any(),
+            frame.type_code.into_pyobject(py)?.into_any(),
+            frame.server_id.into_pyobject(py)?.into_any(),
+            frame.length.into_pyobject(py)?.into_any(),
+            frame.log_pos.into_pyobject(py)?.into_any(),
+            frame.flags.into_pyobject(py)?.into_any(),
+            frame.checksum.into_pyobject(py)?.into_any(),
+        ];
+        for (name, value) in self.names.iter().zip(values) {
+            // SAFETY: the three pointers are live references held across the
+            // call. PyObject_GenericSetAttr stores the value through the
+            // class's slot descriptor, bypassing the frozen dataclass's
+            // __setattr__ (as its __init__ does with object.__setattr__); it
+            // returns -1 with an exception set on failure (no such field).
+            let status = unsafe {
+                pyo3::ffi::PyObject_GenericSetAttr(header.as_ptr(), name.as_ptr(), value.as_ptr())
+            };
+            if status < 0 {
+                return Err(PyErr::fetch(py));
+            }
+        }
+        Ok(header)
+    }
+}
+
 #[pyclass(module = "binlake._native", name = "Framer", unsendable)]
 pub struct PyFramer {
     framer: Framer<Box<dyn Source + Send>>,
     path: String,
     stream_error: PyErrSlot,
     large_end: Option<u64>,
+    header: Option<HeaderMaker>,
 }
 
 impl PyFramer {
@@ -80,12 +152,15 @@ impl PyFramer {
 impl PyFramer {
     /// `stream`: a binary file object to read instead of the file at `path`
     /// (standard input, a gzip file); `path` then only names it in errors.
+    /// `header_class`: `EventHeader`, to have each event's header made here.
     #[new]
     #[pyo3(signature = (path, stream=None, verify_checksums=true, force=false,
                         start_position=None, unpack_payloads=true,
-                        large_event_bytes=LARGE_EVENT_BYTES, pending_alg=None))]
+                        large_event_bytes=LARGE_EVENT_BYTES, pending_alg=None,
+                        header_class=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
+        py: Python<'_>,
         path: String,
         stream: Option<Py<PyAny>>,
         verify_checksums: bool,
@@ -94,7 +169,12 @@ impl PyFramer {
         unpack_payloads: bool,
         large_event_bytes: u64,
         pending_alg: Option<u8>,
+        header_class: Option<Bound<'_, PyType>>,
     ) -> PyResult<Self> {
+        let header = match header_class {
+            Some(class) => Some(HeaderMaker::new(py, class, &path)?),
+            None => None,
+        };
         let stream_error: PyErrSlot = Arc::new(Mutex::new(None));
         let source: Box<dyn Source + Send> = match stream {
             Some(obj) => Box::new(StreamSource::new(PyStream {
@@ -116,6 +196,7 @@ impl PyFramer {
             path,
             stream_error,
             large_end: None,
+            header,
         })
     }
 
@@ -131,6 +212,7 @@ impl PyFramer {
     /// (pos, timestamp, type_code, server_id, length, log_pos, flags,
     /// checksum, header_len, raw, special): `raw` runs from the header to the
     /// end of the body; `special` flags the extras to read as attributes.
+    /// With a header class: (header, type_code, timestamp, header_len, raw, special).
     fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
         let frame = match self.framer.next() {
             Ok(Some(frame)) => frame,
@@ -152,6 +234,19 @@ impl PyFramer {
             special |= INNER;
         }
         let raw = PyBytes::new(py, self.framer.raw());
+        if let Some(maker) = &self.header {
+            let header = maker.make(py, &frame)?;
+            let tuple = (
+                header,
+                frame.type_code,
+                frame.timestamp,
+                frame.header_len,
+                raw,
+                special,
+            )
+                .into_pyobject(py)?;
+            return Ok(Some(tuple));
+        }
         let tuple = (
             frame.pos,
             frame.timestamp,
