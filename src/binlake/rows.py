@@ -287,6 +287,7 @@ def decode_rows(event: RowsEvent) -> list:
                                  "bytes left")
             rows.append(row)
         if pos > end:
+            rows.pop()  # the last row is the one that ran past the end: its index is reported
             raise IndexError("row image runs past the end of the event")
     except (IndexError, struct.error, ValueError, NotImplementedError, CorruptEvent) as exc:
         # CorruptEvent: a malformed JSON diff, located inside the diff alone

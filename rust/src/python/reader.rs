@@ -28,12 +28,12 @@ const LARGE: u32 = 2;
 const FDE: u32 = 4;
 const INNER: u32 = 8;
 
-type PyErrSlot = Arc<Mutex<Option<PyErr>>>;
+pub(super) type PyErrSlot = Arc<Mutex<Option<PyErr>>>;
 
 /// A Python binary stream as `Read`; its exception waits in `error` to be re-raised as is.
-struct PyStream {
-    obj: Py<PyAny>,
-    error: PyErrSlot,
+pub(super) struct PyStream {
+    pub(super) obj: Py<PyAny>,
+    pub(super) error: PyErrSlot,
 }
 
 impl Read for PyStream {
