@@ -37,8 +37,8 @@ from .constants import (BINLOG_CHECKSUM_ALG_DESC_LEN, BINLOG_CHECKSUM_LEN, BINLO
 from .cursor import Cursor, text
 from .errors import (BinlogError, ChecksumMismatch, CorruptEvent, EncryptedBinlog,
                      NotABinlog, PartialEvent, TruncatedEvent)
-from .events import (DECODERS, Event, EventHeader, FormatDescription, TableMapEvent,
-                     TransactionPayloadEvent, UnknownEvent)
+from .events import (DECODERS, Event, EventHeader, FormatDescription, MariadbGtidEvent,
+                     RowsEvent, TableMapEvent, TransactionPayloadEvent, UnknownEvent, XidEvent)
 from .events.control import has_checksum_field
 
 _HEADER = struct.Struct("<IBIIIH")
@@ -318,7 +318,7 @@ class BinlogReader:
         self.files.append(info)
         framer = native.Framer(path, stream, self.verify_checksums, self.force, start_position,
                                self.unpack_payloads, LARGE_EVENT_BYTES, self._pending_alg,
-                               EventHeader)
+                               EventHeader, True)
         decode, note, update = self._decode, info.note, self._update_state
         # The common event's path, inlined (a million small events make the
         # calls count): `_decode` and `info.note` do the same for the others.
@@ -331,7 +331,26 @@ class BinlogReader:
             fde = (old_format(version) if version in (1, 3) else
                    FormatDescription(4, "", LOG_EVENT_MINIMAL_HEADER_LEN, b"", None, None))
             ctx = DecodeContext(path, fde, table_caches=self._table_caches)
-            for header, type_code, timestamp, header_len, raw, special in framer:
+            table_maps = ctx.table_maps
+            for header, type_code, timestamp, header_len, raw, special, fields in framer:
+                if fields is not None:
+                    # decoded natively (rust/src/python/reader.rs `body_fields`)
+                    name = names[type_code]
+                    read_counts[name] += 1
+                    if type_code in _ROWS_CODES:
+                        table_id, flags, width, present, present_after, data, offset = fields
+                        event = RowsEvent(header, table_id, flags, {}, width, present,
+                                          present_after, table_maps.get(table_id), data, offset)
+                    else:
+                        event = _NATIVE_BODIES[type_code](header, *fields)
+                    file_counts[name] += 1
+                    if timestamp:
+                        if info.first_timestamp is None:
+                            info.first_timestamp = timestamp
+                        info.last_timestamp = timestamp
+                    info.last_type = name
+                    yield event
+                    continue
                 decoder = decoders.get(type_code)
                 if special or decoder is None or type_code in _RARE_CODES:
                     if special & _N_WARNING:
@@ -370,7 +389,7 @@ class BinlogReader:
                 info.last_type = name
                 yield event
                 if type_code == _TABLE_MAP and event.__class__ is TableMapEvent:
-                    ctx.table_maps[event.table_id] = event
+                    table_maps[event.table_id] = event
             info.end_pos = framer.end_pos
         except EncryptedBinlog:
             info.encrypted = True
@@ -567,6 +586,13 @@ _LARGE_EVENT_HEAD = 1 << 16  # post-header, extra info and bitmaps fit in this
 _LAZY_ROWS_TYPES = {E.WRITE_ROWS_EVENT_V1, E.UPDATE_ROWS_EVENT_V1, E.DELETE_ROWS_EVENT_V1,
                     E.WRITE_ROWS_EVENT, E.UPDATE_ROWS_EVENT, E.DELETE_ROWS_EVENT,
                     E.PARTIAL_UPDATE_ROWS_EVENT}
+
+#: Events the native framer may hand decoded (`body_fields` in
+#: rust/src/python/reader.rs): the class their fields make, and the rows events
+_NATIVE_BODIES = {int(E.GTID_EVENT): MariadbGtidEvent, int(E.XID_EVENT): XidEvent}
+_ROWS_CODES = frozenset({int(E.WRITE_ROWS_EVENT_V1), int(E.UPDATE_ROWS_EVENT_V1),
+                         int(E.DELETE_ROWS_EVENT_V1), int(E.WRITE_ROWS_EVENT),
+                         int(E.UPDATE_ROWS_EVENT), int(E.DELETE_ROWS_EVENT)})
 
 #: Flags of the native framer's `special` item (rust/src/python/reader.rs).
 _N_WARNING, _N_LARGE, _N_FDE, _N_INNER = 1, 2, 4, 8

@@ -18,7 +18,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString, PyTuple, PyType};
 
 use super::raise;
+use crate::constants::*;
 use crate::error::{Error, ErrorKind};
+use crate::events::{body, decode_mariadb_gtid, decode_rows_header, decode_xid};
 use crate::framing::{Frame, Framer, Options, LARGE_EVENT_BYTES};
 use crate::source::{FileSource, Source, StreamSource};
 
@@ -128,6 +130,85 @@ impl HeaderMaker {
     }
 }
 
+/// The fields after `header` of the Python event of the commonest small
+/// events, decoded by `crate::events` (the reference's twins): MariaDB GTID
+/// (`MariadbGtidEvent`), XID (`XidEvent`), and uncompressed v1/v2 rows events
+/// as (table_id, flags, width, columns_present, columns_present_after,
+/// rows_data, rows_offset) for `RowsEvent`, the reader adding the table map
+/// and the (empty) extra info. None whenever anything is unusual (a decoding
+/// error, bytes left over, extra row info, bitmaps wider than 64 columns):
+/// the event is then decoded by the reference, which also words its errors.
+fn body_fields<'py>(
+    py: Python<'py>,
+    framer: &Framer<Box<dyn Source + Send>>,
+    frame: &Frame,
+) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    let raw = framer.raw();
+    let mut cur = body(raw, frame);
+    let fields = match frame.type_code {
+        GTID_EVENT => match decode_mariadb_gtid(&mut cur) {
+            Ok(g) if cur.at_end() => (
+                g.seq_no,
+                g.domain_id,
+                g.flags2,
+                g.commit_id,
+                g.xa_format_id,
+                g.xa_gtrid.map(|b| PyBytes::new(py, b)),
+                g.xa_bqual.map(|b| PyBytes::new(py, b)),
+                g.flags_extra,
+                g.extra_engines,
+                g.sa_seq_no,
+                g.thread_id,
+            )
+                .into_pyobject(py)?,
+            _ => return Ok(None),
+        },
+        XID_EVENT => match decode_xid(&mut cur) {
+            Ok(xid) if cur.at_end() => (xid,).into_pyobject(py)?,
+            _ => return Ok(None),
+        },
+        WRITE_ROWS_EVENT_V1..=DELETE_ROWS_EVENT_V1 | WRITE_ROWS_EVENT..=DELETE_ROWS_EVENT => {
+            let post = framer.format().post_header_len(frame.type_code);
+            let rows = match decode_rows_header(&mut cur, frame.type_code, post, false) {
+                Ok(rows) if cur.at_end() => rows,
+                _ => return Ok(None),
+            };
+            let extra = &rows.extra;
+            let plain = extra.ndb.is_none() && extra.partition_id.is_none();
+            let (Some(present), Some(after), true) = (
+                bitmap_int(rows.present),
+                rows.present_after
+                    .map_or(Some(None), |b| bitmap_int(b).map(Some)),
+                plain,
+            ) else {
+                return Ok(None);
+            };
+            (
+                rows.table_id,
+                rows.flags,
+                rows.width,
+                present,
+                after,
+                PyBytes::new(py, &rows.data),
+                rows.rows_offset,
+            )
+                .into_pyobject(py)?
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(fields))
+}
+
+/// A columns bitmap as the int `Cursor.bitmap` makes (bit i = column i), for up to 64 columns.
+fn bitmap_int(bytes: &[u8]) -> Option<u64> {
+    if bytes.len() > 8 {
+        return None;
+    }
+    let mut value = [0u8; 8];
+    value[..bytes.len()].copy_from_slice(bytes);
+    Some(u64::from_le_bytes(value))
+}
+
 #[pyclass(module = "binlake._native", name = "Framer", unsendable)]
 pub struct PyFramer {
     framer: Framer<Box<dyn Source + Send>>,
@@ -135,6 +216,8 @@ pub struct PyFramer {
     stream_error: PyErrSlot,
     large_end: Option<u64>,
     header: Option<HeaderMaker>,
+    /// Decode the commonest small events' bodies (`body_fields`).
+    bodies: bool,
 }
 
 impl PyFramer {
@@ -157,7 +240,7 @@ impl PyFramer {
     #[pyo3(signature = (path, stream=None, verify_checksums=true, force=false,
                         start_position=None, unpack_payloads=true,
                         large_event_bytes=LARGE_EVENT_BYTES, pending_alg=None,
-                        header_class=None))]
+                        header_class=None, bodies=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -170,6 +253,7 @@ impl PyFramer {
         large_event_bytes: u64,
         pending_alg: Option<u8>,
         header_class: Option<Bound<'_, PyType>>,
+        bodies: bool,
     ) -> PyResult<Self> {
         let header = match header_class {
             Some(class) => Some(HeaderMaker::new(py, class, &path)?),
@@ -197,6 +281,7 @@ impl PyFramer {
             stream_error,
             large_end: None,
             header,
+            bodies,
         })
     }
 
@@ -212,7 +297,9 @@ impl PyFramer {
     /// (pos, timestamp, type_code, server_id, length, log_pos, flags,
     /// checksum, header_len, raw, special): `raw` runs from the header to the
     /// end of the body; `special` flags the extras to read as attributes.
-    /// With a header class: (header, type_code, timestamp, header_len, raw, special).
+    /// With a header class: (header, type_code, timestamp, header_len, raw,
+    /// special, fields): `fields` as `body_fields` makes them when `bodies`
+    /// (then `raw` is None: the rows data is its own `bytes`), else None.
     fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
         let frame = match self.framer.next() {
             Ok(Some(frame)) => frame,
@@ -233,9 +320,17 @@ impl PyFramer {
         if frame.inner {
             special |= INNER;
         }
-        let raw = PyBytes::new(py, self.framer.raw());
         if let Some(maker) = &self.header {
             let header = maker.make(py, &frame)?;
+            let fields = if self.bodies && special == 0 && !self.framer.format().permuted {
+                body_fields(py, &self.framer, &frame)?
+            } else {
+                None
+            };
+            let raw = match fields {
+                Some(_) => None,
+                None => Some(PyBytes::new(py, self.framer.raw())),
+            };
             let tuple = (
                 header,
                 frame.type_code,
@@ -243,10 +338,12 @@ impl PyFramer {
                 frame.header_len,
                 raw,
                 special,
+                fields,
             )
                 .into_pyobject(py)?;
             return Ok(Some(tuple));
         }
+        let raw = PyBytes::new(py, self.framer.raw());
         let tuple = (
             frame.pos,
             frame.timestamp,
