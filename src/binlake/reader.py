@@ -316,9 +316,12 @@ class BinlogReader:
                     stream = gzip.open(path, "rb")
         info = FileInfo(path)
         self.files.append(info)
+        # The framer makes the headers, and the commonest small events whole
+        # (rust/src/python/reader.rs `Makers`), with the table maps in force.
+        table_maps: dict = {}
         framer = native.Framer(path, stream, self.verify_checksums, self.force, start_position,
                                self.unpack_payloads, LARGE_EVENT_BYTES, self._pending_alg,
-                               EventHeader, True)
+                               EventHeader, (MariadbGtidEvent, XidEvent, RowsEvent), table_maps)
         decode, note, update = self._decode, info.note, self._update_state
         # The common event's path, inlined (a million small events make the
         # calls count): `_decode` and `info.note` do the same for the others.
@@ -330,19 +333,11 @@ class BinlogReader:
             info.no_start_event = framer.no_start_event
             fde = (old_format(version) if version in (1, 3) else
                    FormatDescription(4, "", LOG_EVENT_MINIMAL_HEADER_LEN, b"", None, None))
-            ctx = DecodeContext(path, fde, table_caches=self._table_caches)
-            table_maps = ctx.table_maps
-            for header, type_code, timestamp, header_len, raw, special, fields in framer:
-                if fields is not None:
-                    # decoded natively (rust/src/python/reader.rs `body_fields`)
+            ctx = DecodeContext(path, fde, table_maps, table_caches=self._table_caches)
+            for header, type_code, timestamp, header_len, raw, special, event in framer:
+                if event is not None:  # made by the framer
                     name = names[type_code]
                     read_counts[name] += 1
-                    if type_code in _ROWS_CODES:
-                        table_id, flags, width, present, present_after, data, offset = fields
-                        event = RowsEvent(header, table_id, flags, {}, width, present,
-                                          present_after, table_maps.get(table_id), data, offset)
-                    else:
-                        event = _NATIVE_BODIES[type_code](header, *fields)
                     file_counts[name] += 1
                     if timestamp:
                         if info.first_timestamp is None:
@@ -586,13 +581,6 @@ _LARGE_EVENT_HEAD = 1 << 16  # post-header, extra info and bitmaps fit in this
 _LAZY_ROWS_TYPES = {E.WRITE_ROWS_EVENT_V1, E.UPDATE_ROWS_EVENT_V1, E.DELETE_ROWS_EVENT_V1,
                     E.WRITE_ROWS_EVENT, E.UPDATE_ROWS_EVENT, E.DELETE_ROWS_EVENT,
                     E.PARTIAL_UPDATE_ROWS_EVENT}
-
-#: Events the native framer may hand decoded (`body_fields` in
-#: rust/src/python/reader.rs): the class their fields make, and the rows events
-_NATIVE_BODIES = {int(E.GTID_EVENT): MariadbGtidEvent, int(E.XID_EVENT): XidEvent}
-_ROWS_CODES = frozenset({int(E.WRITE_ROWS_EVENT_V1), int(E.UPDATE_ROWS_EVENT_V1),
-                         int(E.DELETE_ROWS_EVENT_V1), int(E.WRITE_ROWS_EVENT),
-                         int(E.UPDATE_ROWS_EVENT), int(E.DELETE_ROWS_EVENT)})
 
 #: Flags of the native framer's `special` item (rust/src/python/reader.rs).
 _N_WARNING, _N_LARGE, _N_FDE, _N_INNER = 1, 2, 4, 8

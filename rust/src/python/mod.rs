@@ -11,6 +11,7 @@ use crate::error::Error;
 mod arrow;
 mod changes;
 mod reader;
+mod slots;
 mod text;
 mod values;
 
