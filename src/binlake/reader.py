@@ -24,7 +24,7 @@ import re
 import struct
 import sys
 import zlib
-from collections import Counter
+from collections import Counter, _count_elements
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
@@ -326,6 +326,7 @@ class BinlogReader:
         # The common event's path, inlined (a million small events make the
         # calls count): `_decode` and `info.note` do the same for the others.
         decoders, names, must_consume = DECODERS, _TYPE_NAMES, _MUST_CONSUME
+        count, one_of = _count_elements, _ONE_NAME
         read_counts, file_counts = self.stats.events, info.counts
         try:
             framer.start()
@@ -337,8 +338,8 @@ class BinlogReader:
             for header, type_code, timestamp, header_len, raw, special, event in framer:
                 if event is not None:  # made by the framer
                     name = names[type_code]
-                    read_counts[name] += 1
-                    file_counts[name] += 1
+                    count(read_counts, one_of[type_code])
+                    count(file_counts, one_of[type_code])
                     if timestamp:
                         if info.first_timestamp is None:
                             info.first_timestamp = timestamp
@@ -367,7 +368,7 @@ class BinlogReader:
                     update(event, ctx, info)
                     continue
                 name = names[type_code]
-                read_counts[name] += 1
+                count(read_counts, one_of[type_code])
                 cur = Cursor(raw, header_len, len(raw), header.pos, path)
                 try:
                     event = decoder(header, cur, ctx)
@@ -376,7 +377,7 @@ class BinlogReader:
                 else:
                     if cur.pos < cur.end and type_code in must_consume:
                         self._unread(cur, header)
-                file_counts[name] += 1
+                count(file_counts, one_of[type_code])
                 if timestamp:
                     if info.first_timestamp is None:
                         info.first_timestamp = timestamp
@@ -571,6 +572,10 @@ _TABLE_MAP = int(E.TABLE_MAP_EVENT)
 _type_name = event_type_name
 #: every type code's name (a code is one byte)
 _TYPE_NAMES = tuple(event_type_name(code) for code in range(256))
+#: ... each alone in a tuple, for `_count_elements`: Counter's own counting
+#: helper (C in CPython) adds one in a call, where `counter[name] += 1` goes
+#: through Counter's Python-level item assignment
+_ONE_NAME = tuple((name,) for name in _TYPE_NAMES)
 #: codes the native reader's inlined path leaves to `_decode`, `note` and
 #: `_update_state`: they change the stream state or the file's facts
 _RARE_CODES = frozenset({_FDE, _START_V3, int(E.START_ENCRYPTION_EVENT)})
