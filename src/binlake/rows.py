@@ -299,7 +299,8 @@ def iter_rows(event: RowsEvent):
     """The (before, after) pairs one by one; huge events are read through a window."""
     data = event.rows_data
     if data.__class__ is not LazyRowData:
-        yield from decode_rows(event)
+        native = core.native()
+        yield from (decode_rows(event) if native is None else _native_rows(native, event, data))
         return
     native = core.native()
     if native is not None and event.header.type_code not in PRE_GA_ROWS_EVENTS:
