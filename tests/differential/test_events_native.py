@@ -67,3 +67,12 @@ def test_mutations_events_alike(chunk, tmp_path):
             continue
         native = read_all(path, False, **options)
         assert native == pure, f"{_id(source)} mutated (chunk {chunk}, case {case}, {options})"
+
+
+@pytest.mark.server
+def test_server_binlogs_events_alike(server_binlogs):
+    """Metadata FULL and NO_LOG, MINIMAL images, compressed rows events."""
+    for path in server_binlogs:
+        native = read_all(path, False)
+        assert native[0] and native[1] is None, path
+        assert native == read_all(path, True), path
