@@ -13,6 +13,7 @@ mod changes;
 mod dump;
 mod events;
 mod reader;
+mod slots;
 mod text;
 mod values;
 
