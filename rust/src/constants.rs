@@ -107,3 +107,35 @@ pub const MYSQL_TYPE_GEOMETRY: u8 = 255;
 
 /// PARTIAL_UPDATE_ROWS_EVENT value options (`enum_binlog_row_value_options`).
 pub const PARTIAL_JSON_UPDATES: u64 = 1;
+
+// Rows event flags (`enum_flag` of Rows_log_event)
+pub const STMT_END_F: u16 = 0x1;
+
+// MariaDB Gtid_log_event flags2 and flags_extra (log_event.h)
+pub const FL_STANDALONE: u8 = 1;
+pub const FL_GROUP_COMMIT_ID: u8 = 2;
+pub const FL_PREPARED_XA: u8 = 64;
+pub const FL_COMPLETED_XA: u8 = 128;
+pub const FL_EXTRA_MULTI_ENGINE_E1: u8 = 1;
+pub const FL_COMMIT_ALTER_E1: u8 = 4;
+pub const FL_ROLLBACK_ALTER_E1: u8 = 8;
+pub const FL_EXTRA_THREAD_ID: u8 = 16;
+
+// Table_map_log_event::Optional_metadata_field_type
+pub const SIGNEDNESS: u8 = 1;
+pub const DEFAULT_CHARSET: u8 = 2;
+pub const COLUMN_CHARSET: u8 = 3;
+pub const COLUMN_NAME: u8 = 4;
+pub const SET_STR_VALUE: u8 = 5;
+pub const ENUM_STR_VALUE: u8 = 6;
+pub const GEOMETRY_TYPE: u8 = 7;
+pub const SIMPLE_PRIMARY_KEY: u8 = 8;
+pub const PRIMARY_KEY_WITH_PREFIX: u8 = 9;
+pub const ENUM_AND_SET_DEFAULT_CHARSET: u8 = 10;
+pub const ENUM_AND_SET_COLUMN_CHARSET: u8 = 11;
+pub const COLUMN_VISIBILITY: u8 = 12;
+pub const VECTOR_DIMENSIONALITY: u8 = 13;
+
+// Extra row info tags (MySQL `enum_extra_row_info_typecode`)
+pub const RW_V_EXTRAINFO_TAG: u8 = 0;
+pub const RW_V_TAG_PART_INFO: u8 = 1;

@@ -43,7 +43,7 @@ impl<'a> Cursor<'a> {
     pub fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
         if n > self.remaining() {
             return Err(self.error(format!(
-                "needs {n} bytes, {} left in the event",
+                "needs {n} bytes, only {} left in the event",
                 self.remaining()
             )));
         }
@@ -94,19 +94,57 @@ impl<'a> Cursor<'a> {
         self.uint(8)
     }
 
+    pub fn i64(&mut self) -> Result<i64> {
+        Ok(self.uint(8)? as i64)
+    }
+
+    /// The next byte without moving (None at the end).
+    pub fn peek(&self) -> Option<u8> {
+        self.buf.get(self.pos).copied()
+    }
+
+    /// One length byte, then that many bytes.
+    pub fn lstring1(&mut self) -> Result<&'a [u8]> {
+        let n = self.u8()? as usize;
+        self.bytes(n)
+    }
+
+    /// A packed length, then that many bytes.
+    pub fn lstring_packed(&mut self) -> Result<&'a [u8]> {
+        let n = self.packed_len()?;
+        if n > self.remaining() as u64 {
+            return Err(self.error(format!(
+                "needs {n} bytes, only {} left in the event",
+                self.remaining()
+            )));
+        }
+        self.bytes(n as usize)
+    }
+
+    /// Bytes up to a NUL terminator (consumed, not returned).
+    pub fn cstring(&mut self) -> Result<&'a [u8]> {
+        let rest = &self.buf[self.pos..];
+        match memchr::memchr(0, rest) {
+            Some(n) => {
+                self.pos += n + 1;
+                Ok(&rest[..n])
+            }
+            None => Err(self.error("string is not NUL-terminated")),
+        }
+    }
+
     /// MySQL's packed integer (`net_field_length_ll`): < 251 in one byte,
     /// 252/253/254 followed by 2, 3 or 8 bytes. 251 (NULL) is not a length.
+    /// Errors name the offset after the prefix byte, as cursor.py's do.
     pub fn packed_len(&mut self) -> Result<u64> {
         let first = self.u8()?;
         match first {
             0..=250 => Ok(first as u64),
+            251 => Err(self.error("unexpected NULL length")),
             252 => self.uint(2),
             253 => self.uint(3),
             254 => self.uint(8),
-            _ => Err(Error::corrupt(
-                self.offset() - 1,
-                format!("bad packed integer prefix {first}"),
-            )),
+            _ => Err(self.error("invalid length-encoded integer prefix 0xff")),
         }
     }
 

@@ -338,6 +338,12 @@ impl<S: Source> Framer<S> {
         &self.raw
     }
 
+    /// The last event's bytes, moved out rather than copied (`raw()` is then
+    /// empty until the next event), for a caller that keeps them.
+    pub fn take_raw(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.raw)
+    }
+
     /// The checksum problem `force` let the last event through with.
     pub fn warning(&self) -> Option<&Error> {
         self.warning.as_ref()

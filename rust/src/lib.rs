@@ -7,11 +7,13 @@
 pub mod constants;
 pub mod cursor;
 pub mod error;
+pub mod events;
 pub mod framing;
 pub mod layout;
 pub mod rowimage;
 pub mod sink;
 pub mod source;
+pub mod transaction;
 
 #[cfg(feature = "python")]
 mod python;

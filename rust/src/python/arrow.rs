@@ -51,19 +51,32 @@ impl ChangeLayout {
 }
 
 /// Python functions of `binlake.spark.exact` for what has no native text.
-struct Helpers {
+pub(super) struct Helpers {
     json_text: Py<PyAny>,
     partial_json_text: Py<PyAny>,
     codec_text: Py<PyAny>,
     row_error: Py<PyAny>,
 }
 
-struct PyHelper<'a, 'py> {
-    py: Python<'py>,
-    helpers: &'a Helpers,
-    codec_names: &'a [Option<Py<PyString>>],
+impl Helpers {
+    pub(super) fn load(py: Python<'_>) -> PyResult<Self> {
+        let exact = py.import("binlake.spark.exact")?;
+        let native = py.import("binlake._native")?;
+        Ok(Helpers {
+            json_text: exact.getattr("json_value_text")?.unbind(),
+            partial_json_text: exact.getattr("partial_json_text")?.unbind(),
+            codec_text: exact.getattr("codec_text")?.unbind(),
+            row_error: native.getattr("RowDecodeError")?.unbind(),
+        })
+    }
+}
+
+pub(super) struct PyHelper<'a, 'py> {
+    pub(super) py: Python<'py>,
+    pub(super) helpers: &'a Helpers,
+    pub(super) codec_names: &'a [Option<Py<PyString>>],
     /// The Python exception behind a failed value, kept as the error's cause.
-    error: Option<PyErr>,
+    pub(super) error: Option<PyErr>,
 }
 
 impl PyHelper<'_, '_> {
@@ -142,8 +155,6 @@ pub struct ChangeBatch {
 impl ChangeBatch {
     #[new]
     fn new(py: Python<'_>) -> PyResult<Self> {
-        let exact = py.import("binlake.spark.exact")?;
-        let native = py.import("binlake._native")?;
         Ok(ChangeBatch {
             builder: ChangesBuilder::new(),
             path: String::new(),
@@ -153,12 +164,7 @@ impl ChangeBatch {
             commit_pos: 0,
             gtid: None,
             xid: None,
-            helpers: Helpers {
-                json_text: exact.getattr("json_value_text")?.unbind(),
-                partial_json_text: exact.getattr("partial_json_text")?.unbind(),
-                codec_text: exact.getattr("codec_text")?.unbind(),
-                row_error: native.getattr("RowDecodeError")?.unbind(),
-            },
+            helpers: Helpers::load(py)?,
         })
     }
 
@@ -285,6 +291,12 @@ impl ChangeBatch {
 #[pyclass(module = "binlake._native")]
 pub struct ArrowBatch {
     batch: Option<RecordBatch>,
+}
+
+impl ArrowBatch {
+    pub(super) fn new(batch: RecordBatch) -> Self {
+        ArrowBatch { batch: Some(batch) }
+    }
 }
 
 const SCHEMA_CAPSULE: &CStr = c"arrow_schema";

@@ -9,7 +9,9 @@ use pyo3::types::PyModule;
 use crate::error::Error;
 
 mod arrow;
+mod changes;
 mod reader;
+mod slots;
 mod text;
 mod values;
 
@@ -37,6 +39,7 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     values::register(m)?;
     text::register(m)?;
     arrow::register(m)?;
+    changes::register(m)?;
     reader::register(m)?;
     Ok(())
 }

@@ -913,6 +913,17 @@ fn push_padded(out: &mut Vec<u8>, mut v: u64, width: usize) {
 
 /// `%04d-%02d-%02d %02d:%02d:%02d`, without `fmt` (one per temporal value: hot).
 fn push_datetime(out: &mut Vec<u8>, y: u32, mo: u32, d: u32, h: u32, mi: u32, s: u32) {
+    if y < 10_000 && mo < 100 && d < 100 && h < 100 && mi < 100 && s < 100 {
+        // every field fits its width: the common case, written in one go
+        let two = |v: u32| [b'0' + (v / 10) as u8, b'0' + (v % 10) as u8];
+        let (y_hi, y_lo) = (two(y / 100), two(y % 100));
+        let (mo, d, h, mi, s) = (two(mo), two(d), two(h), two(mi), two(s));
+        out.extend_from_slice(&[
+            y_hi[0], y_hi[1], y_lo[0], y_lo[1], b'-', mo[0], mo[1], b'-', d[0], d[1], b' ', h[0],
+            h[1], b':', mi[0], mi[1], b':', s[0], s[1],
+        ]);
+        return;
+    }
     push_padded(out, y as u64, 4);
     for (sep, v) in [(b'-', mo), (b'-', d), (b' ', h), (b':', mi), (b':', s)] {
         out.push(sep);
@@ -928,9 +939,13 @@ fn push_fraction(out: &mut Vec<u8>, micro: i64, fsp: u8) {
     }
     out.push(b'.');
     if (0..1_000_000).contains(&micro) {
-        let at = out.len();
-        push_padded(out, micro as u64, 6);
-        out.truncate(at + (fsp as usize).min(6));
+        let mut digits = [0u8; 6];
+        let mut v = micro as u32;
+        for d in digits.iter_mut().rev() {
+            *d = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+        out.extend_from_slice(&digits[..(fsp as usize).min(6)]);
         return;
     }
     let digits = format!("{micro:06}");

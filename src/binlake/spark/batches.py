@@ -21,20 +21,25 @@ Spark DDL is derived from them, and docs/spark.md documents them.
 from __future__ import annotations
 
 import fnmatch
+import gzip
 from itertools import islice, repeat
 from typing import Iterator
 
 import pyarrow as pa
 
-from ..events import LoadEvent, QueryEvent, RowsEvent, RowsQueryEvent, TableMapEvent
-from .. import core
+from ..charsets import CODEC_BY_COLLATION, codec_for
+from ..constants import LOG_EVENT_MINIMAL_HEADER_LEN, EventType as E
+from ..events import (EventHeader, FormatDescription, LoadEvent, QueryEvent, RowsEvent,
+                      RowsQueryEvent, TableMapEvent, UnknownEvent)
+from .. import core, reader
+from ..reader import BinlogReader, DecodeContext, FileInfo, old_format
 from ..events.rows import DELETE, PRE_GA_ROWS_EVENTS, UPDATE, WRITE
 from ..jsonable import event_json
 from ..rows import LazyRowData, bitmap_bytes, checked_table, native_columns, native_failure, \
     native_layout
 from ..scan import read_framing
 from .exact import column_texts, row_texts, text_row, value_text
-from .ranges import Split, read_split, transactions
+from .ranges import Split, is_gzip, read_split, transactions
 
 BATCH_ROWS = 8192
 OPS = {WRITE: "c", UPDATE: "u", DELETE: "d"}
@@ -292,91 +297,73 @@ def _wanted_rows_events(txn, wanted: "TableFilter"):
 
 
 def _native_change_batches(native, split: Split, options: dict) -> Iterator[pa.RecordBatch]:
-    """The same batches as `_python_change_batches`, rows decoded natively."""
-    out = native.ChangeBatch()
-    out.set_file(split.path, split.file, split.file_seq)
+    """The same batches as `_python_change_batches`, read by the native loop
+    (`_native.ChangesReader`, rust/src/python/changes.rs): framing, the
+    events the view needs, transaction grouping and row images all in Rust.
+    Python is called back for what stays decided here: the `tables` filter,
+    names from `schema`, charsets, JSON texts, and the events the loop does
+    not decode itself (checked by the reference decoders, `_EventChecker`)."""
+    opts = reader_options(options)
     wanted = TableFilter(options.get("tables"))
     schema = load_schema_option(options)
-    for txn in _transactions(split, options):
-        out.set_transaction(txn.commit_timestamp, txn.commit_pos, txn.gtid, txn.xid)
-        for item, event, table, database, name in _wanted_rows_events(txn, wanted):
-            layout = _change_layout(native, checked_table(event), schema)
-            h = event.header
-            width = event.width
-            args = (event.operation, bitmap_bytes(event.columns_present, width),
-                    bitmap_bytes(event.columns_present_after, width), event.is_partial,
-                    h.type_code in PRE_GA_ROWS_EVENTS, h.pos, item.sub, h.timestamp,
-                    h.server_id)
-            data = event.rows_data
-            if isinstance(data, LazyRowData):
-                yield from _lazy_rows(native, out, layout, event, data, args)
-                continue
-            pos = first = 0
-            end = len(data)
-            # Blocks of BATCH_ROWS, as the Python path makes them: same batches.
-            while pos < end:
-                try:
-                    n, pos = out.add_rows(layout, args[0], data, pos, first, BATCH_ROWS, *args[1:])
-                except native.RowDecodeError as exc:
-                    raise native_failure(event, exc) from exc.__cause__
-                first += n
-                if out.rows >= BATCH_ROWS:
-                    yield pa.record_batch(out.finish())
-    if out.rows:
-        yield pa.record_batch(out.finish())
+    stream = gzip.open(split.path, "rb") if is_gzip(split.path) else None
+    try:
+        changes = native.ChangesReader(
+            split.path, split.file, split.file_seq, split.start, split.end, stream,
+            opts["verify_checksums"], opts["force"], _EventChecker(split.path, **opts),
+            wanted if wanted.patterns else None, schema.columns if schema is not None else None,
+            _collation_codecs(), lambda: _still_written(split.path),
+            reader.LARGE_EVENT_BYTES, LazyRowData.WINDOW)
+        for batch in changes:
+            yield pa.record_batch(batch)
+    finally:
+        if stream is not None:
+            stream.close()
 
 
-def _lazy_rows(native, out, layout, event, data: LazyRowData, args: tuple):
-    """A huge event's rows, read from its file through a window (as
-    rows.iter_rows does): a row cut by the window's end fails to decode and
-    is read again from its start with the next window."""
-    total = len(data)
-    base, window = 0, data.WINDOW
-    buf = data.read(0, window)
-    pos = first = 0
-    while base + pos < total:
-        try:
-            n, pos = out.add_rows(layout, args[0], buf, pos, first, BATCH_ROWS, *args[1:])
-        except native.RowDecodeError as exc:
-            offset, index = exc.args[:2]
-            first = index
-            if base + len(buf) >= total:  # the window already reached the end: bad data
-                raise native_failure(event, exc, base) from exc.__cause__
-            window = window * 2 if offset == 0 else window  # one row outgrew the window
-            base += offset
-            buf, pos = data.read(base, window), 0
-        else:
-            first += n
-            if pos >= len(buf) and base + pos < total:  # the window ended on a row's end
-                base += pos
-                buf, pos = data.read(base, window), 0
-        if out.rows >= BATCH_ROWS:
-            yield pa.record_batch(out.finish())
+class _EventChecker:
+    """The reference decoders for the events the native loop leaves to them
+    (QUERY, format descriptions, ROTATE, LOAD, ...): their errors are raised
+    as the reader raises them, and under `force` an event that fails comes
+    back as None. The reader's own decode step is reused, so the rules
+    (error wording, unread bytes, the FDE's checksum byte) are its own."""
+
+    def __init__(self, path: str, *, verify_checksums: bool, force: bool):
+        self.path = path
+        self.reader = BinlogReader([path], verify_checksums=verify_checksums, force=force)
+        self.info = FileInfo(path)
+        self.ctx: DecodeContext | None = None
+
+    def __call__(self, type_code, pos, timestamp, server_id, length, log_pos, flags, checksum,
+                 header_len, raw, pending_alg, binlog_version):
+        ctx = self.ctx
+        if ctx is None:  # as reader.py frames a file before its first FDE
+            fde = (old_format(binlog_version) if binlog_version in (1, 3) else
+                   FormatDescription(4, "", LOG_EVENT_MINIMAL_HEADER_LEN, b"", None, None))
+            ctx = self.ctx = DecodeContext(self.path, fde)
+        header = EventHeader(self.path, pos, timestamp, type_code, server_id, length, log_pos,
+                             flags, checksum)
+        description = type_code == E.FORMAT_DESCRIPTION_EVENT
+        if description:
+            self.reader._pending_alg = pending_alg
+        event = self.reader._decode(header, raw, header_len, len(raw), ctx)
+        if isinstance(event, UnknownEvent):
+            return None
+        if description:
+            self.reader._update_state(event, ctx, self.info)
+        return event
 
 
-def _change_layout(native, table, schema):
-    """The native layout of a table map for the changes view, cached on it;
-    with `schema`, a table map without column names takes them from it."""
-    names = schema.columns(table.database, table.table) \
-        if schema is not None and not table.has_names else None
-    if not names:
-        layout = table.cache.get("arrow")
-        if layout is None:
-            codecs = [c[4] for c in native_columns(table)]
-            layout = table.cache["arrow"] = native.ChangeLayout(native_layout(table, native),
-                                                                codecs)
-        return layout
-    cached = table.cache.get("arrow-renamed")
-    if cached is not None and cached[0] is schema:
-        return cached[1]
-    # schema.rename_rows's rule: `@N` becomes the Nth name, when there is one
-    keys = [names[c.index] if c.name is None and c.index < len(names) else c.key
-            for c in table.columns]
-    columns = native_columns(table, keys)
-    rows = native.RowLayout(table.database, table.table, columns)
-    layout = native.ChangeLayout(rows, [c[4] for c in columns])
-    table.cache["arrow-renamed"] = (schema, layout)
-    return layout
+_CODECS: dict | None = None
+
+
+def _collation_codecs() -> dict:
+    """Collation id -> Python codec, as `charsets.codec_for` answers (binary ones left out)."""
+    global _CODECS
+    if _CODECS is None:
+        _CODECS = {cid: codec for cid in CODEC_BY_COLLATION
+                   if (codec := codec_for(cid)) is not None}
+    return _CODECS
 
 
 def _python_change_batches(split: Split, options: dict) -> Iterator[pa.RecordBatch]:
