@@ -51,15 +51,15 @@ def frozen_dataclass(cls):
         elif f.default_factory is not dataclasses.MISSING:
             env[f"_factory_{f.name}"] = f.default_factory
             params.append(f"{f.name}=_MISSING")
-            factories.append(f"        if {f.name} is _MISSING: {f.name} = _factory_{f.name}()")
+            factories.append(f"    if {f.name} is _MISSING: {f.name} = _factory_{f.name}()")
         else:
             params.append(f.name)
         stores.append(f"        self.{f.name} = {f.name}")
     names = ", ".join(f.name for f in fields(cls))
     source = "\n".join([
         f"def __init__(self, {', '.join(params)}):",
-        "    if self.__class__ is _cls:  # (a field may be called `type`)",
         *factories,
+        "    if self.__class__ is _cls:  # (a field may be called `type`)",
         "        _set(self, '__class__', _builder)",
         *stores,
         "        self.__class__ = _cls",
