@@ -881,7 +881,7 @@ impl ChangesReader {
                 None => {}
             }
             let in_flight = self.dispatched - self.received;
-            if self.read_end.is_none() && in_flight < self.pool.workers * 2 {
+            if self.read_end.is_none() && in_flight < self.pool.workers + 1 {
                 self.dispatch(py);
                 continue;
             }
@@ -938,10 +938,10 @@ impl Window<'_> {
 // -- the workers -----------------------------------------------------------------------
 
 /// Rows data read before a job goes to a worker.
-const JOB_BYTES: usize = 8 << 20;
+const JOB_BYTES: usize = 4 << 20;
 /// A worker's builder is finished into a segment and sent past these: a
 /// huge transaction streams, and Arrow's i32 offsets are never at risk.
-const SEGMENT_ROWS: usize = 1 << 16;
+const SEGMENT_ROWS: usize = 1 << 15;
 const SEGMENT_BYTES: usize = 64 << 20;
 
 /// What a worker needs besides the transactions: shared by every job.
@@ -990,7 +990,7 @@ enum Piece {
 }
 
 /// Pieces a worker may send ahead of the reader (the rest of its job waits).
-const PIECES_AHEAD: usize = 4;
+const PIECES_AHEAD: usize = 1;
 
 /// Worker threads decoding jobs of transactions; outputs are taken in job order.
 struct Pool {
