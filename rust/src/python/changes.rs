@@ -4,10 +4,18 @@
 //! without a Python object per event. The framer (`framing.rs`) cuts the
 //! events; the decoders of `events/` read the ones the loop needs (GTIDs,
 //! XID, TABLE_MAP, rows event headers, TRANSACTION_PAYLOAD); `transaction.rs`
-//! groups them into transactions as `spark/ranges.py transactions()` does;
-//! and at each transaction's end its rows go to the same `ChangesBuilder` as
-//! before, in blocks of BATCH_ROWS, so batches and their boundaries are those
-//! of the reference path.
+//! groups them into transactions as `spark/ranges.py transactions()` does.
+//!
+//! Complete transactions are handed, a few MB of rows data at a time (a
+//! job), to worker threads, which decode their rows into `ChangesBuilder`s in
+//! blocks of at most BATCH_ROWS rows of one event, and send back segments
+//! (finished Arrow batches with their block sizes) as they fill. The reading
+//! thread takes the segments in job order and cuts them where the reference
+//! cuts its batches (after any block that brings a batch to BATCH_ROWS), so
+//! batches and their boundaries are those of the reference path; only a
+//! batch made of two segments is copied (arrow-select `concat_batches`).
+//! Errors keep their order: a job's failure comes after its rows before it,
+//! a read error after every job before it.
 //!
 //! Python is called only where the reference decides something this module
 //! must not decide twice:
@@ -239,7 +247,6 @@ pub struct ChangesReader {
     end_pos: u64,
     ready: VecDeque<RecordBatch>,
     failed: Option<PyErr>,
-    events_done: bool,
     finished: bool,
     /// How reading ended (Some(None): cleanly), once it has.
     read_end: Option<Option<PyErr>>,
@@ -668,7 +675,6 @@ impl ChangesReader {
     }
 
     fn end_of_events(&mut self) -> Option<Transaction> {
-        self.events_done = true;
         if self.current.events == 0 {
             return None;
         }
@@ -837,7 +843,6 @@ impl ChangesReader {
             end_pos: 0,
             ready: VecDeque::new(),
             failed: None,
-            events_done: false,
             finished: false,
             read_end: None,
             pool,
