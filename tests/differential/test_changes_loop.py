@@ -201,3 +201,44 @@ def test_server_binlogs(server_binlogs, job_bytes):
         for split in _transaction_ranges(path):
             assert_same(split, {})
     assert rows
+
+
+@pytest.mark.parametrize("relpath", ["mysql-8.0.40/std_data/binlog_recovery/ddl_in_transaction.000001",
+                                     "mysql-binlog-connector-java/mysql-bin.checksum-crc32"])
+def test_files_still_being_written(relpath, tmp_path, job_bytes):
+    """A file with LOG_EVENT_BINLOG_IN_USE_F cut anywhere: the partial last
+    event ends the range quietly and a transaction it cut off is left for a
+    later read, as `read_split` and `_transactions` decide; the same cuts
+    with the flag cleared are plain truncations."""
+    data = bytearray(open(corpus_path(relpath), "rb").read())
+    flags_at = 4 + 17
+    target = tmp_path / "binlog.000001"
+    for in_use in (True, False):
+        marked = bytearray(data)
+        if in_use:
+            marked[flags_at] |= 1
+        else:
+            marked[flags_at] &= ~1
+        for cut in range(len(marked) - 1, 100, -max(1, len(marked) // 40)):
+            target.write_bytes(bytes(marked[:cut]))
+            assert_same(Split(str(target), 1), {"verify_checksums": "false"},
+                        f"{relpath} in_use={in_use} cut at {cut}")
+
+
+def test_images_of_no_columns_end_with_an_error(tmp_path, job_bytes):
+    """A columns-present bitmap zeroed: the images take no bytes, so the rows
+    data left cannot be decoded (appending empty rows forever was the bug)."""
+    import binlake
+    from binlake.events import RowsEvent
+    source = corpus_path("mysql-binlog-connector-java/mysql-bin.checksum-crc32")
+    data = bytearray(open(source, "rb").read())
+    event = next(e for e in binlake.open(source)
+                 if isinstance(e, RowsEvent) and e.columns_present_after is None)
+    width = (event.width + 7) // 8
+    data[event.rows_offset - width:event.rows_offset] = bytes(width)
+    target = tmp_path / "no-columns.bin"
+    target.write_bytes(bytes(data))
+    split = Split(str(target), 1)
+    _, error = pure(split, {"verify_checksums": "false"})
+    assert error is not None and error[0] == "CorruptEvent"
+    assert_same(split, {"verify_checksums": "false"})
