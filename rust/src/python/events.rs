@@ -10,11 +10,18 @@
 //!
 //! `info` is written natively (sink/events.rs) for the events every
 //! transaction has, decoded again here with the `events/` decoders (cheap,
-//! and the loop's own decode stays as it is). Every other event was handed
-//! to the Python reference by the loop already (`check`), which keeps the
+//! and the loop's own decode stays as it is). In this view the loop also
+//! decodes QUERY events (status variables included) and the small events of
+//! `described_here` instead of handing them to the reference, whenever they
+//! decode whole: one that does not goes to the reference, whose error or
+//! warning is then the one raised. Every other event was handed to the
+//! Python reference by the loop already (`check`), which keeps the
 //! description it made of it (`check.last`: database, table, query, info);
 //! an event of a natively decoded type that failed to decode under `force`
 //! is handed to it as well, to describe it as the reference's UnknownEvent.
+//!
+//! Rule: format descriptions stay with the reference, whose decoder state
+//! (`_EventChecker`) must see every one of them.
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -73,7 +80,7 @@ pub(super) fn decoded_natively(code: u8) -> bool {
 }
 
 /// The events the events view decodes itself where the changes loop hands
-/// them to the reference (see `decode_small`).
+/// them to the reference (see `decodes_whole`).
 pub(super) fn described_here(code: u8) -> bool {
     matches!(
         code,
