@@ -10,7 +10,8 @@ Prints, per file and repetition, three times measured back to back:
   the work the native loop's worker threads did in parallel;
 * process: the same in a fresh `python -c` (interpreter start, imports and
   exit included), as a user running a script sees it;
-* mariadb-binlog --base64-output=decode-rows -v FILE >/dev/null,
+* mariadb-binlog --base64-output=decode-rows -v FILE >/dev/null, with its
+  CPU time too (the steadier figure when the machine is busy),
 
 and rows/s with the ratio against the C tool for both binlake times. The
 machines are shared and noisy: compare ratios within one run, and use
@@ -35,8 +36,8 @@ _PROCESS = ("import sys, binlake; "
             "print(sum(b.num_rows for b in binlake.arrow_changes(sys.argv[1])))")
 
 
-def _cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
+def _cpu(who=resource.RUSAGE_SELF) -> float:
+    usage = resource.getrusage(who)
     return usage.ru_utime + usage.ru_stime
 
 
@@ -57,11 +58,12 @@ def main() -> None:
                                  capture_output=True, text=True).stdout
             process_s = time.perf_counter() - start
             assert int(out) == rows, (out, rows)
-            start = time.perf_counter()
+            cpu, start = _cpu(resource.RUSAGE_CHILDREN), time.perf_counter()
             subprocess.run(["mariadb-binlog", "--base64-output=decode-rows", "-v", path],
                            stdout=subprocess.DEVNULL, check=True)
-            c_s = time.perf_counter() - start
+            c_s, c_cpu = time.perf_counter() - start, _cpu(resource.RUSAGE_CHILDREN) - cpu
             print(f"  rows {rows:,} | mariadb-binlog {c_s:.3f}s {rows / c_s:,.0f} rows/s"
+                  f" (cpu {c_cpu:.2f}s)"
                   f" | arrow_changes API call {call_s:.3f}s {rows / call_s:,.0f} rows/s"
                   f" = {c_s / call_s:.2f}x C (cpu {call_cpu:.2f}s)"
                   f" | as a process {process_s:.3f}s = {c_s / process_s:.2f}x C", flush=True)

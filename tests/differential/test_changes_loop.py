@@ -201,3 +201,25 @@ def test_server_binlogs(server_binlogs, job_bytes):
         for split in _transaction_ranges(path):
             assert_same(split, {})
     assert rows
+
+
+@pytest.mark.parametrize("relpath", ["mysql-8.0.40/std_data/binlog_recovery/ddl_in_transaction.000001",
+                                     "mysql-binlog-connector-java/mysql-bin.checksum-crc32"])
+def test_files_still_being_written(relpath, tmp_path, job_bytes):
+    """A file with LOG_EVENT_BINLOG_IN_USE_F cut anywhere: the partial last
+    event ends the range quietly and a transaction it cut off is left for a
+    later read, as `read_split` and `_transactions` decide; the same cuts
+    with the flag cleared are plain truncations."""
+    data = bytearray(open(corpus_path(relpath), "rb").read())
+    flags_at = 4 + 17
+    target = tmp_path / "binlog.000001"
+    for in_use in (True, False):
+        marked = bytearray(data)
+        if in_use:
+            marked[flags_at] |= 1
+        else:
+            marked[flags_at] &= ~1
+        for cut in range(len(marked) - 1, 100, -max(1, len(marked) // 40)):
+            target.write_bytes(bytes(marked[:cut]))
+            assert_same(Split(str(target), 1), {"verify_checksums": "false"},
+                        f"{relpath} in_use={in_use} cut at {cut}")

@@ -4,10 +4,18 @@
 //! without a Python object per event. The framer (`framing.rs`) cuts the
 //! events; the decoders of `events/` read the ones the loop needs (GTIDs,
 //! XID, TABLE_MAP, rows event headers, TRANSACTION_PAYLOAD); `transaction.rs`
-//! groups them into transactions as `spark/ranges.py transactions()` does;
-//! and at each transaction's end its rows go to the same `ChangesBuilder` as
-//! before, in blocks of BATCH_ROWS, so batches and their boundaries are those
-//! of the reference path.
+//! groups them into transactions as `spark/ranges.py transactions()` does.
+//!
+//! Complete transactions are handed, a few MB of rows data at a time (a
+//! job), to worker threads, which decode their rows into `ChangesBuilder`s in
+//! blocks of at most BATCH_ROWS rows of one event, and send back segments
+//! (finished Arrow batches with their block sizes) as they fill. The reading
+//! thread takes the segments in job order and cuts them where the reference
+//! cuts its batches (after any block that brings a batch to BATCH_ROWS), so
+//! batches and their boundaries are those of the reference path; only a
+//! batch made of two segments is copied (arrow-select `concat_batches`).
+//! Errors keep their order: a job's failure comes after its rows before it,
+//! a read error after every job before it.
 //!
 //! Python is called only where the reference decides something this module
 //! must not decide twice:
@@ -243,7 +251,6 @@ pub struct ChangesReader {
     end_pos: u64,
     ready: VecDeque<RecordBatch>,
     failed: Option<PyErr>,
-    events_done: bool,
     finished: bool,
     /// How reading ended (Some(None): cleanly), once it has.
     read_end: Option<Option<PyErr>>,
@@ -724,7 +731,6 @@ impl ChangesReader {
     }
 
     fn end_of_events(&mut self) -> Option<Transaction> {
-        self.events_done = true;
         if self.current.events == 0 {
             return None;
         }
@@ -767,29 +773,27 @@ impl ChangesReader {
         }
     }
 
-    /// A worker's output into batches cut where the sequential loop cuts
+    /// A worker's rows into batches cut where the sequential loop cuts
     /// them: after any block of rows that brings the batch to BATCH_ROWS.
-    fn recut(&mut self, out: JobOutput) -> Option<PyErr> {
-        for segment in out.segments {
-            let mut start = 0;
-            let mut end = 0;
-            for n in segment.blocks {
-                end += n;
-                self.pending_rows += n;
-                if self.pending_rows >= BATCH_ROWS {
-                    self.pending.push(segment.batch.slice(start, end - start));
-                    match self.take_pending() {
-                        Ok(batch) => self.ready.push_back(batch),
-                        Err(e) => return Some(e),
-                    }
-                    start = end;
-                }
-            }
-            if end > start {
+    fn recut(&mut self, segment: Segment) -> Option<PyErr> {
+        let mut start = 0;
+        let mut end = 0;
+        for n in segment.blocks {
+            end += n;
+            self.pending_rows += n;
+            if self.pending_rows >= BATCH_ROWS {
                 self.pending.push(segment.batch.slice(start, end - start));
+                match self.take_pending() {
+                    Ok(batch) => self.ready.push_back(batch),
+                    Err(e) => return Some(e),
+                }
+                start = end;
             }
         }
-        out.failure.map(|f| f.into_pyerr(&self.path))
+        if end > start {
+            self.pending.push(segment.batch.slice(start, end - start));
+        }
+        None
     }
 
     /// The rows waiting for the next cut, as one batch (copied only when
@@ -895,7 +899,6 @@ impl ChangesReader {
             end_pos: 0,
             ready: VecDeque::new(),
             failed: None,
-            events_done: false,
             finished: false,
             read_end: None,
             pool,
@@ -930,13 +933,20 @@ impl ChangesReader {
                 return Ok(None);
             }
             // the next output in order, if a worker has it
-            if let Some(out) = self.pool.take(self.received) {
-                self.received += 1;
-                self.failed = self.recut(out);
-                continue;
+            match self.pool.take(self.received) {
+                Some(Piece::Rows(segment)) => {
+                    self.failed = self.recut(segment);
+                    continue;
+                }
+                Some(Piece::Done(failure)) => {
+                    self.received += 1;
+                    self.failed = failure.map(|f| f.into_pyerr(&self.path));
+                    continue;
+                }
+                None => {}
             }
             let in_flight = self.dispatched - self.received;
-            if self.read_end.is_none() && in_flight < self.pool.workers * 2 {
+            if self.read_end.is_none() && in_flight < self.pool.workers + 1 {
                 self.dispatch(py);
                 continue;
             }
@@ -1058,10 +1068,11 @@ impl Window<'_> {
 // -- the workers -----------------------------------------------------------------------
 
 /// Rows data read before a job goes to a worker.
-const JOB_BYTES: usize = 8 << 20;
-/// A worker's builder is finished into a segment past these (Arrow offsets are i32).
-const SEGMENT_ROWS: usize = 1 << 19;
-const SEGMENT_BYTES: usize = 512 << 20;
+const JOB_BYTES: usize = 4 << 20;
+/// A worker's builder is finished into a segment and sent past these: a
+/// huge transaction streams, and Arrow's i32 offsets are never at risk.
+const SEGMENT_ROWS: usize = 1 << 15;
+const SEGMENT_BYTES: usize = 64 << 20;
 
 /// What a worker needs besides the transactions: shared by every job.
 struct Shared {
@@ -1101,17 +1112,22 @@ impl Failure {
     }
 }
 
-struct JobOutput {
-    segments: Vec<Segment>,
-    failure: Option<Failure>,
+/// What a worker sends for a job: its rows segment by segment (so a huge
+/// transaction streams), then the end, with the failure that stopped it.
+enum Piece {
+    Rows(Segment),
+    Done(Option<Failure>),
 }
+
+/// Pieces a worker may send ahead of the reader (the rest of its job waits).
+const PIECES_AHEAD: usize = 1;
 
 /// Worker threads decoding jobs of transactions; outputs are taken in job order.
 struct Pool {
     workers: usize,
     jobs: Option<mpsc::Sender<(usize, Vec<Transaction>)>>,
-    results: mpsc::Receiver<(usize, JobOutput)>,
-    done: HashMap<usize, JobOutput>,
+    results: Option<mpsc::Receiver<(usize, Piece)>>,
+    done: HashMap<usize, VecDeque<Piece>>,
     handles: Vec<std::thread::JoinHandle<()>>,
 }
 
@@ -1121,7 +1137,7 @@ impl Pool {
             .map_or(1, |n| n.get())
             .clamp(1, 4);
         let (jobs, queue) = mpsc::channel::<(usize, Vec<Transaction>)>();
-        let (send, results) = mpsc::channel();
+        let (send, results) = mpsc::sync_channel(PIECES_AHEAD);
         let queue = Arc::new(Mutex::new(queue));
         let handles = (0..workers)
             .map(|_| {
@@ -1131,9 +1147,9 @@ impl Pool {
                 std::thread::spawn(move || loop {
                     let next = queue.lock().ok().and_then(|q| q.recv().ok());
                     let Some((index, txns)) = next else { return };
-                    let out = run_job(&shared, &txns, &mut builder);
+                    let failure = run_job(&shared, &txns, &mut builder, index, &send);
                     drop(txns);
-                    if send.send((index, out)).is_err() {
+                    if send.send((index, Piece::Done(failure))).is_err() {
                         return;
                     }
                 })
@@ -1142,7 +1158,7 @@ impl Pool {
         Pool {
             workers,
             jobs: Some(jobs),
-            results,
+            results: Some(results),
             done: HashMap::new(),
             handles,
         }
@@ -1155,22 +1171,29 @@ impl Pool {
         }
     }
 
-    /// The output of job `index`, if it is done.
-    fn take(&mut self, index: usize) -> Option<JobOutput> {
-        while let Ok((i, out)) = self.results.try_recv() {
-            self.done.insert(i, out);
-        }
-        self.done.remove(&index)
+    fn keep(&mut self, index: usize, piece: Piece) {
+        self.done.entry(index).or_default().push_back(piece);
     }
 
-    /// Block until job `index` is done (called without the GIL).
+    /// The next piece of job `index`, if a worker has sent it.
+    fn take(&mut self, index: usize) -> Option<Piece> {
+        while let Some(Ok((i, piece))) = self.results.as_ref().map(|r| r.try_recv()) {
+            self.keep(i, piece);
+        }
+        let queue = self.done.get_mut(&index)?;
+        let piece = queue.pop_front();
+        if queue.is_empty() {
+            self.done.remove(&index);
+        }
+        piece
+    }
+
+    /// Block until job `index` has a piece (called without the GIL).
     fn wait_for(&mut self, index: usize) {
         while !self.done.contains_key(&index) {
-            match self.results.recv() {
-                Ok((i, out)) => {
-                    self.done.insert(i, out);
-                }
-                Err(_) => return,
+            match self.results.as_ref().map(|r| r.recv()) {
+                Some(Ok((i, piece))) => self.keep(i, piece),
+                _ => return,
             }
         }
     }
@@ -1184,6 +1207,8 @@ impl Pool {
 impl Drop for ChangesReader {
     fn drop(&mut self) {
         self.pool.stop();
+        // a worker waiting to send a piece sees the channel closed and ends
+        self.pool.results = None;
         let handles = std::mem::take(&mut self.pool.handles);
         // a worker may wait for the GIL (a JSON text): join without holding it
         Python::attach(|py| {
@@ -1241,14 +1266,15 @@ impl TextHelper for GilHelper<'_> {
     }
 }
 
-/// One worker's builder and the blocks appended to it.
-struct JobBuilder {
+/// One worker's builder, the blocks appended to it, and where its segments go.
+struct JobBuilder<'a> {
     builder: ChangesBuilder,
     blocks: Vec<usize>,
-    segments: Vec<Segment>,
+    index: usize,
+    send: &'a mpsc::SyncSender<(usize, Piece)>,
 }
 
-impl JobBuilder {
+impl JobBuilder<'_> {
     fn block(&mut self, rows: usize) -> Result<(), Failure> {
         self.blocks.push(rows);
         if self.builder.rows() >= SEGMENT_ROWS || self.builder.text_bytes() >= SEGMENT_BYTES {
@@ -1268,16 +1294,27 @@ impl JobBuilder {
             .finish()
             .map_err(|e| Failure::Py(PyRuntimeError::new_err(e.to_string())))?;
         let blocks = std::mem::take(&mut self.blocks);
-        self.segments.push(Segment { batch, blocks });
-        Ok(())
+        let piece = Piece::Rows(Segment { batch, blocks });
+        self.send.send((self.index, piece)).map_err(|_| {
+            // the reader is gone: nobody wants the rest
+            Failure::Py(PyRuntimeError::new_err("the changes reader was dropped"))
+        })
     }
 }
 
-fn run_job(shared: &Shared, txns: &[Transaction], builder: &mut ChangesBuilder) -> JobOutput {
+/// Decode a job, sending its segments as they fill; the failure that stopped it, if any.
+fn run_job(
+    shared: &Shared,
+    txns: &[Transaction],
+    builder: &mut ChangesBuilder,
+    index: usize,
+    send: &mpsc::SyncSender<(usize, Piece)>,
+) -> Option<Failure> {
     let mut job = JobBuilder {
         builder: std::mem::take(builder),
         blocks: Vec::new(),
-        segments: Vec::new(),
+        index,
+        send,
     };
     let mut failure = txns
         .iter()
@@ -1287,14 +1324,11 @@ fn run_job(shared: &Shared, txns: &[Transaction], builder: &mut ChangesBuilder) 
         failure.get_or_insert(f);
     }
     *builder = job.builder;
-    JobOutput {
-        segments: job.segments,
-        failure,
-    }
+    failure
 }
 
 /// The rows of one transaction, in blocks of BATCH_ROWS as the Python path makes them.
-fn emit(shared: &Shared, job: &mut JobBuilder, txn: &Transaction) -> Result<(), Failure> {
+fn emit(shared: &Shared, job: &mut JobBuilder<'_>, txn: &Transaction) -> Result<(), Failure> {
     let (commit_timestamp, commit_pos) = txn.commit.unwrap_or(txn.last);
     for item in &txn.rows {
         let Some(table) = &item.table else {
@@ -1413,7 +1447,7 @@ fn emit(shared: &Shared, job: &mut JobBuilder, txn: &Transaction) -> Result<(), 
 #[allow(clippy::too_many_arguments)]
 fn lazy_rows(
     shared: &Shared,
-    job: &mut JobBuilder,
+    job: &mut JobBuilder<'_>,
     item: &RowsItem,
     table: &TableEntry,
     window_of: &Window,

@@ -51,7 +51,7 @@ from .ranges import Split, is_gzip, read_split, transactions
 
 BATCH_ROWS = 8192
 #: Rows data the native loop hands each worker thread at a time.
-NATIVE_JOB_BYTES = 8 << 20
+NATIVE_JOB_BYTES = 4 << 20
 OPS = {WRITE: "c", UPDATE: "u", DELETE: "d"}
 TEXT_MAP = pa.map_(pa.string(), pa.string())
 UTC_MICROS = pa.timestamp("us", tz="UTC")
