@@ -108,15 +108,18 @@ def test_ranges_of_a_big_file_cover_it_once():
     assert sum(assert_same(s, {}) for s in ranges) == whole
 
 
-def test_batches_are_cut_after_the_transaction_that_fills_one(monkeypatch):
-    """A transaction is never split: the batch that reaches BATCH_ROWS ends after it."""
+@pytest.mark.parametrize("batch_rows", [1, 7, 100])
+def test_batches_are_cut_after_the_transaction_that_fills_one(batch_rows, monkeypatch):
+    """A transaction is never split: a batch ends after the transaction that
+    brings it to BATCH_ROWS (the native loop takes the Python constant)."""
     from binlake.spark import batches
-    path = corpus_path("mysql-binlog-connector-java/mysql-bin.checksum-crc32")
-    expected, _ = pure(Split(path, 1), {})
-    got, _ = loop(Split(path, 1), {})
-    assert len(got) == len(expected) >= 1
-    # the native loop's BATCH_ROWS is its own constant: equal to the Python one
-    assert batches.BATCH_ROWS == 8192
+    monkeypatch.setattr(batches, "BATCH_ROWS", batch_rows)
+    for relpath in ("mysql-binlog-connector-java/mysql-bin.checksum-crc32",
+                    "mariadb-10.11.19/std_data/mdev35643_mysql_80_binlog.000001"):
+        path = corpus_path(relpath)
+        assert assert_same(Split(path, 1), {}) > 0
+        got, _ = loop(Split(path, 1), {})
+        assert len(got) > 1 and all(b.num_rows >= batch_rows for b in got[:-1])
 
 
 @pytest.mark.parametrize("relpath", MUTATION_FILES)
@@ -175,3 +178,25 @@ def test_server_binlogs(server_binlogs):
         for split in _transaction_ranges(path):
             assert_same(split, {})
     assert rows
+
+
+@pytest.mark.parametrize("relpath", ["mysql-8.0.40/std_data/binlog_recovery/ddl_in_transaction.000001",
+                                     "mysql-binlog-connector-java/mysql-bin.checksum-crc32"])
+def test_files_still_being_written(relpath, tmp_path):
+    """A file with LOG_EVENT_BINLOG_IN_USE_F cut anywhere: the partial last
+    event ends the range quietly and a transaction it cut off is left for a
+    later read (the cut-off transaction is the range's last); the same cuts
+    with the flag cleared are plain truncations."""
+    data = bytearray(open(corpus_path(relpath), "rb").read())
+    flags_at = 4 + 17
+    target = tmp_path / "binlog.000001"
+    for in_use in (True, False):
+        marked = bytearray(data)
+        if in_use:
+            marked[flags_at] |= 1
+        else:
+            marked[flags_at] &= ~1
+        for cut in range(len(marked) - 1, 100, -max(1, len(marked) // 40)):
+            target.write_bytes(bytes(marked[:cut]))
+            assert_same(Split(str(target), 1), {"verify_checksums": "false"},
+                        f"{relpath} in_use={in_use} cut at {cut}")

@@ -248,6 +248,30 @@ mod tests {
     }
 
     #[test]
+    fn the_list_keeps_the_dicts_order() {
+        // as `values[name] = value` in query.py: a code seen again keeps its
+        // first place and takes the later value
+        let mut block = vec![Q_LC_TIME_NAMES_CODE, 1, 0];
+        block.extend([Q_INVOKER, 1, b'u', 1, b'h']);
+        block.extend([Q_LC_TIME_NAMES_CODE, 2, 0]);
+        block.extend([Q_UPDATED_DB_NAMES, 2, b'a', 0, b'b', 0]);
+        let (list, unknown) = status_var_list(&mut Cursor::new(&block, 0)).unwrap();
+        assert!(unknown.is_empty());
+        assert_eq!(
+            list,
+            vec![
+                (Q_LC_TIME_NAMES_CODE, StatusValue::Int(2)),
+                (Q_INVOKER, StatusValue::Invoker(b"u", b"h")),
+                (
+                    Q_UPDATED_DB_NAMES,
+                    StatusValue::Databases(Some(vec![&b"a"[..], &b"b"[..]]))
+                ),
+            ]
+        );
+        assert_eq!(status_var_name(Q_INVOKER), "Q_INVOKER");
+    }
+
+    #[test]
     fn a_short_value_is_an_error_at_its_offset() {
         let block = [Q_SQL_MODE_CODE, 1, 2, 3];
         let mut cur = Cursor::new(&block, 100);

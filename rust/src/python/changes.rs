@@ -971,14 +971,14 @@ impl ChangesReader {
 
 impl ChangesReader {
     /// The same loop feeding the events view (`EventsReader`).
-    pub(super) fn into_events_view(mut self, file: String, file_seq: i64) -> Self {
-        self.events = Some(EventsView::new(file, file_seq));
+    pub(super) fn into_events_view(mut self, view: EventsView) -> Self {
+        self.events = Some(view);
         self
     }
 
     /// The events view's next batch: `event_batches`' loop, on this thread
     /// (there are no rows to decode), cut after the transaction that
-    /// brings a batch to BATCH_ROWS.
+    /// brings a batch to its BATCH_ROWS.
     fn next_events_batch(&mut self, py: Python<'_>) -> PyResult<Option<ArrowBatch>> {
         loop {
             if let Some(batch) = self.ready.pop_front() {
@@ -994,7 +994,7 @@ impl ChangesReader {
             let Some(view) = self.events.as_mut() else {
                 return Ok(None);
             };
-            if self.events_done {
+            if view.done {
                 self.finished = true;
                 if view.builder.rows() == 0 {
                     return Ok(None);
@@ -1002,32 +1002,40 @@ impl ChangesReader {
                 let batch = view.builder.finish().map_err(arrow_error)?;
                 return Ok(Some(ArrowBatch::new(batch)));
             }
-            match self.next_transaction(py) {
-                Ok(Some(txn)) => {
-                    // a transaction the server is still writing: a later read takes it whole
-                    if txn.cut_off && self.still_written.call0(py)?.is_truthy(py)? {
-                        self.events_done = true;
-                        continue;
-                    }
-                    let Some(view) = self.events.as_mut() else {
-                        continue;
-                    };
-                    let fixed = (&*self.path, view.file.as_str(), view.file_seq);
-                    let (gtid, xid) = (txn.gtid.as_deref(), txn.xid.map(|x| x as i64));
-                    for row in &txn.event_rows {
-                        view.builder.append(fixed, row, gtid, xid);
-                    }
-                    if view.builder.rows() >= BATCH_ROWS {
-                        let batch = view.builder.finish().map_err(arrow_error)?;
-                        self.ready.push_back(batch);
-                    }
+            let txn = match self.next_transaction(py) {
+                Ok(Some(txn)) => txn,
+                Ok(None) | Err(Stop::Quiet) => {
+                    view_of(&mut self.events).done = true;
+                    continue;
                 }
-                Ok(None) => {}
-                Err(Stop::Quiet) => self.events_done = true,
-                Err(Stop::Raise(e)) => self.failed = Some(e),
+                Err(Stop::Raise(e)) => {
+                    self.failed = Some(e);
+                    continue;
+                }
+            };
+            // a transaction cut off is the range's last: nothing is read after it
+            let still_written = txn.cut_off && self.still_written.call0(py)?.is_truthy(py)?;
+            let view = view_of(&mut self.events);
+            view.done |= txn.cut_off;
+            if still_written {
+                continue; // the server is still writing it: a later read takes it whole
+            }
+            let fixed = (&*self.path, view.file.as_str(), view.file_seq);
+            let (gtid, xid) = (txn.gtid.as_deref(), txn.xid.map(|x| x as i64));
+            for row in &txn.event_rows {
+                view.builder.append(fixed, row, gtid, xid);
+            }
+            if view.builder.rows() >= view.batch_rows {
+                let batch = view.builder.finish().map_err(arrow_error)?;
+                self.ready.push_back(batch);
             }
         }
     }
+}
+
+/// The events view of a reader made by `into_events_view`.
+fn view_of(events: &mut Option<EventsView>) -> &mut EventsView {
+    events.get_or_insert_with(|| EventsView::new(String::new(), 0, BATCH_ROWS))
 }
 
 fn arrow_error(e: arrow_schema::ArrowError) -> PyErr {

@@ -10,11 +10,18 @@
 //!
 //! `info` is written natively (sink/events.rs) for the events every
 //! transaction has, decoded again here with the `events/` decoders (cheap,
-//! and the loop's own decode stays as it is). Every other event was handed
-//! to the Python reference by the loop already (`check`), which keeps the
+//! and the loop's own decode stays as it is). In this view the loop also
+//! decodes QUERY events (status variables included) and the small events of
+//! `described_here` instead of handing them to the reference, whenever they
+//! decode whole: one that does not goes to the reference, whose error or
+//! warning is then the one raised. Every other event was handed to the
+//! Python reference by the loop already (`check`), which keeps the
 //! description it made of it (`check.last`: database, table, query, info);
 //! an event of a natively decoded type that failed to decode under `force`
 //! is handed to it as well, to describe it as the reference's UnknownEvent.
+//!
+//! Rule: format descriptions stay with the reference, whose decoder state
+//! (`_EventChecker`) must see every one of them.
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -49,6 +56,10 @@ pub(super) struct EventsView {
     /// The `file` and `file_seq` columns.
     pub file: String,
     pub file_seq: i64,
+    /// The range's events are all read.
+    pub done: bool,
+    /// `BATCH_ROWS` of spark/batches.py (tests make it small).
+    pub batch_rows: usize,
     tables_by_bytes: HashMap<Vec<u8>, Rc<MapInfo>>,
     table_maps: HashMap<u64, Rc<MapInfo>>,
 }
@@ -73,7 +84,7 @@ pub(super) fn decoded_natively(code: u8) -> bool {
 }
 
 /// The events the events view decodes itself where the changes loop hands
-/// them to the reference (see `decode_small`).
+/// them to the reference (see `decodes_whole`).
 pub(super) fn described_here(code: u8) -> bool {
     matches!(
         code,
@@ -104,11 +115,13 @@ pub(super) fn decodes_whole(raw: &[u8], frame: &Frame, format: &Format) -> bool 
 }
 
 impl EventsView {
-    pub fn new(file: String, file_seq: i64) -> Self {
+    pub fn new(file: String, file_seq: i64, batch_rows: usize) -> Self {
         EventsView {
             builder: EventsBuilder::new(),
             file,
             file_seq,
+            done: false,
+            batch_rows: batch_rows.max(1),
             tables_by_bytes: HashMap::new(),
             table_maps: HashMap::new(),
         }
@@ -301,9 +314,10 @@ impl EventsReader {
     /// `check`: as `ChangesReader`'s, keeping in `check.last` (database,
     /// table, query, info) of the event it decoded last (its UnknownEvent
     /// when it returns None). `still_written()`: the file's IN_USE flag now.
+    /// `batch_rows`: a batch ends after the transaction that brings it there.
     #[new]
     #[pyo3(signature = (path, file, file_seq, start, end, stream, verify_checksums, force,
-                        check, still_written, large_event_bytes=LARGE_EVENT_BYTES))]
+                        check, still_written, batch_rows, large_event_bytes=LARGE_EVENT_BYTES))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -317,6 +331,7 @@ impl EventsReader {
         force: bool,
         check: Py<PyAny>,
         still_written: Py<PyAny>,
+        batch_rows: usize,
         large_event_bytes: u64,
     ) -> PyResult<Self> {
         let inner = ChangesReader::new(
@@ -339,7 +354,7 @@ impl EventsReader {
             1, // job bytes: no job is made for this view
         )?;
         Ok(EventsReader {
-            inner: inner.into_events_view(file, file_seq),
+            inner: inner.into_events_view(EventsView::new(file, file_seq, batch_rows)),
         })
     }
 

@@ -224,7 +224,7 @@ def _native_event_batches(native, split: Split, options: dict) -> Iterator[pa.Re
         events = native.EventsReader(
             split.path, split.file, split.file_seq, split.start, split.end, stream,
             opts["verify_checksums"], opts["force"], _EventDescriber(split.path, **opts),
-            lambda: _still_written(split.path), reader.LARGE_EVENT_BYTES)
+            lambda: _still_written(split.path), BATCH_ROWS, reader.LARGE_EVENT_BYTES)
         for batch in events:
             yield pa.record_batch(batch)
     finally:
