@@ -199,8 +199,8 @@ fn read_meta(cur: &mut Cursor, type_code: u8) -> Result<u16> {
     })
 }
 
-/// `count` flags, most significant bit first. table_map.py indexes past a
-/// short bitmap (an IndexError there); here that is a CorruptEvent.
+/// `count` flags, most significant bit first; a bitmap too short for them
+/// is corrupt (table_map.py `_bits_msb_first`).
 fn bits_msb_first(cur: &Cursor, raw: &[u8], count: usize) -> Result<Vec<bool>> {
     if count > raw.len() * 8 {
         return Err(cur.error(format!(

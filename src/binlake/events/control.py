@@ -122,7 +122,7 @@ class SlaveEvent(Event):
 def server_version_tuple(version: str) -> tuple[int, int, int]:
     parts = []
     for piece in version.split("-")[0].split(".")[:3]:
-        digits = "".join(ch for ch in piece if ch.isdigit()) or "0"
+        digits = "".join(ch for ch in piece if "0" <= ch <= "9") or "0"  # ASCII, as strtoul
         parts.append(int(digits))
     while len(parts) < 3:
         parts.append(0)

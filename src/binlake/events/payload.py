@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..constants import NONE, ZSTD
 from ..cursor import Cursor
-from ..errors import UnsupportedFeature
+from ..errors import CorruptEvent, UnsupportedFeature
 from .base import Event, EventHeader, frozen_dataclass
 
 OTW_PAYLOAD_HEADER_END_MARK = 0
@@ -50,7 +50,8 @@ class TransactionPayloadEvent(Event):
         except ImportError:
             raise UnsupportedFeature(self.header.file, self.payload_offset,
                                      "zstd-compressed transaction: install binlake[zstd]") from None
-        return zstandard.ZstdDecompressor().stream_reader(self.payload)
+        return _CheckedStream(zstandard.ZstdDecompressor().stream_reader(self.payload),
+                              zstandard.ZstdError, self.header)
 
     def uncompressed(self) -> bytes:
         """The whole uncompressed payload (open_payload() streams it instead)."""
@@ -59,6 +60,26 @@ class TransactionPayloadEvent(Event):
         while chunk := stream.read(1 << 20):
             chunks.append(chunk)
         return b"".join(chunks)
+
+
+class _CheckedStream:
+    """A decompressing reader whose failures are the payload event's CorruptEvent."""
+
+    def __init__(self, stream, error_type: type, header: EventHeader):
+        self._stream, self._error_type, self._header = stream, error_type, header
+
+    def read(self, size: int = -1) -> bytes:
+        try:
+            return self._stream.read(size)
+        except self._error_type as exc:
+            # libzstd's own words, as the native core gives them
+            reason = str(exc).removeprefix("zstd decompress error: ")
+            raise CorruptEvent(self._header.file, self._header.pos,
+                               f"transaction payload: zstd: {reason}") from None
+
+    def close(self) -> None:
+        self._stream.close()
+
 
 def decode_transaction_payload(header: EventHeader, cur: Cursor, ctx) -> TransactionPayloadEvent:
     values = {OTW_PAYLOAD_SIZE_FIELD: 0, OTW_PAYLOAD_COMPRESSION_TYPE_FIELD: NONE,

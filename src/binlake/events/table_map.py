@@ -133,7 +133,11 @@ def _read_meta(cur: Cursor, column_type: int) -> int:
     return 0
 
 
-def _bits_msb_first(raw: bytes, count: int) -> list[bool]:
+def _bits_msb_first(value: Cursor, count: int) -> list[bool]:
+    """`count` flags, most significant bit first, from the rest of `value`."""
+    raw = value.rest()
+    if count > len(raw) * 8:
+        raise value.error(f"a bitmap of {len(raw)} bytes cannot flag {count} columns")
     return [bool(raw[i // 8] & (0x80 >> (i % 8))) for i in range(count)]
 
 
@@ -167,7 +171,7 @@ def _apply_optional_metadata(columns: list[dict], cur: Cursor) -> dict:
         kind = cur.u8()
         value = cur.sub(cur.packed_len())
         if kind == M.SIGNEDNESS:
-            for c, flag in zip(numeric, _bits_msb_first(value.rest(), len(numeric))):
+            for c, flag in zip(numeric, _bits_msb_first(value, len(numeric))):
                 c["unsigned"] = flag
         elif kind in (M.DEFAULT_CHARSET, M.COLUMN_CHARSET):
             charsets = _charsets(value, len(character), kind == M.DEFAULT_CHARSET)
@@ -202,7 +206,7 @@ def _apply_optional_metadata(columns: list[dict], cur: Cursor) -> dict:
                 keys.append((value.packed_len(), value.packed_len()))
             table["primary_key"] = tuple(keys)
         elif kind == M.COLUMN_VISIBILITY:
-            for c, flag in zip(columns, _bits_msb_first(value.rest(), len(columns))):
+            for c, flag in zip(columns, _bits_msb_first(value, len(columns))):
                 c["visible"] = flag
         elif kind == M.VECTOR_DIMENSIONALITY:
             for c in vectors:
