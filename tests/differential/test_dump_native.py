@@ -160,3 +160,48 @@ def test_server_binlogs_native_equals_python(server_binlogs, time_zone, monkeypa
         assert _dump(server_binlogs, options, True, monkeypatch) == \
             _dump(server_binlogs, options, False, monkeypatch), options
     assert taken.count > 0
+
+
+def _mutants(path, count: int, seed: int):
+    """Copies of `path` with one body byte of one event changed and the
+    event's CRC32 made right again, so the change reaches the decoders."""
+    import random
+    import zlib
+    from binlake.scan import scan
+    result = scan(path)
+    if result.framing is None or len(result.positions) < 3:
+        return
+    data = path.read_bytes()
+    crc = result.framing.checksum_len
+    rng = random.Random(seed)
+    positions = list(result.positions)
+    ends = positions[1:] + [result.end]
+    for _ in range(count):
+        i = rng.randrange(1, len(positions))  # not the format description
+        start, end = positions[i], ends[i]
+        if end - crc - start <= 20:
+            continue
+        mutated = bytearray(data)
+        at = rng.randrange(start + 19, end - crc)
+        mutated[at] = rng.choice([mutated[at] ^ (1 << rng.randrange(8)), 0, 0xFF, rng.randrange(256)])
+        if crc:
+            mutated[end - 4:end] = zlib.crc32(bytes(mutated[start:end - 4])).to_bytes(4, "little")
+        yield at, bytes(mutated)
+
+
+def test_mutated_events_print_alike(tmp_path, monkeypatch):
+    """One changed byte in an event body (checksum fixed): the native printer
+    prints exactly what TextPrinter prints, or leaves the file to it."""
+    taken = _Taken(monkeypatch)
+    sources = [p for p in FILES if p.stat().st_size < 200_000][::3][:30]
+    mismatches = []
+    for n, path in enumerate(sources):
+        for at, mutated in _mutants(path, 12, seed=n):
+            target = tmp_path / "mutant.bin"
+            target.write_bytes(mutated)
+            for options in (OPTIONS[0], ("-v",)):
+                if _dump([target], options, True, monkeypatch) != \
+                        _dump([target], options, False, monkeypatch):
+                    mismatches.append((str(path), at, options))
+    assert not mismatches, mismatches[:10]
+    assert taken.count > 50
