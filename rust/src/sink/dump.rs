@@ -1561,6 +1561,27 @@ mod tests {
     }
 
     #[test]
+    fn base64_lines_as_python_writes_them() {
+        // base64.b64encode, cut into lines of 76 characters
+        let mut out = Vec::new();
+        base64_lines(b"", &mut out);
+        assert!(out.is_empty());
+        base64_lines(b"ab", &mut out);
+        assert_eq!(out, b"YWI=\n");
+        out.clear();
+        let data: Vec<u8> = (0u8..=58).collect();
+        base64_lines(&data, &mut out);
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0].len(), 76);
+        assert_eq!(lines[1], "OTo=");
+        assert!(lines[0].starts_with(
+            "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4"
+        ));
+    }
+
+    #[test]
     fn options_written_by_version() {
         assert_eq!(options_written(b"8.0.30"), (false, false));
         assert_eq!(options_written(b"10.5.1-MariaDB"), (false, false));
