@@ -360,6 +360,9 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
                 | QUERY_EVENT
                 | QUERY_COMPRESSED_EVENT
                 | XID_EVENT
+                | INTVAR_EVENT
+                | RAND_EVENT
+                | XA_PREPARE_LOG_EVENT
                 | STOP_EVENT
                 | ROTATE_EVENT
                 | BINLOG_CHECKPOINT_EVENT
@@ -429,6 +432,15 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
             }
             XID_EVENT => {
                 decode_xid(cur)?;
+            }
+            INTVAR_EVENT => {
+                read_intvar(cur)?;
+            }
+            RAND_EVENT => {
+                read_rand(cur)?;
+            }
+            XA_PREPARE_LOG_EVENT => {
+                read_xa_prepare(cur)?;
             }
             STOP_EVENT => {
                 cur.rest();
@@ -508,6 +520,42 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
             FORMAT_DESCRIPTION_EVENT => self.start(frame, cur, alg),
             QUERY_EVENT | QUERY_COMPRESSED_EVENT => self.query(frame, cur, format),
             XID_EVENT => self.xid(frame, cur),
+            INTVAR_EVENT => {
+                let (kind, value) = read_intvar(cur)?;
+                let name = match kind {
+                    1 => "LAST_INSERT_ID",
+                    2 => "INSERT_ID",
+                    _ => "INVALID_INT",
+                };
+                self.simple(
+                    frame,
+                    "\tIntvar\n",
+                    &format!("SET {name}={value}{DELIMITER}\n"),
+                );
+                Ok(())
+            }
+            RAND_EVENT => {
+                let (seed1, seed2) = read_rand(cur)?;
+                let body = format!("SET @@RAND_SEED1={seed1}, @@RAND_SEED2={seed2}{DELIMITER}\n");
+                self.simple(frame, "\tRand\n", &body);
+                Ok(())
+            }
+            XA_PREPARE_LOG_EVENT => {
+                let (format_id, gtrid, bqual) = read_xa_prepare(cur)?;
+                let mut xid = Vec::new();
+                xid.extend_from_slice(b"X'");
+                hex(gtrid, &mut xid);
+                xid.extend_from_slice(b"',X'");
+                hex(bqual, &mut xid);
+                let _ = write!(Wrap(&mut xid), "',{format_id}");
+                let xid = String::from_utf8_lossy(&xid).into_owned(); // (ASCII)
+                self.simple(
+                    frame,
+                    &format!("\tXID = {xid}\n"),
+                    &format!("XA PREPARE {xid}\n{DELIMITER}\n"),
+                );
+                Ok(())
+            }
             STOP_EVENT => {
                 cur.rest(); // some servers pad it; nothing in it is meaningful
                 if !self.options.short_form {
@@ -1306,6 +1354,28 @@ fn read_rotate<'a>(cur: &mut Cursor<'a>, format: &Format) -> Result<(u64, &'a [u
         4
     };
     Ok((position, cur.rest()))
+}
+
+/// INTVAR (events/control.py): kind, value.
+fn read_intvar(cur: &mut Cursor) -> Result<(u8, u64), Error> {
+    Ok((cur.u8()?, cur.u64()?))
+}
+
+/// RAND (events/control.py): the two seeds.
+fn read_rand(cur: &mut Cursor) -> Result<(u64, u64), Error> {
+    Ok((cur.u64()?, cur.u64()?))
+}
+
+/// XA_PREPARE (events/gtid.py): format id, gtrid, bqual (one_phase unused).
+fn read_xa_prepare<'a>(cur: &mut Cursor<'a>) -> Result<(u32, &'a [u8], &'a [u8]), Error> {
+    cur.u8()?; // one_phase
+    let format_id = cur.u32()?;
+    let gtrid_len = cur.u32()? as usize;
+    let bqual_len = cur.u32()? as usize;
+    let gtrid = cur.bytes(gtrid_len)?;
+    let bqual = cur.bytes(bqual_len)?;
+    cur.rest(); // XIDDATASIZE buffer may be written in full
+    Ok((format_id, gtrid, bqual))
 }
 
 /// BINLOG_CHECKPOINT (events/gtid.py): the file name.
