@@ -288,6 +288,7 @@ class TextPrinter:
         refused, printed_mysql_gtid = native(
             path, min(o.verbose, 2), o.short_form, o.base64_output, o.print_row_count,
             o.skip_annotate_row_events, o.mysql_events == "ignorable", large_event_bytes,
+            LazyRowData.WINDOW,
             _timestamp, _micro_timestamp, _charset_names(), json_text, json_diff_text,
             lambda: self.begin_file(path), self._write_bytes)
         if refused is not None:

@@ -205,3 +205,21 @@ def test_mutated_events_print_alike(tmp_path, monkeypatch):
                     mismatches.append((str(path), at, options))
     assert not mismatches, mismatches[:10]
     assert taken.count > 50
+
+
+@pytest.mark.parametrize("options", [OPTIONS[0], OPTIONS[1], OPTIONS[2], ("-v",)], ids=" ".join)
+def test_huge_events_through_a_window_print_alike(options, monkeypatch):
+    """Every rows event taken as huge (its images read through a 16-byte
+    window that grows and refills): the native printer streams its lines,
+    the Python printer spools them; same bytes (or the file left to Python:
+    BINLOG blocks of huge events, statements not ended by them)."""
+    from binlake import reader
+    from binlake.rows import LazyRowData
+    monkeypatch.setattr(reader, "LARGE_EVENT_BYTES", 64)
+    monkeypatch.setattr(LazyRowData, "WINDOW", 16)
+    taken = _Taken(monkeypatch)
+    mismatches = [str(path) for path in FILES
+                  if _dump([path], options, True, monkeypatch) != _dump([path], options, False, monkeypatch)]
+    assert not mismatches, mismatches[:10]
+    if options != ("-v",):
+        assert taken.count > 20, taken.count

@@ -33,7 +33,7 @@ use crate::rowimage::{
     decode_rows, DateTimeParts, DecimalValue, Operation, Plan, PlanCache, Role, RowSink, RowsData,
     TimeParts, ValueResult, ValueSink,
 };
-use crate::sink::text::{write_rows, JsonText, TextColumns, TextRequest};
+use crate::sink::text::{write_rows, write_rows_window, JsonText, TextColumns, TextRequest};
 
 const DELIMITER: &str = "/*!*/;";
 
@@ -124,6 +124,9 @@ pub struct DumpOptions {
     pub skip_annotate_row_events: bool,
     /// --mysql-events=ignorable: MySQL-only events as mariadb-binlog prints them.
     pub mysql_events_ignorable: bool,
+    /// The first window a huge rows event's images are read through
+    /// (`rows.LazyRowData.WINDOW`); 0: `WINDOW`.
+    pub window: u64,
 }
 
 /// What the Python side owns.
@@ -138,7 +141,12 @@ pub trait DumpHost: JsonText {
     /// to `out`, for its BINLOG block (`rawevents.RawEvents.get`); false if
     /// they could not be read.
     fn event_bytes(&mut self, pos: u64, length: u32, out: &mut Vec<u8>) -> bool;
+    /// Text to the output now (a huge event's lines, window by window); false on failure.
+    fn emit(&mut self, text: &[u8]) -> bool;
 }
+
+/// The window a huge rows event's images are read through (`rows.LazyRowData.WINDOW`).
+const WINDOW: u64 = 8 << 20;
 
 /// Why the file is left to the Python printer.
 #[derive(Debug)]
@@ -351,7 +359,7 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
         format: &Format,
         alg: Option<u8>,
     ) -> Printed {
-        if frame.inner || frame.large_end.is_some() {
+        if frame.inner {
             return Err(Refused::Unsupported(frame.type_code, frame.pos));
         }
         let supported = matches!(
@@ -1199,9 +1207,14 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
             cur,
             frame.type_code,
             format.post_header_len(frame.type_code),
-            false,
+            frame.large_end.is_some(),
         )?;
         let stmt_end = h.stmt_end();
+        if frame.large_end.is_some() && (!stmt_end || self.encode_base64()) {
+            // (its lines are streamed when its statement ends with it; BINLOG
+            // blocks of huge events are the Python printer's)
+            return Err(Refused::Unsupported(frame.type_code, frame.pos));
+        }
         if stmt_end {
             self.annotate = None;
         }
@@ -1282,24 +1295,95 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
                         name,
                         after_empty,
                     };
-                    if self.checking {
+                    if let Some(end) = frame.large_end {
+                        if !check_columns(&table.layout, &table.columns, &request.rows) {
+                            return Err(Refused::Rows(frame.pos));
+                        }
+                        if !self.checking {
+                            // the statement so far, then this event's lines as they are made
+                            self.out.append(&mut self.state.head);
+                            self.out.append(&mut self.state.tail);
+                            if !self.host.emit(&self.out) {
+                                return Err(Refused::Rows(frame.pos));
+                            }
+                            self.out.clear();
+                        }
+                        let total = end.saturating_sub(h.rows_offset);
+                        let first = if options.window == 0 {
+                            WINDOW
+                        } else {
+                            options.window
+                        };
+                        let (mut base, mut size) = (0u64, first);
+                        let (mut buf, mut text) = (Vec::new(), Vec::new());
+                        let mut count = 0;
+                        while base < total {
+                            buf.clear();
+                            let n = size.min(total - base);
+                            if !self
+                                .host
+                                .event_bytes(h.rows_offset + base, n as u32, &mut buf)
+                            {
+                                return Err(Refused::Rows(frame.pos));
+                            }
+                            let last = base + n >= total;
+                            let window = TextRequest {
+                                rows: RowsData {
+                                    data: &buf,
+                                    ..request.rows
+                                },
+                                ..request
+                            };
+                            let (rows, stop, failed) = if self.checking {
+                                match decode_rows(&table.layout, &window.rows, &mut NullSink) {
+                                    Ok(rows) => (rows, buf.len(), false),
+                                    Err((offset, index, _)) => (index, offset, true),
+                                }
+                            } else {
+                                text.clear();
+                                match write_rows_window(
+                                    &table.layout,
+                                    &table.columns,
+                                    &window,
+                                    &mut *self.host,
+                                    &mut text,
+                                ) {
+                                    Ok(rows) => (rows, buf.len(), false),
+                                    Err(f) => (f.index, f.offset, true),
+                                }
+                            };
+                            if failed && last {
+                                return Err(Refused::Rows(frame.pos)); // no larger window helps
+                            }
+                            if !self.checking && options.verbose > 0 && !self.host.emit(&text) {
+                                return Err(Refused::Rows(frame.pos));
+                            }
+                            count += rows;
+                            if stop == 0 {
+                                size *= 2; // one row outgrew the window
+                            }
+                            base += stop as u64;
+                        }
+                        self.state.rows_in_statement += count;
+                    } else if self.checking {
                         check_rows(&table.layout, &table.columns, &request)
                             .map_err(|_| Refused::Rows(frame.pos))?;
                         return Ok(());
+                    } else {
+                        let mark = self.state.tail.len();
+                        let count = write_rows(
+                            &table.layout,
+                            &table.columns,
+                            &request,
+                            &mut *self.host,
+                            &mut self.state.tail,
+                        )
+                        .map_err(|_| Refused::Rows(frame.pos))?;
+                        if options.verbose == 0 {
+                            self.state.tail.truncate(mark);
+                        }
+                        self.state.rows_in_statement += count;
                     }
-                    let mark = self.state.tail.len();
-                    let count = write_rows(
-                        &table.layout,
-                        &table.columns,
-                        &request,
-                        &mut *self.host,
-                        &mut self.state.tail,
-                    )
-                    .map_err(|_| Refused::Rows(frame.pos))?;
-                    if options.verbose == 0 {
-                        self.state.tail.truncate(mark);
-                    }
-                    self.state.rows_in_statement += count;
                 }
                 _ => {
                     if options.verbose > 0 {
@@ -1442,20 +1526,28 @@ fn read_rows_query<'a>(cur: &mut Cursor<'a>) -> Result<&'a [u8], Error> {
 /// JSON (printed by a Python helper that may fail), or images that do not
 /// decode (the same decoder, into a sink that keeps nothing).
 fn check_rows(layout: &Layout, columns: &TextColumns, request: &TextRequest) -> Result<(), ()> {
-    let rows = &request.rows;
-    for &index in rows.before.columns.iter().chain(rows.after.columns.iter()) {
-        let printable = columns.columns.get(index).is_some_and(|c| c.printable);
-        let json = layout
-            .columns
-            .get(index)
-            .is_some_and(|c| c.type_code == MYSQL_TYPE_JSON);
-        if !printable || json {
-            return Err(());
-        }
+    if !check_columns(layout, columns, &request.rows) {
+        return Err(());
     }
-    decode_rows(layout, rows, &mut NullSink)
+    decode_rows(layout, &request.rows, &mut NullSink)
         .map(|_| ())
         .map_err(|_| ())
+}
+
+/// No present column is one the `###` sink may refuse.
+fn check_columns(layout: &Layout, columns: &TextColumns, rows: &RowsData) -> bool {
+    rows.before
+        .columns
+        .iter()
+        .chain(rows.after.columns.iter())
+        .all(|&index| {
+            let printable = columns.columns.get(index).is_some_and(|c| c.printable);
+            let json = layout
+                .columns
+                .get(index)
+                .is_some_and(|c| c.type_code == MYSQL_TYPE_JSON);
+            printable && !json
+        })
 }
 
 /// Takes every value and keeps none.
