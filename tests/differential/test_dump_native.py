@@ -52,10 +52,14 @@ OPTIONS = [
     ("-vv", "--mysql-events=ignorable"),
     ("--short-form",),
 ]
+#: Positions (the native printer applies them to a single file).
+POSITION_OPTIONS = [
+    ("--start-position=256",),
+    ("--stop-position=1000",),
+    ("--start-position=300", "--stop-position=2000"),
+]
 #: Options the native printer does not take: the Python printer prints all.
 FALLBACK_OPTIONS = [
-    ("--base64-output=decode-rows", "-v", "--start-position=256"),
-    ("--base64-output=decode-rows", "-v", "--stop-position=1000"),
     ("--base64-output=decode-rows", "-v", "--database=test"),
     ("-v", "--hexdump"),
 ]
@@ -99,8 +103,8 @@ class _Taken:
         self.count = 0
         original = TextPrinter.print_file_natively
 
-        def counting(printer, path, large):
-            done = original(printer, path, large)
+        def counting(printer, path, *args):
+            done = original(printer, path, *args)
             self.count += done
             return done
         monkeypatch.setattr(TextPrinter, "print_file_natively", counting)
@@ -223,3 +227,30 @@ def test_huge_events_through_a_window_print_alike(options, monkeypatch):
     assert not mismatches, mismatches[:10]
     if options != ("-v",):
         assert taken.count > 20, taken.count
+
+
+@pytest.mark.parametrize("positions", POSITION_OPTIONS, ids=" ".join)
+@pytest.mark.parametrize("printing", [OPTIONS[0], ("-v",), ("--base64-output=never", "-v")], ids=" ".join)
+def test_positions_print_alike(positions, printing, monkeypatch):
+    """--start-position / --stop-position on one file: the events before the
+    start read but not shown (the format description shown unless
+    decode-rows), a start between events left to the Python path (its
+    error), the stop event read, then nothing."""
+    taken = _Taken(monkeypatch)
+    options = (*printing, *positions)
+    mismatches = [str(path) for path in FILES
+                  if _dump([path], options, True, monkeypatch) != _dump([path], options, False, monkeypatch)]
+    assert not mismatches, mismatches[:10]
+    assert taken.count > 10, taken.count
+
+
+def test_positions_of_every_event_print_alike(monkeypatch):
+    """Start and stop at each event boundary of a few files (and one byte off)."""
+    from binlake.scan import scan
+    for path in [p for p in FILES if "mariadb" in str(p).lower()][:3] + FILES[:2]:
+        positions = list(scan(path).positions)[:40]
+        for pos in positions:
+            for options in (("-v", f"--start-position={pos}"), ("-v", f"--stop-position={pos}"),
+                            ("--base64-output=decode-rows", "-v", f"--start-position={pos + 1}")):
+                assert _dump([path], options, True, monkeypatch) == \
+                    _dump([path], options, False, monkeypatch), (path, options)

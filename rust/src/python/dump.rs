@@ -103,6 +103,7 @@ impl DumpHost for PyHost<'_, '_> {
 #[pyfunction]
 #[pyo3(signature = (path, verbose, short_form, base64_output, print_row_count,
                     skip_annotate_row_events, mysql_events_ignorable, large_event_bytes, window,
+                    start, stop, show_head_fde,
                     timestamp, micro_timestamp, charsets, json_text, json_diff_text, begin,
                     write))]
 #[allow(clippy::too_many_arguments)]
@@ -117,6 +118,9 @@ fn dump_file(
     mysql_events_ignorable: bool,
     large_event_bytes: u64,
     window: u64,
+    start: Option<u64>,
+    stop: Option<u64>,
+    show_head_fde: bool,
     timestamp: Bound<'_, PyAny>,
     micro_timestamp: Bound<'_, PyAny>,
     charsets: Vec<Option<String>>,
@@ -133,6 +137,9 @@ fn dump_file(
         skip_annotate_row_events,
         mysql_events_ignorable,
         window,
+        start,
+        stop,
+        show_head_fde,
     };
     let mut host = PyHost {
         timestamp: &timestamp,
@@ -225,6 +232,9 @@ impl Pass<'_> {
                 }));
             }
             reached = frame.next_pos();
+            if printer.stopped {
+                break;
+            }
             if checking {
                 printer.out.clear();
             } else if printer.out.len() >= CHUNK {
@@ -232,7 +242,7 @@ impl Pass<'_> {
                 printer.out.clear();
             }
         }
-        if checking && (framer.partial_tail || framer.encrypted) {
+        if checking && !printer.stopped && (framer.partial_tail || framer.encrypted) {
             return Ok(Err("partial or encrypted file".into()));
         }
         if printer.annotate_pending() {

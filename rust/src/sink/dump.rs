@@ -127,6 +127,14 @@ pub struct DumpOptions {
     /// The first window a huge rows event's images are read through
     /// (`rows.LazyRowData.WINDOW`); 0: `WINDOW`.
     pub window: u64,
+    /// --start-position of this file (the first of the run), as filters.py
+    /// `EventSelection.verdict` applies it; only above 4 does it select.
+    pub start: Option<u64>,
+    /// --stop-position of this file (the last of the run).
+    pub stop: Option<u64>,
+    /// The format description before the start position is printed (not
+    /// with decode-rows: mysqlbinlog reads it silently, commands/dump.py).
+    pub show_head_fde: bool,
 }
 
 /// What the Python side owns.
@@ -228,6 +236,14 @@ pub struct DumpPrinter<'h, H: DumpHost> {
     checking: bool,
     /// A MySQL GTID was printed (the Python printer then ends with GTID_NEXT= 'AUTOMATIC').
     pub printed_mysql_gtid: bool,
+    /// The event at hand is read but not shown (before the start position,
+    /// or the one at the stop position): only the reader's state changes.
+    skipping: bool,
+    /// Past the events a file begins with (filters.py `_past_file_head`).
+    past_head: bool,
+    checked_start: bool,
+    /// The stop position was reached: nothing more of the file is read.
+    pub stopped: bool,
     pub out: Vec<u8>,
 }
 
@@ -316,6 +332,10 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
             times: HashMap::new(),
             checking,
             printed_mysql_gtid: false,
+            skipping: false,
+            past_head: false,
+            checked_start: false,
+            stopped: false,
             out: Vec::with_capacity(1 << 20),
         }
     }
@@ -398,10 +418,24 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
         if !supported || format.binlog_version != 4 {
             return Err(Refused::Unsupported(frame.type_code, frame.pos));
         }
+        let mut cur = body(raw, frame);
+        if !self.selected(frame)? {
+            // read as the reader reads it (its errors are the file's), not shown
+            self.skipping = true;
+            let decoded = self.check(frame, &mut cur, format, raw);
+            self.skipping = false;
+            return match decoded {
+                Err(Refused::Failed(e)) => {
+                    Err(Refused::Failed(in_event(e, frame.type_code, frame.pos)))
+                }
+                Err(other) => Err(other),
+                Ok(()) => expect_end(&cur, frame.type_code)
+                    .map_err(|e| Refused::Failed(in_event(e, frame.type_code, frame.pos))),
+            };
+        }
         if !self.options.short_form {
             let _ = writeln!(Wrap(&mut self.out), "# at {}", frame.pos);
         }
-        let mut cur = body(raw, frame);
         let decoded = if self.checking {
             self.check(frame, &mut cur, format, raw)
         } else {
@@ -420,13 +454,41 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
         }
     }
 
+    /// filters.py `EventSelection.verdict` for positions alone: whether the
+    /// event is shown; `stopped` is set at the stop position. A start
+    /// position that is not where an event starts is the selection's error:
+    /// the Python path reports it.
+    fn selected(&mut self, frame: &Frame) -> Result<bool, Refused> {
+        if let Some(start) = self.options.start.filter(|&s| s > 4) {
+            if frame.pos < start {
+                if !matches!(frame.type_code, FORMAT_DESCRIPTION_EVENT | ROTATE_EVENT) {
+                    self.past_head = true;
+                }
+                return Ok(frame.type_code == FORMAT_DESCRIPTION_EVENT
+                    && !self.past_head
+                    && self.options.show_head_fde);
+            }
+            if !self.checked_start {
+                self.checked_start = true;
+                if frame.pos != start {
+                    return Err(Refused::Unsupported(frame.type_code, frame.pos));
+                }
+            }
+        }
+        if self.options.stop.is_some_and(|stop| frame.pos >= stop) {
+            self.stopped = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
     /// The checking pass: each event decoded as the printing pass decodes
     /// it, nothing formatted (but the table maps and rows, which decide).
     fn check(&mut self, frame: &Frame, cur: &mut Cursor, format: &Format, raw: &[u8]) -> Printed {
         match frame.type_code {
             FORMAT_DESCRIPTION_EVENT => {
                 read_start(cur)?;
-                if self.encode_base64() {
+                if self.encode_base64() && !self.skipping {
                     self.state.printed_fd_event = true;
                 }
             }
@@ -475,7 +537,9 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
                 read_rows_query(cur)?;
             }
             ANNOTATE_ROWS_EVENT => {
-                self.annotate(frame, raw);
+                if !self.skipping {
+                    self.annotate(frame, raw);
+                }
                 cur.rest();
             }
             TABLE_MAP_EVENT => return self.table_map(frame, cur, format),
@@ -1174,6 +1238,9 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
             }
         };
         self.tables.insert(table_id, index);
+        if self.skipping {
+            return Ok(()); // the reader knows the map; the printer did not print it
+        }
         let database = self.maps[index].database.clone();
         self.state.printed_database.insert(table_id, database);
         self.needs_fde(frame)?;
@@ -1209,6 +1276,9 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
             format.post_header_len(frame.type_code),
             frame.large_end.is_some(),
         )?;
+        if self.skipping {
+            return Ok(()); // the reader decodes the header; images only when printed
+        }
         let stmt_end = h.stmt_end();
         if frame.large_end.is_some() && (!stmt_end || self.encode_base64()) {
             // (its lines are streamed when its statement ends with it; BINLOG
