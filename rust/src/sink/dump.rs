@@ -1474,6 +1474,14 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
                 self.out.append(&mut self.state.body);
                 let _ = writeln!(Wrap(&mut self.out), "'{DELIMITER}");
             }
+            if !self.checking && self.state.tail.len() >= 1 << 16 {
+                // a big statement's lines go out as they are, not copied into `out` first
+                if !self.host.emit(&self.out) || !self.host.emit(&self.state.tail) {
+                    return Err(Refused::Rows(frame.pos));
+                }
+                self.out.clear();
+                self.state.tail.clear();
+            }
             self.out.append(&mut self.state.tail);
             if options.print_row_count && !options.short_form {
                 let _ = writeln!(
