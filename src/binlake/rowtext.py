@@ -505,6 +505,7 @@ def format_rows(event, verbose: int, database: str | None = None) -> tuple[list[
     after_bitmap = event.columns_present_after
     partial_event = event.header.type_code == T_PARTIAL_UPDATE_ROWS
     while pos < end:
+        start = pos
         count += 1
         out.append(f"### {command} {name}\n")
         pos = format_image(out, table, event.columns_present, buf, pos, first, verbose, end)
@@ -516,4 +517,9 @@ def format_rows(event, verbose: int, database: str | None = None) -> tuple[list[
                 out.append("### SET /* no columns */\n")
             else:
                 pos = format_image(out, table, after_bitmap, buf, pos, second, verbose, end, partial)
+        if pos == start:
+            # Images of no columns take no bytes: printing on would never end
+            # (rows.decode_rows and the native decoder refuse the same data).
+            raise RowFormatError(f"row images of no columns cannot hold the {end - start} "
+                                 "bytes left")
     return out, count

@@ -273,13 +273,15 @@ class TextPrinter:
                 and o.delimiter == DELIMITER and self._annotate is None
                 and _native_dump() is not None)
 
-    def print_file_natively(self, path: str, large_event_bytes: int) -> bool:
+    def print_file_natively(self, path: str, large_event_bytes: int,
+                            start: int | None = None, stop: int | None = None) -> bool:
         """Print the whole file with the native printer, bracketed as
         `begin_file`/`end_file` do; False (nothing printed) where it leaves
         the file to this printer: an event type or content it does not
         print the same, or any reading error (this printer reports those).
         The native printer decides that in a first pass over the file,
-        before it prints anything."""
+        before it prints anything. `start`/`stop`: --start-position and
+        --stop-position as they apply to this file (filters.py)."""
         native = _native_dump()
         with open(path, "rb") as probe:
             if probe.read(2) == b"\x1f\x8b":  # gzip: the reader streams those
@@ -288,6 +290,7 @@ class TextPrinter:
         refused, printed_mysql_gtid = native(
             path, min(o.verbose, 2), o.short_form, o.base64_output, o.print_row_count,
             o.skip_annotate_row_events, o.mysql_events == "ignorable", large_event_bytes,
+            LazyRowData.WINDOW, start, stop, o.base64_output != "decode-rows",
             _timestamp, _micro_timestamp, _charset_names(), json_text, json_diff_text,
             lambda: self.begin_file(path), self._write_bytes)
         if refused is not None:

@@ -30,6 +30,8 @@ struct PyHost<'a, 'py> {
     /// The binlog, for the bytes of events printed as BINLOG blocks.
     path: &'a str,
     file: Option<std::fs::File>,
+    /// The output (a huge event's lines go there as they are made).
+    write: &'a Bound<'py, PyAny>,
 }
 
 impl JsonText for PyHost<'_, '_> {
@@ -71,6 +73,12 @@ impl DumpHost for PyHost<'_, '_> {
         file.read_exact_at(&mut out[start..], pos).is_ok()
     }
 
+    fn emit(&mut self, text: &[u8]) -> bool {
+        self.write
+            .call1((PyBytes::new(self.json.py, text),))
+            .is_ok()
+    }
+
     fn micro_timestamp(&mut self, micros: u64) -> String {
         match self
             .micro_timestamp
@@ -94,7 +102,8 @@ impl DumpHost for PyHost<'_, '_> {
 /// False): then nothing was written.
 #[pyfunction]
 #[pyo3(signature = (path, verbose, short_form, base64_output, print_row_count,
-                    skip_annotate_row_events, mysql_events_ignorable, large_event_bytes,
+                    skip_annotate_row_events, mysql_events_ignorable, large_event_bytes, window,
+                    start, stop, show_head_fde,
                     timestamp, micro_timestamp, charsets, json_text, json_diff_text, begin,
                     write))]
 #[allow(clippy::too_many_arguments)]
@@ -108,6 +117,10 @@ fn dump_file(
     skip_annotate_row_events: bool,
     mysql_events_ignorable: bool,
     large_event_bytes: u64,
+    window: u64,
+    start: Option<u64>,
+    stop: Option<u64>,
+    show_head_fde: bool,
     timestamp: Bound<'_, PyAny>,
     micro_timestamp: Bound<'_, PyAny>,
     charsets: Vec<Option<String>>,
@@ -123,6 +136,10 @@ fn dump_file(
         print_row_count,
         skip_annotate_row_events,
         mysql_events_ignorable,
+        window,
+        start,
+        stop,
+        show_head_fde,
     };
     let mut host = PyHost {
         timestamp: &timestamp,
@@ -136,6 +153,7 @@ fn dump_file(
         failed: false,
         path,
         file: None,
+        write: &write,
     };
     let mut pass = Pass {
         path,
@@ -214,6 +232,9 @@ impl Pass<'_> {
                 }));
             }
             reached = frame.next_pos();
+            if printer.stopped {
+                break;
+            }
             if checking {
                 printer.out.clear();
             } else if printer.out.len() >= CHUNK {
@@ -221,7 +242,7 @@ impl Pass<'_> {
                 printer.out.clear();
             }
         }
-        if checking && (framer.partial_tail || framer.encrypted) {
+        if checking && !printer.stopped && (framer.partial_tail || framer.encrypted) {
             return Ok(Err("partial or encrypted file".into()));
         }
         if printer.annotate_pending() {

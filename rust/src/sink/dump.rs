@@ -33,7 +33,7 @@ use crate::rowimage::{
     decode_rows, DateTimeParts, DecimalValue, Operation, Plan, PlanCache, Role, RowSink, RowsData,
     TimeParts, ValueResult, ValueSink,
 };
-use crate::sink::text::{write_rows, JsonText, TextColumns, TextRequest};
+use crate::sink::text::{write_rows, write_rows_window, JsonText, TextColumns, TextRequest};
 
 const DELIMITER: &str = "/*!*/;";
 
@@ -124,6 +124,17 @@ pub struct DumpOptions {
     pub skip_annotate_row_events: bool,
     /// --mysql-events=ignorable: MySQL-only events as mariadb-binlog prints them.
     pub mysql_events_ignorable: bool,
+    /// The first window a huge rows event's images are read through
+    /// (`rows.LazyRowData.WINDOW`); 0: `WINDOW`.
+    pub window: u64,
+    /// --start-position of this file (the first of the run), as filters.py
+    /// `EventSelection.verdict` applies it; only above 4 does it select.
+    pub start: Option<u64>,
+    /// --stop-position of this file (the last of the run).
+    pub stop: Option<u64>,
+    /// The format description before the start position is printed (not
+    /// with decode-rows: mysqlbinlog reads it silently, commands/dump.py).
+    pub show_head_fde: bool,
 }
 
 /// What the Python side owns.
@@ -138,7 +149,12 @@ pub trait DumpHost: JsonText {
     /// to `out`, for its BINLOG block (`rawevents.RawEvents.get`); false if
     /// they could not be read.
     fn event_bytes(&mut self, pos: u64, length: u32, out: &mut Vec<u8>) -> bool;
+    /// Text to the output now (a huge event's lines, window by window); false on failure.
+    fn emit(&mut self, text: &[u8]) -> bool;
 }
+
+/// The window a huge rows event's images are read through (`rows.LazyRowData.WINDOW`).
+const WINDOW: u64 = 8 << 20;
 
 /// Why the file is left to the Python printer.
 #[derive(Debug)]
@@ -220,6 +236,14 @@ pub struct DumpPrinter<'h, H: DumpHost> {
     checking: bool,
     /// A MySQL GTID was printed (the Python printer then ends with GTID_NEXT= 'AUTOMATIC').
     pub printed_mysql_gtid: bool,
+    /// The event at hand is read but not shown (before the start position,
+    /// or the one at the stop position): only the reader's state changes.
+    skipping: bool,
+    /// Past the events a file begins with (filters.py `_past_file_head`).
+    past_head: bool,
+    checked_start: bool,
+    /// The stop position was reached: nothing more of the file is read.
+    pub stopped: bool,
     pub out: Vec<u8>,
 }
 
@@ -308,6 +332,10 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
             times: HashMap::new(),
             checking,
             printed_mysql_gtid: false,
+            skipping: false,
+            past_head: false,
+            checked_start: false,
+            stopped: false,
             out: Vec::with_capacity(1 << 20),
         }
     }
@@ -351,7 +379,7 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
         format: &Format,
         alg: Option<u8>,
     ) -> Printed {
-        if frame.inner || frame.large_end.is_some() {
+        if frame.inner {
             return Err(Refused::Unsupported(frame.type_code, frame.pos));
         }
         let supported = matches!(
@@ -360,6 +388,9 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
                 | QUERY_EVENT
                 | QUERY_COMPRESSED_EVENT
                 | XID_EVENT
+                | INTVAR_EVENT
+                | RAND_EVENT
+                | XA_PREPARE_LOG_EVENT
                 | STOP_EVENT
                 | ROTATE_EVENT
                 | BINLOG_CHECKPOINT_EVENT
@@ -387,10 +418,24 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
         if !supported || format.binlog_version != 4 {
             return Err(Refused::Unsupported(frame.type_code, frame.pos));
         }
+        let mut cur = body(raw, frame);
+        if !self.selected(frame)? {
+            // read as the reader reads it (its errors are the file's), not shown
+            self.skipping = true;
+            let decoded = self.check(frame, &mut cur, format, raw);
+            self.skipping = false;
+            return match decoded {
+                Err(Refused::Failed(e)) => {
+                    Err(Refused::Failed(in_event(e, frame.type_code, frame.pos)))
+                }
+                Err(other) => Err(other),
+                Ok(()) => expect_end(&cur, frame.type_code)
+                    .map_err(|e| Refused::Failed(in_event(e, frame.type_code, frame.pos))),
+            };
+        }
         if !self.options.short_form {
             let _ = writeln!(Wrap(&mut self.out), "# at {}", frame.pos);
         }
-        let mut cur = body(raw, frame);
         let decoded = if self.checking {
             self.check(frame, &mut cur, format, raw)
         } else {
@@ -409,13 +454,41 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
         }
     }
 
+    /// filters.py `EventSelection.verdict` for positions alone: whether the
+    /// event is shown; `stopped` is set at the stop position. A start
+    /// position that is not where an event starts is the selection's error:
+    /// the Python path reports it.
+    fn selected(&mut self, frame: &Frame) -> Result<bool, Refused> {
+        if let Some(start) = self.options.start.filter(|&s| s > 4) {
+            if frame.pos < start {
+                if !matches!(frame.type_code, FORMAT_DESCRIPTION_EVENT | ROTATE_EVENT) {
+                    self.past_head = true;
+                }
+                return Ok(frame.type_code == FORMAT_DESCRIPTION_EVENT
+                    && !self.past_head
+                    && self.options.show_head_fde);
+            }
+            if !self.checked_start {
+                self.checked_start = true;
+                if frame.pos != start {
+                    return Err(Refused::Unsupported(frame.type_code, frame.pos));
+                }
+            }
+        }
+        if self.options.stop.is_some_and(|stop| frame.pos >= stop) {
+            self.stopped = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
     /// The checking pass: each event decoded as the printing pass decodes
     /// it, nothing formatted (but the table maps and rows, which decide).
     fn check(&mut self, frame: &Frame, cur: &mut Cursor, format: &Format, raw: &[u8]) -> Printed {
         match frame.type_code {
             FORMAT_DESCRIPTION_EVENT => {
                 read_start(cur)?;
-                if self.encode_base64() {
+                if self.encode_base64() && !self.skipping {
                     self.state.printed_fd_event = true;
                 }
             }
@@ -429,6 +502,15 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
             }
             XID_EVENT => {
                 decode_xid(cur)?;
+            }
+            INTVAR_EVENT => {
+                read_intvar(cur)?;
+            }
+            RAND_EVENT => {
+                read_rand(cur)?;
+            }
+            XA_PREPARE_LOG_EVENT => {
+                read_xa_prepare(cur)?;
             }
             STOP_EVENT => {
                 cur.rest();
@@ -455,7 +537,9 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
                 read_rows_query(cur)?;
             }
             ANNOTATE_ROWS_EVENT => {
-                self.annotate(frame, raw);
+                if !self.skipping {
+                    self.annotate(frame, raw);
+                }
                 cur.rest();
             }
             TABLE_MAP_EVENT => return self.table_map(frame, cur, format),
@@ -508,6 +592,42 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
             FORMAT_DESCRIPTION_EVENT => self.start(frame, cur, alg),
             QUERY_EVENT | QUERY_COMPRESSED_EVENT => self.query(frame, cur, format),
             XID_EVENT => self.xid(frame, cur),
+            INTVAR_EVENT => {
+                let (kind, value) = read_intvar(cur)?;
+                let name = match kind {
+                    1 => "LAST_INSERT_ID",
+                    2 => "INSERT_ID",
+                    _ => "INVALID_INT",
+                };
+                self.simple(
+                    frame,
+                    "\tIntvar\n",
+                    &format!("SET {name}={value}{DELIMITER}\n"),
+                );
+                Ok(())
+            }
+            RAND_EVENT => {
+                let (seed1, seed2) = read_rand(cur)?;
+                let body = format!("SET @@RAND_SEED1={seed1}, @@RAND_SEED2={seed2}{DELIMITER}\n");
+                self.simple(frame, "\tRand\n", &body);
+                Ok(())
+            }
+            XA_PREPARE_LOG_EVENT => {
+                let (format_id, gtrid, bqual) = read_xa_prepare(cur)?;
+                let mut xid = Vec::new();
+                xid.extend_from_slice(b"X'");
+                hex(gtrid, &mut xid);
+                xid.extend_from_slice(b"',X'");
+                hex(bqual, &mut xid);
+                let _ = write!(Wrap(&mut xid), "',{format_id}");
+                let xid = String::from_utf8_lossy(&xid).into_owned(); // (ASCII)
+                self.simple(
+                    frame,
+                    &format!("\tXID = {xid}\n"),
+                    &format!("XA PREPARE {xid}\n{DELIMITER}\n"),
+                );
+                Ok(())
+            }
             STOP_EVENT => {
                 cur.rest(); // some servers pad it; nothing in it is meaningful
                 if !self.options.short_form {
@@ -1118,6 +1238,9 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
             }
         };
         self.tables.insert(table_id, index);
+        if self.skipping {
+            return Ok(()); // the reader knows the map; the printer did not print it
+        }
         let database = self.maps[index].database.clone();
         self.state.printed_database.insert(table_id, database);
         self.needs_fde(frame)?;
@@ -1151,9 +1274,17 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
             cur,
             frame.type_code,
             format.post_header_len(frame.type_code),
-            false,
+            frame.large_end.is_some(),
         )?;
+        if self.skipping {
+            return Ok(()); // the reader decodes the header; images only when printed
+        }
         let stmt_end = h.stmt_end();
+        if frame.large_end.is_some() && (!stmt_end || self.encode_base64()) {
+            // (its lines are streamed when its statement ends with it; BINLOG
+            // blocks of huge events are the Python printer's)
+            return Err(Refused::Unsupported(frame.type_code, frame.pos));
+        }
         if stmt_end {
             self.annotate = None;
         }
@@ -1234,24 +1365,95 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
                         name,
                         after_empty,
                     };
-                    if self.checking {
+                    if let Some(end) = frame.large_end {
+                        if !check_columns(&table.layout, &table.columns, &request.rows) {
+                            return Err(Refused::Rows(frame.pos));
+                        }
+                        if !self.checking {
+                            // the statement so far, then this event's lines as they are made
+                            self.out.append(&mut self.state.head);
+                            self.out.append(&mut self.state.tail);
+                            if !self.host.emit(&self.out) {
+                                return Err(Refused::Rows(frame.pos));
+                            }
+                            self.out.clear();
+                        }
+                        let total = end.saturating_sub(h.rows_offset);
+                        let first = if options.window == 0 {
+                            WINDOW
+                        } else {
+                            options.window
+                        };
+                        let (mut base, mut size) = (0u64, first);
+                        let (mut buf, mut text) = (Vec::new(), Vec::new());
+                        let mut count = 0;
+                        while base < total {
+                            buf.clear();
+                            let n = size.min(total - base);
+                            if !self
+                                .host
+                                .event_bytes(h.rows_offset + base, n as u32, &mut buf)
+                            {
+                                return Err(Refused::Rows(frame.pos));
+                            }
+                            let last = base + n >= total;
+                            let window = TextRequest {
+                                rows: RowsData {
+                                    data: &buf,
+                                    ..request.rows
+                                },
+                                ..request
+                            };
+                            let (rows, stop, failed) = if self.checking {
+                                match decode_rows(&table.layout, &window.rows, &mut NullSink) {
+                                    Ok(rows) => (rows, buf.len(), false),
+                                    Err((offset, index, _)) => (index, offset, true),
+                                }
+                            } else {
+                                text.clear();
+                                match write_rows_window(
+                                    &table.layout,
+                                    &table.columns,
+                                    &window,
+                                    &mut *self.host,
+                                    &mut text,
+                                ) {
+                                    Ok(rows) => (rows, buf.len(), false),
+                                    Err(f) => (f.index, f.offset, true),
+                                }
+                            };
+                            if failed && last {
+                                return Err(Refused::Rows(frame.pos)); // no larger window helps
+                            }
+                            if !self.checking && options.verbose > 0 && !self.host.emit(&text) {
+                                return Err(Refused::Rows(frame.pos));
+                            }
+                            count += rows;
+                            if stop == 0 {
+                                size *= 2; // one row outgrew the window
+                            }
+                            base += stop as u64;
+                        }
+                        self.state.rows_in_statement += count;
+                    } else if self.checking {
                         check_rows(&table.layout, &table.columns, &request)
                             .map_err(|_| Refused::Rows(frame.pos))?;
                         return Ok(());
+                    } else {
+                        let mark = self.state.tail.len();
+                        let count = write_rows(
+                            &table.layout,
+                            &table.columns,
+                            &request,
+                            &mut *self.host,
+                            &mut self.state.tail,
+                        )
+                        .map_err(|_| Refused::Rows(frame.pos))?;
+                        if options.verbose == 0 {
+                            self.state.tail.truncate(mark);
+                        }
+                        self.state.rows_in_statement += count;
                     }
-                    let mark = self.state.tail.len();
-                    let count = write_rows(
-                        &table.layout,
-                        &table.columns,
-                        &request,
-                        &mut *self.host,
-                        &mut self.state.tail,
-                    )
-                    .map_err(|_| Refused::Rows(frame.pos))?;
-                    if options.verbose == 0 {
-                        self.state.tail.truncate(mark);
-                    }
-                    self.state.rows_in_statement += count;
                 }
                 _ => {
                     if options.verbose > 0 {
@@ -1271,6 +1473,14 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
                 self.out.extend_from_slice(b"\nBINLOG '\n");
                 self.out.append(&mut self.state.body);
                 let _ = writeln!(Wrap(&mut self.out), "'{DELIMITER}");
+            }
+            if !self.checking && self.state.tail.len() >= 1 << 16 {
+                // a big statement's lines go out as they are, not copied into `out` first
+                if !self.host.emit(&self.out) || !self.host.emit(&self.state.tail) {
+                    return Err(Refused::Rows(frame.pos));
+                }
+                self.out.clear();
+                self.state.tail.clear();
             }
             self.out.append(&mut self.state.tail);
             if options.print_row_count && !options.short_form {
@@ -1306,6 +1516,28 @@ fn read_rotate<'a>(cur: &mut Cursor<'a>, format: &Format) -> Result<(u64, &'a [u
         4
     };
     Ok((position, cur.rest()))
+}
+
+/// INTVAR (events/control.py): kind, value.
+fn read_intvar(cur: &mut Cursor) -> Result<(u8, u64), Error> {
+    Ok((cur.u8()?, cur.u64()?))
+}
+
+/// RAND (events/control.py): the two seeds.
+fn read_rand(cur: &mut Cursor) -> Result<(u64, u64), Error> {
+    Ok((cur.u64()?, cur.u64()?))
+}
+
+/// XA_PREPARE (events/gtid.py): format id, gtrid, bqual (one_phase unused).
+fn read_xa_prepare<'a>(cur: &mut Cursor<'a>) -> Result<(u32, &'a [u8], &'a [u8]), Error> {
+    cur.u8()?; // one_phase
+    let format_id = cur.u32()?;
+    let gtrid_len = cur.u32()? as usize;
+    let bqual_len = cur.u32()? as usize;
+    let gtrid = cur.bytes(gtrid_len)?;
+    let bqual = cur.bytes(bqual_len)?;
+    cur.rest(); // XIDDATASIZE buffer may be written in full
+    Ok((format_id, gtrid, bqual))
 }
 
 /// BINLOG_CHECKPOINT (events/gtid.py): the file name.
@@ -1372,20 +1604,28 @@ fn read_rows_query<'a>(cur: &mut Cursor<'a>) -> Result<&'a [u8], Error> {
 /// JSON (printed by a Python helper that may fail), or images that do not
 /// decode (the same decoder, into a sink that keeps nothing).
 fn check_rows(layout: &Layout, columns: &TextColumns, request: &TextRequest) -> Result<(), ()> {
-    let rows = &request.rows;
-    for &index in rows.before.columns.iter().chain(rows.after.columns.iter()) {
-        let printable = columns.columns.get(index).is_some_and(|c| c.printable);
-        let json = layout
-            .columns
-            .get(index)
-            .is_some_and(|c| c.type_code == MYSQL_TYPE_JSON);
-        if !printable || json {
-            return Err(());
-        }
+    if !check_columns(layout, columns, &request.rows) {
+        return Err(());
     }
-    decode_rows(layout, rows, &mut NullSink)
+    decode_rows(layout, &request.rows, &mut NullSink)
         .map(|_| ())
         .map_err(|_| ())
+}
+
+/// No present column is one the `###` sink may refuse.
+fn check_columns(layout: &Layout, columns: &TextColumns, rows: &RowsData) -> bool {
+    rows.before
+        .columns
+        .iter()
+        .chain(rows.after.columns.iter())
+        .all(|&index| {
+            let printable = columns.columns.get(index).is_some_and(|c| c.printable);
+            let json = layout
+                .columns
+                .get(index)
+                .is_some_and(|c| c.type_code == MYSQL_TYPE_JSON);
+            printable && !json
+        })
 }
 
 /// Takes every value and keeps none.
@@ -1558,6 +1798,27 @@ mod tests {
         assert!(is_trans_keyword(&query_head(b"XA END 'x'"), true));
         assert!(!is_trans_keyword(&query_head(b"\xffBEGIN"), false));
         assert_eq!(query_head(b"ab\xffcd").chars().count(), 5);
+    }
+
+    #[test]
+    fn base64_lines_as_python_writes_them() {
+        // base64.b64encode, cut into lines of 76 characters
+        let mut out = Vec::new();
+        base64_lines(b"", &mut out);
+        assert!(out.is_empty());
+        base64_lines(b"ab", &mut out);
+        assert_eq!(out, b"YWI=\n");
+        out.clear();
+        let data: Vec<u8> = (0u8..=58).collect();
+        base64_lines(&data, &mut out);
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0].len(), 76);
+        assert_eq!(lines[1], "OTo=");
+        assert!(lines[0].starts_with(
+            "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4"
+        ));
     }
 
     #[test]

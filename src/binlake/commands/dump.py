@@ -115,15 +115,19 @@ def _events_to_print(args, files, selection, err, printer, on_file):
     """`selected_events` for the Python printer; with no selection, default
     reading options and printing options it supports, each file is first
     offered to the native printer, which prints it whole or leaves it here."""
-    plain = (NATIVE_PRINTER and selection.options == SelectionOptions()
-             and reader_options(args) == {"force": False, "verify_checksums": True})
+    o = selection.options
+    start, stop = o.start_position, o.stop_position
+    plain = (NATIVE_PRINTER and reader_options(args) == {"force": False, "verify_checksums": True}
+             and SelectionOptions(start_position=start, stop_position=stop) == o
+             # positions apply to the first and last file: one file keeps that simple
+             and (len(files) == 1 or (start is None and stop is None)))
     if not plain or not printer.native_ready():
         yield from selected_events(args, files, selection, err, on_file=on_file)
         return
     from .. import reader
     for path in files:
         if printer.native_ready() and os.path.isfile(path) \
-                and printer.print_file_natively(path, reader.LARGE_EVENT_BYTES):
+                and printer.print_file_natively(path, reader.LARGE_EVENT_BYTES, start, stop):
             continue
         yield from selected_events(args, [path], selection, err, on_file=on_file)
 
