@@ -223,3 +223,22 @@ def test_files_still_being_written(relpath, tmp_path, job_bytes):
             target.write_bytes(bytes(marked[:cut]))
             assert_same(Split(str(target), 1), {"verify_checksums": "false"},
                         f"{relpath} in_use={in_use} cut at {cut}")
+
+
+def test_images_of_no_columns_end_with_an_error(tmp_path, job_bytes):
+    """A columns-present bitmap zeroed: the images take no bytes, so the rows
+    data left cannot be decoded (appending empty rows forever was the bug)."""
+    import binlake
+    from binlake.events import RowsEvent
+    source = corpus_path("mysql-binlog-connector-java/mysql-bin.checksum-crc32")
+    data = bytearray(open(source, "rb").read())
+    event = next(e for e in binlake.open(source)
+                 if isinstance(e, RowsEvent) and e.columns_present_after is None)
+    width = (event.width + 7) // 8
+    data[event.rows_offset - width:event.rows_offset] = bytes(width)
+    target = tmp_path / "no-columns.bin"
+    target.write_bytes(bytes(data))
+    split = Split(str(target), 1)
+    _, error = pure(split, {"verify_checksums": "false"})
+    assert error is not None and error[0] == "CorruptEvent"
+    assert_same(split, {"verify_checksums": "false"})

@@ -432,7 +432,17 @@ impl ChangesBuilder {
         while done < max_rows && !images.at_end() {
             let row_start = images.pos;
             let marks = (sink.before.mark(), sink.after.mark());
-            if let Err(error) = decode_row(layout, rows, &mut images, &mut sink) {
+            let mut result = decode_row(layout, rows, &mut images, &mut sink);
+            if result.is_ok() && images.pos == row_start {
+                // Images of no columns take no bytes: the data left cannot be
+                // rows of this layout, and appending on would never end
+                // (`rowimage::decode_rows` says the same).
+                let left = rows.data.len() - row_start;
+                result = Err(ValueError::corrupt(format!(
+                    "row images of no columns cannot hold the {left} bytes left"
+                )));
+            }
+            if let Err(error) = result {
                 // drop the half-written row: every column keeps the same length
                 sink.before.truncate(marks.0);
                 sink.after.truncate(marks.1);
