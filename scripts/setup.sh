@@ -37,6 +37,12 @@ else
   echo "setup: cargo not found: the native core is not built (pure-Python decoder only)" >&2
 fi
 
+# Bytecode for the package's modules: with PYTHONDONTWRITEBYTECODE set (as in
+# some CI and sandbox environments) an editable install is otherwise compiled
+# from source by every process, some 50 ms of each `binlake` run. Stale files
+# are simply recompiled in memory, so this never changes what runs.
+"$VENV/bin/python" -m compileall -q src/binlake >/dev/null || true
+
 # Debian packages: MariaDB for the server tests (--server), Java for Spark.
 packages=""
 if [ "${1:-}" = "--server" ] && ! command -v mariadbd >/dev/null 2>&1 \

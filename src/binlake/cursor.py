@@ -62,11 +62,20 @@ class Cursor:
             raise self.error(f"{self.end - self.pos} unread bytes after {what}")
 
     # -- fixed-width integers ---------------------------------------------
+    # (the bound check is written out in the most used reads: a call less per field)
     def u8(self) -> int:
-        return self.buf[self._need(1)]
+        p = self.pos
+        if p >= self.end:
+            self._need(1)
+        self.pos = p + 1
+        return self.buf[p]
 
     def u16(self) -> int:
-        return _U16(self.buf, self._need(2))[0]
+        p = self.pos
+        if p + 2 > self.end:
+            self._need(2)
+        self.pos = p + 2
+        return _U16(self.buf, p)[0]
 
     def u24(self) -> int:
         p = self._need(3)
@@ -74,16 +83,34 @@ class Cursor:
         return b[p] | b[p + 1] << 8 | b[p + 2] << 16
 
     def u32(self) -> int:
-        return _U32(self.buf, self._need(4))[0]
+        p = self.pos
+        if p + 4 > self.end:
+            self._need(4)
+        self.pos = p + 4
+        return _U32(self.buf, p)[0]
 
     def u48(self) -> int:
         return int.from_bytes(self.buf[self._need(6):self.pos], "little")
 
     def u64(self) -> int:
-        return _U64(self.buf, self._need(8))[0]
+        p = self.pos
+        if p + 8 > self.end:
+            self._need(8)
+        self.pos = p + 8
+        return _U64(self.buf, p)[0]
 
     def i64(self) -> int:
         return _I64(self.buf, self._need(8))[0]
+
+    def fields(self, spec: "Fields") -> tuple:
+        """Consecutive fixed-width fields in one bound check; short data fails
+        at the field that does not fit, as reading them one by one would."""
+        p = self.pos
+        if p + spec.size > self.end:
+            for size in spec.sizes:
+                self._need(size)
+        self.pos = p + spec.size
+        return spec.unpack(self.buf, p)
 
     def f64(self) -> float:
         return _F64(self.buf, self._need(8))[0]
@@ -124,7 +151,11 @@ class Cursor:
         return bytes(self.buf[p:p + n])
 
     def rest(self) -> bytes:
-        return self.bytes(self.end - self.pos)
+        p, end = self.pos, self.end
+        if p > end:
+            self._need(end - p)
+        self.pos = end
+        return bytes(self.buf[p:end])
 
     def cstring(self) -> bytes:
         """Bytes up to a NUL terminator (consumed, not returned)."""
@@ -151,6 +182,22 @@ class Cursor:
     def bitmap(self, nbits: int) -> int:
         """A bitmap of nbits as an int; bit i is column i (LSB first in each byte)."""
         return self.uint((nbits + 7) // 8)
+
+
+class Fields:
+    """A run of fixed-width little-endian fields for `Cursor.fields`: a
+    `struct` format, and each field's width on the wire (`sizes`, needed
+    where a wire field is split in the format, e.g. a 6-byte table id read
+    as "IH")."""
+
+    __slots__ = ("unpack", "size", "sizes")
+
+    def __init__(self, fmt: str, sizes: tuple | None = None):
+        compiled = struct.Struct(fmt)
+        self.unpack = compiled.unpack_from
+        self.size = compiled.size
+        self.sizes = sizes or tuple(struct.calcsize("<" + c) for c in fmt.lstrip("<"))
+        assert sum(self.sizes) == self.size, fmt
 
 
 def text(raw: bytes) -> str:

@@ -24,7 +24,7 @@ import re
 import struct
 import sys
 import zlib
-from collections import Counter
+from collections import Counter, _count_elements
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
@@ -37,8 +37,8 @@ from .constants import (BINLOG_CHECKSUM_ALG_DESC_LEN, BINLOG_CHECKSUM_LEN, BINLO
 from .cursor import Cursor, text
 from .errors import (BinlogError, ChecksumMismatch, CorruptEvent, EncryptedBinlog,
                      NotABinlog, PartialEvent, TruncatedEvent)
-from .events import (DECODERS, Event, EventHeader, FormatDescription, TransactionPayloadEvent,
-                     UnknownEvent)
+from .events import (DECODERS, Event, EventHeader, FormatDescription, MariadbGtidEvent,
+                     RowsEvent, TableMapEvent, TransactionPayloadEvent, UnknownEvent, XidEvent)
 from .events.control import has_checksum_field
 
 _HEADER = struct.Struct("<IBIIIH")
@@ -208,14 +208,14 @@ class BinlogReader:
     def __iter__(self) -> Iterator[Event]:
         for index, path in enumerate(self.paths):
             start = self.start_position if index == 0 else None
-            yield from self._read_file(path, start)
+            native = core.native()
+            if native is not None:  # one generator less between the events and the caller
+                yield from self._native_events(native, path, start)
+            else:
+                yield from self._read_file(path, start)
 
     # One file --------------------------------------------------------------
     def _read_file(self, path: str, start_position: int | None) -> Iterator[Event]:
-        native = core.native()
-        if native is not None:
-            yield from self._native_events(native, path, start_position)
-            return
         source = open_source(path)
         info = FileInfo(path)
         self.files.append(info)
@@ -316,21 +316,39 @@ class BinlogReader:
                     stream = gzip.open(path, "rb")
         info = FileInfo(path)
         self.files.append(info)
+        # The framer makes the headers, and the commonest small events whole
+        # (rust/src/python/reader.rs `Makers`), with the table maps in force.
+        table_maps: dict = {}
         framer = native.Framer(path, stream, self.verify_checksums, self.force, start_position,
-                               self.unpack_payloads, LARGE_EVENT_BYTES, self._pending_alg)
+                               self.unpack_payloads, LARGE_EVENT_BYTES, self._pending_alg,
+                               EventHeader, (MariadbGtidEvent, XidEvent, RowsEvent), table_maps)
         decode, note, update = self._decode, info.note, self._update_state
+        # The common event's path, inlined (a million small events make the
+        # calls count): `_decode` and `info.note` do the same for the others.
+        decoders, names, must_consume = DECODERS, _TYPE_NAMES, _MUST_CONSUME
+        count, one_of = _count_elements, _ONE_NAME
+        read_counts, file_counts = self.stats.events, info.counts
         try:
             framer.start()
             version = info.binlog_version = framer.binlog_version
             info.no_start_event = framer.no_start_event
             fde = (old_format(version) if version in (1, 3) else
                    FormatDescription(4, "", LOG_EVENT_MINIMAL_HEADER_LEN, b"", None, None))
-            ctx = DecodeContext(path, fde, table_caches=self._table_caches)
-            for (pos, timestamp, type_code, server_id, length, log_pos, flags, checksum,
-                 header_len, raw, special) in framer:
-                header = EventHeader(path, pos, timestamp, type_code, server_id, length,
-                                     log_pos, flags, checksum)
-                if special:
+            ctx = DecodeContext(path, fde, table_maps, table_caches=self._table_caches)
+            for header, type_code, timestamp, header_len, raw, special, event in framer:
+                if event is not None:  # made by the framer
+                    name = names[type_code]
+                    count(read_counts, one_of[type_code])
+                    count(file_counts, one_of[type_code])
+                    if timestamp:
+                        if info.first_timestamp is None:
+                            info.first_timestamp = timestamp
+                        info.last_timestamp = timestamp
+                    info.last_type = name
+                    yield event
+                    continue
+                decoder = decoders.get(type_code)
+                if special or decoder is None or type_code in _RARE_CODES:
                     if special & _N_WARNING:
                         self.stats.warnings.append(framer.warning)
                     if special & _N_FDE:
@@ -344,10 +362,30 @@ class BinlogReader:
                         note(event)
                         yield event
                         continue
-                event = decode(header, raw, header_len, len(raw), ctx)
-                note(event)
+                    event = decode(header, raw, header_len, len(raw), ctx)
+                    note(event)
+                    yield event
+                    update(event, ctx, info)
+                    continue
+                name = names[type_code]
+                count(read_counts, one_of[type_code])
+                cur = Cursor(raw, header_len, len(raw), header.pos, path)
+                try:
+                    event = decoder(header, cur, ctx)
+                except BinlogError as exc:
+                    event = self._failed(exc, header, raw, header_len, len(raw))
+                else:
+                    if cur.pos < cur.end and type_code in must_consume:
+                        self._unread(cur, header)
+                count(file_counts, one_of[type_code])
+                if timestamp:
+                    if info.first_timestamp is None:
+                        info.first_timestamp = timestamp
+                    info.last_timestamp = timestamp
+                info.last_type = name
                 yield event
-                update(event, ctx, info)
+                if type_code == _TABLE_MAP and event.__class__ is TableMapEvent:
+                    table_maps[event.table_id] = event
             info.end_pos = framer.end_pos
         except EncryptedBinlog:
             info.encrypted = True
@@ -420,7 +458,7 @@ class BinlogReader:
     def _decode(self, header: EventHeader, raw: bytes, header_len: int, body_end: int,
                 ctx: DecodeContext) -> Event:
         code = header.type_code
-        self.stats.events[_type_name(code)] += 1
+        self.stats.events[_TYPE_NAMES[code]] += 1
         decoder = DECODERS.get(code)
         if decoder is None:
             self.stats.undecoded[header.type_name] += 1
@@ -432,19 +470,28 @@ class BinlogReader:
         try:
             event = decoder(header, cur, ctx)
         except BinlogError as exc:
-            exc = type(exc)(exc.file, exc.offset,
-                            f"{header.type_name} at {header.pos}: {exc.detail}")
-            if not self.force:
-                raise exc from None
-            self.stats.undecoded[header.type_name] += 1
-            self.stats.warnings.append(str(exc))
-            return UnknownEvent(header, raw[header_len:body_end], exc.detail)
-        if code in _MUST_CONSUME and not cur.at_end():
-            error = cur.error(f"{cur.remaining()} unread bytes after the {header.type_name} body")
-            if not self.force:
-                raise error
-            self.stats.warnings.append(str(error))
+            return self._failed(exc, header, raw, header_len, body_end)
+        if cur.pos < cur.end and code in _MUST_CONSUME:
+            self._unread(cur, header)
         return event
+
+    def _failed(self, exc: BinlogError, header: EventHeader, raw: bytes, header_len: int,
+                body_end: int) -> Event:
+        """A decoder's error, said with the event's type and position: raised,
+        or under `force` recorded and the event kept raw."""
+        exc = type(exc)(exc.file, exc.offset,
+                        f"{header.type_name} at {header.pos}: {exc.detail}")
+        if not self.force:
+            raise exc from None
+        self.stats.undecoded[header.type_name] += 1
+        self.stats.warnings.append(str(exc))
+        return UnknownEvent(header, raw[header_len:body_end], exc.detail)
+
+    def _unread(self, cur: Cursor, header: EventHeader) -> None:
+        error = cur.error(f"{cur.remaining()} unread bytes after the {header.type_name} body")
+        if not self.force:
+            raise error
+        self.stats.warnings.append(str(error))
 
     def _update_state(self, event: Event, ctx: DecodeContext, info: "FileInfo") -> None:
         code = event.header.type_code
@@ -521,7 +568,17 @@ class BinlogReader:
 # a descriptor call each time they are read).
 _FDE = int(E.FORMAT_DESCRIPTION_EVENT)
 _START_V3 = int(E.START_EVENT_V3)
+_TABLE_MAP = int(E.TABLE_MAP_EVENT)
 _type_name = event_type_name
+#: every type code's name (a code is one byte)
+_TYPE_NAMES = tuple(event_type_name(code) for code in range(256))
+#: ... each alone in a tuple, for `_count_elements`: Counter's own counting
+#: helper (C in CPython) adds one in a call, where `counter[name] += 1` goes
+#: through Counter's Python-level item assignment
+_ONE_NAME = tuple((name,) for name in _TYPE_NAMES)
+#: codes the native reader's inlined path leaves to `_decode`, `note` and
+#: `_update_state`: they change the stream state or the file's facts
+_RARE_CODES = frozenset({_FDE, _START_V3, int(E.START_ENCRYPTION_EVENT)})
 
 #: Rows events bigger than this keep their row images in the file (read lazily).
 LARGE_EVENT_BYTES = 64 << 20
@@ -564,7 +621,7 @@ class FileInfo:
 
     def note(self, event: Event) -> None:
         header = event.header
-        name = _type_name(header.type_code)
+        name = _TYPE_NAMES[header.type_code]
         self.counts[name] += 1
         if header.type_code == _START_V3 and self.server_version is None:
             self.server_version = getattr(event, "server_version", None)

@@ -210,12 +210,25 @@ def bitmap_bytes(bits: int | None, width: int) -> bytes | None:
 
 
 def _native_rows(native, event: RowsEvent, data: bytes) -> list:
-    table = checked_table(event)
-    try:
-        return native_layout(table, native).decode_rows(
-            event.operation, data, bitmap_bytes(event.columns_present, event.width),
+    # The call's arguments but the data depend only on the table map and the
+    # event's type and bitmaps: made once per table and shape, kept with the
+    # table's other derived data (a small transaction's one rows event would
+    # otherwise spend as long preparing the call as decoding its row).
+    table = event.table
+    code = event.header.type_code
+    shape = ("native rows", code, event.columns_present, event.columns_present_after,
+             event.width)
+    call = table.cache.get(shape) if table is not None else None
+    if call is None:
+        table = checked_table(event)
+        call = table.cache[shape] = (
+            native_layout(table, native).decode_rows, event.operation,
+            bitmap_bytes(event.columns_present, event.width),
             bitmap_bytes(event.columns_present_after, event.width), event.is_partial,
-            event.header.type_code in PRE_GA_ROWS_EVENTS)
+            code in PRE_GA_ROWS_EVENTS)
+    decode, operation, before, after, partial, pre_ga = call
+    try:
+        return decode(operation, data, before, after, partial, pre_ga)
     except native.RowDecodeError as exc:
         raise native_failure(event, exc) from exc.__cause__
 
@@ -254,11 +267,12 @@ def _native_iter_window(native, event: RowsEvent):
 
 
 def decode_rows(event: RowsEvent) -> list:
-    if isinstance(event.rows_data, LazyRowData):
+    data = event.rows_data
+    if data.__class__ is LazyRowData:
         return list(iter_rows(event))
     native = core.native()
     if native is not None:
-        return _native_rows(native, event, event.rows_data)
+        return _native_rows(native, event, data)
     pair = _pair_decoder(event)
     buf = event.rows_data
     end = len(buf)
@@ -284,8 +298,9 @@ def decode_rows(event: RowsEvent) -> list:
 def iter_rows(event: RowsEvent):
     """The (before, after) pairs one by one; huge events are read through a window."""
     data = event.rows_data
-    if not isinstance(data, LazyRowData):
-        yield from decode_rows(event)
+    if data.__class__ is not LazyRowData:
+        native = core.native()
+        yield from (decode_rows(event) if native is None else _native_rows(native, event, data))
         return
     native = core.native()
     if native is not None and event.header.type_code not in PRE_GA_ROWS_EVENTS:

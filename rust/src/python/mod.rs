@@ -12,6 +12,7 @@ mod arrow;
 mod changes;
 mod events;
 mod reader;
+mod slots;
 mod text;
 mod values;
 

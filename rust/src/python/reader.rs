@@ -4,20 +4,66 @@
 //! unpacks in a single opcode in `BinlogReader`; the rare extras (a
 //! checksum warning under `force`, a huge event's end, an FDE's algorithm
 //! byte) are read as attributes only when the tuple's last item flags them,
-//! so the common event costs no attribute lookups. Pipes and gzip files are
-//! read through the Python stream object the reader already opened, so
-//! decompression and its errors stay Python's.
+//! so the common event costs no attribute lookups. Given the `EventHeader`
+//! class, the framer makes each event's header itself, and given the event
+//! classes, the whole event of the commonest small events (`Makers`): a
+//! million small events otherwise spend longer in Python `__init__`s and
+//! decoders than in framing. Pipes and gzip files are read through the
+//! Python stream object the reader already opened, so decompression and its
+//! errors stay Python's.
 
 use std::io::{self, Read};
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyString, PyTuple, PyType};
 
 use super::raise;
+use super::slots::SlotClass;
+use crate::constants::*;
 use crate::error::{Error, ErrorKind};
-use crate::framing::{Framer, Options, LARGE_EVENT_BYTES};
+use crate::events::{body, decode_mariadb_gtid, decode_rows_header, decode_xid};
+use crate::framing::{Frame, Framer, Options, LARGE_EVENT_BYTES};
 use crate::source::{FileSource, Source, StreamSource};
+
+/// The fields of the classes the framer makes (`SlotClass` checks them).
+const HEADER_FIELDS: [&str; 9] = [
+    "file",
+    "pos",
+    "timestamp",
+    "type_code",
+    "server_id",
+    "length",
+    "log_pos",
+    "flags",
+    "checksum",
+];
+const MARIADB_GTID_FIELDS: [&str; 12] = [
+    "header",
+    "seq_no",
+    "domain_id",
+    "flags2",
+    "commit_id",
+    "xa_format_id",
+    "xa_gtrid",
+    "xa_bqual",
+    "flags_extra",
+    "extra_engines",
+    "sa_seq_no",
+    "thread_id",
+];
+const ROWS_FIELDS: [&str; 10] = [
+    "header",
+    "table_id",
+    "flags",
+    "extra_info",
+    "width",
+    "columns_present",
+    "columns_present_after",
+    "table",
+    "rows_data",
+    "rows_offset",
+];
 
 /// Flags in the tuple's last item.
 const WARNING: u32 = 1;
@@ -57,12 +103,151 @@ impl Read for PyStream {
     }
 }
 
+/// The Python objects the framer makes itself (`slots::SlotClass`): every
+/// event's `EventHeader`, and with `body_classes` the whole event of the
+/// commonest small events (`Makers::event`).
+struct Makers {
+    header: SlotClass,
+    /// The path as `str`, shared by every header of the file.
+    file: Py<PyString>,
+    bodies: Option<BodyClasses>,
+}
+
+struct BodyClasses {
+    mariadb_gtid: SlotClass,
+    xid: SlotClass,
+    rows: SlotClass,
+    /// The reader's table maps by id (`DecodeContext.table_maps`): a rows
+    /// event carries the one in force when it is read, as its decoder does.
+    table_maps: Py<PyDict>,
+}
+
+impl Makers {
+    fn header<'py>(&self, py: Python<'py>, frame: &Frame) -> PyResult<Bound<'py, PyAny>> {
+        self.header.make(
+            py,
+            [
+                self.file.bind(py).clone().into_any(),
+                frame.pos.into_pyobject(py)?.into_any(),
+                frame.timestamp.into_pyobject(py)?.into_any(),
+                frame.type_code.into_pyobject(py)?.into_any(),
+                frame.server_id.into_pyobject(py)?.into_any(),
+                frame.length.into_pyobject(py)?.into_any(),
+                frame.log_pos.into_pyobject(py)?.into_any(),
+                frame.flags.into_pyobject(py)?.into_any(),
+                frame.checksum.into_pyobject(py)?.into_any(),
+            ],
+        )
+    }
+
+    /// The Python event of a MariaDB GTID, an XID or an uncompressed v1/v2
+    /// rows event, its body decoded by `crate::events` (the reference's
+    /// twins). None whenever anything is unusual (a decoding error, bytes
+    /// left over, extra row info, bitmaps of more than 64 columns): the
+    /// reference decoder then reads the event, and words its errors.
+    fn event<'py>(
+        &self,
+        py: Python<'py>,
+        framer: &Framer<Box<dyn Source + Send>>,
+        frame: &Frame,
+        header: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let Some(classes) = &self.bodies else {
+            return Ok(None);
+        };
+        let header = header.clone();
+        let mut cur = body(framer.raw(), frame);
+        let event = match frame.type_code {
+            GTID_EVENT => match decode_mariadb_gtid(&mut cur) {
+                Ok(g) if cur.at_end() => classes.mariadb_gtid.make(
+                    py,
+                    [
+                        header,
+                        g.seq_no.into_pyobject(py)?.into_any(),
+                        g.domain_id.into_pyobject(py)?.into_any(),
+                        g.flags2.into_pyobject(py)?.into_any(),
+                        g.commit_id.into_pyobject(py)?.into_any(),
+                        g.xa_format_id.into_pyobject(py)?.into_any(),
+                        g.xa_gtrid.map(|b| PyBytes::new(py, b)).into_pyobject(py)?,
+                        g.xa_bqual.map(|b| PyBytes::new(py, b)).into_pyobject(py)?,
+                        g.flags_extra.into_pyobject(py)?.into_any(),
+                        g.extra_engines.into_pyobject(py)?.into_any(),
+                        g.sa_seq_no.into_pyobject(py)?.into_any(),
+                        g.thread_id.into_pyobject(py)?.into_any(),
+                    ],
+                )?,
+                _ => return Ok(None),
+            },
+            XID_EVENT => match decode_xid(&mut cur) {
+                Ok(xid) if cur.at_end() => classes
+                    .xid
+                    .make(py, [header, xid.into_pyobject(py)?.into_any()])?,
+                _ => return Ok(None),
+            },
+            WRITE_ROWS_EVENT_V1..=DELETE_ROWS_EVENT_V1 | WRITE_ROWS_EVENT..=DELETE_ROWS_EVENT => {
+                let post = framer.format().post_header_len(frame.type_code);
+                let rows = match decode_rows_header(&mut cur, frame.type_code, post, false) {
+                    Ok(rows) if cur.at_end() => rows,
+                    _ => return Ok(None),
+                };
+                let extra = &rows.extra;
+                if extra.ndb.is_some() || extra.partition_id.is_some() {
+                    return Ok(None);
+                }
+                let Some(present) = bitmap_int(rows.present) else {
+                    return Ok(None);
+                };
+                let after = match rows.present_after {
+                    None => None,
+                    Some(bitmap) => match bitmap_int(bitmap) {
+                        None => return Ok(None),
+                        some => some,
+                    },
+                };
+                let table = classes
+                    .table_maps
+                    .bind(py)
+                    .get_item(rows.table_id)?
+                    .unwrap_or_else(|| py.None().into_bound(py));
+                classes.rows.make(
+                    py,
+                    [
+                        header,
+                        rows.table_id.into_pyobject(py)?.into_any(),
+                        rows.flags.into_pyobject(py)?.into_any(),
+                        PyDict::new(py).into_any(),
+                        rows.width.into_pyobject(py)?.into_any(),
+                        present.into_pyobject(py)?.into_any(),
+                        after.into_pyobject(py)?.into_any(),
+                        table,
+                        PyBytes::new(py, &rows.data).into_any(),
+                        rows.rows_offset.into_pyobject(py)?.into_any(),
+                    ],
+                )?
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(event))
+    }
+}
+
+/// A columns bitmap as the int `Cursor.bitmap` makes (bit i = column i), for up to 64 columns.
+fn bitmap_int(bytes: &[u8]) -> Option<u64> {
+    if bytes.len() > 8 {
+        return None;
+    }
+    let mut value = [0u8; 8];
+    value[..bytes.len()].copy_from_slice(bytes);
+    Some(u64::from_le_bytes(value))
+}
+
 #[pyclass(module = "binlake._native", name = "Framer", unsendable)]
 pub struct PyFramer {
     framer: Framer<Box<dyn Source + Send>>,
     path: String,
     stream_error: PyErrSlot,
     large_end: Option<u64>,
+    makers: Option<Makers>,
 }
 
 impl PyFramer {
@@ -80,12 +265,15 @@ impl PyFramer {
 impl PyFramer {
     /// `stream`: a binary file object to read instead of the file at `path`
     /// (standard input, a gzip file); `path` then only names it in errors.
+    /// `header_class`: `EventHeader`, to have each event's header made here.
     #[new]
     #[pyo3(signature = (path, stream=None, verify_checksums=true, force=false,
                         start_position=None, unpack_payloads=true,
-                        large_event_bytes=LARGE_EVENT_BYTES, pending_alg=None))]
+                        large_event_bytes=LARGE_EVENT_BYTES, pending_alg=None,
+                        header_class=None, body_classes=None, table_maps=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
+        py: Python<'_>,
         path: String,
         stream: Option<Py<PyAny>>,
         verify_checksums: bool,
@@ -94,7 +282,29 @@ impl PyFramer {
         unpack_payloads: bool,
         large_event_bytes: u64,
         pending_alg: Option<u8>,
+        header_class: Option<Bound<'_, PyType>>,
+        body_classes: Option<(Bound<'_, PyType>, Bound<'_, PyType>, Bound<'_, PyType>)>,
+        table_maps: Option<Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
+        let makers = match header_class {
+            None => None,
+            Some(class) => {
+                let bodies = match (body_classes, table_maps) {
+                    (Some((mariadb_gtid, xid, rows)), Some(table_maps)) => Some(BodyClasses {
+                        mariadb_gtid: SlotClass::new(&mariadb_gtid, &MARIADB_GTID_FIELDS)?,
+                        xid: SlotClass::new(&xid, &["header", "xid"])?,
+                        rows: SlotClass::new(&rows, &ROWS_FIELDS)?,
+                        table_maps: table_maps.unbind(),
+                    }),
+                    _ => None,
+                };
+                Some(Makers {
+                    header: SlotClass::new(&class, &HEADER_FIELDS)?,
+                    file: PyString::new(py, &path).unbind(),
+                    bodies,
+                })
+            }
+        };
         let stream_error: PyErrSlot = Arc::new(Mutex::new(None));
         let source: Box<dyn Source + Send> = match stream {
             Some(obj) => Box::new(StreamSource::new(PyStream {
@@ -116,6 +326,7 @@ impl PyFramer {
             path,
             stream_error,
             large_end: None,
+            makers,
         })
     }
 
@@ -131,6 +342,9 @@ impl PyFramer {
     /// (pos, timestamp, type_code, server_id, length, log_pos, flags,
     /// checksum, header_len, raw, special): `raw` runs from the header to the
     /// end of the body; `special` flags the extras to read as attributes.
+    /// With a header class: (header, type_code, timestamp, header_len, raw,
+    /// special, event): with `body_classes`, `event` is the whole event when
+    /// `Makers::event` could make it (then `raw` is None), else None.
     fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
         let frame = match self.framer.next() {
             Ok(Some(frame)) => frame,
@@ -150,6 +364,29 @@ impl PyFramer {
         }
         if frame.inner {
             special |= INNER;
+        }
+        if let Some(makers) = &self.makers {
+            let header = makers.header(py, &frame)?;
+            let event = if special == 0 && !self.framer.format().permuted {
+                makers.event(py, &self.framer, &frame, &header)?
+            } else {
+                None
+            };
+            let raw = match event {
+                Some(_) => None,
+                None => Some(PyBytes::new(py, self.framer.raw())),
+            };
+            let tuple = (
+                header,
+                frame.type_code,
+                frame.timestamp,
+                frame.header_len,
+                raw,
+                special,
+                event,
+            )
+                .into_pyobject(py)?;
+            return Ok(Some(tuple));
         }
         let raw = PyBytes::new(py, self.framer.raw());
         let tuple = (

@@ -8,14 +8,12 @@ Layouts: MySQL `libbinlog_events/src/control_events.cpp`,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..constants import ST_SERVER_VER_LEN, EventType
 from ..cursor import Cursor, text
-from .base import Event, EventHeader
+from .base import Event, EventHeader, frozen_dataclass
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class FormatDescription:
     """What a reader needs to frame the events that follow a start/FDE event."""
 
@@ -35,14 +33,14 @@ class FormatDescription:
         return "mariadb" in self.server_version.lower()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class StartEventV3(Event):
     binlog_version: int
     server_version: str
     create_timestamp: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class FormatDescriptionEvent(Event):
     binlog_version: int
     server_version: str
@@ -52,18 +50,18 @@ class FormatDescriptionEvent(Event):
     checksum_alg: int | None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class StopEvent(Event):
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class RotateEvent(Event):
     position: int
     next_file: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class IntvarEvent(Event):
     #: 1 LAST_INSERT_ID_EVENT, 2 INSERT_ID_EVENT
     kind: int
@@ -74,13 +72,13 @@ class IntvarEvent(Event):
         return {1: "LAST_INSERT_ID", 2: "INSERT_ID"}.get(self.kind, "INVALID_INT")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class RandEvent(Event):
     seed1: int
     seed2: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class UserVarEvent(Event):
     name: str
     is_null: bool
@@ -91,29 +89,29 @@ class UserVarEvent(Event):
     is_unsigned: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class XidEvent(Event):
     xid: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class IncidentEvent(Event):
     incident: int
     message: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class HeartbeatEvent(Event):
     log_file: str
     log_position: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class IgnorableEvent(Event):
     raw: bytes
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class SlaveEvent(Event):
     master_pos: int
     master_port: int

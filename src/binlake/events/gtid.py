@@ -11,16 +11,15 @@ non-ignorable id) envelope.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 
 from ..constants import (FL_COMMIT_ALTER_E1, FL_COMPLETED_XA, FL_EXTRA_MULTI_ENGINE_E1,
                          FL_EXTRA_THREAD_ID, FL_GROUP_COMMIT_ID, FL_PREPARED_XA,
                          FL_ROLLBACK_ALTER_E1, EventType)
-from ..cursor import Cursor, text
-from .base import Event, EventHeader
+from ..cursor import Cursor, Fields, text
+from .base import Event, EventHeader, frozen_dataclass
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class GtidEvent(Event):
     """MySQL GTID_LOG_EVENT, ANONYMOUS_GTID_LOG_EVENT and GTID_TAGGED_LOG_EVENT."""
 
@@ -44,7 +43,7 @@ class GtidEvent(Event):
         return f"{self.sid}:{self.tag}:{self.gno}" if self.tag else f"{self.sid}:{self.gno}"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class PreviousGtidsEvent(Event):
     #: [(uuid, tag or None, [(start, end_exclusive), ...]), ...]
     sids: list
@@ -58,7 +57,7 @@ class PreviousGtidsEvent(Event):
         return ",".join(parts)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class TransactionContextEvent(Event):
     server_uuid: str
     thread_id: int
@@ -68,14 +67,14 @@ class TransactionContextEvent(Event):
     read_set: list
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class ViewChangeEvent(Event):
     view_id: str
     seq_number: int
     certification_info: dict
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class XaPrepareEvent(Event):
     one_phase: bool
     format_id: int
@@ -87,7 +86,7 @@ class XaPrepareEvent(Event):
         return f"X'{self.gtrid.hex()}',X'{self.bqual.hex()}',{self.format_id}"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class MariadbGtidEvent(Event):
     seq_no: int
     domain_id: int
@@ -106,7 +105,7 @@ class MariadbGtidEvent(Event):
         return f"{self.domain_id}-{self.header.server_id}-{self.seq_no}"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class MariadbGtidListEvent(Event):
     flags: int
     #: [(domain_id, server_id, seq_no), ...]
@@ -117,12 +116,12 @@ class MariadbGtidListEvent(Event):
         return ",".join(f"{d}-{s}-{n}" for d, s, n in self.gtids)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class BinlogCheckpointEvent(Event):
     binlog_file: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class StartEncryptionEvent(Event):
     scheme: int
     key_version: int
@@ -264,27 +263,33 @@ def decode_xa_prepare(header, cur: Cursor, ctx) -> XaPrepareEvent:
     return XaPrepareEvent(header, one_phase, format_id, gtrid, bqual)
 
 
+_MARIADB_GTID_HEAD = Fields("<QIB")  # seq_no, domain_id, flags2
+
+
 def decode_mariadb_gtid(header, cur: Cursor, ctx) -> MariadbGtidEvent:
-    seq_no, domain_id, flags2 = cur.u64(), cur.u32(), cur.u8()
-    fields: dict = {}
+    seq_no, domain_id, flags2 = cur.fields(_MARIADB_GTID_HEAD)
+    commit_id = xa_format_id = xa_gtrid = xa_bqual = None
+    extra_engines = sa_seq_no = thread_id = None
+    flags_extra = 0
     if flags2 & FL_GROUP_COMMIT_ID:
-        fields["commit_id"] = cur.u64()
+        commit_id = cur.u64()
     if flags2 & (FL_PREPARED_XA | FL_COMPLETED_XA):
-        fields["xa_format_id"] = cur.u32()
+        xa_format_id = cur.u32()
         gtrid_len, bqual_len = cur.u8(), cur.u8()
-        fields["xa_gtrid"], fields["xa_bqual"] = cur.bytes(gtrid_len), cur.bytes(bqual_len)
-    if not cur.at_end():
+        xa_gtrid, xa_bqual = cur.bytes(gtrid_len), cur.bytes(bqual_len)
+    if cur.pos < cur.end:
         # Without the optional parts the post-header is zero padding up to 19 bytes.
         flags_extra = cur.u8()
-        fields["flags_extra"] = flags_extra
         if flags_extra & FL_EXTRA_MULTI_ENGINE_E1:
-            fields["extra_engines"] = cur.u8()
+            extra_engines = cur.u8()
         if flags_extra & (FL_COMMIT_ALTER_E1 | FL_ROLLBACK_ALTER_E1):
-            fields["sa_seq_no"] = cur.u64()
+            sa_seq_no = cur.u64()
         if flags_extra & FL_EXTRA_THREAD_ID:
-            fields["thread_id"] = cur.u32()
+            thread_id = cur.u32()
         cur.rest()
-    return MariadbGtidEvent(header, seq_no, domain_id, flags2, **fields)
+    return MariadbGtidEvent(header, seq_no, domain_id, flags2, commit_id, xa_format_id,
+                            xa_gtrid, xa_bqual, flags_extra, extra_engines, sa_seq_no,
+                            thread_id)
 
 
 def decode_mariadb_gtid_list(header, cur: Cursor, ctx) -> MariadbGtidListEvent:

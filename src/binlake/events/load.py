@@ -9,14 +9,12 @@ Layout: `Load_event`/`Create_file_event` in MySQL `load_data_events.cpp`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..constants import EventType
 from ..cursor import Cursor, text
-from .base import Event, EventHeader
+from .base import Event, EventHeader, frozen_dataclass
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class LoadEvent(Event):
     """LOAD_EVENT, NEW_LOAD_EVENT and CREATE_FILE_EVENT (which adds file_id and block)."""
 
@@ -38,7 +36,7 @@ class LoadEvent(Event):
     block: bytes | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class FileBlockEvent(Event):
     """APPEND_BLOCK, BEGIN_LOAD_QUERY (with data), EXEC_LOAD and DELETE_FILE (without)."""
 

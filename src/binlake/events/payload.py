@@ -8,12 +8,10 @@ The reader walks the inner events right after yielding this one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..constants import NONE, ZSTD
 from ..cursor import Cursor
 from ..errors import UnsupportedFeature
-from .base import Event, EventHeader
+from .base import Event, EventHeader, frozen_dataclass
 
 OTW_PAYLOAD_HEADER_END_MARK = 0
 OTW_PAYLOAD_SIZE_FIELD = 1
@@ -23,7 +21,7 @@ OTW_PAYLOAD_UNCOMPRESSED_SIZE_FIELD = 3
 COMPRESSION_NAMES = {ZSTD: "ZSTD", NONE: "NONE"}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class TransactionPayloadEvent(Event):
     compression_type: int
     payload_size: int

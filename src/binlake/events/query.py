@@ -10,14 +10,14 @@ and the event is still decoded, because db and query follow at known offsets.
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ..constants import EventType, QueryStatusVar as Q
 from ..cursor import Cursor, text
-from .base import Event, EventHeader
+from .base import Event, EventHeader, frozen_dataclass
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class QueryEvent(Event):
     thread_id: int
     exec_time: int
@@ -33,7 +33,7 @@ class QueryEvent(Event):
     dup_handling: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class RowsQueryEvent(Event):
     """ROWS_QUERY_LOG_EVENT (MySQL) and ANNOTATE_ROWS_EVENT (MariaDB)."""
 

@@ -9,11 +9,9 @@ event), so iterating events costs nothing per row until someone asks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..constants import EventType as E
-from ..cursor import Cursor
-from .base import Event, EventHeader
+from ..cursor import Cursor, Fields
+from .base import Event, EventHeader, frozen_dataclass
 from .query import uncompress_mariadb
 
 WRITE, UPDATE, DELETE = "insert", "update", "delete"
@@ -40,7 +38,7 @@ RW_V_EXTRAINFO_TAG = 0   # NDB info: length byte (includes itself and format), f
 RW_V_TAG_PART_INFO = 1   # partition id(s) of the row
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class RowsEvent(Event):
     table_id: int
     flags: int
@@ -63,13 +61,11 @@ class RowsEvent(Event):
     def rows(self) -> list:
         """[(before, after), ...] with dicts keyed by column name or `@N`;
         before is None for inserts, after is None for deletes."""
-        from ..rows import decode_rows
-        return decode_rows(self)
+        return _rows_module().decode_rows(self)
 
     def iter_rows(self):
         """The same pairs one at a time: for huge events, without holding them all."""
-        from ..rows import iter_rows
-        return iter_rows(self)
+        return _rows_module().iter_rows(self)
 
     def fields(self) -> dict:
         table = self.table
@@ -78,6 +74,19 @@ class RowsEvent(Event):
                 "table": table.table if table else None,
                 "extra_info": self.extra_info, "width": self.width,
                 "operation": self.operation}
+
+
+def _rows_module():
+    """binlake.rows (which imports this module): imported on first use, then
+    kept, as an import statement costs a module lookup per call."""
+    global _rows
+    if _rows is None:
+        from .. import rows
+        _rows = rows
+    return _rows
+
+
+_rows = None
 
 
 def _extra_info(cur: Cursor) -> dict:
@@ -99,11 +108,20 @@ def _extra_info(cur: Cursor) -> dict:
     return info
 
 
+#: table_id (4 bytes when the FDE says a 6-byte post-header, else 6) and flags
+_HEAD_SHORT_ID = Fields("<IH")
+_HEAD = Fields("<IHH", (6, 2))
+_HAS_AFTER_IMAGE = frozenset(code for code, operation in ROWS_OPERATION.items()
+                             if operation == UPDATE and code not in PRE_GA_ROWS_EVENTS)
+
+
 def decode_rows_event(header: EventHeader, cur: Cursor, ctx) -> RowsEvent:
     code = header.type_code
-    post_len = ctx.fde.post_header_len(code)
-    table_id = cur.u32() if post_len == 6 else cur.u48()
-    flags = cur.u16()
+    if ctx.fde.post_header_len(code) == 6:
+        table_id, flags = cur.fields(_HEAD_SHORT_ID)
+    else:
+        low, high, flags = cur.fields(_HEAD)
+        table_id = low | high << 32
     extra: dict = {}
     if code in _V2:
         extra_len = cur.u16()
@@ -113,9 +131,9 @@ def decode_rows_event(header: EventHeader, cur: Cursor, ctx) -> RowsEvent:
     width = cur.packed_len()
     present = cur.bitmap(width)
     present_after = None
-    if ROWS_OPERATION[code] == UPDATE and code not in PRE_GA_ROWS_EVENTS:
+    if code in _HAS_AFTER_IMAGE:
         present_after = cur.bitmap(width)
-    rows_offset = cur.offset()
+    rows_offset = cur.base + cur.pos
     if ctx.large_event_end is not None:  # a huge event: its rows stay in the file
         from ..rows import LazyRowData
         data = LazyRowData(cur.file, rows_offset, ctx.large_event_end)

@@ -12,11 +12,11 @@ row plans) is computed once here and cached on the TableMap, never per row.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from ..constants import ColumnType as T, TableMapOptionalMetadata as M
-from ..cursor import Cursor, text
-from .base import Event, EventHeader
+from ..cursor import Cursor, Fields, text
+from .base import Event, EventHeader, frozen_dataclass
 
 _ONE_BYTE_META = {T.MYSQL_TYPE_FLOAT, T.MYSQL_TYPE_DOUBLE, T.MYSQL_TYPE_BLOB,
                   T.MYSQL_TYPE_TINY_BLOB, T.MYSQL_TYPE_MEDIUM_BLOB, T.MYSQL_TYPE_LONG_BLOB,
@@ -29,7 +29,7 @@ _BLOBS = {T.MYSQL_TYPE_BLOB, T.MYSQL_TYPE_TINY_BLOB, T.MYSQL_TYPE_MEDIUM_BLOB,
           T.MYSQL_TYPE_LONG_BLOB}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class Column:
     index: int
     type: int            #: type as in the table map (STRING may hide ENUM/SET: see real_type)
@@ -71,7 +71,7 @@ class Column:
         return self.real_type in (T.MYSQL_TYPE_ENUM, T.MYSQL_TYPE_SET)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class TableMapEvent(Event):
     table_id: int
     flags: int
@@ -212,14 +212,23 @@ def _apply_optional_metadata(columns: list[dict], cur: Cursor) -> dict:
     return table
 
 
+#: table_id (4 bytes when the FDE says a 6-byte post-header, else 6) and flags
+_HEAD_SHORT_ID = Fields("<IH")
+_HEAD = Fields("<IHH", (6, 2))
+
+
 def decode_table_map(header: EventHeader, cur: Cursor, ctx) -> TableMapEvent:
-    post_len = ctx.fde.post_header_len(header.type_code)
-    table_id = cur.u32() if post_len == 6 else cur.u48()
-    flags = cur.u16()
+    if ctx.fde.post_header_len(header.type_code) == 6:
+        table_id, flags = cur.fields(_HEAD_SHORT_ID)
+    else:
+        low, high, flags = cur.fields(_HEAD)
+        table_id = low | high << 32
     # A server logs the same table map again in every transaction: everything
     # derived from it (row plans, compiled decoders) is shared between equal maps.
     signature = bytes(cur.buf[cur.pos:cur.end])
-    cache = ctx.shared_cache(signature)
+    cache = ctx.table_caches.get(signature)
+    if cache is None:
+        cache = ctx.shared_cache(signature)
     # ... and so is the decoded body, a pure function of those bytes: a dump
     # of small transactions would otherwise spend its time rebuilding columns.
     decoded = cache.get("decoded_table_map")

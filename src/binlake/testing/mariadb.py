@@ -101,6 +101,10 @@ class MariaDBServer:
         return self.workdir / "binlog"
 
     @property
+    def tmp_dir(self) -> Path:
+        return self.workdir / "tmp"
+
+    @property
     def socket_path(self) -> Path:
         # A Unix socket path must fit in 108 bytes; deep work directories fall back to /tmp.
         path = self.workdir / "mariadb.sock"
@@ -122,6 +126,7 @@ class MariaDBServer:
         mariadbd = ensure_mariadb_installed()
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.binlog_dir.mkdir(exist_ok=True)
+        self.tmp_dir.mkdir(exist_ok=True)
         self.port = free_port()
         self._write_defaults_file()
         if not (self.datadir / "mysql").is_dir():
@@ -161,6 +166,9 @@ class MariaDBServer:
             "datadir": self.datadir,
             "socket": self.socket_path,
             "pid-file": self.workdir / "mariadbd.pid",
+            # Its own temporary files: servers started side by side (parallel
+            # test runs) otherwise meet in /tmp, and bootstrap fails on them.
+            "tmpdir": self.tmp_dir,
             "log-error": self.error_log,
             "log-bin": self.binlog_dir / "binlog",
             "log-bin-index": self.binlog_dir / "binlog.index",
