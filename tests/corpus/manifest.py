@@ -15,6 +15,17 @@ def corpus_dir() -> Path:
     default = Path(__file__).resolve().parents[3] / "shared" / "binlogs"
     return Path(os.environ.get(CORPUS_ENV, default))
 
+
+def corpus_files() -> list[Path]:
+    """Every corpus file but its notes, sorted; when the corpus is missing, one
+    placeholder that names where it was looked for, so a test parametrized
+    over it fails saying so rather than collecting nothing."""
+    root = corpus_dir()
+    if not (root / "MANIFEST.md").exists():
+        return [Path(f"<corpus missing: {root} (set {CORPUS_ENV})>")]
+    return sorted(p for p in root.rglob("*")
+                  if p.is_file() and p.name not in ("MANIFEST.md", "keys.txt"))
+
 _ROW = re.compile(r"^\| `([^`]+)` \|([^|]*)\|([^|]*)\|([^|]*)\|([^|]*)\|([^|]*)\|\s*$")
 _DETAIL = re.compile(r"^#### `([^`]+)`")
 

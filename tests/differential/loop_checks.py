@@ -22,8 +22,8 @@ import pytest
 from binlake import core
 from binlake.errors import BinlogError
 from binlake.scan import scan
-from binlake.spark.ranges import Split
-from corpus.manifest import corpus_dir
+from binlake.spark.ranges import Split, is_binlog
+from corpus.manifest import corpus_dir, corpus_files
 
 #: Small corpus files whose mutations reach many error paths of both loops.
 MUTATION_FILES = [
@@ -96,6 +96,14 @@ class View:
                                     f"{None if row is None else x[row]} != "
                                     f"{None if row is None else y[row]}")
         return sum(b.num_rows for b in got)
+
+
+def corpus_binlogs() -> list[str]:
+    """Every corpus binlog, relative to the corpus (a failing placeholder when it is missing)."""
+    files = corpus_files()
+    if str(files[0]).startswith("<"):
+        return [str(files[0])]
+    return [str(p.relative_to(corpus_dir())) for p in files if is_binlog(str(p))]
 
 
 def corpus_path(relpath: str) -> str:

@@ -22,6 +22,7 @@ import time
 import pytest
 
 from binlake import core
+from corpus.manifest import corpus_files
 from binlake.cli import main
 from binlake.commands import dump
 from binlake.text import TextPrinter
@@ -29,15 +30,7 @@ from binlake.text import TextPrinter
 pytestmark = pytest.mark.skipif(not core.available(), reason="native core not built")
 
 
-def _corpus_files() -> list:
-    from corpus.manifest import corpus_dir
-    root = corpus_dir()
-    if not root.exists():
-        return []
-    return sorted(p for p in root.rglob("*") if p.is_file() and p.name not in ("MANIFEST.md", "keys.txt"))
-
-
-FILES = _corpus_files()
+FILES = corpus_files()
 
 OPTIONS = [
     ("--base64-output=decode-rows", "-v"),

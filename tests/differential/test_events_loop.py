@@ -23,8 +23,7 @@ from binlake.spark.ranges import Split  # noqa: E402
 from differential.loop_checks import (BEING_WRITTEN, MANY_TRANSACTIONS, MUTATION_FILES,  # noqa: E402
                                       View, check_file_still_being_written, check_gzip_input,
                                       check_mutations, check_ranges_cover_a_file_once,
-                                      corpus_path, transaction_ranges)
-from differential.test_arrow_native import corpus_binlogs  # noqa: E402
+                                      corpus_binlogs, corpus_path, transaction_ranges)
 
 native = core.native()
 pytestmark = pytest.mark.skipif(native is None, reason="native core not built")

@@ -17,6 +17,7 @@ import struct
 import pytest
 
 from binlake import core
+from corpus.manifest import corpus_files
 from binlake.errors import BinlogError
 from binlake.events.rows import PRE_GA_ROWS_EVENTS, RowsEvent
 from binlake.reader import BinlogReader
@@ -25,15 +26,7 @@ from binlake.rowtext import _native_text, format_rows
 pytestmark = pytest.mark.skipif(not core.available(), reason="native core not built")
 
 
-def _corpus_files() -> list:
-    from corpus.manifest import corpus_dir
-    root = corpus_dir()
-    if not root.exists():
-        return []
-    return sorted(p for p in root.rglob("*") if p.is_file() and p.name not in ("MANIFEST.md", "keys.txt"))
-
-
-FILES = _corpus_files()
+FILES = corpus_files()
 
 
 def _rows_events(path):
