@@ -21,7 +21,6 @@ from .errors import CorruptEvent, UnsupportedFeature
 from .events.rows import DELETE, PRE_GA_ROWS_EVENTS, WRITE, RowsEvent
 from .mysql_json import PartialJson, parse_diffs
 from .values import column_decoder
-from .rowcode import compile_image
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,8 +32,6 @@ class RowPlan:
     null_shift: int = 0
     #: table-map indexes of the present columns, in image order (keys may repeat)
     indexes: tuple = ()
-    #: the image decoder compiled for exactly these columns: (buf, pos) -> (row, pos)
-    image: object = None
 
 
 def _plan(table, bitmap: int, pre_ga: bool = False) -> RowPlan:
@@ -59,8 +56,7 @@ def _plan(table, bitmap: int, pre_ga: bool = False) -> RowPlan:
         else:
             null_bytes = (len(keys) + 7) // 8
             plan = RowPlan(tuple(keys), tuple(decoders), null_bytes, tuple(json_slots),
-                           0, tuple(c.index for c in present),
-                           compile_image(present, decoders, null_bytes))
+                           0, tuple(c.index for c in present))
         cache[(bitmap, pre_ga)] = plan
     return plan
 
@@ -173,8 +169,11 @@ def _pair_decoder(event: RowsEvent):
     first = _plan(table, event.columns_present, header.type_code in PRE_GA_ROWS_EVENTS)
     after_plan = (_plan(table, event.columns_present_after)
                   if event.columns_present_after is not None else first)
-    image = first.image or (lambda b, p: _image(b, p, first))
-    after_image = after_plan.image or (lambda b, p: _image(b, p, after_plan))
+    def image(b, p):
+        return _image(b, p, first)
+
+    def after_image(b, p):
+        return _image(b, p, after_plan)
     if operation == WRITE:
         def pair(buf, pos):
             after, pos = image(buf, pos)

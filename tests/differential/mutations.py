@@ -33,7 +33,7 @@ from pathlib import Path
 from binlake import core
 from binlake.constants import ColumnType as T, EventType as E
 from binlake.events.rows import PRE_GA_ROWS_EVENTS
-from binlake.rowcode import _string_length_bytes
+from binlake.values import string_real_type
 
 from differential.equality import compare_cores, outcome
 from differential.seeds import binlog_files, rows_events
@@ -141,9 +141,17 @@ def field_spans(event) -> list[tuple[str, object, int, int]]:
 
 
 def _prefix_width(column) -> int | None:
-    if column.type in (T.MYSQL_TYPE_JSON, T.MYSQL_TYPE_VECTOR):
-        return column.meta & 0xFF if column.meta & 0xFF in (1, 2, 3, 4) else None
-    return _string_length_bytes(column)
+    """The width of a value's length prefix, where mutating it is interesting."""
+    t, meta = column.type, column.meta
+    if t in (T.MYSQL_TYPE_JSON, T.MYSQL_TYPE_VECTOR, T.MYSQL_TYPE_BLOB, T.MYSQL_TYPE_TINY_BLOB,
+             T.MYSQL_TYPE_MEDIUM_BLOB, T.MYSQL_TYPE_LONG_BLOB, T.MYSQL_TYPE_GEOMETRY):
+        return meta & 0xFF if meta & 0xFF in (1, 2, 3, 4) else None
+    if t in (T.MYSQL_TYPE_VARCHAR, T.MYSQL_TYPE_VAR_STRING):
+        return 1 if meta < 256 else 2
+    if t == T.MYSQL_TYPE_STRING:
+        real, length = string_real_type(meta)
+        return (1 if length < 256 else 2) if real == T.MYSQL_TYPE_STRING else None
+    return None
 
 
 # -- operators on the row data --------------------------------------------------------------
