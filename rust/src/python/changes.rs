@@ -50,7 +50,7 @@ use pyo3::types::{PyBytes, PyModule, PyString};
 use super::arrow::{ArrowBatch, Helpers, PyHelper};
 use super::events::{decoded_natively, described, Described, EventsView};
 use super::raise;
-use super::reader::{PyErrSlot, PyStream};
+use super::reader::{open_source, PyErrSlot};
 use crate::constants::*;
 use crate::error::{Error, ErrorKind};
 use crate::events::{self, decode_table_map, expect_end, in_event, text, QueryKind};
@@ -61,7 +61,7 @@ use crate::sink::arrow::{
     changes_schema, AppendError, ChangesBuilder, EventFields, RowKeys, TextCodec, TextHelper,
 };
 use crate::sink::events::EventRow;
-use crate::source::{FileSource, Source, StreamSource};
+use crate::source::Source;
 use crate::transaction::{is_query, StepDetails, TransactionState};
 
 /// Rows per batch (`BATCH_ROWS` in spark/batches.py).
@@ -316,6 +316,24 @@ impl ChangesReader {
         Err(self.stop(py, in_event(error, frame.type_code, frame.pos)))
     }
 
+    /// A small event decoded by `decode` from its body, which must then be
+    /// read whole (`check_end`); a failure goes to `failed_decode`.
+    fn decode_whole(
+        &self,
+        py: Python<'_>,
+        frame: &Frame,
+        decode: impl FnOnce(&mut crate::cursor::Cursor) -> Result<Decoded, Error>,
+    ) -> Result<Decoded, Stop> {
+        let mut cur = events::body(self.framer.raw(), frame);
+        match decode(&mut cur) {
+            Ok(decoded) => {
+                self.check_end(py, &cur, frame.type_code)?;
+                Ok(decoded)
+            }
+            Err(e) => self.failed_decode(py, e, frame),
+        }
+    }
+
     /// reader.py's check that the body was read whole (a warning under `force`).
     fn check_end(&self, py: Python<'_>, cur: &crate::cursor::Cursor, code: u8) -> Result<(), Stop> {
         match expect_end(cur, code) {
@@ -331,40 +349,15 @@ impl ChangesReader {
     fn decode(&mut self, py: Python<'_>, frame: &Frame, keep: bool) -> Result<Decoded, Stop> {
         let code = frame.type_code;
         match code {
-            GTID_LOG_EVENT | ANONYMOUS_GTID_LOG_EVENT => {
-                let raw = self.framer.raw();
-                let mut cur = events::body(raw, frame);
-                match events::decode_gtid(&mut cur) {
-                    Ok(g) => {
-                        let gtid = g.gtid(code);
-                        self.check_end(py, &cur, code)?;
-                        Ok(Decoded::Gtid(gtid))
-                    }
-                    Err(e) => self.failed_decode(py, e, frame),
-                }
-            }
-            GTID_EVENT => {
-                let raw = self.framer.raw();
-                let mut cur = events::body(raw, frame);
-                match events::decode_mariadb_gtid(&mut cur) {
-                    Ok(g) => {
-                        let decoded = Decoded::MariadbGtid(g.gtid(frame.server_id), g.standalone());
-                        self.check_end(py, &cur, code)?;
-                        Ok(decoded)
-                    }
-                    Err(e) => self.failed_decode(py, e, frame),
-                }
-            }
+            GTID_LOG_EVENT | ANONYMOUS_GTID_LOG_EVENT => self.decode_whole(py, frame, |cur| {
+                events::decode_gtid(cur).map(|g| Decoded::Gtid(g.gtid(code)))
+            }),
+            GTID_EVENT => self.decode_whole(py, frame, |cur| {
+                events::decode_mariadb_gtid(cur)
+                    .map(|g| Decoded::MariadbGtid(g.gtid(frame.server_id), g.standalone()))
+            }),
             XID_EVENT => {
-                let raw = self.framer.raw();
-                let mut cur = events::body(raw, frame);
-                match events::decode_xid(&mut cur) {
-                    Ok(xid) => {
-                        self.check_end(py, &cur, code)?;
-                        Ok(Decoded::Xid(xid))
-                    }
-                    Err(e) => self.failed_decode(py, e, frame),
-                }
+                self.decode_whole(py, frame, |cur| events::decode_xid(cur).map(Decoded::Xid))
             }
             TABLE_MAP_EVENT => self.table_map(py, frame),
             TRANSACTION_PAYLOAD_EVENT => {
@@ -846,16 +839,9 @@ impl ChangesReader {
         lazy_window: u64,
         job_bytes: usize,
     ) -> PyResult<Self> {
-        let stream_error: PyErrSlot = Arc::new(Mutex::new(None));
         // A gzip stream cannot seek: its events before `start` are read and skipped.
         let start_position = (start > 4 && stream.is_none()).then_some(start);
-        let source: Box<dyn Source + Send> = match stream {
-            Some(obj) => Box::new(StreamSource::new(PyStream {
-                obj,
-                error: stream_error.clone(),
-            })),
-            None => Box::new(FileSource::open(&path)?),
-        };
+        let (source, stream_error) = open_source(&path, stream)?;
         let opts = Options {
             verify_checksums,
             force,

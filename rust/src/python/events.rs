@@ -250,21 +250,9 @@ impl EventsView {
             }
             _ => return None,
         }
-        Some(EventRow {
-            pos: frame.pos,
-            sub,
-            timestamp: frame.timestamp,
-            type_code: code,
-            server_id: frame.server_id,
-            length: frame.length,
-            log_pos: frame.log_pos,
-            flags: frame.flags,
-            database,
-            table,
-            query,
-            // the writers write JSON text only
-            info: String::from_utf8(info).unwrap_or_default(),
-        })
+        // the writers write JSON text only
+        let info = String::from_utf8(info).unwrap_or_default();
+        Some(described(frame, sub, (database, table, query, info)))
     }
 }
 
@@ -281,7 +269,8 @@ pub(super) fn decode_query<'a>(
     Some((q, vars))
 }
 
-/// The row of an event the Python reference described (`check.last`).
+/// The row of an event from its frame and its description (database,
+/// table, query, info): `describe`'s own, or the Python reference's (`check.last`).
 pub(super) fn described(frame: &Frame, sub: i32, last: Described) -> EventRow {
     let (database, table, query, info) = last;
     EventRow {

@@ -73,6 +73,24 @@ const INNER: u32 = 8;
 
 pub(super) type PyErrSlot = Arc<Mutex<Option<PyErr>>>;
 
+/// The bytes to frame: `stream` (a Python binary file object, e.g. a gzip
+/// file) if given, else the file at `path`; with the slot where the stream's
+/// own exception waits to be re-raised as is.
+pub(super) fn open_source(
+    path: &str,
+    stream: Option<Py<PyAny>>,
+) -> PyResult<(Box<dyn Source + Send>, PyErrSlot)> {
+    let stream_error: PyErrSlot = Arc::new(Mutex::new(None));
+    let source: Box<dyn Source + Send> = match stream {
+        Some(obj) => Box::new(StreamSource::new(PyStream {
+            obj,
+            error: stream_error.clone(),
+        })),
+        None => Box::new(FileSource::open(path)?),
+    };
+    Ok((source, stream_error))
+}
+
 /// A Python binary stream as `Read`; its exception waits in `error` to be re-raised as is.
 pub(super) struct PyStream {
     pub(super) obj: Py<PyAny>,
@@ -305,14 +323,7 @@ impl PyFramer {
                 })
             }
         };
-        let stream_error: PyErrSlot = Arc::new(Mutex::new(None));
-        let source: Box<dyn Source + Send> = match stream {
-            Some(obj) => Box::new(StreamSource::new(PyStream {
-                obj,
-                error: stream_error.clone(),
-            })),
-            None => Box::new(FileSource::open(&path)?),
-        };
+        let (source, stream_error) = open_source(&path, stream)?;
         let opts = Options {
             verify_checksums,
             force,

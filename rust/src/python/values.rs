@@ -400,12 +400,23 @@ impl<'py> PySink<'_, 'py> {
         ValueError::corrupt(detail)
     }
 
-    fn temporal_text(&mut self, text: String) -> ValueResult<Bound<'py, PyAny>> {
-        self.helpers
-            .mysql_temporal
+    /// `helper(arg)`, a Python helper of the reference; its exception kept
+    /// (`python_failure`) to be raised as is.
+    fn call_helper(
+        &mut self,
+        helper: &Py<PyAny>,
+        arg: Bound<'py, PyAny>,
+    ) -> ValueResult<Bound<'py, PyAny>> {
+        helper
             .bind(self.py)
-            .call1((text,))
+            .call1((arg,))
             .map_err(|e| self.python_failure(e))
+    }
+
+    fn temporal_text(&mut self, text: String) -> ValueResult<Bound<'py, PyAny>> {
+        let helpers = self.helpers;
+        let text = PyString::new(self.py, &text).into_any();
+        self.call_helper(&helpers.mysql_temporal, text)
     }
 
     fn text(&mut self, col: &Column, bytes: &[u8]) -> ValueResult<Bound<'py, PyAny>> {
@@ -547,12 +558,9 @@ impl<'py> ValueSink for PySink<'_, 'py> {
         }
         text.push(b'0' + scale % 10);
         let text = std::str::from_utf8(text).map_err(|e| ValueError::corrupt(e.to_string()))?;
-        let obj = self
-            .helpers
-            .decimal
-            .bind(py)
-            .call1((PyString::new(py, text),))
-            .map_err(|e| self.python_failure(e))?;
+        let text = PyString::new(py, text).into_any();
+        let helpers = self.helpers;
+        let obj = self.call_helper(&helpers.decimal, text)?;
         self.extra[col.index].decimals.put(raw, &obj);
         self.put(col, obj)
     }
@@ -684,24 +692,16 @@ impl<'py> ValueSink for PySink<'_, 'py> {
     }
 
     fn json(&mut self, col: &Column, bytes: &[u8]) -> ValueResult {
-        let raw = PyBytes::new(self.py, bytes);
-        let v = self
-            .helpers
-            .binary_to_text
-            .bind(self.py)
-            .call1((raw,))
-            .map_err(|e| self.python_failure(e))?;
+        let raw = PyBytes::new(self.py, bytes).into_any();
+        let helpers = self.helpers;
+        let v = self.call_helper(&helpers.binary_to_text, raw)?;
         self.put(col, v)
     }
 
     fn json_diff(&mut self, col: &Column, bytes: &[u8]) -> ValueResult {
-        let raw = PyBytes::new(self.py, bytes);
-        let v = self
-            .helpers
-            .parse_diffs
-            .bind(self.py)
-            .call1((raw,))
-            .map_err(|e| self.python_failure(e))?;
+        let raw = PyBytes::new(self.py, bytes).into_any();
+        let helpers = self.helpers;
+        let v = self.call_helper(&helpers.parse_diffs, raw)?;
         self.partial_in_row = true;
         self.put(col, v)
     }
