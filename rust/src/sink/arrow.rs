@@ -38,7 +38,7 @@ use crate::rowimage::{
     civil_from_days, decode_row, DateTimeParts, DecimalValue, Images, Operation, Plan, Role,
     RowSink, RowsData, TimeParts, ValueError, ValueResult, ValueSink,
 };
-use crate::sink::texts::{push_base64, push_fraction};
+use crate::sink::texts::{push_base64, push_datetime, push_fraction, push_padded};
 
 /// How a character column's bytes become text (else base64, like the Python path's bytes).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -987,40 +987,6 @@ fn values<'m>(before: &'m mut TextMap, after: &'m mut TextMap, role: Role) -> &'
 }
 
 // -- text formatters -------------------------------------------------------------------
-
-/// `v` in decimal, zero-padded to `width` digits (Python's `%0Nd` of a non-negative int).
-#[inline]
-fn push_padded(out: &mut Vec<u8>, mut v: u64, width: usize) {
-    let mut buf = [b'0'; 20];
-    let mut i = buf.len();
-    while v > 0 {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-    }
-    let start = buf.len() - width.clamp(1, buf.len()).max(buf.len() - i);
-    out.extend_from_slice(&buf[start..]);
-}
-
-/// `%04d-%02d-%02d %02d:%02d:%02d`, without `fmt` (one per temporal value: hot).
-fn push_datetime(out: &mut Vec<u8>, y: u32, mo: u32, d: u32, h: u32, mi: u32, s: u32) {
-    if y < 10_000 && mo < 100 && d < 100 && h < 100 && mi < 100 && s < 100 {
-        // every field fits its width: the common case, written in one go
-        let two = |v: u32| [b'0' + (v / 10) as u8, b'0' + (v % 10) as u8];
-        let (y_hi, y_lo) = (two(y / 100), two(y % 100));
-        let (mo, d, h, mi, s) = (two(mo), two(d), two(h), two(mi), two(s));
-        out.extend_from_slice(&[
-            y_hi[0], y_hi[1], y_lo[0], y_lo[1], b'-', mo[0], mo[1], b'-', d[0], d[1], b' ', h[0],
-            h[1], b':', mi[0], mi[1], b':', s[0], s[1],
-        ]);
-        return;
-    }
-    push_padded(out, y as u64, 4);
-    for (sep, v) in [(b'-', mo), (b'-', d), (b' ', h), (b':', mi), (b':', s)] {
-        out.push(sep);
-        push_padded(out, v as u64, 2);
-    }
-}
 
 /// Python's cp1252 decoding (MySQL latin1) as UTF-8; false (nothing kept) if
 /// a byte has no character in it, as Python's codec then fails.

@@ -24,7 +24,7 @@ use crate::rowimage::{
     TimeParts, ValueError, ValueResult, ValueSink,
 };
 
-use super::texts::push_fraction;
+use super::texts::{push_datetime, push_fraction};
 
 /// What mysqlbinlog makes of one column, and the constant parts of its lines.
 #[derive(Debug, Clone)]
@@ -543,17 +543,7 @@ impl<J: JsonText> ValueSink for TextSink<'_, J> {
     fn datetime(&mut self, col: &Column, t: DateTimeParts, _raw: &[u8]) -> ValueResult {
         self.line(col, |out| {
             out.push(b'\'');
-            push4(out, t.year);
-            out.push(b'-');
-            push2(out, t.month);
-            out.push(b'-');
-            push2(out, t.day);
-            out.push(b' ');
-            push2(out, t.hour);
-            out.push(b':');
-            push2(out, t.minute);
-            out.push(b':');
-            push2(out, t.second);
+            push_datetime(out, t.year, t.month, t.day, t.hour, t.minute, t.second);
             push_fraction(out, t.micro as i64, t.fsp);
             out.push(b'\'');
         })
