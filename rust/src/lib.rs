@@ -6,6 +6,7 @@
 
 pub mod constants;
 pub mod cursor;
+pub mod decimal;
 pub mod error;
 pub mod events;
 pub mod framing;

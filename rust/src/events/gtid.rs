@@ -4,6 +4,7 @@
 
 use crate::constants::*;
 use crate::cursor::Cursor;
+use crate::decimal;
 use crate::error::Result;
 
 /// MySQL GTID_LOG_EVENT / ANONYMOUS_GTID_LOG_EVENT: flags, sid, gno, then the
@@ -27,14 +28,7 @@ pub struct MysqlGtid<'a> {
 impl MysqlGtid<'_> {
     /// The sid as Python's `str(uuid.UUID(bytes=sid))`.
     pub fn sid_text(&self) -> String {
-        let mut out = String::with_capacity(36);
-        for (i, b) in self.sid.iter().enumerate() {
-            if matches!(i, 4 | 6 | 8 | 10) {
-                out.push('-');
-            }
-            out.push_str(&format!("{b:02x}"));
-        }
-        out
+        uuid_text(self.sid)
     }
 
     /// `GtidEvent.gtid`: "uuid:gno", None for an ANONYMOUS_GTID_LOG_EVENT.
@@ -44,6 +38,19 @@ impl MysqlGtid<'_> {
         }
         Some(format!("{}:{}", self.sid_text(), self.gno))
     }
+}
+
+/// A server UUID's 16 bytes as text, `8-4-4-4-12` lowercase hex digits
+/// (`uuid.UUID(bytes=...)`): a GTID's source, a PREVIOUS_GTIDS set's sids.
+pub fn uuid_text(sid: &[u8]) -> String {
+    let mut out = String::with_capacity(36);
+    for (i, b) in sid.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            out.push('-');
+        }
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
 }
 
 /// The logical clock typecode that introduces last_committed/sequence_number.
@@ -135,18 +142,13 @@ impl MariadbGtid<'_> {
     }
 }
 
-fn push_decimal(out: &mut String, mut v: u64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    out.extend(buf[i..].iter().map(|&b| b as char));
+/// `v` in decimal, appended to a `String` (the digits are ASCII).
+fn push_decimal(out: &mut String, v: u64) {
+    out.extend(
+        decimal::digits(&mut [0; 20], v)
+            .iter()
+            .map(|&b| char::from(b)),
+    );
 }
 
 pub fn decode_mariadb_gtid<'a>(cur: &mut Cursor<'a>) -> Result<MariadbGtid<'a>> {

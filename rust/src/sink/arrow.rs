@@ -30,14 +30,15 @@ use arrow_array::{
 };
 use arrow_buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{ArrowError, DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
-use base64::Engine;
 
 use crate::constants::MYSQL_TYPE_JSON;
+use crate::decimal::{push_i64, push_u64};
 use crate::layout::{Column, Layout};
 use crate::rowimage::{
     civil_from_days, decode_row, DateTimeParts, DecimalValue, Images, Operation, Plan, Role,
     RowSink, RowsData, TimeParts, ValueError, ValueResult, ValueSink,
 };
+use crate::sink::texts::{push_base64, push_datetime, push_fraction, push_padded};
 
 /// How a character column's bytes become text (else base64, like the Python path's bytes).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -163,6 +164,15 @@ impl Strings {
         self.offsets.push(last);
         self.valid.push(false);
         self.nulls += 1;
+    }
+
+    /// A value, or a null for None.
+    #[inline]
+    pub(crate) fn push_opt(&mut self, value: Option<&str>) {
+        match value {
+            Some(v) => self.push(v.as_bytes()),
+            None => self.push_null(),
+        }
     }
 
     fn push_n(&mut self, s: Option<&str>, n: usize) {
@@ -322,13 +332,30 @@ pub(crate) fn utc_micros() -> DataType {
     DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
 }
 
-fn change_key_fields() -> Fields {
-    Fields::from(vec![
+/// A `utc_micros()` column.
+pub(crate) fn utc_micros_array(micros: Vec<i64>) -> ArrayRef {
+    Arc::new(TimestampMicrosecondArray::from(micros).with_timezone("UTC"))
+}
+
+/// An Int64 column whose nulls are where `valid` is false (no null buffer
+/// when there are none, as pyarrow builds it).
+pub(crate) fn optional_int64(values: Vec<i64>, valid: Vec<bool>) -> ArrayRef {
+    let nulls = valid.contains(&false).then(|| NullBuffer::from(valid));
+    Arc::new(Int64Array::new(ScalarBuffer::from(values), nulls))
+}
+
+/// The fields of `commit_key`, the views' sort key: file, event, sub-event
+/// and, in the changes view, the row within it.
+pub(crate) fn commit_key_fields(with_row: bool) -> Fields {
+    let mut fields = vec![
         Field::new("file_seq", DataType::Int64, true),
         Field::new("pos", DataType::Int64, true),
         Field::new("sub", DataType::Int32, true),
-        Field::new("row", DataType::Int32, true),
-    ])
+    ];
+    if with_row {
+        fields.push(Field::new("row", DataType::Int32, true));
+    }
+    Fields::from(fields)
 }
 
 /// The schema of the changes view (`CHANGES` in binlake/spark/batches.py).
@@ -339,7 +366,7 @@ pub fn changes_schema() -> SchemaRef {
         field("file", DataType::Utf8),
         field("pos", DataType::Int64),
         field("row_index", DataType::Int32),
-        field("commit_key", DataType::Struct(change_key_fields())),
+        field("commit_key", DataType::Struct(commit_key_fields(true))),
         field("timestamp", utc_micros()),
         field("commit_timestamp", utc_micros()),
         field("commit_pos", DataType::Int64),
@@ -539,13 +566,10 @@ impl ChangesBuilder {
         self.sub.reserve(rows);
         self.xid_valid.reserve(rows);
         let int64 = |v: Vec<i64>| -> ArrayRef { Arc::new(Int64Array::from(v)) };
-        let micros = |v: Vec<i64>| -> ArrayRef {
-            Arc::new(TimestampMicrosecondArray::from(v).with_timezone("UTC"))
-        };
         let row_index: ArrayRef = Arc::new(Int32Array::from(b.row_index));
         let pos = Int64Array::from(b.pos);
         let commit_key = StructArray::try_new(
-            change_key_fields(),
+            commit_key_fields(true),
             vec![
                 int64(b.file_seq),
                 Arc::new(pos.clone()),
@@ -554,21 +578,17 @@ impl ChangesBuilder {
             ],
             None,
         )?;
-        let xid_nulls = b
-            .xid_valid
-            .contains(&false)
-            .then(|| NullBuffer::from(std::mem::take(&mut b.xid_valid)));
         let columns: Vec<ArrayRef> = vec![
             Arc::new(b.path.finish()?),
             Arc::new(b.file.finish()?),
             Arc::new(pos),
             row_index,
             Arc::new(commit_key),
-            micros(b.timestamp),
-            micros(b.commit_timestamp),
+            utc_micros_array(b.timestamp),
+            utc_micros_array(b.commit_timestamp),
             int64(b.commit_pos),
             Arc::new(b.gtid.finish()?),
-            Arc::new(Int64Array::new(ScalarBuffer::from(b.xid), xid_nulls)),
+            optional_int64(b.xid, b.xid_valid),
             int64(b.server_id),
             Arc::new(b.database.finish()?),
             Arc::new(b.table.finish()?),
@@ -967,93 +987,6 @@ fn values<'m>(before: &'m mut TextMap, after: &'m mut TextMap, role: Role) -> &'
 }
 
 // -- text formatters -------------------------------------------------------------------
-
-#[inline]
-pub fn push_u64(out: &mut Vec<u8>, mut v: u64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&buf[i..]);
-}
-
-#[inline]
-pub fn push_i64(out: &mut Vec<u8>, v: i64) {
-    if v < 0 {
-        out.push(b'-');
-    }
-    push_u64(out, v.unsigned_abs());
-}
-
-/// `v` in decimal, zero-padded to `width` digits (Python's `%0Nd` of a non-negative int).
-#[inline]
-fn push_padded(out: &mut Vec<u8>, mut v: u64, width: usize) {
-    let mut buf = [b'0'; 20];
-    let mut i = buf.len();
-    while v > 0 {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-    }
-    let start = buf.len() - width.clamp(1, buf.len()).max(buf.len() - i);
-    out.extend_from_slice(&buf[start..]);
-}
-
-/// `%04d-%02d-%02d %02d:%02d:%02d`, without `fmt` (one per temporal value: hot).
-fn push_datetime(out: &mut Vec<u8>, y: u32, mo: u32, d: u32, h: u32, mi: u32, s: u32) {
-    if y < 10_000 && mo < 100 && d < 100 && h < 100 && mi < 100 && s < 100 {
-        // every field fits its width: the common case, written in one go
-        let two = |v: u32| [b'0' + (v / 10) as u8, b'0' + (v % 10) as u8];
-        let (y_hi, y_lo) = (two(y / 100), two(y % 100));
-        let (mo, d, h, mi, s) = (two(mo), two(d), two(h), two(mi), two(s));
-        out.extend_from_slice(&[
-            y_hi[0], y_hi[1], y_lo[0], y_lo[1], b'-', mo[0], mo[1], b'-', d[0], d[1], b' ', h[0],
-            h[1], b':', mi[0], mi[1], b':', s[0], s[1],
-        ]);
-        return;
-    }
-    push_padded(out, y as u64, 4);
-    for (sep, v) in [(b'-', mo), (b'-', d), (b' ', h), (b':', mi), (b':', s)] {
-        out.push(sep);
-        push_padded(out, v as u64, 2);
-    }
-}
-
-/// `"." + ("%06d" % micro)[:fsp]`, nothing at fsp 0 (a corrupt negative or
-/// oversized fraction prints as Python prints it).
-fn push_fraction(out: &mut Vec<u8>, micro: i64, fsp: u8) {
-    if fsp == 0 {
-        return;
-    }
-    out.push(b'.');
-    if (0..1_000_000).contains(&micro) {
-        let mut digits = [0u8; 6];
-        let mut v = micro as u32;
-        for d in digits.iter_mut().rev() {
-            *d = b'0' + (v % 10) as u8;
-            v /= 10;
-        }
-        out.extend_from_slice(&digits[..(fsp as usize).min(6)]);
-        return;
-    }
-    let digits = format!("{micro:06}");
-    out.extend_from_slice(&digits.as_bytes()[..(fsp as usize).min(digits.len())]);
-}
-
-fn push_base64(out: &mut Vec<u8>, bytes: &[u8]) {
-    let at = out.len();
-    out.resize(at + base64::encoded_len(bytes.len(), true).unwrap_or(0), 0);
-    let written = base64::engine::general_purpose::STANDARD
-        .encode_slice(bytes, &mut out[at..])
-        .unwrap_or(0);
-    out.truncate(at + written);
-}
 
 /// Python's cp1252 decoding (MySQL latin1) as UTF-8; false (nothing kept) if
 /// a byte has no character in it, as Python's codec then fails.

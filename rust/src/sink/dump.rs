@@ -22,10 +22,11 @@ use std::fmt::Write as _;
 use crate::constants::*;
 use crate::cursor::Cursor;
 use crate::error::Error;
+use crate::events::gtid::uuid_text;
 use crate::events::status_vars::decode_status_vars;
 use crate::events::{
-    body, decode_gtid, decode_mariadb_gtid, decode_query, decode_rows_header, decode_table_map,
-    decode_xid, expect_end, in_event, text,
+    body, control, decode_gtid, decode_mariadb_gtid, decode_query, decode_rows_header,
+    decode_table_map, decode_xid, expect_end, in_event, text,
 };
 use crate::framing::{server_version_tuple, Format, Frame};
 use crate::layout::{Column, Layout};
@@ -371,6 +372,15 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
         Ok(())
     }
 
+    /// The event's BINLOG lines appended to the statement's pending body
+    /// (`state.body`, printed when the statement ends).
+    fn base64_to_body(&mut self, frame: &Frame) -> Printed {
+        let mut body = std::mem::take(&mut self.state.body);
+        let printed = self.base64_of(frame, &mut body);
+        self.state.body = body;
+        printed
+    }
+
     /// One event: its `# at` line, then what its family prints.
     pub fn event(
         &mut self,
@@ -504,10 +514,10 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
                 decode_xid(cur)?;
             }
             INTVAR_EVENT => {
-                read_intvar(cur)?;
+                control::decode_intvar(cur)?;
             }
             RAND_EVENT => {
-                read_rand(cur)?;
+                control::decode_rand(cur)?;
             }
             XA_PREPARE_LOG_EVENT => {
                 read_xa_prepare(cur)?;
@@ -516,10 +526,10 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
                 cur.rest();
             }
             ROTATE_EVENT => {
-                read_rotate(cur, format)?;
+                control::decode_rotate(cur, format.post_header_len(ROTATE_EVENT))?;
             }
             BINLOG_CHECKPOINT_EVENT => {
-                read_checkpoint(cur)?;
+                control::decode_binlog_checkpoint(cur)?;
             }
             GTID_LIST_EVENT => {
                 read_gtid_list(cur)?;
@@ -534,7 +544,7 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
                 read_previous_gtids(cur, frame)?;
             }
             ROWS_QUERY_LOG_EVENT => {
-                read_rows_query(cur)?;
+                control::decode_rows_query(cur)?;
             }
             ANNOTATE_ROWS_EVENT => {
                 if !self.skipping {
@@ -593,7 +603,7 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
             QUERY_EVENT | QUERY_COMPRESSED_EVENT => self.query(frame, cur, format),
             XID_EVENT => self.xid(frame, cur),
             INTVAR_EVENT => {
-                let (kind, value) = read_intvar(cur)?;
+                let (kind, value) = control::decode_intvar(cur)?;
                 let name = match kind {
                     1 => "LAST_INSERT_ID",
                     2 => "INSERT_ID",
@@ -607,7 +617,7 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
                 Ok(())
             }
             RAND_EVENT => {
-                let (seed1, seed2) = read_rand(cur)?;
+                let (seed1, seed2) = control::decode_rand(cur)?;
                 let body = format!("SET @@RAND_SEED1={seed1}, @@RAND_SEED2={seed2}{DELIMITER}\n");
                 self.simple(frame, "\tRand\n", &body);
                 Ok(())
@@ -756,7 +766,7 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
     }
 
     fn rotate(&mut self, frame: &Frame, cur: &mut Cursor, format: &Format) -> Printed {
-        let (position, next) = read_rotate(cur, format)?;
+        let (position, next) = control::decode_rotate(cur, format.post_header_len(ROTATE_EVENT))?;
         let next = text(next).into_owned();
         if !self.options.short_form {
             self.simple(frame, &format!("\tRotate to {next}  pos: {position}\n"), "");
@@ -765,7 +775,7 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
     }
 
     fn checkpoint(&mut self, frame: &Frame, cur: &mut Cursor) -> Printed {
-        let file = text(read_checkpoint(cur)?).into_owned();
+        let file = text(control::decode_binlog_checkpoint(cur)?).into_owned();
         if !self.options.short_form {
             self.simple(frame, &format!("\tBinlog checkpoint {file}\n"), "");
         }
@@ -963,7 +973,7 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
     }
 
     fn rows_query(&mut self, frame: &Frame, cur: &mut Cursor) -> Printed {
-        let query = read_rows_query(cur)?;
+        let query = control::decode_rows_query(cur)?;
         if !self.options.short_form {
             // (MySQL's mysqlbinlog prints it at once)
             self.header(frame, frame.checksum);
@@ -977,9 +987,7 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
             self.out.push(b'\n');
         }
         if self.encode_base64() {
-            let mut body = std::mem::take(&mut self.state.body);
-            self.base64_of(frame, &mut body)?;
-            self.state.body = body;
+            self.base64_to_body(frame)?;
         }
         Ok(())
     }
@@ -1262,9 +1270,7 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
             self.out.push(b'\n');
         }
         if self.encode_base64() {
-            let mut body = std::mem::take(&mut self.state.body);
-            self.base64_of(frame, &mut body)?;
-            self.state.body = body;
+            self.base64_to_body(frame)?;
         }
         Ok(())
     }
@@ -1325,9 +1331,7 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
         }
         if !options.short_form || options.print_row_count {
             if self.encode_base64() && !self.checking {
-                let mut body = std::mem::take(&mut self.state.body);
-                self.base64_of(frame, &mut body)?;
-                self.state.body = body;
+                self.base64_to_body(frame)?;
             }
             let shown = self.state.printed_database.get(&h.table_id).cloned();
             let table = self.tables.get(&h.table_id).copied();
@@ -1508,26 +1512,6 @@ fn read_start<'a>(cur: &mut Cursor<'a>) -> Result<(u16, &'a [u8], u32), Error> {
     Ok((binlog_version, version, created))
 }
 
-/// ROTATE (events/control.py): position (4 before binlog v4), next file.
-fn read_rotate<'a>(cur: &mut Cursor<'a>, format: &Format) -> Result<(u64, &'a [u8]), Error> {
-    let position = if format.post_header_len(ROTATE_EVENT) >= 8 {
-        cur.u64()?
-    } else {
-        4
-    };
-    Ok((position, cur.rest()))
-}
-
-/// INTVAR (events/control.py): kind, value.
-fn read_intvar(cur: &mut Cursor) -> Result<(u8, u64), Error> {
-    Ok((cur.u8()?, cur.u64()?))
-}
-
-/// RAND (events/control.py): the two seeds.
-fn read_rand(cur: &mut Cursor) -> Result<(u64, u64), Error> {
-    Ok((cur.u64()?, cur.u64()?))
-}
-
 /// XA_PREPARE (events/gtid.py): format id, gtrid, bqual (one_phase unused).
 fn read_xa_prepare<'a>(cur: &mut Cursor<'a>) -> Result<(u32, &'a [u8], &'a [u8]), Error> {
     cur.u8()?; // one_phase
@@ -1538,12 +1522,6 @@ fn read_xa_prepare<'a>(cur: &mut Cursor<'a>) -> Result<(u32, &'a [u8], &'a [u8])
     let bqual = cur.bytes(bqual_len)?;
     cur.rest(); // XIDDATASIZE buffer may be written in full
     Ok((format_id, gtrid, bqual))
-}
-
-/// BINLOG_CHECKPOINT (events/gtid.py): the file name.
-fn read_checkpoint<'a>(cur: &mut Cursor<'a>) -> Result<&'a [u8], Error> {
-    let length = cur.u32()? as usize;
-    cur.bytes(length)
 }
 
 /// GTID_LIST (events/gtid.py): (domain, server, seq_no) triples.
@@ -1568,14 +1546,7 @@ fn read_previous_gtids(cur: &mut Cursor, frame: &Frame) -> Result<String, Refuse
     let count = word & ((1 << 56) - 1);
     let mut parts = Vec::new();
     for _ in 0..count {
-        let sid = cur.bytes(16)?;
-        let mut part = String::new();
-        for (i, b) in sid.iter().enumerate() {
-            if matches!(i, 4 | 6 | 8 | 10) {
-                part.push('-');
-            }
-            let _ = write!(part, "{b:02x}");
-        }
+        let mut part = uuid_text(cur.bytes(16)?);
         part.push(':');
         let intervals = cur.u64()?;
         let mut ranges = Vec::new();
@@ -1591,12 +1562,6 @@ fn read_previous_gtids(cur: &mut Cursor, frame: &Frame) -> Result<String, Refuse
         parts.push(part);
     }
     Ok(parts.join(","))
-}
-
-/// ROWS_QUERY (events/query.py): a length byte the server ignores, then the statement.
-fn read_rows_query<'a>(cur: &mut Cursor<'a>) -> Result<&'a [u8], Error> {
-    cur.u8()?;
-    Ok(cur.rest())
 }
 
 /// The checking pass's rows: refused where the printing pass's `write_rows`

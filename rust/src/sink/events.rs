@@ -15,18 +15,16 @@
 
 use std::sync::Arc;
 
-use arrow_array::TimestampMicrosecondArray;
 use arrow_array::{ArrayRef, Int32Array, Int64Array, RecordBatch, StructArray};
-use arrow_buffer::{NullBuffer, ScalarBuffer};
-use arrow_schema::{ArrowError, DataType, Field, Fields, Schema, SchemaRef};
-use base64::Engine;
+use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 
 use crate::constants::column_type_name;
 use crate::events::status_vars::{status_var_name, StatusValue};
 use crate::events::{event_type_name, text, MariadbGtid, MysqlGtid, Query, RowsHeader, TableMap};
 use crate::rowimage::Operation;
 
-use super::arrow::{utc_micros, Strings};
+use super::arrow::{commit_key_fields, optional_int64, utc_micros, utc_micros_array, Strings};
+use super::texts::push_base64;
 
 // -- JSON as Python's json module writes it ----------------------------------------------
 
@@ -63,9 +61,7 @@ pub fn json_string(out: &mut Vec<u8>, s: &str) {
 /// `to_jsonable(bytes)`: `{"base64": "..."}`.
 pub fn json_bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(b"{\"base64\": \"");
-    let mut encoded = String::new();
-    base64::engine::general_purpose::STANDARD.encode_string(b, &mut encoded);
-    out.extend_from_slice(encoded.as_bytes());
+    push_base64(out, b);
     out.extend_from_slice(b"\"}");
 }
 
@@ -473,14 +469,6 @@ pub struct EventRow {
     pub info: String,
 }
 
-fn event_key_fields() -> Fields {
-    Fields::from(vec![
-        Field::new("file_seq", DataType::Int64, true),
-        Field::new("pos", DataType::Int64, true),
-        Field::new("sub", DataType::Int32, true),
-    ])
-}
-
 /// The schema of the events view (`EVENTS` in binlake/spark/batches.py).
 pub fn events_schema() -> SchemaRef {
     let field = |name: &str, kind: DataType| Field::new(name, kind, true);
@@ -489,7 +477,7 @@ pub fn events_schema() -> SchemaRef {
         field("file", DataType::Utf8),
         field("pos", DataType::Int64),
         field("next_pos", DataType::Int64),
-        field("commit_key", DataType::Struct(event_key_fields())),
+        field("commit_key", DataType::Struct(commit_key_fields(false))),
         field("timestamp", utc_micros()),
         field("type", DataType::Utf8),
         field("type_code", DataType::Int32),
@@ -531,13 +519,6 @@ pub struct EventsBuilder {
     info: Strings,
 }
 
-fn push_opt(column: &mut Strings, value: Option<&str>) {
-    match value {
-        Some(v) => column.push(v.as_bytes()),
-        None => column.push_null(),
-    }
-}
-
 impl EventsBuilder {
     pub fn new() -> Self {
         Self::default()
@@ -572,12 +553,12 @@ impl EventsBuilder {
         self.length.push(i64::from(event.length));
         self.log_pos.push(i64::from(event.log_pos));
         self.flags.push(i32::from(event.flags));
-        push_opt(&mut self.gtid, gtid);
+        self.gtid.push_opt(gtid);
         self.xid.push(xid.unwrap_or(0));
         self.xid_valid.push(xid.is_some());
-        push_opt(&mut self.database, event.database.as_deref());
-        push_opt(&mut self.table, event.table.as_deref());
-        push_opt(&mut self.query, event.query.as_deref());
+        self.database.push_opt(event.database.as_deref());
+        self.table.push_opt(event.table.as_deref());
+        self.query.push_opt(event.query.as_deref());
         self.info.push(event.info.as_bytes());
     }
 
@@ -596,21 +577,17 @@ impl EventsBuilder {
         let int32 = |v: Vec<i32>| -> ArrayRef { Arc::new(Int32Array::from(v)) };
         let pos: ArrayRef = int64(b.pos);
         let commit_key = StructArray::try_new(
-            event_key_fields(),
+            commit_key_fields(false),
             vec![int64(b.file_seq), pos.clone(), int32(b.sub)],
             None,
         )?;
-        let xid_nulls = b
-            .xid_valid
-            .contains(&false)
-            .then(|| NullBuffer::from(std::mem::take(&mut b.xid_valid)));
         let columns: Vec<ArrayRef> = vec![
             Arc::new(b.path.finish()?),
             Arc::new(b.file.finish()?),
             pos,
             int64(b.next_pos),
             Arc::new(commit_key),
-            Arc::new(TimestampMicrosecondArray::from(b.timestamp).with_timezone("UTC")),
+            utc_micros_array(b.timestamp),
             Arc::new(b.type_name.finish()?),
             int32(b.type_code),
             int64(b.server_id),
@@ -618,7 +595,7 @@ impl EventsBuilder {
             int64(b.log_pos),
             int32(b.flags),
             Arc::new(b.gtid.finish()?),
-            Arc::new(Int64Array::new(ScalarBuffer::from(b.xid), xid_nulls)),
+            optional_int64(b.xid, b.xid_valid),
             Arc::new(b.database.finish()?),
             Arc::new(b.table.finish()?),
             Arc::new(b.query.finish()?),

@@ -5,3 +5,4 @@ pub mod arrow;
 pub mod dump;
 pub mod events;
 pub mod text;
+pub(crate) mod texts;

@@ -17,11 +17,14 @@
 use std::fmt::Write as _;
 
 use crate::constants::*;
+use crate::decimal::{push_i64, push_u64};
 use crate::layout::{decimal_size, Column, Kind, Layout};
 use crate::rowimage::{
     decode_rows, frac_bytes, DateTimeParts, DecimalValue, Operation, Plan, Role, RowSink, RowsData,
     TimeParts, ValueError, ValueResult, ValueSink,
 };
+
+use super::texts::{push_datetime, push_fraction};
 
 /// What mysqlbinlog makes of one column, and the constant parts of its lines.
 #[derive(Debug, Clone)]
@@ -368,36 +371,6 @@ fn push_padded(out: &mut Vec<u8>, value: i64, width: usize) {
     out.extend_from_slice(s.as_bytes());
 }
 
-/// A number in decimal; u64 arithmetic (not i128) keeps the division cheap.
-fn push_int(out: &mut Vec<u8>, negative: bool, magnitude: u64) {
-    let mut buf = [0u8; 21];
-    let mut v = magnitude;
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    if negative {
-        at -= 1;
-        buf[at] = b'-';
-    }
-    out.extend_from_slice(&buf[at..]);
-}
-
-#[inline]
-fn push_u64(out: &mut Vec<u8>, value: u64) {
-    push_int(out, false, value)
-}
-
-#[inline]
-fn push_i64(out: &mut Vec<u8>, value: i64) {
-    push_int(out, value < 0, value.unsigned_abs())
-}
-
 /// Two digits, zero-padded (fields known to be in 0..100 most of the time).
 #[inline]
 fn push2(out: &mut Vec<u8>, value: u32) {
@@ -417,19 +390,6 @@ fn push4(out: &mut Vec<u8>, value: u32) {
     } else {
         push_u64(out, value as u64);
     }
-}
-
-/// `_frac`: `.` and the first `fsp` characters of `%06d` (more than six
-/// digits arrive only from images no server writes; they are cut the same way).
-fn push_frac(out: &mut Vec<u8>, micro: i64, fsp: u8) {
-    if fsp == 0 {
-        return;
-    }
-    out.push(b'.');
-    let mut s = String::new();
-    let _ = write!(s, "{micro:06}");
-    let n = (fsp as usize).min(s.len());
-    out.extend_from_slice(&s.as_bytes()[..n]);
 }
 
 /// Where the first control byte (below 0x20) is: blocks of 16 are checked
@@ -583,18 +543,8 @@ impl<J: JsonText> ValueSink for TextSink<'_, J> {
     fn datetime(&mut self, col: &Column, t: DateTimeParts, _raw: &[u8]) -> ValueResult {
         self.line(col, |out| {
             out.push(b'\'');
-            push4(out, t.year);
-            out.push(b'-');
-            push2(out, t.month);
-            out.push(b'-');
-            push2(out, t.day);
-            out.push(b' ');
-            push2(out, t.hour);
-            out.push(b':');
-            push2(out, t.minute);
-            out.push(b':');
-            push2(out, t.second);
-            push_frac(out, t.micro as i64, t.fsp);
+            push_datetime(out, t.year, t.month, t.day, t.hour, t.minute, t.second);
+            push_fraction(out, t.micro as i64, t.fsp);
             out.push(b'\'');
         })
     }
@@ -628,7 +578,7 @@ impl<J: JsonText> ValueSink for TextSink<'_, J> {
             push_padded(out, (hms >> 6) & 63, 2);
             out.push(b':');
             push_padded(out, hms & 63, 2);
-            push_frac(out, micro, fsp);
+            push_fraction(out, micro, fsp);
             out.push(b'\'');
         })
     }
@@ -636,7 +586,7 @@ impl<J: JsonText> ValueSink for TextSink<'_, J> {
     fn timestamp(&mut self, col: &Column, seconds: u32, micro: u32, fsp: u8) -> ValueResult {
         self.line(col, |out| {
             push_u64(out, seconds as u64);
-            push_frac(out, micro as i64, fsp);
+            push_fraction(out, micro as i64, fsp);
         })
     }
 
@@ -651,7 +601,7 @@ impl<J: JsonText> ValueSink for TextSink<'_, J> {
             push2(out, t.minutes);
             out.push(b':');
             push2(out, t.seconds);
-            push_frac(out, t.micro as i64, t.fsp);
+            push_fraction(out, t.micro as i64, t.fsp);
             out.push(b'\'');
         })
     }

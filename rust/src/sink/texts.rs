@@ -1,0 +1,69 @@
+//! Text pieces more than one sink writes the same way (the Python path's
+//! DATETIME text, `_frac` and base64 of bytes): one writer each, so the views cannot drift.
+
+use base64::Engine;
+
+/// `%04d-%02d-%02d %02d:%02d:%02d`, without `fmt` (one per temporal value: hot).
+pub fn push_datetime(out: &mut Vec<u8>, y: u32, mo: u32, d: u32, h: u32, mi: u32, s: u32) {
+    if y < 10_000 && mo < 100 && d < 100 && h < 100 && mi < 100 && s < 100 {
+        // every field fits its width: the common case, written in one go
+        let two = |v: u32| [b'0' + (v / 10) as u8, b'0' + (v % 10) as u8];
+        let (y_hi, y_lo) = (two(y / 100), two(y % 100));
+        let (mo, d, h, mi, s) = (two(mo), two(d), two(h), two(mi), two(s));
+        out.extend_from_slice(&[
+            y_hi[0], y_hi[1], y_lo[0], y_lo[1], b'-', mo[0], mo[1], b'-', d[0], d[1], b' ', h[0],
+            h[1], b':', mi[0], mi[1], b':', s[0], s[1],
+        ]);
+        return;
+    }
+    push_padded(out, y as u64, 4);
+    for (sep, v) in [(b'-', mo), (b'-', d), (b' ', h), (b':', mi), (b':', s)] {
+        out.push(sep);
+        push_padded(out, v as u64, 2);
+    }
+}
+
+/// `v` in decimal, zero-padded to `width` digits (Python's `%0Nd` of a non-negative int).
+#[inline]
+pub fn push_padded(out: &mut Vec<u8>, mut v: u64, width: usize) {
+    let mut buf = [b'0'; 20];
+    let mut i = buf.len();
+    while v > 0 {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    let start = buf.len() - width.clamp(1, buf.len()).max(buf.len() - i);
+    out.extend_from_slice(&buf[start..]);
+}
+
+/// `"." + ("%06d" % micro)[:fsp]`, nothing at fsp 0 (a corrupt negative or
+/// oversized fraction prints as Python prints it).
+pub fn push_fraction(out: &mut Vec<u8>, micro: i64, fsp: u8) {
+    if fsp == 0 {
+        return;
+    }
+    out.push(b'.');
+    if (0..1_000_000).contains(&micro) {
+        let mut digits = [0u8; 6];
+        let mut v = micro as u32;
+        for d in digits.iter_mut().rev() {
+            *d = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+        out.extend_from_slice(&digits[..(fsp as usize).min(6)]);
+        return;
+    }
+    let digits = format!("{micro:06}");
+    out.extend_from_slice(&digits.as_bytes()[..(fsp as usize).min(digits.len())]);
+}
+
+/// `bytes` in standard base64 with padding, appended to `out`.
+pub fn push_base64(out: &mut Vec<u8>, bytes: &[u8]) {
+    let at = out.len();
+    out.resize(at + base64::encoded_len(bytes.len(), true).unwrap_or(0), 0);
+    let written = base64::engine::general_purpose::STANDARD
+        .encode_slice(bytes, &mut out[at..])
+        .unwrap_or(0);
+    out.truncate(at + written);
+}
