@@ -336,53 +336,45 @@ class BinlogReader:
                    FormatDescription(4, "", LOG_EVENT_MINIMAL_HEADER_LEN, b"", None, None))
             ctx = DecodeContext(path, fde, table_maps, table_caches=self._table_caches)
             for header, type_code, timestamp, header_len, raw, special, event in framer:
-                if event is not None:  # made by the framer
-                    name = names[type_code]
-                    count(read_counts, one_of[type_code])
-                    count(file_counts, one_of[type_code])
-                    if timestamp:
-                        if info.first_timestamp is None:
-                            info.first_timestamp = timestamp
-                        info.last_timestamp = timestamp
-                    info.last_type = name
-                    yield event
-                    continue
-                decoder = decoders.get(type_code)
-                if special or decoder is None or type_code in _RARE_CODES:
-                    if special & _N_WARNING:
-                        self.stats.warnings.append(framer.warning)
-                    if special & _N_FDE:
-                        self._pending_alg = framer.pending_alg
-                    if special & _N_LARGE:
-                        ctx.large_event_end = framer.large_end
-                        try:
-                            event = decode(header, raw, header_len, len(raw), ctx)
-                        finally:
-                            ctx.large_event_end = None
+                if event is None:  # not made by the framer: decoded here
+                    decoder = decoders.get(type_code)
+                    if special or decoder is None or type_code in _RARE_CODES:
+                        if special & _N_WARNING:
+                            self.stats.warnings.append(framer.warning)
+                        if special & _N_FDE:
+                            self._pending_alg = framer.pending_alg
+                        if special & _N_LARGE:
+                            ctx.large_event_end = framer.large_end
+                            try:
+                                event = decode(header, raw, header_len, len(raw), ctx)
+                            finally:
+                                ctx.large_event_end = None
+                            note(event)
+                            yield event
+                            continue
+                        event = decode(header, raw, header_len, len(raw), ctx)
                         note(event)
                         yield event
+                        update(event, ctx, info)
                         continue
-                    event = decode(header, raw, header_len, len(raw), ctx)
-                    note(event)
-                    yield event
-                    update(event, ctx, info)
-                    continue
-                name = names[type_code]
-                count(read_counts, one_of[type_code])
-                cur = Cursor(raw, header_len, len(raw), header.pos, path)
-                try:
-                    event = decoder(header, cur, ctx)
-                except BinlogError as exc:
-                    event = self._failed(exc, header, raw, header_len, len(raw))
+                    count(read_counts, one_of[type_code])
+                    cur = Cursor(raw, header_len, len(raw), header.pos, path)
+                    try:
+                        event = decoder(header, cur, ctx)
+                    except BinlogError as exc:
+                        event = self._failed(exc, header, raw, header_len, len(raw))
+                    else:
+                        if cur.pos < cur.end and type_code in must_consume:
+                            self._unread(cur, header)
                 else:
-                    if cur.pos < cur.end and type_code in must_consume:
-                        self._unread(cur, header)
+                    count(read_counts, one_of[type_code])
+                # What every common event notes (`info.note`, inlined).
                 count(file_counts, one_of[type_code])
                 if timestamp:
                     if info.first_timestamp is None:
                         info.first_timestamp = timestamp
                     info.last_timestamp = timestamp
-                info.last_type = name
+                info.last_type = names[type_code]
                 yield event
                 if type_code == _TABLE_MAP and event.__class__ is TableMapEvent:
                     table_maps[event.table_id] = event
