@@ -359,6 +359,34 @@ def iter_rows(event: RowsEvent):
         windows.advance(pos)
 
 
+def row_start(event: RowsEvent, index: int) -> int:
+    """Where row `index` starts in the event's rows data, found by walking the
+    rows before it again: for reports on a row that decoded but cannot be
+    used (rows before it are known to decode)."""
+    pair = _pair_decoder(event)
+    data = event.rows_data
+    if data.__class__ is not LazyRowData:
+        pos = 0
+        for _ in range(index):
+            _, pos = pair(data, pos)
+        return pos
+    windows = RowWindows(data)
+    for base, buf, _ in windows:
+        pos = 0
+        while index:
+            try:
+                _, end = pair(buf, pos)
+            except (IndexError, struct.error, ValueError, CorruptEvent):
+                break  # cut by the window's end: read on from this row
+            if end > len(buf):
+                break
+            pos, index = end, index - 1
+        if not index:
+            return base + pos
+        windows.advance(pos)
+    return len(data)
+
+
 def _partial_slots(table, plan: RowPlan, buf: bytes, pos: int):
     """The partial-JSON bitmap has one bit per JSON column of the table."""
     json_columns = [c for c in table.columns if c.type == ColumnType.MYSQL_TYPE_JSON]

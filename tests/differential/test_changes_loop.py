@@ -120,3 +120,24 @@ def test_images_of_no_columns_end_with_an_error(tmp_path, job_bytes):
     _, error = pure(split, {"verify_checksums": "false"})
     assert error is not None and error[0] == "CorruptEvent"
     assert_same(split, {"verify_checksums": "false"})
+
+
+def test_json_strings_that_are_not_utf8_fail_alike(tmp_path):
+    """A JSON document whose key is not valid UTF-8 has no text in the view:
+    both loops report its row corrupt (the pure one used to let pyarrow's
+    UnicodeEncodeError escape)."""
+    import struct
+    import zlib
+    data = bytearray(open(corpus_path("rust_mysql_common/json-opaque.binlog"), "rb").read())
+    pos = 1197  # the rows event of {"d": 123.456}
+    size = struct.unpack_from("<I", data, pos + 9)[0]
+    key = data.rindex(b"d", pos, pos + size - 4)
+    data[key] = 0xFF
+    struct.pack_into("<I", data, pos + size - 4, zlib.crc32(bytes(data[pos:pos + size - 4])))
+    path = tmp_path / "bad-json.binlog"
+    path.write_bytes(bytes(data))
+    split = Split(str(path), 3)
+    for options in ({}, {"force": "true"}):
+        assert_same(split, options)
+    _, error = pure(split, {})
+    assert error == ("CorruptEvent", 1228, [str(path), "offset 1228", "row 0 of foo.test"])

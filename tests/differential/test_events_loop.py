@@ -28,10 +28,7 @@ from differential.loop_checks import (BEING_WRITTEN, MANY_TRANSACTIONS, MUTATION
 native = core.native()
 pytestmark = pytest.mark.skipif(native is None, reason="native core not built")
 
-#: Non-BinlogError exceptions of the reference on mutated input (its bugs,
-#: in events/*.py): the native side must raise a BinlogError there instead.
-REFERENCE_ESCAPES: list = []
-VIEW = View(EVENTS, _python_event_batches, _native_event_batches, REFERENCE_ESCAPES)
+VIEW = View(EVENTS, _python_event_batches, _native_event_batches)
 pure, loop, assert_same = VIEW.pure, VIEW.loop, VIEW.assert_same
 
 

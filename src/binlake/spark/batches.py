@@ -37,14 +37,15 @@ from typing import Iterator
 import pyarrow as pa
 
 from ..charsets import CODEC_BY_COLLATION, codec_for
-from ..constants import LOG_EVENT_MINIMAL_HEADER_LEN, EventType as E
+from ..constants import LOG_EVENT_MINIMAL_HEADER_LEN, ColumnType as T, EventType as E
 from ..events import (EventHeader, FormatDescription, LoadEvent, QueryEvent, RowsEvent,
                       RowsQueryEvent, TableMapEvent, UnknownEvent)
 from .. import core, reader
 from ..reader import BinlogReader, DecodeContext, FileInfo, old_format
+from ..errors import CorruptEvent
 from ..events.rows import DELETE, UPDATE, WRITE
 from ..jsonable import event_json
-from ..rows import LazyRowData
+from ..rows import LazyRowData, row_start
 from ..scan import read_framing
 from .exact import column_texts, row_texts, text_row, value_text
 from .ranges import Split, is_gzip, read_split, transactions
@@ -427,7 +428,7 @@ def _python_change_batches(split: Split, options: dict) -> Iterator[pa.RecordBat
     for txn in _transactions(split, options):
         for item, event, table, database, name in _wanted_rows_events(txn, wanted):
             rename = schema is not None and table is not None and not table.has_names
-            rows = event.iter_rows()
+            rows = _encodable_rows(event, table)
             first = 0
             # Blocks of rows, so that a huge event is never held whole.
             while block := list(islice(rows, BATCH_ROWS)):
@@ -439,6 +440,30 @@ def _python_change_batches(split: Split, options: dict) -> Iterator[pa.RecordBat
                     yield out.batch()
     if out.rows:
         yield out.batch()
+
+
+def _encodable_rows(event: RowsEvent, table):
+    """The event's rows; a JSON document whose strings are not valid UTF-8
+    (the surrogate escapes of `mysql_json`) has no text in the view: its row
+    is reported corrupt, where the native builder reports it."""
+    rows = event.iter_rows()
+    keys = [c.key for c in table.columns if c.real_type == T.MYSQL_TYPE_JSON] if table else ()
+    if not keys:
+        yield from rows
+        return
+    for index, pair in enumerate(rows):
+        for image in pair:
+            for key in keys if image else ():
+                value = image.get(key)
+                if type(value) is str and not value.isascii():
+                    try:
+                        value.encode("utf-8")
+                    except UnicodeEncodeError as exc:
+                        raise CorruptEvent(
+                            event.header.file, event.rows_offset + row_start(event, index),
+                            f"row {index} of {table.qualified_name}: "
+                            f"{type(exc).__name__}: {exc}") from None
+        yield pair
 
 
 def _add_changes(c: dict, split: Split, txn, item, database: str, name: str, block: list,
