@@ -185,8 +185,11 @@ class RawEvents:
         if not raw or code == E.QUERY_COMPRESSED_EVENT:
             return event.query
         fde = state.fde
-        if fde is not None and code - 1 < len(fde.post_header_lengths):
-            post = fde.post_header_lengths[code - 1]
+        # the FDE's lengths are in the file's own numbering (early 5.1 trees
+        # numbered events differently: reader.py `_permutation`), as is raw[4]
+        stored_code = raw[4]
+        if fde is not None and 0 < stored_code <= len(fde.post_header_lengths):
+            post = fde.post_header_lengths[stored_code - 1]
         else:
             post = 11  # binlog v1/v3: no status variables
         base = state.header_length

@@ -35,6 +35,7 @@ from .events import (Event, FileBlockEvent, IntvarEvent, LoadEvent, MariadbGtidE
                      QueryEvent, RandEvent, RowsEvent, TableMapEvent, UserVarEvent, XaPrepareEvent,
                      XidEvent)
 from .jsonable import time_text
+from .schema import Schema
 from .text import TextOptions, TextPrinter
 from .values import MysqlTemporal, string_real_type
 
@@ -176,20 +177,21 @@ class TableInfo:
 
 
 def table_info(table: TableMapEvent, schema=None, database: str | None = None) -> TableInfo:
+    """The table map's columns, named by the schema history where the binlog
+    has no names (and the history's definition agrees with the map)."""
+    definition = schema.for_table_map(table) if schema is not None else None
     names = [c.name for c in table.columns]
-    if any(n is None for n in names) and schema is not None:
-        known = schema.columns(table.database, table.table)
-        if known and len(known) >= len(names):
-            names = known[:len(names)]
+    if definition is not None and any(n is None for n in names):
+        names = definition.names
     named = all(n is not None for n in names)
     keys = [n if n is not None else c.key for n, c in zip(names, table.columns)]
-    unsigned = (schema.unsigned_columns(table.database, table.table) or set()) if schema else set()
-    binary = (schema.fixed_binary_columns(table.database, table.table) or set()) if schema else set()
-    columns = {k: column_info(c, n, n in unsigned, n in binary)
-               for k, n, c in zip(keys, names, table.columns)}
+    specs = definition.columns if definition is not None else (None,) * len(keys)
+    columns = {k: column_info(c, n, spec is not None and spec.unsigned,
+                              spec is not None and spec.fixed_binary)
+               for k, n, c, spec in zip(keys, names, table.columns, specs)}
     primary = [keys[index] for index, _ in table.primary_key if index < len(keys)]
-    if not primary and schema is not None and named:
-        primary = [k for k in (schema.primary_key(table.database, table.table) or []) if k in columns]
+    if not primary and definition is not None and named:
+        primary = [k for k in definition.primary_key if k in columns]
     return TableInfo(database or table.database, table.table, keys, columns, primary, named)
 
 
@@ -346,7 +348,8 @@ class SqlWriter:
                  database: str | None = None, table: str | None = None,
                  local_load: str | None = None, spool_limit: int = 32 << 20):
         self.out = out
-        self.schema = schema
+        #: The schema history, following the DDL of every event passed, selected or not.
+        self.schema = schema if schema is not None else Schema()
         self.flashback = flashback
         self.rewrite_db = dict(rewrite_db or {})
         self.database = database
@@ -414,6 +417,8 @@ class SqlWriter:
         self._statements.note(event)
         if isinstance(event, TableMapEvent):
             self._tables.pop(event.table_id, None)
+        elif isinstance(event, QueryEvent):
+            self.schema.follow(event)
 
     def event(self, event: Event) -> None:
         self._statements.note(event)
@@ -424,6 +429,7 @@ class SqlWriter:
                 self._begin_transaction()
         elif isinstance(event, QueryEvent):
             self._query(event)
+            self.schema.follow(event)
         elif isinstance(event, (XidEvent, XaPrepareEvent)):
             self._end_transaction()
         elif isinstance(event, TableMapEvent):

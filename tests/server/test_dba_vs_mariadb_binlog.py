@@ -12,7 +12,6 @@ the final contents back to the middle ones.
 """
 from __future__ import annotations
 
-import io
 import os
 import re
 import subprocess
@@ -22,10 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from binlake.cli import main
 from binlake.sqlgen import sql_literal
 from binlake.testing.mariadb import MariaDBServer
 from binlake.testing.workload import DATABASE, run_basic_workload
+
+from .replay import replay, run_binlake, snapshot
 
 pytestmark = pytest.mark.server
 
@@ -63,64 +63,10 @@ class Recorded:
 
 # -- helpers -------------------------------------------------------------------------------
 
-def run_binlake(*args) -> tuple[int, bytes, str]:
-    """`binlake ARGS` in this process: (status, stdout bytes, stderr)."""
-    raw = io.BytesIO()
-    out = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", write_through=True)
-    err = io.StringIO()
-    old_tz = os.environ.get("TZ")
-    os.environ["TZ"] = "UTC"
-    import time
-    time.tzset()
-    try:
-        status = main(list(args), out=out, err=err)
-    finally:
-        if old_tz is None:
-            os.environ.pop("TZ", None)
-        else:
-            os.environ["TZ"] = old_tz
-        time.tzset()
-    out.flush()
-    return status, raw.getvalue(), err.getvalue()
-
-
 def mariadb_binlog(*args) -> bytes:
     result = subprocess.run(["mariadb-binlog", *args], capture_output=True,
                             env={**os.environ, **TZ_ENV})
     return result.stdout
-
-
-def snapshot(server: MariaDBServer, database: str = DATABASE) -> dict:
-    """{table: sorted rows}: every value as the server returns it (HEX for strings, so
-    that bytes are compared exactly)."""
-    connection = server.connect()
-    try:
-        with connection.cursor() as c:
-            c.execute("SET SESSION time_zone='+00:00'")
-            c.execute("SELECT TABLE_NAME, COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS "
-                      "WHERE TABLE_SCHEMA=%s ORDER BY TABLE_NAME, ORDINAL_POSITION", (database,))
-            columns: dict = {}
-            for table, column, data_type in c.fetchall():
-                expression = f"`{column}`"
-                if data_type in ("char", "varchar", "text", "tinytext", "mediumtext", "longtext",
-                                 "blob", "tinyblob", "mediumblob", "longblob", "binary",
-                                 "varbinary", "geometry", "point", "json", "enum", "set"):
-                    expression = f"HEX(`{column}`)"
-                columns.setdefault(table, []).append(expression)
-            state = {}
-            for table, expressions in columns.items():
-                c.execute(f"SELECT {', '.join(expressions)} FROM `{database}`.`{table}`")
-                state[table] = sorted(c.fetchall(), key=repr)
-            return state
-    finally:
-        connection.close()
-
-
-def replay(server: MariaDBServer, sql: bytes) -> None:
-    result = subprocess.run(["mariadb", f"--defaults-file={server.defaults_file}", "--binary-mode"],
-                            input=sql, capture_output=True)
-    if result.returncode != 0:
-        raise AssertionError(f"replay failed: {result.stderr.decode(errors='replace')[-2000:]}")
 
 
 def _phase_one(server: MariaDBServer) -> None:
@@ -390,10 +336,16 @@ def test_flashback_of_minimal_images_says_what_it_cannot_undo(recorded):
     assert "binlog_row_image=MINIMAL" in err
 
 
-def test_sql_without_names_asks_for_a_schema(recorded):
-    status, _, err = run_binlake("sql", *recorded["meta-nolog"].files)
-    assert status == 1
-    assert "--schema" in err
+@pytest.mark.parametrize("name", ["meta-nolog", "meta-minimal"])
+def test_sql_without_names_follows_the_create_tables_in_the_binlogs(recorded, target, name):
+    """Every table of the workload is created in its binlogs: the schema
+    history knows their columns without --schema."""
+    run = recorded[name]
+    status, text, err = run_binlake("sql", *run.files)
+    assert status == 0, err
+    replay(target, text)
+    state = snapshot(target)
+    assert state == run.final, _diff(state, run.final)
 
 
 # -- escaping -------------------------------------------------------------------------------------

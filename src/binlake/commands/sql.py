@@ -21,8 +21,10 @@ def add_arguments(parser) -> None:
                              "INSERT, INSERT for DELETE, UPDATE back to the old values, in "
                              "reverse order (needs binlog_row_image=FULL)")
     parser.add_argument("--schema", metavar="FILE",
-                        help="CREATE TABLE statements (e.g. mysqldump --no-data) giving column "
-                             "names and primary keys the binlog does not carry")
+                        help="the tables as they were before the first binlog: CREATE TABLE "
+                             "statements (mysqldump --no-data) or a history saved by "
+                             "`binlake schema --save`; the DDL in the binlogs is followed "
+                             "from there")
     parser.add_argument("-l", "--local-load", metavar="DIR",
                         help="directory for LOAD DATA files rebuilt from the binlog")
 
@@ -34,7 +36,7 @@ def run(args, out, err) -> int:
         if args.schema:
             from ..schema import load_schema
             schema = load_schema(args.schema)
-    except (ValueError, OSError) as exc:
+    except (ValueError, KeyError, OSError) as exc:
         err.write(f"binlake sql: {exc}\n")
         return ExitStatus.USAGE
     files, cleanup = spool_stdin(args.files)
@@ -59,7 +61,7 @@ def run(args, out, err) -> int:
     finally:
         bar.close()
         cleanup()
-    for warning in writer.warnings:
+    for warning in writer.warnings + writer.schema.warnings:
         err.write(f"binlake sql: warning: {warning}\n")
     for problem in writer.errors:
         err.write(f"binlake sql: {problem}\n")

@@ -1,0 +1,713 @@
+"""DDL statements as schema operations: what CREATE, ALTER, RENAME, DROP and
+TRUNCATE TABLE (and CREATE/DROP DATABASE, USE) do to table definitions.
+
+Strategy: sqlglot's MySQL tokenizer reads the statement (quoting, comments,
+`/*!NNNNN ... */` version comments, strings); the few statement shapes that
+change a table's columns are then walked token by token, top-level element
+by element. sqlglot's parser is not used for the statement itself: it keeps
+many MySQL and MariaDB forms (ALTER with several specifications, `ADD (a,
+b)`, RENAME TABLE, server-specific types) as opaque commands, and a schema
+history needs every one of them. Index, partition, constraint and table
+option clauses are recognised and ignored.
+
+Rule: a statement that changes tables but cannot be read raises `DdlError`;
+the caller warns with the statement's position and forgets what it can no
+longer trust. Statements that are not DDL give no operations.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import NamedTuple
+
+
+class DdlError(ValueError):
+    """A table-changing statement binlake cannot read; `tables`: the
+    (database, table) it was seen to change, when the error came after its name."""
+
+    tables: tuple = ()
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """One column as its definition declares it."""
+    name: str
+    type: str                      #: the base type, upper case, aliases resolved: INT, VARCHAR, ...
+    args: tuple = ()               #: (length,), (precision, scale), ENUM/SET values
+    unsigned: bool = False
+    charset: str | None = None     #: CHARACTER SET as declared (None: the table's default)
+    nullable: bool = True
+    default: str | None = None     #: the DEFAULT as SQL text ("NULL", "'x'", "5", ...); None: none
+
+    @property
+    def fsp(self) -> int:
+        """Fractional-second digits of TIME, DATETIME and TIMESTAMP."""
+        if self.type in ("TIME", "DATETIME", "TIMESTAMP") and self.args:
+            return int(self.args[0])
+        return 0
+
+    @property
+    def fixed_binary(self) -> bool:
+        """BINARY(n), INET6, UUID: binlogs drop their trailing zero bytes."""
+        return self.type in ("BINARY", "INET6", "UUID")
+
+    def sql(self) -> str:
+        """The definition as DDL text (what `binlake schema` prints)."""
+        text = f"`{self.name}` {self.type}"
+        if self.args:
+            text += "(" + ",".join(_sql_arg(a) for a in self.args) + ")"
+        if self.unsigned:
+            text += " UNSIGNED"
+        if self.charset:
+            text += f" CHARACTER SET {self.charset}"
+        if not self.nullable:
+            text += " NOT NULL"
+        if self.default is not None:
+            text += f" DEFAULT {self.default}"
+        return text
+
+
+def _sql_arg(arg) -> str:
+    return "'" + arg.replace("'", "''") + "'" if isinstance(arg, str) else str(arg)
+
+
+@dataclass(frozen=True)
+class TableDef:
+    """A table's columns and primary key at one point of the history."""
+    columns: tuple[ColumnSpec, ...]
+    primary_key: tuple[str, ...] = ()
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def index(self, name: str) -> int | None:
+        """Column names compare case-insensitively, as the server compares them."""
+        lowered = name.lower()
+        return next((i for i, c in enumerate(self.columns) if c.name.lower() == lowered), None)
+
+
+# -- operations --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CreateTable:
+    database: str | None
+    table: str
+    definition: TableDef | None    #: None: the columns are not in the statement (AS SELECT)
+    if_not_exists: bool = False
+    like: tuple | None = None      #: (database, table) of CREATE TABLE ... LIKE
+
+
+@dataclass(frozen=True)
+class AlterTable:
+    database: str | None
+    table: str
+    actions: tuple                 #: of the action tuples below, in statement order
+    rename_to: tuple | None = None  #: (database, table)
+
+
+@dataclass(frozen=True)
+class RenameTables:
+    pairs: tuple                   #: ((db, table), (db, table)), ...
+
+
+@dataclass(frozen=True)
+class DropTables:
+    tables: tuple                  #: (db, table), ...
+
+
+@dataclass(frozen=True)
+class TruncateTable:
+    database: str | None
+    table: str
+
+
+@dataclass(frozen=True)
+class DropDatabase:
+    database: str
+
+
+@dataclass(frozen=True)
+class UseDatabase:
+    database: str
+
+
+# ALTER TABLE actions: ("add", ColumnSpec, place), ("drop", name), ("change", old name,
+# ColumnSpec, place), ("rename", old, new), ("default", name, text or None),
+# ("primary", names or ()), ("charset", charset); place: None, ("first",), ("after", name).
+
+
+def parse(statement: str, database: str | None = None) -> list:
+    """The operations of one statement (several for DROP TABLE a, b); [] when
+    it changes no table. `database`: the statement's default database."""
+    operations = []
+    for found, error in parse_script(statement, database):
+        if error is not None:
+            raise error
+        operations.extend(found)
+    return operations
+
+
+def parse_script(text: str, database: str | None = None):
+    """(operations, None) or ([], DdlError) for each statement of a script,
+    in order; a USE changes the default database of the statements after it."""
+    try:
+        statements = _statements(text)
+    except DdlError as exc:
+        yield [], exc
+        return
+    for words in statements:
+        try:
+            operations = _parse(_Words(words), database)
+        except DdlError as exc:
+            yield [], exc
+            continue
+        for operation in operations:
+            if isinstance(operation, UseDatabase):
+                database = operation.database
+        yield operations, None
+
+
+def _parse(head: _Words, database) -> list:
+    first = head.upper()
+    if first == "USE" and len(head.tokens) >= 2:
+        return [UseDatabase(head.tokens[1].text)]
+    if first == "CREATE":
+        return _create(head, database)
+    if first == "ALTER":
+        return _alter(head, database)
+    if first == "RENAME" and head.upper(1) == "TABLE":
+        return _rename(head, database)
+    if first == "DROP":
+        return _drop(head, database)
+    if first == "TRUNCATE":
+        head.next()
+        head.accept("TABLE")
+        db, table = head.table_name(database)
+        return [TruncateTable(db, table)]
+    return []
+
+
+class _Token(NamedTuple):
+    text: str
+    kind: str  #: "word", "ident" (a `quoted` name), "string", or "literal" (x'..', b'..')
+
+
+_STRING_KINDS = {"STRING": "string", "NATIONAL_STRING": "string", "IDENTIFIER": "ident",
+                 "HEX_STRING": "literal", "BIT_STRING": "literal"}
+
+
+def _statements(text: str) -> list[list[_Token]]:
+    """The tokens of each statement; keywords sqlglot joins (PRIMARY KEY,
+    DOUBLE PRECISION) come apart, and a command it keeps whole (RENAME ...)
+    is read on."""
+    from sqlglot.dialects.mysql import MySQL
+    from sqlglot.errors import TokenError
+    try:
+        raw = MySQL().tokenize(_VERSION_COMMENT.sub(r" \1 ", text))
+    except TokenError as exc:
+        if might_change_tables(text):
+            raise DdlError(f"cannot tokenize: {exc}") from None
+        return []
+    statements, out = [], []
+    for token in raw:
+        kind = _STRING_KINDS.get(token.token_type.name, "word")
+        if token.token_type.name == "SEMICOLON":
+            if out:
+                statements.append(out)
+            out = []
+        elif kind == "string" and len(out) == 1 and out[0].text.upper() == "RENAME":
+            out.extend(word for words in _statements(token.text) for word in words)
+        elif kind == "literal":
+            prefix = "x" if token.token_type.name == "HEX_STRING" else "b"
+            out.append(_Token(f"{prefix}'{token.text}'", kind))
+        elif kind == "word" and " " in token.text:
+            out.extend(_Token(word, kind) for word in token.text.split())
+        else:
+            out.append(_Token(token.text, kind))
+    if out:
+        statements.append(out)
+    return statements
+
+
+_FIRST_WORD = re.compile(
+    r"\s*(?:(?:/\*(?!M?!).*?\*/|--[^\n]*(?:\n|$)|#[^\n]*(?:\n|$))\s*)*(?:/\*M?!\d*\s*)?(\w*)",
+    re.DOTALL)
+_TABLE_VERBS = {"CREATE", "ALTER", "RENAME", "DROP", "TRUNCATE", "USE"}
+#: MySQL's /*!NNNNN text */ and MariaDB's /*M!NNNNNN text */: the server runs
+#: the text (every server binlake reads is new enough), the tokenizer would drop it.
+_VERSION_COMMENT = re.compile(r"/\*M?!\d*(.*?)\*/", re.DOTALL)
+
+
+def might_change_tables(statement: str) -> bool:
+    """A quick look at the first word: most statements (BEGIN, INSERT, ...)
+    need no tokenizing."""
+    match = _FIRST_WORD.match(statement)
+    return match is not None and match.group(1).upper() in _TABLE_VERBS
+
+
+class _Words:
+    """A cursor over a statement's tokens."""
+
+    def __init__(self, tokens: list):
+        self.tokens = tokens
+        self.i = 0
+
+    def more(self) -> bool:
+        return self.i < len(self.tokens)
+
+    def upper(self, ahead: int = 0) -> str:
+        j = self.i + ahead
+        return self.tokens[j].text.upper() if j < len(self.tokens) else ""
+
+    def is_string(self, ahead: int = 0) -> bool:
+        j = self.i + ahead
+        return j < len(self.tokens) and self.tokens[j].kind == "string"
+
+    def next(self) -> str:
+        if self.i >= len(self.tokens):
+            raise DdlError("statement ends too early")
+        self.i += 1
+        return self.tokens[self.i - 1].text
+
+    def accept(self, *words: str) -> bool:
+        """Consume these words if they come next."""
+        if all(self.upper(k) == w for k, w in enumerate(words)):
+            self.i += len(words)
+            return True
+        return False
+
+    def table_name(self, database: str | None) -> tuple:
+        """[db.]table"""
+        name = self.next()
+        if self.upper() == ".":
+            self.next()
+            return name, self.next()
+        return database, name
+
+    def group(self) -> list:
+        """The tokens inside the parentheses that come next (consumed)."""
+        if self.upper() != "(":
+            raise DdlError(f"expected '(' at {self.upper()!r}")
+        depth, start = 0, self.i + 1
+        while self.more():
+            text = self.next()
+            if text == "(":
+                depth += 1
+            elif text == ")":
+                depth -= 1
+                if depth == 0:
+                    return self.tokens[start:self.i - 1]
+        raise DdlError("unbalanced parentheses")
+
+
+def _split(tokens: list) -> list[list]:
+    """Top-level comma-separated elements."""
+    elements, element, depth = [], [], 0
+    for token in tokens:
+        if token.text == "(":
+            depth += 1
+        elif token.text == ")":
+            depth -= 1
+        elif token.text == "," and depth == 0:
+            elements.append(element)
+            element = []
+            continue
+        element.append(token)
+    if element:
+        elements.append(element)
+    return elements
+
+
+# -- CREATE ------------------------------------------------------------------------------
+
+def _create(words: _Words, database) -> list:
+    words.next()
+    words.accept("OR", "REPLACE")
+    words.accept("TEMPORARY")
+    if words.accept("DATABASE") or words.accept("SCHEMA"):
+        return []
+    if not words.accept("TABLE"):
+        return []  # CREATE INDEX, VIEW, PROCEDURE, ...: no table's columns change
+    if_not_exists = words.accept("IF", "NOT", "EXISTS")
+    db, table = words.table_name(database)
+    try:
+        return _create_body(words, db, table, if_not_exists, database)
+    except DdlError as exc:
+        exc.tables = ((db, table),)
+        raise
+
+
+def _create_body(words: _Words, db, table, if_not_exists: bool, database) -> list:
+    if words.accept("LIKE"):
+        return [CreateTable(db, table, None, if_not_exists, like=words.table_name(database))]
+    if words.upper() == "(" and words.upper(1) == "LIKE":
+        inner = _Words(words.group())
+        inner.next()
+        return [CreateTable(db, table, None, if_not_exists, like=inner.table_name(database))]
+    if words.upper() != "(":
+        # CREATE TABLE t [options] [AS] SELECT ...: the columns are the query's
+        return [CreateTable(db, table, None, if_not_exists)]
+    columns, primary = [], ()
+    for element in _split(words.group()):
+        spec = _Words(element)
+        if _is_key(spec):
+            primary = _primary_key(spec) or primary
+            continue
+        column, inline_primary = _column(spec)
+        columns.append(column)
+        if inline_primary:
+            primary = (column.name,)
+    if words.more() and _selects(words):
+        # CREATE TABLE t (a INT) SELECT ...: the query's columns come first
+        # unless they have these names; the binlog does not say which.
+        return [CreateTable(db, table, None, if_not_exists)]
+    return [CreateTable(db, table, TableDef(tuple(columns), primary), if_not_exists)]
+
+
+def _selects(words: _Words) -> bool:
+    rest = {words.upper(k) for k in range(len(words.tokens) - words.i)}
+    return "SELECT" in rest
+
+
+_KEY_WORDS = {"PRIMARY", "KEY", "INDEX", "UNIQUE", "CONSTRAINT", "FOREIGN", "FULLTEXT",
+              "SPATIAL", "CHECK", "PERIOD", "VECTOR"}
+
+
+def _is_key(spec: _Words) -> bool:
+    """Whether the element at the cursor is a key or constraint, not a column
+    (a quoted name is always a column)."""
+    if not spec.more():
+        return False
+    first = spec.tokens[spec.i]
+    return first.kind != "ident" and first.text.upper() in _KEY_WORDS
+
+
+def _primary_key(spec: _Words) -> tuple:
+    """The columns of a [CONSTRAINT [name]] PRIMARY KEY [USING x] (cols) element; () otherwise."""
+    while spec.more() and spec.upper() != "PRIMARY":
+        if spec.upper() in ("KEY", "INDEX", "UNIQUE", "FOREIGN", "FULLTEXT", "SPATIAL", "CHECK"):
+            return ()
+        spec.next()
+    if not spec.accept("PRIMARY", "KEY"):
+        return ()
+    while spec.more() and spec.upper() != "(":
+        spec.next()
+    return tuple(_key_part(part) for part in _split(spec.group()))
+
+
+def _key_part(part: list) -> str:
+    """`col`, `col`(10), `col` DESC -> col"""
+    return part[0].text
+
+
+_TYPE_ALIASES = {
+    "INTEGER": "INT", "INT4": "INT", "INT1": "TINYINT", "INT2": "SMALLINT", "INT3": "MEDIUMINT",
+    "MIDDLEINT": "MEDIUMINT", "INT8": "BIGINT", "BOOL": "TINYINT", "BOOLEAN": "TINYINT",
+    "DEC": "DECIMAL", "NUMERIC": "DECIMAL", "FIXED": "DECIMAL", "REAL": "DOUBLE",
+    "FLOAT4": "FLOAT", "FLOAT8": "DOUBLE", "CHARACTER": "CHAR", "NCHAR": "CHAR",
+    "NVARCHAR": "VARCHAR", "VARCHARACTER": "VARCHAR", "LONG": "MEDIUMTEXT",
+}
+
+#: Words after which a column definition's type attributes end.
+_ATTRIBUTES = {"NOT", "NULL", "DEFAULT", "AUTO_INCREMENT", "PRIMARY", "KEY", "UNIQUE",
+               "COMMENT", "COLLATE", "CHARACTER", "CHARSET", "UNSIGNED", "SIGNED",
+               "ZEROFILL", "GENERATED", "AS", "REFERENCES", "CHECK", "ON", "INVISIBLE",
+               "VISIBLE", "COLUMN_FORMAT", "STORAGE", "SRID", "BINARY", "ASCII", "UNICODE",
+               "FIRST", "AFTER", "WITH", "WITHOUT", "COMPRESSED", "PERSISTENT", "VIRTUAL",
+               "STORED", "CONSTRAINT", "ENGINE_ATTRIBUTE", "SECONDARY_ENGINE_ATTRIBUTE"}
+
+
+def _column(spec: _Words) -> tuple[ColumnSpec, bool]:
+    """name type[(args)] attributes...; the cursor ends after the definition
+    (before FIRST/AFTER). Also whether it declares PRIMARY KEY inline."""
+    name = spec.next()
+    if not spec.more():
+        raise DdlError(f"column {name} has no type")
+    kind = spec.next().upper()
+    if kind == "NATIONAL":
+        kind = spec.next().upper()
+    if kind == "LONG" and spec.upper() in ("VARCHAR", "VARBINARY"):
+        kind = "MEDIUMTEXT" if spec.next().upper() == "VARCHAR" else "MEDIUMBLOB"
+    if kind in ("CHAR", "CHARACTER") and spec.accept("VARYING"):
+        kind = "VARCHAR"
+    if kind == "DOUBLE":
+        spec.accept("PRECISION")
+    unsigned = False
+    if kind == "SERIAL":
+        kind, unsigned = "BIGINT", True
+    original = kind
+    kind = _TYPE_ALIASES.get(kind, kind)
+    args: tuple = ()
+    if spec.upper() == "(":
+        args = tuple(_type_arg(a) for a in _split(spec.group()))
+    if original in ("BOOL", "BOOLEAN"):
+        args = (1,)
+    charset, nullable, default, primary = None, True, None, False
+    while spec.more():
+        word = spec.upper()
+        if word in ("FIRST", "AFTER"):
+            break
+        spec.next()
+        if word == "UNSIGNED":
+            unsigned = True
+        elif word in ("CHARACTER", "CHARSET"):
+            spec.accept("SET")
+            charset = spec.next().lower()
+        elif word in ("ASCII",):
+            charset = "latin1"
+        elif word == "UNICODE":
+            charset = "ucs2"
+        elif word == "NOT" and spec.accept("NULL"):
+            nullable = False
+        elif word == "DEFAULT":
+            default = _default(spec)
+        elif word == "PRIMARY" and spec.accept("KEY"):
+            primary, nullable = True, False
+        elif word == "(":
+            spec.i -= 1
+            spec.group()  # an expression (GENERATED ... AS (...), CHECK (...))
+    return ColumnSpec(name, kind, args, unsigned, charset, nullable, default), primary
+
+
+def _type_arg(tokens: list):
+    text = "".join(t.text for t in tokens)
+    if len(tokens) == 1 and tokens[0].kind == "string":
+        return tokens[0].text
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def _default(spec: _Words) -> str:
+    """The DEFAULT's SQL text: a literal, NULL, a function call or (expression)."""
+    start = spec.i
+    if spec.upper() != "(":
+        if spec.upper() in ("-", "+") or (spec.upper().startswith("_") and spec.is_string(1)):
+            spec.next()  # a sign, or a charset introducer: _utf8mb4'text'
+        spec.next()
+    if spec.upper() == "(":  # (expression), CURRENT_TIMESTAMP(3), NOW()
+        spec.group()
+    return _sql(spec.tokens[start:spec.i])
+
+
+def _sql(tokens: list) -> str:
+    """Tokens as SQL text again."""
+    out = []
+    for n, token in enumerate(tokens):
+        if token.kind == "string":
+            text = "'" + token.text.replace("'", "''") + "'"
+        elif token.kind == "ident":
+            text = "`" + token.text.replace("`", "``") + "`"
+        else:
+            text = token.text
+        joined = n == 0 or out[-1] == "(" or text in (")", ",") or (
+            text == "(" and tokens[n - 1].kind == "word") or (
+            n == 1 and (out[0] in ("-", "+") or out[0].startswith("_")))
+        out.append(text if joined else " " + text)
+    return "".join(out)
+
+
+# -- ALTER -------------------------------------------------------------------------------
+
+def _alter(words: _Words, database) -> list:
+    words.next()
+    words.accept("ONLINE")
+    words.accept("IGNORE")
+    if not words.accept("TABLE"):
+        return []  # ALTER DATABASE, VIEW, USER, ...
+    words.accept("IF", "EXISTS")
+    db, table = words.table_name(database)
+    actions, rename_to = [], None
+    for element in _split(words.tokens[words.i:]):
+        spec = _Words(element)
+        try:
+            action = _alter_action(spec, db)
+        except DdlError as exc:
+            exc.tables = ((db, table),)
+            raise
+        if action is None:
+            continue
+        if action[0] == "rename_table":
+            rename_to = action[1]
+        elif action[0] == "columns":
+            actions.extend(action[1])
+        else:
+            actions.append(action)
+    return [AlterTable(db, table, tuple(actions), rename_to)]
+
+
+def _place(spec: _Words):
+    if spec.accept("FIRST"):
+        return ("first",)
+    if spec.accept("AFTER"):
+        return ("after", spec.next())
+    return None
+
+
+def _alter_action(spec: _Words, database):
+    word = spec.upper()
+    if word == "ADD":
+        spec.next()
+        if _is_key(spec):
+            key = _primary_key(spec)  # ADD [CONSTRAINT x] PRIMARY KEY (...)
+            return ("primary", key) if key else None  # other keys and checks: no column changes
+        if spec.upper() == "PARTITION":
+            return None
+        spec.accept("COLUMN")
+        spec.accept("IF", "NOT", "EXISTS")
+        if spec.upper() == "(":  # ADD (a INT, b INT)
+            added = []
+            for element in _split(spec.group()):
+                inner = _Words(element)
+                if _is_key(inner):
+                    key = _primary_key(inner)
+                    if key:
+                        added.append(("primary", key))
+                    continue
+                column, primary = _column(inner)
+                added.append(("add", column, None))
+                if primary:
+                    added.append(("primary", (column.name,)))
+            return ("columns", added)
+        column, primary = _column(spec)
+        place = _place(spec)
+        if primary:
+            return ("columns", [("add", column, place), ("primary", (column.name,))])
+        return ("add", column, place)
+    if word == "DROP":
+        spec.next()
+        if spec.accept("PRIMARY", "KEY"):
+            return ("primary", ())
+        if spec.upper() in ("INDEX", "KEY", "FOREIGN", "CHECK", "CONSTRAINT", "PARTITION",
+                            "SYSTEM"):
+            return None
+        spec.accept("COLUMN")
+        spec.accept("IF", "EXISTS")
+        return ("drop", spec.next())
+    if word in ("CHANGE", "MODIFY"):
+        spec.next()
+        spec.accept("COLUMN")
+        spec.accept("IF", "EXISTS")
+        old = spec.next() if word == "CHANGE" else spec.tokens[spec.i].text
+        column, primary = _column(spec)
+        change = ("change", old, column, _place(spec))
+        return ("columns", [change, ("primary", (column.name,))]) if primary else change
+    if word == "RENAME":
+        spec.next()
+        if spec.accept("COLUMN"):
+            old = spec.next()
+            spec.accept("TO")
+            return ("rename", old, spec.next())
+        if spec.upper() in ("INDEX", "KEY"):
+            return None
+        spec.accept("TO") or spec.accept("AS")
+        return ("rename_table", spec.table_name(database))
+    if word == "ALTER":
+        spec.next()
+        spec.accept("COLUMN")
+        name = spec.next()
+        if spec.accept("SET", "DEFAULT"):
+            return ("default", name, _default(spec))
+        if spec.accept("DROP", "DEFAULT"):
+            return ("default", name, None)
+        return None  # SET VISIBLE / INVISIBLE, ALTER INDEX, ...
+    if word == "CONVERT":
+        spec.next()
+        spec.accept("TO")
+        spec.accept("CHARACTER", "SET") or spec.accept("CHARSET")
+        return ("charset", spec.next().lower())
+    # table options, ALGORITHM=, LOCK=, ORDER BY, ENABLE/DISABLE KEYS, FORCE,
+    # partitioning, [DEFAULT] CHARACTER SET (the default of new columns only)
+    return None
+
+
+# -- RENAME, DROP ------------------------------------------------------------------------
+
+def _rename(words: _Words, database) -> list:
+    words.next()
+    words.next()
+    pairs = []
+    for element in _split(words.tokens[words.i:]):
+        spec = _Words(element)
+        old = spec.table_name(database)
+        if not spec.accept("TO"):
+            raise DdlError("RENAME TABLE without TO")
+        pairs.append((old, spec.table_name(database)))
+    return [RenameTables(tuple(pairs))]
+
+
+def _drop(words: _Words, database) -> list:
+    words.next()
+    if words.accept("DATABASE") or words.accept("SCHEMA"):
+        words.accept("IF", "EXISTS")
+        return [DropDatabase(words.next())]
+    words.accept("TEMPORARY")
+    if not words.accept("TABLE") and not words.accept("TABLES"):
+        return []
+    words.accept("IF", "EXISTS")
+    names = []
+    for element in _split(words.tokens[words.i:]):
+        spec = _Words([t for t in element if t.text.upper() not in ("RESTRICT", "CASCADE")])
+        if spec.more():
+            names.append(spec.table_name(database))
+    return [DropTables(tuple(names))]
+
+
+# -- applying actions --------------------------------------------------------------------
+
+def altered(definition: TableDef, actions) -> TableDef:
+    """The table after an ALTER TABLE's actions, applied in order as the server does."""
+    columns = list(definition.columns)
+    primary = list(definition.primary_key)
+
+    def find(name: str) -> int:
+        lowered = name.lower()
+        for i, c in enumerate(columns):
+            if c.name.lower() == lowered:
+                return i
+        raise DdlError(f"no column {name}")
+
+    def put(column: ColumnSpec, place, default_at: int) -> None:
+        if place is None:
+            columns.insert(default_at, column)
+        elif place[0] == "first":
+            columns.insert(0, column)
+        else:
+            columns.insert(find(place[1]) + 1, column)
+
+    def renamed_key(old: str, new: str) -> None:
+        primary[:] = [new if k.lower() == old.lower() else k for k in primary]
+
+    for action in actions:
+        kind = action[0]
+        if kind == "add":
+            put(action[1], action[2], len(columns))
+        elif kind == "drop":
+            i = find(action[1])
+            name = columns.pop(i).name
+            primary[:] = [k for k in primary if k.lower() != name.lower()]
+        elif kind == "change":
+            _, old, column, place = action
+            i = find(old)
+            del columns[i]
+            put(column, place, i)
+            renamed_key(old, column.name)
+        elif kind == "rename":
+            i = find(action[1])
+            columns[i] = replace(columns[i], name=action[2])
+            renamed_key(action[1], action[2])
+        elif kind == "default":
+            i = find(action[1])
+            columns[i] = replace(columns[i], default=action[2])
+        elif kind == "primary":
+            primary = list(action[1])
+        elif kind == "charset":
+            columns = [replace(c, charset=action[1]) if c.type in _CHARACTER_TYPES else c
+                       for c in columns]
+    return TableDef(tuple(columns), tuple(primary))
+
+
+_CHARACTER_TYPES = {"CHAR", "VARCHAR", "TINYTEXT", "TEXT", "MEDIUMTEXT", "LONGTEXT", "ENUM", "SET"}

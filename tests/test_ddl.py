@@ -1,0 +1,121 @@
+"""ddl.py: the DDL forms that change a table's columns, read as operations."""
+from __future__ import annotations
+
+import pytest
+
+from binlake.ddl import (AlterTable, ColumnSpec, CreateTable, DdlError, DropDatabase, DropTables,
+                         RenameTables, TableDef, TruncateTable, UseDatabase, altered,
+                         might_change_tables, parse, parse_script)
+
+
+def one(statement: str, database: str | None = "db"):
+    operations = parse(statement, database)
+    assert len(operations) == 1, operations
+    return operations[0]
+
+
+def test_create_table_with_keys_options_and_comments():
+    op = one("CREATE TABLE IF NOT EXISTS `s`.`t1` (\n"
+             "  `id` int(10) unsigned NOT NULL AUTO_INCREMENT, -- the key\n"
+             "  b enum('x','y''z') CHARACTER SET latin1 DEFAULT 'x' COMMENT 'c',\n"
+             "  c datetime(6) DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),\n"
+             "  d decimal(10,2) NOT NULL DEFAULT -1.5, /* a comment */\n"
+             "  PRIMARY KEY (`id`), KEY k (b(3)), CONSTRAINT fk FOREIGN KEY (d) REFERENCES x (y)\n"
+             ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 /*!50100 PARTITION BY HASH (id) */")
+    assert isinstance(op, CreateTable) and (op.database, op.table, op.if_not_exists) == ("s", "t1", True)
+    assert op.definition == TableDef((
+        ColumnSpec("id", "INT", (10,), unsigned=True, nullable=False),
+        ColumnSpec("b", "ENUM", ("x", "y'z"), charset="latin1", default="'x'"),
+        ColumnSpec("c", "DATETIME", (6,), default="CURRENT_TIMESTAMP(6)"),
+        ColumnSpec("d", "DECIMAL", (10, 2), nullable=False, default="-1.5"),
+    ), ("id",))
+    assert op.definition.columns[2].fsp == 6
+
+
+def test_type_aliases_and_inline_primary_key():
+    op = one("create table t (a bool, b double precision, c national char(3), d serial, "
+             "e integer primary key, f numeric(5), g real, h long varchar, i character varying(4))")
+    assert [(c.name, c.type, c.args, c.unsigned) for c in op.definition.columns] == [
+        ("a", "TINYINT", (1,), False), ("b", "DOUBLE", (), False), ("c", "CHAR", (3,), False),
+        ("d", "BIGINT", (), True), ("e", "INT", (), False), ("f", "DECIMAL", (5,), False),
+        ("g", "DOUBLE", (), False), ("h", "MEDIUMTEXT", (), False), ("i", "VARCHAR", (4,), False)]
+    assert op.definition.primary_key == ("e",)
+
+
+def test_create_like_and_select_forms():
+    assert one("CREATE TABLE a LIKE other.b") == CreateTable("db", "a", None, like=("other", "b"))
+    assert one("CREATE TABLE a (LIKE b)").like == ("db", "b")
+    assert one("CREATE TABLE a SELECT * FROM b").definition is None
+    assert one("CREATE TABLE a (x int) AS SELECT 1 AS y").definition is None
+
+
+def test_alter_table_every_specification():
+    op = one("ALTER TABLE t ADD COLUMN c INT UNSIGNED DEFAULT 5 AFTER a, DROP COLUMN b, "
+             "CHANGE d e VARCHAR(10) CHARACTER SET latin1 FIRST, MODIFY f DECIMAL(10,2), "
+             "RENAME COLUMN g TO h, ADD INDEX (a), ALTER COLUMN h SET DEFAULT 'q', "
+             "ADD (x INT, y INT), DROP PRIMARY KEY, ADD CONSTRAINT pk PRIMARY KEY (x), "
+             "ALGORITHM=INPLACE, LOCK=NONE, RENAME TO other.u")
+    assert isinstance(op, AlterTable) and op.rename_to == ("other", "u")
+    assert [a[0] for a in op.actions] == ["add", "drop", "change", "change", "rename", "default",
+                                          "add", "add", "primary", "primary"]
+    before = TableDef(tuple(ColumnSpec(n, "INT") for n in "abdfg"), ("a",))
+    after = altered(before, op.actions)
+    assert after.names == ["e", "a", "c", "f", "h", "x", "y"]
+    assert after.columns[3] == ColumnSpec("f", "DECIMAL", (10, 2))
+    assert after.columns[4].default == "'q'"
+    assert after.primary_key == ("x",)
+
+
+def test_alter_keeps_keys_renamed_and_drops_dropped_ones():
+    start = TableDef((ColumnSpec("a", "INT"), ColumnSpec("b", "INT")), ("a", "b"))
+    assert altered(start, one("ALTER TABLE t CHANGE a z BIGINT").actions).primary_key == ("z", "b")
+    assert altered(start, one("ALTER TABLE t DROP b").actions).primary_key == ("a",)
+    with pytest.raises(DdlError, match="no column nope"):
+        altered(start, one("ALTER TABLE t DROP nope").actions)
+
+
+def test_alter_convert_charset_changes_text_columns_only():
+    start = TableDef((ColumnSpec("a", "INT"), ColumnSpec("b", "VARCHAR", (3,))))
+    after = altered(start, one("ALTER TABLE t CONVERT TO CHARACTER SET utf8mb4").actions)
+    assert [c.charset for c in after.columns] == [None, "utf8mb4"]
+
+
+def test_rename_drop_truncate_and_databases():
+    assert one("RENAME TABLE a TO b, x.c TO y.d") == RenameTables(
+        ((("db", "a"), ("db", "b")), (("x", "c"), ("y", "d"))))
+    assert one("DROP TABLE IF EXISTS a, `x`.`b` CASCADE") == DropTables((("db", "a"), ("x", "b")))
+    assert one("drop temporary table t") == DropTables((("db", "t"),))
+    assert one("TRUNCATE TABLE x.t") == TruncateTable("x", "t")
+    assert one("TRUNCATE t") == TruncateTable("db", "t")
+    assert one("DROP DATABASE IF EXISTS x") == DropDatabase("x")
+    assert parse("CREATE DATABASE x") == []
+
+
+def test_statements_that_change_no_table():
+    for statement in ("BEGIN", "INSERT INTO t VALUES (1)", "CREATE INDEX i ON t (a)",
+                      "ALTER DATABASE d CHARACTER SET utf8", "CREATE VIEW v AS SELECT 1",
+                      "DROP INDEX i ON t", "GRANT ALL ON *.* TO x", "SET @a = 1"):
+        assert parse(statement) == [], statement
+    assert not might_change_tables("BEGIN")
+    assert not might_change_tables("insert into t values (1)")
+    assert might_change_tables("/* hi */ alter table t add b int")
+    assert might_change_tables("/*!40000 ALTER TABLE t DISABLE KEYS */")
+
+
+def test_scripts_follow_use_and_version_comments():
+    results = list(parse_script("-- dump\n/*!40101 SET NAMES utf8 */;\nUSE `shop`;\n"
+                                "/*!40000 CREATE TABLE a (x int) */;\nCREATE TABLE b (y int);"))
+    operations = [op for ops, _ in results for op in ops]
+    assert operations[0] == UseDatabase("shop")
+    assert [(op.database, op.table) for op in operations[1:]] == [("shop", "a"), ("shop", "b")]
+
+
+def test_unreadable_statements_say_which_table():
+    with pytest.raises(DdlError) as info:
+        parse("ALTER TABLE t ADD COLUMN", "db")
+    assert info.value.tables == (("db", "t"),)
+    with pytest.raises(DdlError):
+        parse("CREATE TABLE t (a int, 'unterminated")
+    # one bad statement in a script leaves the others readable
+    results = list(parse_script("CREATE TABLE a (x int); ALTER TABLE a ADD; CREATE TABLE b (y int)"))
+    assert [error is not None for _, error in results] == [False, True, False]

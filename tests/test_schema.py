@@ -1,0 +1,116 @@
+"""schema.py: the schema history followed through DDL, by position, saved and loaded."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from binlake.constants import ColumnType as T
+from binlake.schema import SEED, Schema, load_schema
+
+
+def history(*statements, seed: str = "") -> Schema:
+    """Statements run at positions ("binlog.000001", 100), (..., 200), ..."""
+    schema = load_schema(seed) if seed else Schema()
+    for n, statement in enumerate(statements, 1):
+        schema.apply(statement, "db", ("binlog.000001", 100 * n))
+    return schema
+
+
+def table_map(database, table, *types, names=None, pos=1000):
+    columns = [SimpleNamespace(real_type=t, name=(names[i] if names else None))
+               for i, t in enumerate(types)]
+    return SimpleNamespace(database=database, table=table, columns=columns,
+                           header=SimpleNamespace(file="/x/binlog.000001", pos=pos))
+
+
+def test_columns_follow_every_change_and_positions_give_earlier_ones():
+    schema = history("CREATE TABLE t (a INT PRIMARY KEY, b VARCHAR(5))",
+                     "ALTER TABLE t ADD c INT FIRST",
+                     "ALTER TABLE t RENAME COLUMN b TO bb, DROP a",
+                     "RENAME TABLE t TO u",
+                     "TRUNCATE TABLE u",
+                     "DROP TABLE u")
+    assert schema.columns("db", "t") is None and schema.columns("db", "u") is None
+    at = lambda pos: schema.at(("binlog.000001", pos))  # noqa: E731
+    assert at(150).columns("db", "t") == ["a", "b"]
+    assert at(150).primary_key("db", "t") == ["a"]
+    assert at(250).columns("db", "t") == ["c", "a", "b"]
+    assert at(350).columns("db", "t") == ["c", "bb"]
+    assert at(350).primary_key("db", "t") == []
+    assert at(450).columns("db", "t") is None and at(450).columns("db", "u") == ["c", "bb"]
+    assert at(550).columns("db", "u") == ["c", "bb"]
+    assert [v.statement for v in schema.versions[("db", "u")]] == [
+        "RENAME TABLE FROM db.t", "TRUNCATE TABLE", "DROP TABLE"]
+    assert at(100).columns("db", "t") is None  # the statement at 100 applies after it
+
+
+def test_seeds_come_first_and_a_recreate_starts_fresh():
+    schema = history("DROP TABLE s.old", "CREATE TABLE s.old (z INT)",
+                     seed="USE s;\nCREATE TABLE old (a INT, b INT);")
+    assert schema.at(("binlog.000001", 1)).columns("s", "old") == ["a", "b"]
+    assert schema.at(("binlog.000001", 150)).columns("s", "old") is None
+    assert schema.columns("s", "old") == ["z"]
+    assert schema.versions[("s", "old")][0].position == SEED
+
+
+def test_like_copies_and_select_leaves_columns_unknown_with_a_warning():
+    schema = history("CREATE TABLE a (x INT, y TEXT)", "CREATE TABLE b LIKE a",
+                     "CREATE TABLE c SELECT * FROM a", "CREATE TABLE d LIKE nowhere")
+    assert schema.columns("db", "b") == ["x", "y"]
+    assert schema.columns("db", "c") is None and schema.columns("db", "d") is None
+    assert schema.warnings == [
+        "binlog.000001: offset 300: CREATE TABLE db.c ... SELECT: its columns are not in the "
+        "statement (positional names until the next CREATE)",
+        "binlog.000001: offset 400: CREATE TABLE db.d LIKE db.nowhere: the columns of "
+        "db.nowhere are not known"]
+
+
+def test_unreadable_ddl_warns_and_forgets_the_table():
+    schema = history("CREATE TABLE t (a INT)", "ALTER TABLE t ADD COLUMN")
+    assert schema.columns("db", "t") is None
+    assert len(schema.warnings) == 1 and schema.warnings[0].startswith(
+        "binlog.000001: offset 200: cannot read 'ALTER TABLE t ADD COLUMN'")
+    # an ALTER of a column the history does not have: forgotten too, never guessed
+    schema = history("CREATE TABLE t (a INT)", "ALTER TABLE t DROP b")
+    assert schema.columns("db", "t") is None and "no column b" in schema.warnings[0]
+
+
+def test_drop_database_drops_its_tables():
+    schema = history("CREATE TABLE x.a (i INT)", "CREATE TABLE y.b (i INT)", "DROP DATABASE x")
+    assert schema.columns("x", "a") is None and schema.columns("y", "b") == ["i"]
+
+
+def test_names_compare_case_insensitively():
+    schema = history("CREATE TABLE Shop.Orders (Id INT)", "ALTER TABLE shop.orders ADD note TEXT")
+    assert schema.columns("shop", "ORDERS") == ["Id", "note"]
+
+
+def test_table_maps_must_agree():
+    schema = history("CREATE TABLE t (a INT UNSIGNED, b DATETIME(3), c VARCHAR(4))")
+    good = table_map("db", "t", T.MYSQL_TYPE_LONG, T.MYSQL_TYPE_DATETIME2, T.MYSQL_TYPE_VARCHAR)
+    assert schema.for_table_map(good).names == ["a", "b", "c"]
+    assert schema.unsigned_columns("db", "t") == {"a"}
+    short = table_map("db", "t", T.MYSQL_TYPE_LONG, T.MYSQL_TYPE_DATETIME2)
+    wrong_type = table_map("db", "t", T.MYSQL_TYPE_LONG, T.MYSQL_TYPE_BLOB, T.MYSQL_TYPE_VARCHAR)
+    wrong_name = table_map("db", "t", T.MYSQL_TYPE_LONG, T.MYSQL_TYPE_DATETIME2,
+                           T.MYSQL_TYPE_VARCHAR, names=["a", "b", "z"])
+    for bad in (short, wrong_type, wrong_name, short):
+        assert schema.for_table_map(bad) is None
+    assert [w.split(" (")[1] for w in schema.warnings] == [
+        "3 columns against 2); positional names are used",
+        "column b is DATETIME, the table map has type 252); positional names are used",
+        "column c is named z in the table map); positional names are used"]  # each once
+
+
+def test_save_and_load_keep_every_version(tmp_path):
+    schema = history("CREATE TABLE t (a INT NOT NULL DEFAULT 3, b ENUM('x','y'))",
+                     "ALTER TABLE t ADD c DECIMAL(5,2) UNSIGNED AFTER a", "DROP TABLE t",
+                     seed="CREATE TABLE s.q (k BINARY(4) PRIMARY KEY)")
+    path = tmp_path / "history.json"
+    schema.save(str(path))
+    loaded = load_schema(str(path))
+    assert loaded.versions == schema.versions
+    assert loaded.tables == schema.tables
+    assert loaded.at(("binlog.000001", 250)).table("db", "t") == \
+        schema.at(("binlog.000001", 250)).table("db", "t")
+    assert loaded.fixed_binary_columns("s", "q") == {"k"}
+    assert not list(tmp_path.glob("*.tmp*"))
