@@ -114,3 +114,27 @@ def test_save_and_load_keep_every_version(tmp_path):
         schema.at(("binlog.000001", 250)).table("db", "t")
     assert loaded.fixed_binary_columns("s", "q") == {"k"}
     assert not list(tmp_path.glob("*.tmp*"))
+
+
+# -- binlake schema ------------------------------------------------------------------------
+
+def run_cli(*args) -> tuple[int, str, str]:
+    import io
+
+    from binlake.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    return main(list(args), out=out, err=err), out.getvalue(), err.getvalue()
+
+
+def test_schema_command_prints_each_version_and_saves_the_history(corpus, tmp_path):
+    path = str(corpus / "tiflow" / "mysql-bin.000001")
+    saved = tmp_path / "history.json"
+    status, text, err = run_cli("schema", "--save", str(saved), path)
+    assert status == 0, err
+    assert ("# mysql-bin.000001 at 1624: CREATE TABLE\nCREATE TABLE `steven`.`t` (\n"
+            "  `id` INT NOT NULL,\n  `d` TIMESTAMP(3),\n  PRIMARY KEY (`id`)\n);\n") in text
+    status, as_json, _ = run_cli("schema", "--format", "json", path)
+    assert status == 0 and load_schema(as_json).versions == load_schema(str(saved)).versions
+    # a saved history seeds a later run: nothing is lost, versions are not doubled
+    status, again, _ = run_cli("schema", "--schema", str(saved), path)
+    assert status == 0 and again == text

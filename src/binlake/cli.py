@@ -26,6 +26,7 @@ COMMANDS = {
     "info": "Summarise files: format, server, checksum, times, event counts, clean close",
     "events": "List events like SHOW BINLOG EVENTS (table, JSON or CSV)",
     "sql": "Write executable SQL for every change, or its rollback (--flashback)",
+    "schema": "Print the schema history: every table's columns after each DDL statement",
     "pipeline": "Run the Spark pipeline: events, changes and rebuilt tables as Parquet",
 }
 

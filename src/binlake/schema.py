@@ -51,6 +51,7 @@ class Schema:
         self.versions: dict[tuple, list[Version]] = {}
         self.warnings: list[str] = []
         self._checked: set = set()
+        self._positions: set = set()  #: of the statements that made versions
 
     # -- following statements -------------------------------------------------------------
     def follow(self, event) -> None:
@@ -60,8 +61,10 @@ class Schema:
                    (os.path.basename(header.file), header.pos))
 
     def apply(self, statement: str, database: str | None, position: tuple = SEED) -> None:
-        """One statement of a binlog, run at `position`."""
-        if might_change_tables(statement):
+        """One statement of a binlog, run at `position`; a statement the
+        history already holds (read again, or seeded from a saved history) is
+        not applied twice."""
+        if position not in self._positions and might_change_tables(statement):
             self.run(statement, database, position)
 
     def run(self, script: str, database: str | None, position: tuple = SEED) -> None:
@@ -132,6 +135,8 @@ class Schema:
              dropped: bool = False) -> None:
         self.versions.setdefault(key, []).append(Version(position, statement, definition,
                                                          dropped))
+        if position != SEED:
+            self._positions.add(position)
         if definition is None:
             self.tables.pop(key, None)
         else:

@@ -1,0 +1,75 @@
+"""`binlake schema`: the schema history of binlogs, each version of each
+table with the position of the statement that made it (schema.py)."""
+
+from __future__ import annotations
+
+import json
+
+from ..cli import ExitStatus
+from ..errors import BinlogError
+from ..events import QueryEvent
+from ..reader import BinlogReader
+from ..schema import Schema, Version, load_schema
+from .common import add_input_arguments, reader_options, report
+
+
+def add_arguments(parser) -> None:
+    add_input_arguments(parser)
+    parser.add_argument("--schema", metavar="FILE",
+                        help="the tables before the first binlog: CREATE TABLE statements "
+                             "(mysqldump --no-data) or a saved history")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="text: each version as CREATE TABLE (default); json: the history "
+                             "as --save writes it")
+    parser.add_argument("--save", metavar="FILE",
+                        help="also write the history (JSON) for a later --schema")
+
+
+def run(args, out, err) -> int:
+    try:
+        schema = load_schema(args.schema) if args.schema else Schema()
+    except (ValueError, KeyError, OSError) as exc:
+        err.write(f"binlake schema: {exc}\n")
+        return ExitStatus.USAGE
+    status = ExitStatus.OK
+    try:
+        for path in args.files:
+            for event in BinlogReader([path], **reader_options(args)):
+                if isinstance(event, QueryEvent):
+                    schema.follow(event)
+    except BinlogError as exc:
+        report(exc, err)
+        status = ExitStatus.ERROR
+    for warning in schema.warnings:
+        err.write(f"binlake schema: warning: {warning}\n")
+    if args.format == "json":
+        json.dump(schema.to_json(), out, indent=1)
+        out.write("\n")
+    else:
+        out.write(history_text(schema))
+    if args.save:
+        schema.save(args.save)
+    return status
+
+
+def history_text(schema: Schema) -> str:
+    """Every version in position order, as DDL with a `# file at pos` line."""
+    versions = sorted(((v.position, key, v) for key, vs in schema.versions.items() for v in vs),
+                      key=lambda item: item[0])
+    return "".join(_version_text(key, version) for _, key, version in versions)
+
+
+def _version_text(key: tuple, version: Version) -> str:
+    file, pos = version.position
+    where = f"{file} at {pos}" if file else "before the first binlog"
+    name = f"`{key[0]}`.`{key[1]}`" if key[0] else f"`{key[1]}`"
+    head = f"# {where}: {version.statement}\n"
+    definition = version.definition
+    if version.dropped:
+        return head + f"-- {name} is gone\n\n"
+    if definition is None:
+        return head + f"-- {name}: columns unknown (positional names @1, @2, ...)\n\n"
+    lines = [f"  {column.sql()}" for column in definition.columns]
+    if definition.primary_key:
+        lines.append("  PRIMARY KEY (" + ", ".join(f"`{k}`" for k in definition.primary_key) + ")")
+    return head + f"CREATE TABLE {name} (\n" + ",\n".join(lines) + "\n);\n\n"
