@@ -138,3 +138,10 @@ def test_schema_command_prints_each_version_and_saves_the_history(corpus, tmp_pa
     # a saved history seeds a later run: nothing is lost, versions are not doubled
     status, again, _ = run_cli("schema", "--schema", str(saved), path)
     assert status == 0 and again == text
+
+
+def test_a_statement_that_cannot_be_tokenized_forgets_the_tables_it_names():
+    schema = history("CREATE TABLE t (a INT)", "CREATE TABLE tt (a INT)",
+                     "ALTER TABLE tt ADD b TEXT DEFAULT 'unterminated")
+    assert schema.columns("db", "tt") is None
+    assert schema.columns("db", "t") == ["a"]  # not a word of the statement

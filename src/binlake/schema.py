@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import asdict, dataclass
 
 from .ddl import (AlterTable, ColumnSpec, CreateTable, DdlError, DropDatabase, DropTables,
@@ -149,7 +150,8 @@ class Schema:
         self._warn(position, f"cannot read {statement[:80]!r}: {exc}; the tables it "
                    "changes get positional names until the next CREATE")
         keys = [self._key(*t) for t in exc.tables] or [
-            key for key in self.tables if key[1].lower() in statement.lower()]
+            key for key in self.tables
+            if re.search(rf"(?<![\w$]){re.escape(key[1])}(?![\w$])", statement, re.IGNORECASE)]
         for key in keys:
             if key in self.tables:
                 self._set(key, position, "unreadable DDL", None)
