@@ -410,15 +410,6 @@ _TYPE_ALIASES = {
     "NVARCHAR": "VARCHAR", "VARCHARACTER": "VARCHAR", "LONG": "MEDIUMTEXT",
 }
 
-#: Words after which a column definition's type attributes end.
-_ATTRIBUTES = {"NOT", "NULL", "DEFAULT", "AUTO_INCREMENT", "PRIMARY", "KEY", "UNIQUE",
-               "COMMENT", "COLLATE", "CHARACTER", "CHARSET", "UNSIGNED", "SIGNED",
-               "ZEROFILL", "GENERATED", "AS", "REFERENCES", "CHECK", "ON", "INVISIBLE",
-               "VISIBLE", "COLUMN_FORMAT", "STORAGE", "SRID", "BINARY", "ASCII", "UNICODE",
-               "FIRST", "AFTER", "WITH", "WITHOUT", "COMPRESSED", "PERSISTENT", "VIRTUAL",
-               "STORED", "CONSTRAINT", "ENGINE_ATTRIBUTE", "SECONDARY_ENGINE_ATTRIBUTE"}
-
-
 def _column(spec: _Words) -> tuple[ColumnSpec, bool]:
     """name type[(args)] attributes...; the cursor ends after the definition
     (before FIRST/AFTER). Also whether it declares PRIMARY KEY inline."""
