@@ -1371,89 +1371,79 @@ fn emit(shared: &Shared, job: &mut JobBuilder<'_>, txn: &Transaction) -> Result<
             codec_names: &table.codec_names,
             error: None,
         };
-        let data: &[u8] = match &item.data {
-            RowsBytes::Held(data, start) => data.get(*start..).unwrap_or(&[]),
-            RowsBytes::InFile { end } => {
-                let window = Window {
-                    path: &shared.path,
-                    start: item.rows_offset,
-                    total: end.saturating_sub(item.rows_offset),
-                };
-                let plans = (&**before, &**after, operation, partial);
-                lazy_rows(
-                    shared,
-                    job,
-                    item,
-                    table,
-                    &window,
-                    plans,
-                    &view.keys,
-                    &fields,
-                    &mut helper,
-                )?;
-                continue;
-            }
+        let images = match &item.data {
+            RowsBytes::Held(data, start) => RowImages::Held(data.get(*start..).unwrap_or(&[])),
+            RowsBytes::InFile { end } => RowImages::InFile(Window {
+                path: &shared.path,
+                start: item.rows_offset,
+                total: end.saturating_sub(item.rows_offset),
+            }),
         };
-        let rows = RowsData {
-            operation,
-            partial,
-            before,
-            after,
-            data,
-        };
-        let (mut pos, mut first) = (0, 0);
-        while pos < data.len() {
-            let appended = job.builder.append_rows(
-                &table.layout,
-                &rows,
-                pos,
-                BATCH_ROWS,
-                first,
-                &fields,
-                &table.codecs,
-                &view.keys,
-                &mut helper,
-            );
-            match appended {
-                Ok(done) => {
-                    (pos, first) = (done.end, first + done.rows);
-                    job.block(done.rows)?;
-                }
-                Err(failed) => {
-                    return Err(row_failure(
-                        item,
-                        table,
-                        failed,
-                        0,
-                        first,
-                        helper.error.take(),
-                    ))
-                }
-            }
-        }
+        let plans = (&**before, &**after, operation, partial);
+        append_event_rows(
+            shared,
+            job,
+            item,
+            table,
+            &images,
+            plans,
+            &view.keys,
+            &fields,
+            &mut helper,
+        )?;
     }
     Ok(())
 }
 
-/// A huge event's rows read through a window of `LazyRowData.WINDOW`: a row cut
-/// by the window's end fails to decode and is read again from its start
-/// with the next window.
+/// A rows event's row images: held in memory, or left in the file (a huge
+/// event) and read through a window of `LazyRowData.WINDOW`.
+enum RowImages<'a> {
+    Held(&'a [u8]),
+    InFile(Window<'a>),
+}
+
+impl RowImages<'_> {
+    fn total(&self) -> u64 {
+        match self {
+            RowImages::Held(data) => data.len() as u64,
+            RowImages::InFile(window) => window.total,
+        }
+    }
+
+    /// The images from `offset` on: all of them when held, else up to `size` bytes.
+    fn read(&self, offset: u64, size: u64) -> std::io::Result<Cow<'_, [u8]>> {
+        match self {
+            RowImages::Held(data) => Ok(Cow::Borrowed(
+                usize::try_from(offset)
+                    .ok()
+                    .and_then(|at| data.get(at..))
+                    .unwrap_or(&[]),
+            )),
+            RowImages::InFile(window) => window.read(offset, size).map(Cow::Owned),
+        }
+    }
+}
+
+/// A rows event's rows appended in blocks of at most BATCH_ROWS. Read
+/// through a window, a row cut by the window's end fails to decode and is
+/// read again from its start with the next window; a failure in a window
+/// that reaches the images' end (always, when held) is the event's error.
 #[allow(clippy::too_many_arguments)]
-fn lazy_rows(
+fn append_event_rows(
     shared: &Shared,
     job: &mut JobBuilder<'_>,
     item: &RowsItem,
     table: &TableEntry,
-    window_of: &Window,
+    images: &RowImages,
     (before, after, operation, partial): (&Plan, &Plan, Operation, bool),
     keys: &RowKeys,
     fields: &EventFields,
     helper: &mut GilHelper,
 ) -> Result<(), Failure> {
     let io = |e: std::io::Error| Failure::Py(PyErr::from(e));
-    let total = window_of.total;
+    let total = images.total();
     let (mut base, mut window) = (0u64, shared.lazy_window);
-    let mut buf = window_of.read(base, window).map_err(io)?;
+    let mut buf = images.read(base, window).map_err(io)?;
     let (mut pos, mut first) = (0usize, 0usize);
     while base + (pos as u64) < total {
         let rows = RowsData {
@@ -1489,7 +1479,7 @@ fn lazy_rows(
                     window *= 2; // one row outgrew the window
                 }
                 base += offset;
-                buf = window_of.read(base, window).map_err(io)?;
+                buf = images.read(base, window).map_err(io)?;
                 pos = 0;
             }
             Ok(done) => {
@@ -1499,7 +1489,7 @@ fn lazy_rows(
                 if pos >= buf.len() && base + (pos as u64) < total {
                     // the window ended on a row's end
                     base += pos as u64;
-                    buf = window_of.read(base, window).map_err(io)?;
+                    buf = images.read(base, window).map_err(io)?;
                     pos = 0;
                 }
             }

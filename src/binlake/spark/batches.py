@@ -220,13 +220,18 @@ def _native_event_batches(native, split: Split, options: dict) -> Iterator[pa.Re
     every transaction has; the others are decoded and described here
     (`_EventDescriber`)."""
     opts = reader_options(options)
+    return _native_batches(split, lambda stream: native.EventsReader(
+        split.path, split.file, split.file_seq, split.start, split.end, stream,
+        opts["verify_checksums"], opts["force"], _EventDescriber(split.path, **opts),
+        lambda: _still_written(split.path), BATCH_ROWS, reader.LARGE_EVENT_BYTES))
+
+
+def _native_batches(split: Split, make) -> Iterator[pa.RecordBatch]:
+    """The batches of the native reader `make(stream)` over `split`; a gzip
+    input is unpacked here and handed to it as a stream."""
     stream = gzip.open(split.path, "rb") if is_gzip(split.path) else None
     try:
-        events = native.EventsReader(
-            split.path, split.file, split.file_seq, split.start, split.end, stream,
-            opts["verify_checksums"], opts["force"], _EventDescriber(split.path, **opts),
-            lambda: _still_written(split.path), BATCH_ROWS, reader.LARGE_EVENT_BYTES)
-        for batch in events:
+        for batch in make(stream):
             yield pa.record_batch(batch)
     finally:
         if stream is not None:
@@ -344,19 +349,12 @@ def _native_change_batches(native, split: Split, options: dict) -> Iterator[pa.R
     opts = reader_options(options)
     wanted = TableFilter(options.get("tables"))
     schema = load_schema_option(options)
-    stream = gzip.open(split.path, "rb") if is_gzip(split.path) else None
-    try:
-        changes = native.ChangesReader(
-            split.path, split.file, split.file_seq, split.start, split.end, stream,
-            opts["verify_checksums"], opts["force"], _EventChecker(split.path, **opts),
-            wanted if wanted.patterns else None, schema.columns if schema is not None else None,
-            _collation_codecs(), lambda: _still_written(split.path),
-            reader.LARGE_EVENT_BYTES, LazyRowData.WINDOW, NATIVE_JOB_BYTES)
-        for batch in changes:
-            yield pa.record_batch(batch)
-    finally:
-        if stream is not None:
-            stream.close()
+    return _native_batches(split, lambda stream: native.ChangesReader(
+        split.path, split.file, split.file_seq, split.start, split.end, stream,
+        opts["verify_checksums"], opts["force"], _EventChecker(split.path, **opts),
+        wanted if wanted.patterns else None, schema.columns if schema is not None else None,
+        _collation_codecs(), lambda: _still_written(split.path),
+        reader.LARGE_EVENT_BYTES, LazyRowData.WINDOW, NATIVE_JOB_BYTES))
 
 
 class _EventChecker:
