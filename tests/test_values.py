@@ -11,6 +11,9 @@ from binlake.constants import ColumnType as T
 from binlake.events.table_map import Column
 from binlake.values import MysqlTemporal, column_decoder, decimal_size
 
+from hires_encoding import (DATETIMES, TIMES, TIMESTAMPS, datetime_hires, time_hires,
+                            timestamp_hires, truncated)
+
 
 def decode(column_type, meta, raw: bytes, **column):
     value, end = column_decoder(Column(0, column_type, meta, True, **column))(raw, 0)
@@ -139,3 +142,91 @@ def test_strings_by_charset_and_real_type():
     set_meta = (T.MYSQL_TYPE_SET << 8) | 1
     assert decode(T.MYSQL_TYPE_STRING, set_meta, b"\x05", set_values=["x", "y", "z"]) == {"x", "z"}
     assert decode(T.MYSQL_TYPE_BIT, (5 << 8) | 1, b"\x01\x02") == 0x0102
+
+
+# -- MariaDB hires TIME/DATETIME/TIMESTAMP(1-6): the plain types, fsp as meta --------
+
+FSPS = range(1, 7)
+
+
+@pytest.mark.parametrize("fsp", FSPS)
+@pytest.mark.parametrize("seconds,micro", TIMESTAMPS)
+def test_hires_timestamp(fsp, seconds, micro):
+    value = decode(T.MYSQL_TYPE_TIMESTAMP, fsp, timestamp_hires(seconds, micro, fsp))
+    kept = truncated(micro, fsp)
+    if seconds == 0 and kept == 0:
+        assert isinstance(value, MysqlTemporal) and value == "0000-00-00 00:00:00." + "0" * fsp
+    else:
+        assert value == dt.datetime.fromtimestamp(seconds, dt.timezone.utc).replace(microsecond=kept)
+        assert value.tzinfo is dt.timezone.utc
+
+
+@pytest.mark.parametrize("fsp", FSPS)
+@pytest.mark.parametrize("fields", DATETIMES)
+def test_hires_datetime(fsp, fields):
+    *ymdhms, micro = fields
+    value = decode(T.MYSQL_TYPE_DATETIME, fsp, datetime_hires(*fields, fsp))
+    kept = truncated(micro, fsp)
+    if ymdhms[1] and ymdhms[2]:
+        assert type(value) is dt.datetime and value == dt.datetime(*ymdhms, kept)
+    else:  # zero dates and zero months or days stay MySQL's text, with fsp digits
+        text = "%04d-%02d-%02d %02d:%02d:%02d" % tuple(ymdhms) + "." + ("%06d" % kept)[:fsp]
+        assert isinstance(value, MysqlTemporal) and value == text
+
+
+@pytest.mark.parametrize("fsp", FSPS)
+@pytest.mark.parametrize("negative,h,m,s,micro", TIMES)
+def test_hires_time(fsp, negative, h, m, s, micro):
+    value = decode(T.MYSQL_TYPE_TIME, fsp, time_hires(negative, h, m, s, micro, fsp))
+    magnitude = dt.timedelta(hours=h, minutes=m, seconds=s, microseconds=truncated(micro, fsp))
+    assert value == (-magnitude if negative else magnitude)
+
+
+def test_hires_widths_and_the_server_bytes():
+    # TIME(1) -00:00:00.5: 5 tenths below the zero point (838:59:59 + 1s) * 10
+    assert decode(T.MYSQL_TYPE_TIME, 1, (30204000 - 5).to_bytes(4, "big")) == \
+        -dt.timedelta(microseconds=500000)
+    # TIMESTAMP(3) of the tiflow corpus file: 2022-05-16 14:53:10.000 UTC
+    assert decode(T.MYSQL_TYPE_TIMESTAMP, 3, bytes.fromhex("628265560000")) == \
+        dt.datetime(2022, 5, 16, 14, 53, 10, tzinfo=dt.timezone.utc)
+    for fsp, width in zip(FSPS, (6, 6, 7, 7, 7, 8)):
+        assert column_decoder(Column(0, T.MYSQL_TYPE_DATETIME, fsp, True))(bytes(9), 0)[1] == width
+    for fsp, width in zip(FSPS, (4, 4, 5, 5, 5, 6)):
+        assert column_decoder(Column(0, T.MYSQL_TYPE_TIME, fsp, True))(bytes(9), 0)[1] == width
+    for fsp, width in zip(FSPS, (5, 5, 6, 6, 7, 7)):
+        assert column_decoder(Column(0, T.MYSQL_TYPE_TIMESTAMP, fsp, True))(bytes(9), 0)[1] == width
+
+
+@pytest.mark.parametrize("column_type", [T.MYSQL_TYPE_TIME, T.MYSQL_TYPE_DATETIME,
+                                         T.MYSQL_TYPE_TIMESTAMP])
+def test_hires_meta_past_6_is_unsupported_and_0_is_classic(column_type):
+    for meta in (7, 0x100, 0xFFFF):
+        with pytest.raises(NotImplementedError):
+            column_decoder(Column(0, column_type, meta, True))
+    classic = {T.MYSQL_TYPE_TIME: 3, T.MYSQL_TYPE_DATETIME: 8, T.MYSQL_TYPE_TIMESTAMP: 4}
+    assert column_decoder(Column(0, column_type, 0, True))(bytes(9), 0)[1] == classic[column_type]
+
+
+def test_hires_text_and_exact_text_as_the_2_types_print_them():
+    from binlake.rowtext import value_formatter
+    from binlake.spark.exact import column_text
+
+    def text(column_type, fsp, raw):
+        fmt, name = value_formatter(column_type, fsp)
+        printed, end = fmt(raw, 0)
+        assert end == len(raw)
+        value = decode(column_type, fsp, raw)
+        return name, printed, column_text(Column(0, column_type, fsp, True))(value)
+
+    assert text(T.MYSQL_TYPE_TIME, 6, time_hires(True, 838, 59, 59, 1, 6)) == \
+        ("TIME(6)", "'-838:59:59.000001'", "-838:59:59.000001")
+    assert text(T.MYSQL_TYPE_DATETIME, 2, datetime_hires(0, 0, 0, 0, 0, 0, 0, 2)) == \
+        ("DATETIME(2)", "'0000-00-00 00:00:00.00'", "0000-00-00 00:00:00.00")
+    assert text(T.MYSQL_TYPE_DATETIME, 3, datetime_hires(9999, 12, 31, 23, 59, 59, 999999, 3)) == \
+        ("DATETIME(3)", "'9999-12-31 23:59:59.999'", "9999-12-31 23:59:59.999")
+    assert text(T.MYSQL_TYPE_TIMESTAMP, 4, timestamp_hires(1652712790, 123400, 4)) == \
+        ("TIMESTAMP(4)", "1652712790.1234", "2022-05-16 14:53:10.1234")
+    assert text(T.MYSQL_TYPE_TIMESTAMP, 1, timestamp_hires(0, 0, 1)) == \
+        ("TIMESTAMP(1)", "0.0", "0000-00-00 00:00:00.0")
+    assert value_formatter(T.MYSQL_TYPE_TIME, 7)[0] is None
+

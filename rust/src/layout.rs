@@ -42,6 +42,19 @@ pub enum Kind {
     Time2 {
         fsp: u8,
     },
+    /// MariaDB 5.3-10.0 TIMESTAMP(1-6) (`Field_timestamp_hires`): logged as
+    /// TIMESTAMP with no metadata; `fsp` comes from the DDL as the column's meta.
+    TimestampHires {
+        fsp: u8,
+    },
+    /// MariaDB 5.3-10.0 DATETIME(1-6) (`Field_datetime_hires`), likewise.
+    DatetimeHires {
+        fsp: u8,
+    },
+    /// MariaDB 5.3-10.0 TIME(1-6) (`Field_time_hires`), likewise.
+    TimeHires {
+        fsp: u8,
+    },
     /// BIT: `bytes` big-endian bytes holding `bits` bits.
     Bit {
         bits: u16,
@@ -138,6 +151,14 @@ impl Kind {
             }
             MYSQL_TYPE_YEAR => Kind::Year,
             MYSQL_TYPE_DATE | MYSQL_TYPE_NEWDATE => Kind::Date,
+            // The wire gives these no metadata: a meta of 1-6 was set from the
+            // DDL and is the fsp of a MariaDB hires column (see `Kind::TimeHires`).
+            MYSQL_TYPE_TIME | MYSQL_TYPE_DATETIME | MYSQL_TYPE_TIMESTAMP if meta > 6 => {
+                Kind::Unsupported { type_code }
+            }
+            MYSQL_TYPE_TIME if meta > 0 => Kind::TimeHires { fsp: one },
+            MYSQL_TYPE_DATETIME if meta > 0 => Kind::DatetimeHires { fsp: one },
+            MYSQL_TYPE_TIMESTAMP if meta > 0 => Kind::TimestampHires { fsp: one },
             MYSQL_TYPE_TIME => Kind::TimeOld,
             MYSQL_TYPE_DATETIME => Kind::DatetimeOld,
             MYSQL_TYPE_TIMESTAMP => Kind::TimestampOld,
@@ -229,6 +250,13 @@ impl Column {
         }
     }
 
+    /// Metadata known from outside the binlog (the fsp of a MariaDB hires
+    /// TIME/DATETIME/TIMESTAMP, from the DDL): the kind is worked out again.
+    pub fn set_meta(&mut self, meta: u16) {
+        self.meta = meta;
+        self.kind = Kind::of(self.type_code, meta);
+    }
+
     /// The key of this column in row dicts and text: its name, else `@N` (1-based).
     pub fn key(&self) -> String {
         match &self.name {
@@ -247,6 +275,17 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// `Column::set_meta` of the column at `index`; false when there is none.
+    pub fn set_meta(&mut self, index: usize, meta: u16) -> bool {
+        match self.columns.get_mut(index) {
+            Some(col) => {
+                col.set_meta(meta);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Indexes of the columns whose bit is set in a columns-present bitmap.
     pub fn present(&self, bitmap: &[u8]) -> Vec<usize> {
         (0..self.columns.len())
@@ -264,6 +303,45 @@ mod tests {
         assert_eq!(decimal_size(10, 2), 5);
         assert_eq!(decimal_size(65, 30), 30);
         assert_eq!(decimal_size(18, 9), 8);
+    }
+
+    #[test]
+    fn classic_temporals_with_a_meta_are_mariadb_hires() {
+        assert_eq!(Kind::of(MYSQL_TYPE_TIMESTAMP, 0), Kind::TimestampOld);
+        assert_eq!(Kind::of(MYSQL_TYPE_DATETIME, 0), Kind::DatetimeOld);
+        assert_eq!(Kind::of(MYSQL_TYPE_TIME, 0), Kind::TimeOld);
+        for fsp in 1..=6u8 {
+            let meta = u16::from(fsp);
+            assert_eq!(
+                Kind::of(MYSQL_TYPE_TIMESTAMP, meta),
+                Kind::TimestampHires { fsp }
+            );
+            assert_eq!(
+                Kind::of(MYSQL_TYPE_DATETIME, meta),
+                Kind::DatetimeHires { fsp }
+            );
+            assert_eq!(Kind::of(MYSQL_TYPE_TIME, meta), Kind::TimeHires { fsp });
+        }
+        for meta in [7u16, 0x100, 0x101, 0xFFFF] {
+            for t in [MYSQL_TYPE_TIME, MYSQL_TYPE_DATETIME, MYSQL_TYPE_TIMESTAMP] {
+                assert_eq!(Kind::of(t, meta), Kind::Unsupported { type_code: t });
+            }
+        }
+    }
+
+    #[test]
+    fn set_meta_works_the_kind_out_again() {
+        let mut layout = Layout {
+            database: "d".into(),
+            table: "t".into(),
+            columns: vec![Column::new(0, MYSQL_TYPE_TIMESTAMP, 0, true)],
+        };
+        assert!(layout.set_meta(0, 3));
+        assert_eq!(layout.columns[0].meta, 3);
+        assert_eq!(layout.columns[0].kind, Kind::TimestampHires { fsp: 3 });
+        assert!(layout.set_meta(0, 0));
+        assert_eq!(layout.columns[0].kind, Kind::TimestampOld);
+        assert!(!layout.set_meta(1, 3));
     }
 
     #[test]

@@ -405,6 +405,19 @@ impl<'a> Images<'a> {
                 let raw = self.take(3 + n)?;
                 sink.time(col, time2_parts(raw, fsp), raw)
             }
+            Kind::TimestampHires { fsp } => {
+                let raw = self.take(4 + SEC_PART_BYTES[hires_index(fsp)])?;
+                let (seconds, micro) = timestamp_hires(raw, fsp);
+                sink.timestamp(col, seconds, micro, fsp)
+            }
+            Kind::DatetimeHires { fsp } => {
+                let raw = self.take(DATETIME_HIRES_BYTES[hires_index(fsp)])?;
+                sink.datetime(col, datetime_hires_parts(raw, fsp), raw)
+            }
+            Kind::TimeHires { fsp } => {
+                let raw = self.take(TIME_HIRES_BYTES[hires_index(fsp)])?;
+                sink.time(col, time_hires_parts(raw, fsp), raw)
+            }
             Kind::Bit { bytes, .. } => {
                 let raw = self.take(bytes as usize)?;
                 sink.bit(col, be_uint(raw), raw)
@@ -497,6 +510,90 @@ pub fn time2_parts(raw: &[u8], fsp: u8) -> TimeParts {
         minutes: ((hms >> 6) % 64) as u32,
         seconds: (hms % 64) as u32,
         micro: micro as u32,
+        fsp,
+    }
+}
+
+// MariaDB's own TIME(n)/DATETIME(n)/TIMESTAMP(n), n 1-6 ("hires": 5.3-10.0,
+// and later servers with mysql56_temporal_format=OFF; sql/field.cc
+// `Field_*_hires`): big-endian counts of 10^-n seconds, logged under the plain
+// type codes with no metadata. Widths by n, as the server names them:
+
+/// Bytes of a hires TIMESTAMP's fraction (`sec_part_bytes`).
+pub const SEC_PART_BYTES: [usize; 7] = [0, 1, 1, 2, 2, 3, 3];
+/// Bytes of a hires DATETIME (`datetime_hires_bytes`).
+pub const DATETIME_HIRES_BYTES: [usize; 7] = [5, 6, 6, 7, 7, 7, 8];
+/// Bytes of a hires TIME (`time_hires_bytes`).
+pub const TIME_HIRES_BYTES: [usize; 7] = [3, 4, 4, 5, 5, 5, 6];
+/// 838:59:59, the largest TIME (include/my_time.h).
+pub const TIME_MAX_VALUE_SECONDS: u64 = 838 * 3600 + 59 * 60 + 59;
+/// 10^n (`log_10_int`), for n up to 6.
+const LOG_10_INT: [u64; 7] = [1, 10, 100, 1000, 10000, 100000, 1000000];
+
+/// `fsp` as an index of the tables above (`Kind::of` allows only 1-6).
+#[inline]
+fn hires_index(fsp: u8) -> usize {
+    (fsp as usize).min(6)
+}
+
+/// A hires TIMESTAMP (`Field_timestamp_hires::get_timestamp`): 4 bytes of
+/// seconds, then the fraction in 10^-fsp seconds; (seconds, microseconds).
+pub fn timestamp_hires(raw: &[u8], fsp: u8) -> (u32, u32) {
+    let n = hires_index(fsp);
+    let seconds = be_uint(raw.get(..4).unwrap_or(raw)) as u32;
+    let frac = be_uint(raw.get(4..4 + SEC_PART_BYTES[n]).unwrap_or_default());
+    // 1 byte at fsp 1-2, 2 at 3-4, 3 at 5-6: below 10^8 when scaled, fits
+    (seconds, (frac * LOG_10_INT[6 - n]) as u32)
+}
+
+/// A hires count of 10^-fsp seconds as (whole seconds, microseconds), split
+/// before scaling so that no count of the stored width can overflow.
+#[inline]
+fn hires_seconds(count: u64, fsp: u8) -> (u64, u32) {
+    let n = hires_index(fsp);
+    let (seconds, frac) = (count / LOG_10_INT[n], count % LOG_10_INT[n]);
+    (seconds, (frac * LOG_10_INT[6 - n]) as u32)
+}
+
+/// A hires DATETIME (`Field_datetime_hires::get_date`): `pack_time()`,
+/// ((((year * 13 + month) * 32 + day) * 24 + hour) * 60 + minute) * 60 + second,
+/// in 10^-fsp seconds; taken apart as `unpack_time` does (no validation).
+pub fn datetime_hires_parts(raw: &[u8], fsp: u8) -> DateTimeParts {
+    let (seconds, micro) = hires_seconds(be_uint(raw), fsp);
+    let (days, rem) = (seconds / 86400, (seconds % 86400) as u32);
+    let months = days / 32;
+    DateTimeParts {
+        year: (months / 13) as u32, // < 2^32 at every stored width
+        month: (months % 13) as u32,
+        day: (days % 32) as u32,
+        hour: rem / 3600,
+        minute: rem / 60 % 60,
+        second: rem % 60,
+        micro: micro as i32,
+        fsp,
+    }
+}
+
+/// A hires TIME (`Field_time_hires::get_date`): `pack_time()` of the time in
+/// 10^-fsp seconds plus a zero point of 838:59:59 + 1s, so negative times
+/// sort first. The hours are `unpack_time`'s: past 9984 (13 * 32 * 24, a
+/// value no server writes) they wrap, as they do in the server.
+pub fn time_hires_parts(raw: &[u8], fsp: u8) -> TimeParts {
+    let zero_point = (TIME_MAX_VALUE_SECONDS + 1) * LOG_10_INT[hires_index(fsp)];
+    let stored = be_uint(raw);
+    let negative = stored < zero_point;
+    let count = if negative {
+        zero_point - stored
+    } else {
+        stored - zero_point
+    };
+    let (seconds, micro) = hires_seconds(count, fsp);
+    TimeParts {
+        negative,
+        hours: (seconds / 3600 % (13 * 32 * 24)) as u32,
+        minutes: (seconds / 60 % 60) as u32,
+        seconds: (seconds % 60) as u32,
+        micro,
         fsp,
     }
 }
@@ -766,6 +863,124 @@ mod tests {
         assert_eq!(digits(&neg, 14, 4), "-1234567890.1234");
         assert_eq!(digits(&[0x80, 0x00, 0x00, 0x00, 0x00], 10, 2), "0.00");
         assert_eq!(digits(&[0x80, 0x00, 0x00, 0x00, 0x05], 10, 2), "0.05");
+    }
+
+    /// `v` as `width` big-endian bytes, checked to fit (the server's `store_bigendian`).
+    fn be(v: u64, width: usize) -> Vec<u8> {
+        assert!(
+            width == 8 || v < 1 << (8 * width),
+            "{v} does not fit {width} bytes"
+        );
+        v.to_be_bytes()[8 - width..].to_vec()
+    }
+
+    /// The largest fraction of `fsp` digits, in microseconds (.9, .99, ...).
+    fn max_micro(fsp: u8) -> u32 {
+        let unit = 10u32.pow(6 - fsp as u32);
+        999_999 / unit * unit
+    }
+
+    #[test]
+    fn hires_timestamps_of_every_fsp() {
+        for fsp in 1..=6u8 {
+            let unit = 10u32.pow(6 - fsp as u32);
+            let width = SEC_PART_BYTES[fsp as usize];
+            for (seconds, micro) in [
+                (0, 0),
+                (0, unit),
+                (1, 0),
+                (2_147_483_647, max_micro(fsp)),
+                (u32::MAX, max_micro(fsp)),
+            ] {
+                let mut raw = seconds.to_be_bytes().to_vec();
+                raw.extend(be(u64::from(micro / unit), width));
+                assert_eq!(raw.len(), 4 + width);
+                assert_eq!(timestamp_hires(&raw, fsp), (seconds, micro), "fsp {fsp}");
+            }
+        }
+    }
+
+    /// `pack_time()` (sql-common/my_time.c) of a date and time, in 10^-fsp seconds.
+    fn pack_time(date: (u64, u64, u64), time: (u64, u64, u64), micro: u32, fsp: u8) -> u64 {
+        let (y, mo, d) = date;
+        let (h, mi, s) = time;
+        let seconds = ((((y * 13 + mo) * 32 + d) * 24 + h) * 60 + mi) * 60 + s;
+        let scale = 10u64.pow(fsp as u32);
+        seconds * scale + u64::from(micro) / 10u64.pow(6 - fsp as u32)
+    }
+
+    #[test]
+    fn hires_datetimes_of_every_fsp() {
+        for fsp in 1..=6u8 {
+            let width = DATETIME_HIRES_BYTES[fsp as usize];
+            let cases = [
+                ((9999, 12, 31), (23, 59, 59), max_micro(fsp)),
+                ((0, 0, 0), (0, 0, 0), 0), // the zero date
+                ((2024, 0, 0), (0, 0, 0), 0),
+                ((1000, 1, 1), (0, 0, 0), 10u32.pow(6 - fsp as u32)),
+                (
+                    (2024, 2, 29),
+                    (12, 34, 56),
+                    123456 / 10u32.pow(6 - fsp as u32) * 10u32.pow(6 - fsp as u32),
+                ),
+            ];
+            for (date, time, micro) in cases {
+                let raw = be(pack_time(date, time, micro, fsp), width);
+                let parts = datetime_hires_parts(&raw, fsp);
+                let got = (
+                    (parts.year, parts.month, parts.day),
+                    (parts.hour, parts.minute, parts.second),
+                    parts.micro,
+                    parts.fsp,
+                );
+                let want = (
+                    (date.0 as u32, date.1 as u32, date.2 as u32),
+                    (time.0 as u32, time.1 as u32, time.2 as u32),
+                    micro as i32,
+                    fsp,
+                );
+                assert_eq!(got, want, "fsp {fsp}");
+            }
+        }
+    }
+
+    #[test]
+    fn hires_times_of_every_fsp_both_signs() {
+        for fsp in 1..=6u8 {
+            let width = TIME_HIRES_BYTES[fsp as usize];
+            let scale = 10u64.pow(fsp as u32);
+            let unit = 10u32.pow(6 - fsp as u32);
+            let zero_point = (TIME_MAX_VALUE_SECONDS + 1) * scale;
+            for (negative, seconds, micro) in [
+                (false, 0, 0),
+                (false, 0, unit),
+                (true, 0, unit), // -00:00:00.0..1
+                (true, 1, 500_000 / unit * unit),
+                (false, TIME_MAX_VALUE_SECONDS, max_micro(fsp)),
+                (true, TIME_MAX_VALUE_SECONDS, max_micro(fsp)),
+                (true, 100 * 3600 + 2 * 60 + 3, 0),
+            ] {
+                let count = seconds * scale + u64::from(micro / unit);
+                let stored = if negative {
+                    zero_point - count
+                } else {
+                    zero_point + count
+                };
+                let t = time_hires_parts(&be(stored, width), fsp);
+                assert_eq!(
+                    (t.negative, t.hours, t.minutes, t.seconds, t.micro, t.fsp),
+                    (
+                        negative,
+                        (seconds / 3600) as u32,
+                        (seconds / 60 % 60) as u32,
+                        (seconds % 60) as u32,
+                        micro,
+                        fsp
+                    ),
+                    "fsp {fsp}"
+                );
+            }
+        }
     }
 
     #[test]

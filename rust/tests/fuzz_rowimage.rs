@@ -14,8 +14,9 @@
 
 use binlake_native::layout::{Column, Kind, Layout};
 use binlake_native::rowimage::{
-    decimal_digits, decode_rows, frac_bytes, time2_parts, DateTimeParts, DecimalValue, Operation,
-    Plan, Role, RowSink, RowsData, TimeParts, ValueResult, ValueSink,
+    datetime_hires_parts, decimal_digits, decode_rows, frac_bytes, time2_parts, time_hires_parts,
+    timestamp_hires, DateTimeParts, DecimalValue, Operation, Plan, Role, RowSink, RowsData,
+    TimeParts, ValueResult, ValueSink, DATETIME_HIRES_BYTES, SEC_PART_BYTES, TIME_HIRES_BYTES,
 };
 
 /// xorshift64*: seeded, reproducible, no dependency.
@@ -121,6 +122,9 @@ fn plausible_value(kind: Kind, rng: &mut Rng, out: &mut Vec<u8>) {
         Kind::Timestamp2 { fsp } => fixed(4 + frac_bytes(fsp), rng, out),
         Kind::Datetime2 { fsp } => fixed(5 + frac_bytes(fsp), rng, out),
         Kind::Time2 { fsp } => fixed(3 + frac_bytes(fsp), rng, out),
+        Kind::TimestampHires { fsp } => fixed(4 + SEC_PART_BYTES[fsp as usize], rng, out),
+        Kind::DatetimeHires { fsp } => fixed(DATETIME_HIRES_BYTES[fsp as usize], rng, out),
+        Kind::TimeHires { fsp } => fixed(TIME_HIRES_BYTES[fsp as usize], rng, out),
         Kind::Bit { bytes, .. } | Kind::Enum { bytes } | Kind::Set { bytes } => {
             fixed(bytes as usize, rng, out)
         }
@@ -392,6 +396,14 @@ fn helpers_case(seed: u64) {
     let raw: Vec<u8> = (0..3 + frac_bytes(fsp)).map(|_| rng.byte()).collect();
     let t = time2_parts(&raw, fsp);
     assert!(t.minutes < 64 && t.seconds < 64 && t.hours < 1024);
+    // the hires helpers at any width up to 8 bytes and any fsp (overflow-free)
+    let fsp = rng.below(9) as u8;
+    let raw: Vec<u8> = (0..rng.below(9)).map(|_| rng.byte()).collect();
+    let t = time_hires_parts(&raw, fsp);
+    assert!(t.minutes < 60 && t.seconds < 60 && t.hours < 9984 && t.micro < 1_000_000);
+    let d = datetime_hires_parts(&raw, fsp);
+    assert!(d.month < 13 && d.day < 32 && d.hour < 24 && d.micro < 1_000_000);
+    let _ = timestamp_hires(&raw, fsp);
     let type_code = rng.byte();
     let meta = rng.next() as u16;
     let _ = Kind::of(type_code, meta);

@@ -28,7 +28,9 @@ import struct
 
 from . import core
 from .constants import ColumnType as T
-from .values import _decimal_groups as decimal_groups, decimal_size, time2_parts
+from .values import (_DATETIME_HIRES_BYTES, _SEC_PART_BYTES, _TIME_HIRES_BYTES,
+                     _decimal_groups as decimal_groups, datetime_hires_parts, decimal_size,
+                     time2_parts, time_hires_parts)
 
 T_PARTIAL_UPDATE_ROWS = 39  # MySQL PARTIAL_UPDATE_ROWS_EVENT
 _F32 = struct.Struct("<f").unpack_from
@@ -127,6 +129,36 @@ def _datetime2_text(buf, pos, fsp) -> str:
         ym // 13, ym % 13, ymd & 31, hms >> 12, (hms >> 6) & 63, hms & 63, _frac(micro, fsp))
 
 
+def _hires_formatter(column_type: int, meta: int):
+    """MariaDB's hires TIMESTAMP/DATETIME/TIME(n), n the meta set from the DDL
+    (the wire has none, and mysqlbinlog cannot print them): shown as the
+    TIMESTAMP2/DATETIME2/TIME2 of the same n are."""
+    if meta > 6:
+        return None, f"Don't know how to handle column type: {column_type} meta: {meta} ({meta:04x})"
+    if column_type == T.MYSQL_TYPE_TIMESTAMP:
+        size = 4 + _SEC_PART_BYTES[meta]
+        unit = 10 ** (6 - meta)
+
+        def fmt(buf, pos):
+            seconds = int.from_bytes(buf[pos:pos + 4], "big")
+            frac = int.from_bytes(buf[pos + 4:pos + size], "big")
+            return f"{seconds}{_frac(frac * unit, meta)}", pos + size
+        return fmt, f"TIMESTAMP({meta})"
+    if column_type == T.MYSQL_TYPE_DATETIME:
+        size = _DATETIME_HIRES_BYTES[meta]
+
+        def fmt(buf, pos):
+            *fields, micro = datetime_hires_parts(buf, pos, meta)
+            return "'%04d-%02d-%02d %02d:%02d:%02d%s'" % (*fields, _frac(micro, meta)), pos + size
+        return fmt, f"DATETIME({meta})"
+    size = _TIME_HIRES_BYTES[meta]
+
+    def fmt(buf, pos):
+        negative, h, m, s, micro = time_hires_parts(buf, pos, meta)
+        return "'%s%02d:%02d:%02d%s'" % ("-" if negative else "", h, m, s, _frac(micro, meta)), pos + size
+    return fmt, f"TIME({meta})"
+
+
 def string_length_and_type(column_type: int, meta: int) -> tuple[int, int]:
     """What mysqlbinlog makes of a STRING column's metadata: (real type, max length)."""
     if column_type != T.MYSQL_TYPE_STRING:
@@ -168,6 +200,8 @@ def value_formatter(column_type: int, meta: int, mysql_flavour: bool = False):
         def fmt(buf, pos):
             return _bit_string(bytes(buf[pos:pos + nbytes]), nbits), pos + nbytes
         return fmt, f"BIT({nbits})"
+    if column_type in (T.MYSQL_TYPE_TIMESTAMP, T.MYSQL_TYPE_DATETIME, T.MYSQL_TYPE_TIME) and meta:
+        return _hires_formatter(column_type, meta)
     if column_type == T.MYSQL_TYPE_TIMESTAMP:
         return (lambda buf, pos: (str(int.from_bytes(buf[pos:pos + 4], "little")), pos + 4)), "TIMESTAMP"
     if column_type == T.MYSQL_TYPE_TIMESTAMP2:

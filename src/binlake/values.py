@@ -8,7 +8,8 @@ decoding a row is one call per present column and no per-row lookups.
 Representation (lossless): integers -> int; DECIMAL -> Decimal with the
 column's scale; FLOAT/DOUBLE -> float; BIT -> int; YEAR -> int; DATE ->
 date; DATETIME -> naive datetime; TIMESTAMP -> UTC datetime; TIME ->
-timedelta; a temporal Python cannot hold (zero dates, year 0) ->
+timedelta (MariaDB's hires TIME/DATETIME/TIMESTAMP(n) alike, their n given
+as the column's meta); a temporal Python cannot hold (zero dates, year 0) ->
 `MysqlTemporal`, MySQL's own text; text -> str in the column's charset,
 bytes when binary or unknown; BLOB/GEOMETRY -> bytes; ENUM -> member name
 (int index without metadata); SET -> frozenset of names (int bitmask
@@ -284,6 +285,81 @@ def _time2(fsp: int) -> Decode:
     return decode
 
 
+# MariaDB's own TIME(n)/DATETIME(n)/TIMESTAMP(n), n 1-6 ("hires": 5.3-10.0,
+# and later servers with mysql56_temporal_format=OFF; sql/field.cc
+# `Field_*_hires`): big-endian counts of 10^-n seconds, logged under the plain
+# type codes with no metadata, so n comes from the DDL as the column's meta.
+# Widths by n, as the server names them:
+_SEC_PART_BYTES = (0, 1, 1, 2, 2, 3, 3)            # `sec_part_bytes`: a TIMESTAMP's fraction
+_DATETIME_HIRES_BYTES = (5, 6, 6, 7, 7, 7, 8)      # `datetime_hires_bytes`
+_TIME_HIRES_BYTES = (3, 4, 4, 5, 5, 5, 6)          # `time_hires_bytes`
+TIME_MAX_VALUE_SECONDS = 838 * 3600 + 59 * 60 + 59  # include/my_time.h
+
+
+def _timestamp_hires(fsp: int) -> Decode:
+    """`Field_timestamp_hires::get_timestamp`: 4 bytes of seconds, then the
+    fraction in 10^-fsp seconds."""
+    n = _SEC_PART_BYTES[fsp]
+    size = 4 + n
+    unit = 10 ** (6 - fsp)
+    zero = MysqlTemporal("0000-00-00 00:00:00" + _frac_text(0, fsp))
+    from_ts = dt.datetime.fromtimestamp
+
+    def decode(buf, pos):
+        packed = int.from_bytes(buf[pos:pos + size], "big")
+        if not packed:
+            return zero, pos + size
+        seconds, frac = packed >> (8 * n), packed & ((1 << (8 * n)) - 1)
+        value = from_ts(seconds, UTC)
+        return (value.replace(microsecond=frac * unit) if frac else value), pos + size
+    return decode
+
+
+def datetime_hires_parts(buf, pos: int, fsp: int) -> tuple[int, int, int, int, int, int, int]:
+    """`Field_datetime_hires::get_date`: `pack_time()`,
+    ((((year * 13 + month) * 32 + day) * 24 + hour) * 60 + minute) * 60 + second,
+    in 10^-fsp seconds, taken apart as `unpack_time` does (no validation).
+    Returns (year, month, day, hour, minute, second, microseconds)."""
+    packed = int.from_bytes(buf[pos:pos + _DATETIME_HIRES_BYTES[fsp]], "big")
+    seconds, frac = divmod(packed, 10 ** fsp)
+    days, rem = divmod(seconds, 86400)
+    months, day = divmod(days, 32)
+    year, month = divmod(months, 13)
+    return year, month, day, rem // 3600, rem // 60 % 60, rem % 60, frac * 10 ** (6 - fsp)
+
+
+def _datetime_hires(fsp: int) -> Decode:
+    size = _DATETIME_HIRES_BYTES[fsp]
+
+    def decode(buf, pos):
+        return make_datetime(*datetime_hires_parts(buf, pos, fsp), fsp), pos + size
+    return decode
+
+
+def time_hires_parts(buf, pos: int, fsp: int) -> tuple[bool, int, int, int, int]:
+    """`Field_time_hires::get_date`: `pack_time()` of the time in 10^-fsp
+    seconds plus a zero point of 838:59:59 + 1s, so negative times sort first.
+    The hours are `unpack_time`'s: past 9984 (13 * 32 * 24, a value no server
+    writes) they wrap, as they do in the server.
+    Returns (negative, hours, minutes, seconds, microseconds)."""
+    scale = 10 ** fsp
+    count = int.from_bytes(buf[pos:pos + _TIME_HIRES_BYTES[fsp]], "big") \
+        - (TIME_MAX_VALUE_SECONDS + 1) * scale
+    seconds, frac = divmod(abs(count), scale)
+    return (count < 0, seconds // 3600 % (13 * 32 * 24), seconds // 60 % 60, seconds % 60,
+            frac * 10 ** (6 - fsp))
+
+
+def _time_hires(fsp: int) -> Decode:
+    size = _TIME_HIRES_BYTES[fsp]
+
+    def decode(buf, pos):
+        negative, hours, minutes, seconds, micro = time_hires_parts(buf, pos, fsp)
+        delta = dt.timedelta(hours=hours, minutes=minutes, seconds=seconds, microseconds=micro)
+        return (-delta if negative else delta), pos + size
+    return decode
+
+
 def _year(buf, pos):
     v = buf[pos]
     return (1900 + v if v else 0), pos + 1
@@ -405,6 +481,12 @@ def column_decoder(column) -> Decode:
         return _year
     if t in (T.MYSQL_TYPE_DATE, T.MYSQL_TYPE_NEWDATE):
         return _date
+    if t in (T.MYSQL_TYPE_TIME, T.MYSQL_TYPE_DATETIME, T.MYSQL_TYPE_TIMESTAMP) and meta:
+        # no metadata on the wire: a meta set from the DDL is a MariaDB hires fsp
+        if meta > 6:
+            raise _unsupported(t, meta)
+        return {T.MYSQL_TYPE_TIME: _time_hires, T.MYSQL_TYPE_DATETIME: _datetime_hires,
+                T.MYSQL_TYPE_TIMESTAMP: _timestamp_hires}[t](meta)
     if t == T.MYSQL_TYPE_TIME:
         return _time_old
     if t == T.MYSQL_TYPE_DATETIME:

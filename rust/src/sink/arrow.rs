@@ -1311,6 +1311,98 @@ mod tests {
     }
 
     #[test]
+    fn mariadb_hires_temporals_have_their_fsp_digits() {
+        use crate::constants::{MYSQL_TYPE_DATETIME, MYSQL_TYPE_TIME, MYSQL_TYPE_TIMESTAMP};
+        use arrow_array::Array;
+        let columns = [
+            (MYSQL_TYPE_TIMESTAMP, 3, "ts"),
+            (MYSQL_TYPE_DATETIME, 6, "dt"),
+            (MYSQL_TYPE_TIME, 2, "t"),
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, &(type_code, meta, name))| {
+            let mut col = Column::new(i, type_code, meta, true);
+            col.name = Some(name.into());
+            col
+        })
+        .collect();
+        let layout = Layout {
+            database: "db".into(),
+            table: "t".into(),
+            columns,
+        };
+        let plan = Plan::new(&layout, &[0b111], false);
+        // 2022-05-16 14:53:10.123 UTC; 9999-12-31 23:59:59.999999 as
+        // pack_time() in microseconds; -00:00:00.01 below TIME(2)'s zero point
+        let days = (9999 * 13 + 12) * 32 + 31u64;
+        let micros = (days * 86400 + 23 * 3600 + 59 * 60 + 59) * 1_000_000 + 999_999;
+        let time = (838 * 3600 + 59 * 60 + 59 + 1) * 100 - 1u64;
+        let data = [
+            &[0x00, 0x62, 0x82, 0x65, 0x56, 0x00, 0x7B][..],
+            &micros.to_be_bytes(),
+            &time.to_be_bytes()[4..],
+        ]
+        .concat();
+        let rows = RowsData {
+            operation: Operation::Insert,
+            partial: false,
+            before: &plan,
+            after: &plan,
+            data: &data,
+        };
+        let event = EventFields {
+            path: "/x/bin.000001",
+            file: "bin.000001",
+            file_seq: 1,
+            pos: 100,
+            sub: 0,
+            timestamp: 2,
+            commit_timestamp: 3,
+            commit_pos: 200,
+            gtid: None,
+            xid: None,
+            server_id: 7,
+        };
+        let mut b = ChangesBuilder::new();
+        let codecs = [TextCodec::Binary, TextCodec::Binary, TextCodec::Binary];
+        let keys = RowKeys::of(&layout, &plan, &plan);
+        let appended = b.append_rows(
+            &layout,
+            &rows,
+            0,
+            10,
+            0,
+            &event,
+            &codecs,
+            &keys,
+            &mut NoHelper,
+        );
+        assert!(appended.is_ok());
+        let batch = b.finish().unwrap();
+        let after = batch
+            .column(15)
+            .as_any()
+            .downcast_ref::<MapArray>()
+            .unwrap();
+        let entries = after.value(0);
+        let values = entries
+            .column(1)
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap();
+        let texts: Vec<&str> = (0..values.len()).map(|i| values.value(i)).collect();
+        assert_eq!(
+            texts,
+            [
+                "2022-05-16 14:53:10.123",
+                "9999-12-31 23:59:59.999999",
+                "-00:00:00.01"
+            ]
+        );
+    }
+
+    #[test]
     fn schema_has_the_view_columns() {
         let schema = changes_schema();
         assert_eq!(schema.fields().len(), 16);

@@ -107,6 +107,20 @@ pub fn text_view(type_code: u8, meta: u16) -> Option<(Kind, String)> {
                 format!("BIT({bits})"),
             )
         }
+        // TIMESTAMP/DATETIME/TIME with a meta (set from the DDL, never on the
+        // wire) are MariaDB's hires columns, shown as TIMESTAMP2 and kin are
+        MYSQL_TYPE_TIMESTAMP | MYSQL_TYPE_DATETIME | MYSQL_TYPE_TIME if meta > 6 => return None,
+        MYSQL_TYPE_TIMESTAMP if meta > 0 => (
+            Kind::TimestampHires { fsp: meta as u8 },
+            format!("TIMESTAMP({meta})"),
+        ),
+        MYSQL_TYPE_DATETIME if meta > 0 => (
+            Kind::DatetimeHires { fsp: meta as u8 },
+            format!("DATETIME({meta})"),
+        ),
+        MYSQL_TYPE_TIME if meta > 0 => {
+            (Kind::TimeHires { fsp: meta as u8 }, format!("TIME({meta})"))
+        }
         MYSQL_TYPE_TIMESTAMP => (Kind::TimestampOld, "TIMESTAMP".into()),
         MYSQL_TYPE_TIMESTAMP2 => (
             Kind::Timestamp2 { fsp: byte(meta)? },
@@ -691,7 +705,7 @@ impl<J: JsonText> RowSink for TextSink<'_, J> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rowimage::PlanCache;
+    use crate::rowimage::{PlanCache, TIME_MAX_VALUE_SECONDS};
 
     fn layout(columns: &[(u8, u16, bool)]) -> Layout {
         Layout {
@@ -838,6 +852,31 @@ mod tests {
             "'-10:20:30'"
         );
         assert_eq!(value(MYSQL_TYPE_TIMESTAMP, 0, &7u32.to_le_bytes()), "7");
+    }
+
+    #[test]
+    fn mariadb_hires_temporals_print_their_fraction() {
+        // TIMESTAMP(3): seconds, then 0x7B = 123 thousandths in 2 bytes
+        assert_eq!(
+            value(MYSQL_TYPE_TIMESTAMP, 3, &[0, 0, 0, 7, 0, 0x7B]),
+            "7.123"
+        );
+        // DATETIME(1) 2024-02-29 23:59:58.5: pack_time in tenths, 6 bytes
+        let days = (2024 * 13 + 2) * 32 + 29u64;
+        let tenths = ((days * 86400) + 23 * 3600 + 59 * 60 + 58) * 10 + 5;
+        assert_eq!(
+            value(MYSQL_TYPE_DATETIME, 1, &tenths.to_be_bytes()[2..]),
+            "'2024-02-29 23:59:58.5'"
+        );
+        // TIME(6) -838:59:59.000001 at 6 bytes: the zero point less the time
+        let micros = (TIME_MAX_VALUE_SECONDS + 1) * 1_000_000 - (3_020_399_000_000 + 1);
+        assert_eq!(
+            value(MYSQL_TYPE_TIME, 6, &micros.to_be_bytes()[2..]),
+            "'-838:59:59.000001'"
+        );
+        let l = layout(&[(MYSQL_TYPE_TIME, 2, true), (MYSQL_TYPE_TIMESTAMP, 7, true)]);
+        let columns = TextColumns::new(&l).columns;
+        assert!(columns[0].printable && !columns[1].printable);
     }
 
     #[test]

@@ -113,10 +113,9 @@ def column_text(column):
         return _text
     if kind == T.MYSQL_TYPE_NEWDECIMAL:
         return decimal_text
-    if kind in (T.MYSQL_TYPE_DATETIME2, T.MYSQL_TYPE_TIMESTAMP2, T.MYSQL_TYPE_TIME2):
-        return _temporal(column.meta)
-    if kind in (T.MYSQL_TYPE_DATETIME, T.MYSQL_TYPE_TIMESTAMP, T.MYSQL_TYPE_TIME):
-        return _temporal(0)
+    if kind in (T.MYSQL_TYPE_DATETIME2, T.MYSQL_TYPE_TIMESTAMP2, T.MYSQL_TYPE_TIME2,
+                T.MYSQL_TYPE_DATETIME, T.MYSQL_TYPE_TIMESTAMP, T.MYSQL_TYPE_TIME):
+        return _temporal(column.meta)  # the plain types: 0, or a MariaDB hires fsp
     if kind == T.MYSQL_TYPE_FLOAT:
         return lambda v: float32_text(v) if type(v) is float else value_text(v)
     if kind == T.MYSQL_TYPE_SET and column.set_values:
