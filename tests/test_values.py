@@ -230,3 +230,17 @@ def test_hires_text_and_exact_text_as_the_2_types_print_them():
         ("TIMESTAMP(1)", "0.0", "0000-00-00 00:00:00.0")
     assert value_formatter(T.MYSQL_TYPE_TIME, 7)[0] is None
 
+
+def test_table_map_with_column_metas():
+    from binlake.events.table_map import TableMapEvent
+    table = TableMapEvent(None, 1, 0, "d", "t", (Column(0, T.MYSQL_TYPE_LONG, 0, False),
+                                                 Column(1, T.MYSQL_TYPE_TIMESTAMP, 0, True)))
+    table.cache["derived"] = object()
+    hires = table.with_column_metas({1: 3})
+    assert [c.meta for c in hires.columns] == [0, 3] and [c.meta for c in table.columns] == [0, 0]
+    assert hires.cache == {}  # nothing derived from the plain map is reused
+    assert table.with_column_metas({1: 0}) is table
+    shared: dict = {}
+    assert table.with_column_metas({1: 3}, cache=shared).cache is shared
+    with pytest.raises(ValueError):
+        table.with_column_metas({2: 3})

@@ -93,6 +93,24 @@ class TableMapEvent(Event):
     def has_names(self) -> bool:
         return all(c.name is not None for c in self.columns)
 
+    def with_column_metas(self, metas: dict, cache: dict | None = None) -> TableMapEvent:
+        """This map with some columns' metadata known from outside the binlog,
+        `metas` = {column index: meta}: MariaDB 5.3-10.0 log TIME, DATETIME and
+        TIMESTAMP(n), n 1-6, as the plain types with no metadata, and decode
+        as hires columns of fsp n once n (from the DDL) is their meta
+        (`values.column_decoder`). Row decoders are cached on a map, so a
+        changed copy has `cache` (default: a new dict), never this map's;
+        with nothing changed this map itself is returned."""
+        columns = list(self.columns)
+        for index, meta in metas.items():
+            if not 0 <= index < len(columns):
+                raise ValueError(f"{self.qualified_name} has no column {index}")
+            if columns[index].meta != meta:
+                columns[index] = replace(columns[index], meta=meta)
+        if all(a is b for a, b in zip(columns, self.columns)):
+            return self
+        return replace(self, columns=tuple(columns), cache={} if cache is None else cache)
+
     def fields(self) -> dict:
         out = {n: getattr(self, n) for n in ("table_id", "flags", "database", "table",
                                             "primary_key", "default_charset")}
