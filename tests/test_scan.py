@@ -30,7 +30,7 @@ def reader_events(path: str, start: int | None = None, limit: int | None = None)
     """(pos, event as JSON with rows) until the end, the first error or `limit` events."""
     out = []
     try:
-        for event in BinlogReader([path], start_position=start):
+        for event in BinlogReader([path], start_position=start, schema=False):
             if start is not None and event.header.pos < start:
                 continue
             if limit is not None and len(out) == limit:

@@ -116,6 +116,62 @@ def test_save_and_load_keep_every_version(tmp_path):
     assert not list(tmp_path.glob("*.tmp*"))
 
 
+def test_save_and_load_keep_origins_renames_and_times(tmp_path):
+    schema = Schema()
+    for n, statement in enumerate(["CREATE TABLE t (a INT, b INT)",
+                                   "ALTER TABLE t CHANGE a aa INT, ADD c INT",
+                                   "RENAME TABLE t TO u"], 1):
+        schema.follow(SimpleNamespace(query=statement, database="db",
+                                      header=SimpleNamespace(file="/x/binlog.000001",
+                                                             pos=100 * n, timestamp=1000 + n)))
+    schema.save(str(tmp_path / "h.json"))
+    loaded = load_schema(str(tmp_path / "h.json"))
+    assert loaded.versions == schema.versions
+    alter = loaded.versions[("db", "t")][1]
+    assert alter.origins == ("a", "b", None) and alter.timestamp == 1002
+    assert loaded.versions[("db", "u")][0].renamed_from == ("db", "t")
+
+
+def test_lineage_carries_rows_over_alters_and_renames_and_stops_at_truncate():
+    schema = history("CREATE TABLE t (id INT PRIMARY KEY, a INT, b VARCHAR(5))",
+                     "ALTER TABLE t ADD c INT NOT NULL DEFAULT 7, CHANGE a a2 BIGINT, DROP b",
+                     "RENAME TABLE t TO u",
+                     "ALTER TABLE u RENAME COLUMN c TO c2, ADD d INT, DROP d, ADD d INT")
+    at = lambda n: (lambda v: v.position < ("binlog.000001", n))  # noqa: E731
+    stretches = schema.lineage(("db", "u"))
+    assert [(s.key, s.start[1], s.end and s.end[1], s.sources, s.defaults) for s in stretches] == [
+        (("db", "u"), 400, None, ("id", "a2", "c2", "d"), (None,) * 4),
+        (("db", "u"), 300, 400, ("id", "a2", "c", None), (None,) * 4),
+        (("db", "t"), 200, 300, ("id", "a2", "c", None), (None,) * 4),
+        (("db", "t"), 100, 200, ("id", "a", None, None), (None, None, "7", None)),
+    ]
+    assert schema.lineage(("db", "t")) is None  # renamed away
+    assert [s.sources for s in schema.lineage(("db", "t"), at(250))] == [
+        ("id", "a2", "c"), ("id", "a", None)]
+    assert schema.lineage(("db", "u"), at(250)) is None  # not there yet
+    schema.apply("TRUNCATE u", "db", ("binlog.000001", 500))
+    assert [(s.start[1], s.end) for s in schema.lineage(("db", "u"))] == [(500, None)]
+    schema.apply("DROP TABLE u", "db", ("binlog.000001", 600))
+    assert schema.lineage(("db", "u")) is None
+    assert [s.sources for s in schema.lineage(("db", "never"))] == [None]
+
+
+def test_annotate_completes_table_maps_with_names_unsigned_and_hires_precision(corpus):
+    import binlake
+    from binlake.events import TableMapEvent
+    path = corpus / "tiflow/mysql-bin.000001"
+    raw = [e for e in binlake.open(path, schema=False) if isinstance(e, TableMapEvent)]
+    named = [e for e in binlake.open(path) if isinstance(e, TableMapEvent)]
+    assert all(c.name is None for e in raw for c in e.columns)
+    raw, named = ([e for e in maps if e.table == "t"][0] for maps in (raw, named))
+    assert [c.name for c in named.columns] == ["id", "d"]
+    # create table t(id int primary key,d timestamp(3)) on MariaDB 10.0: logged as
+    # TIMESTAMP with no metadata
+    assert (raw.columns[1].type, raw.columns[1].meta) == (T.MYSQL_TYPE_TIMESTAMP, 0)
+    assert named.columns[1].meta == 3
+    assert named.primary_key == ((0, 0),)
+
+
 # -- binlake schema ------------------------------------------------------------------------
 
 def run_cli(*args) -> tuple[int, str, str]:

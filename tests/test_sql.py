@@ -108,14 +108,6 @@ def test_schema_from_a_dump():
     assert schema.columns("shop", "missing") is None
 
 
-def test_rename_rows():
-    schema = load_schema(DUMP)
-    rows = [(None, {"@1": 1, "@2": "x", "@3": None}), ({"@1": 2, "@9": 0}, None)]
-    assert schema.rename_rows("shop", "orders", rows) == [
-        (None, {"id": 1, "note": "x", "code": None}), ({"id": 2, "@9": 0}, None)]
-    assert schema.rename_rows("shop", "nope", rows) is rows
-
-
 def test_schema_file_path(tmp_path):
     path = tmp_path / "schema.sql"
     path.write_text(DUMP)

@@ -62,14 +62,17 @@ def test_wl2325_events_are_renumbered(corpus):
                      "TABLE_MAP_EVENT", "PRE_GA_WRITE_ROWS_EVENT", "TABLE_MAP_EVENT",
                      "PRE_GA_UPDATE_ROWS_EVENT", "TABLE_MAP_EVENT", "PRE_GA_DELETE_ROWS_EVENT",
                      "STOP_EVENT"]
+    # The file names no columns; its CREATE TABLE t1 (a int, b char(50)) does.
     changes = list(binlake.changes(path))
     assert [(c.op, c.before, c.after) for c in changes] == [
-        ("insert", None, {"@1": 0, "@2": b"one"}),
-        ("insert", None, {"@1": 1, "@2": b"two"}),
-        ("update", {"@1": 0, "@2": b"one"}, {"@1": 1, "@2": b"one"}),
-        ("update", {"@1": 1, "@2": b"two"}, {"@1": 2, "@2": b"two"}),
-        ("delete", {"@1": 2, "@2": b"two"}, None),
+        ("insert", None, {"a": 0, "b": b"one"}),
+        ("insert", None, {"a": 1, "b": b"two"}),
+        ("update", {"a": 0, "b": b"one"}, {"a": 1, "b": b"one"}),
+        ("update", {"a": 1, "b": b"two"}, {"a": 2, "b": b"two"}),
+        ("delete", {"a": 2, "b": b"two"}, None),
     ]
+    raw = list(binlake.changes(path, schema=False))
+    assert raw[0].after == {"@1": 0, "@2": b"one"}
 
 
 def test_google_extra_header_bytes(corpus):

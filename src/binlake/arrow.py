@@ -24,19 +24,23 @@ def arrow_changes(paths, **options):
     directories, glob patterns; read in server order, each whole).
 
     Options (as the Spark source takes them): `tables` ("db.table" fnmatch
-    patterns, comma-separated), `schema` (CREATE TABLE statements or a file
-    of them: names for table maps without column names), `force`,
+    patterns, comma-separated), `schema` (the seed of the schema history
+    that is followed through the files' DDL: CREATE TABLE statements, a file
+    of them or of a saved history, or a `binlake.schema.Schema`), `force`,
     `verify_checksums`.
     """
     import pyarrow as pa
 
-    from .spark.batches import CHANGES, change_batches
+    from .schema import Schema
+    from .spark.batches import CHANGES, change_batches, load_schema_option
     from .spark.ranges import Split, expand_inputs, number_files
 
     unknown = set(options) - {"tables", "schema", "force", "verify_checksums"}
     if unknown:
         raise TypeError(f"arrow_changes: unknown options {', '.join(sorted(unknown))}")
     splits = [Split(path, seq) for path, seq in number_files(expand_inputs(paths))]
+    # One history, followed through the files in order.
+    options = {**options, "schema": load_schema_option(options) or Schema()}
 
     def batches():
         for split in splits:

@@ -43,3 +43,12 @@ def codec_for(collation: int | None) -> str | None:
     if collation is None or collation == BINARY_COLLATION:
         return None
     return CODEC_BY_COLLATION.get(collation)
+
+
+def collation_of(charset: str) -> int | None:
+    """A collation id of a character set named in DDL (the lowest the server
+    has: any of them reads the same), None when unknown."""
+    wanted = {"utf8": "utf8mb3"}.get(charset.lower(), charset.lower())
+    if wanted == "binary":
+        return BINARY_COLLATION
+    return min((cid for cid, (name, _) in COLLATIONS.items() if name == wanted), default=None)

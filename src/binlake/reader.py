@@ -38,7 +38,7 @@ from .cursor import Cursor, text
 from .errors import (BinlogError, ChecksumMismatch, CorruptEvent, EncryptedBinlog,
                      NotABinlog, PartialEvent, TruncatedEvent)
 from .events import (DECODERS, Event, EventHeader, FormatDescription, MariadbGtidEvent,
-                     RowsEvent, TableMapEvent, TransactionPayloadEvent, UnknownEvent, XidEvent)
+                     QueryEvent, RowsEvent, TableMapEvent, TransactionPayloadEvent, UnknownEvent, XidEvent)
 from .events.control import has_checksum_field
 
 _HEADER = struct.Struct("<IBIIIH")
@@ -188,11 +188,17 @@ class BinlogReader:
     checksum mismatch or an event that fails to decode, keep going (the event
     is kept as UnknownEvent and the problem recorded in `stats.warnings`)
     instead of stopping with the error, like mysqlbinlog --force-read.
+
+    `schema`: the schema history (binlake.schema) the reader follows through
+    the DDL it passes and uses to complete table maps that lack column names,
+    signedness or MariaDB's hires precision. Default: a new, empty history; a
+    `Schema`, or a file `load_schema` reads, seeds it; False: table maps
+    exactly as the binlog wrote them.
     """
 
     def __init__(self, paths: str | os.PathLike | Iterable, *, verify_checksums: bool = True,
                  force: bool = False, start_position: int | None = None,
-                 unpack_payloads: bool = True):
+                 unpack_payloads: bool = True, schema=None):
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
         self.paths = [os.fspath(p) for p in paths]
@@ -204,6 +210,7 @@ class BinlogReader:
         self.files: list[FileInfo] = []
         self._pending_alg: int | None = None
         self._table_caches: dict = {}
+        self.schema = _history(schema)
 
     def __iter__(self) -> Iterator[Event]:
         for index, path in enumerate(self.paths):
@@ -292,6 +299,8 @@ class BinlogReader:
                     raise error
                 self.stats.warnings.append(str(error))
             event = self._decode(header, raw, header_len, body_end, ctx)
+            if self.schema is not None and type_code in _SCHEMA_CODES:
+                event = self._learn(event)
             info.note(event)
             yield event
             self._update_state(event, ctx, info)
@@ -323,6 +332,7 @@ class BinlogReader:
                                self.unpack_payloads, LARGE_EVENT_BYTES, self._pending_alg,
                                EventHeader, (MariadbGtidEvent, XidEvent, RowsEvent), table_maps)
         decode, note, update = self._decode, info.note, self._update_state
+        learn = self._learn if self.schema is not None else None
         # The common event's path, inlined (a million small events make the
         # calls count): `_decode` and `info.note` do the same for the others.
         decoders, names, must_consume = DECODERS, _TYPE_NAMES, _MUST_CONSUME
@@ -353,6 +363,8 @@ class BinlogReader:
                             yield event
                             continue
                         event = decode(header, raw, header_len, len(raw), ctx)
+                        if learn is not None and type_code in _SCHEMA_CODES:
+                            event = learn(event)
                         note(event)
                         yield event
                         update(event, ctx, info)
@@ -366,6 +378,8 @@ class BinlogReader:
                     else:
                         if cur.pos < cur.end and type_code in must_consume:
                             self._unread(cur, header)
+                    if learn is not None and type_code in _SCHEMA_CODES:
+                        event = learn(event)
                 else:
                     count(read_counts, one_of[type_code])
                 # What every common event notes (`info.note`, inlined).
@@ -485,6 +499,15 @@ class BinlogReader:
             raise error
         self.stats.warnings.append(str(error))
 
+    def _learn(self, event: Event) -> Event:
+        """A QUERY event's DDL goes into the schema history; a table map comes
+        out completed by it."""
+        if event.__class__ is TableMapEvent:
+            return self.schema.annotate(event)
+        if isinstance(event, QueryEvent):
+            self.schema.follow(event)
+        return event
+
     def _update_state(self, event: Event, ctx: DecodeContext, info: "FileInfo") -> None:
         code = event.header.type_code
         if code == E.FORMAT_DESCRIPTION_EVENT and not isinstance(event, UnknownEvent):
@@ -524,6 +547,8 @@ class BinlogReader:
             header = EventHeader(event.header.file, event.header.pos, timestamp, type_code,
                                  server_id, length, log_pos, flags, None)
             inner = self._decode(header, raw, ctx.fde.header_length, length, ctx)
+            if self.schema is not None and type_code in _SCHEMA_CODES:
+                inner = self._learn(inner)
             info.note(inner)
             yield inner
             self._update_state(inner, ctx, info)
@@ -561,6 +586,8 @@ class BinlogReader:
 _FDE = int(E.FORMAT_DESCRIPTION_EVENT)
 _START_V3 = int(E.START_EVENT_V3)
 _TABLE_MAP = int(E.TABLE_MAP_EVENT)
+#: The events the schema history reads (DDL) or completes (table maps).
+_SCHEMA_CODES = frozenset({_TABLE_MAP, int(E.QUERY_EVENT), int(E.QUERY_COMPRESSED_EVENT)})
 _type_name = event_type_name
 #: every type code's name (a code is one byte)
 _TYPE_NAMES = tuple(event_type_name(code) for code in range(256))
@@ -628,6 +655,16 @@ class FileInfo:
         if self.binlog_version == 4 and self.server_version:
             return not self.in_use and not self.partial_tail
         return self.last_type in ("STOP_EVENT", "ROTATE_EVENT")
+
+
+def _history(schema):
+    """The reader's schema history from its `schema` argument."""
+    if schema is False:
+        return None
+    from .schema import Schema, load_schema
+    if schema is None:
+        return Schema()
+    return schema if isinstance(schema, Schema) else load_schema(schema)
 
 
 def read_events(paths, **options) -> Iterator[Event]:

@@ -30,7 +30,7 @@ class Change:
     after: dict | None
 
 
-def changes_from_events(events: Iterable[Event], schema=None) -> Iterator[Change]:
+def changes_from_events(events: Iterable[Event]) -> Iterator[Change]:
     gtid = None
     for event in events:
         if isinstance(event, RowsEvent):
@@ -38,10 +38,7 @@ def changes_from_events(events: Iterable[Event], schema=None) -> Iterator[Change
             table = event.table
             database = table.database if table else ""
             name = table.table if table else ""
-            rows = event.iter_rows()
-            if schema is not None and table is not None and not table.has_names:
-                rows = schema.rename_rows(database, name, list(rows))
-            for index, (before, after) in enumerate(rows):
+            for index, (before, after) in enumerate(event.iter_rows()):
                 yield Change(header.file, header.pos, header.next_pos, index, header.timestamp,
                              header.server_id, gtid, database, name, event.operation,
                              before, after)
@@ -51,6 +48,7 @@ def changes_from_events(events: Iterable[Event], schema=None) -> Iterator[Change
             gtid = event.gtid
 
 
-def changes(paths, *, schema=None, **reader_options) -> Iterator[Change]:
-    """Every row change in the binlog file(s), in order."""
-    return changes_from_events(BinlogReader(paths, **reader_options), schema)
+def changes(paths, **reader_options) -> Iterator[Change]:
+    """Every row change in the binlog file(s), in order; column names as the
+    binlog or the schema history (`schema`, see BinlogReader) knows them."""
+    return changes_from_events(BinlogReader(paths, **reader_options))

@@ -155,6 +155,8 @@ class ScanResult:
     types: array = field(default_factory=lambda: array("B"))       #: type codes (remapped)
     timestamps: array = field(default_factory=lambda: array("L"))
     boundaries: array = field(default_factory=lambda: array("q"))  #: transaction starts
+    #: QUERY events other than BEGIN/COMMIT/ROLLBACK/XA: where DDL can be
+    statements: array = field(default_factory=lambda: array("q"))
     closed_end: int = 4     #: after the last event that left no transaction open
     end: int = 4            #: after the last complete event
     descriptions: int = 0   #: format description events seen (relay logs have several)
@@ -271,6 +273,8 @@ def _walk(buf, size: int, framing: Framing, result: ScanResult, pos: int) -> Non
                 header_len = framing.header_length
         elif code in QUERY_EVENTS:
             kind = _query_kind(buf, pos, length, code, framing)
+            if kind == OTHER:
+                result.statements.append(pos)
             if state.open and state.starts(code, kind):
                 boundaries.append(pos)
             state.step(code, kind)
@@ -297,24 +301,28 @@ def _walk(buf, size: int, framing: Framing, result: ScanResult, pos: int) -> Non
 
 
 def _query_kind(buf, pos: int, length: int, code: int, framing: Framing) -> str:
+    # 17 bytes tell apart every statement classify_query looks for.
+    head = query_head(buf, pos, length, code, framing, 17)
+    return OTHER if head is None else classify_query(head)
+
+
+def query_head(buf, pos: int, length: int, code: int, framing: Framing,
+               size: int) -> bytes | None:
+    """The first `size` bytes of a QUERY event's statement, from the file's
+    bytes (None: a compressed statement that does not unpack)."""
     post = pos + framing.header_length
     db_len = buf[post + 8]
     status_len = _U16(buf, post + 11)[0] if framing.query_post_header >= 13 else 0
     start = post + framing.query_post_header + status_len + db_len + 1
     end = pos + length - framing.checksum_len
-    if code == E.QUERY_COMPRESSED_EVENT:
-        return _compressed_query_kind(bytes(buf[start:end]))
-    # 17 bytes tell apart every statement classify_query looks for.
-    return classify_query(bytes(buf[start:min(end, start + 17)]))
-
-
-def _compressed_query_kind(raw: bytes) -> str:
-    """MariaDB compressed query: 1 header byte, big-endian length, zlib."""
+    if code != E.QUERY_COMPRESSED_EVENT:
+        return bytes(buf[start:min(end, start + size)])
+    # MariaDB compressed query: 1 header byte, big-endian length, zlib.
+    raw = bytes(buf[start:end])
     if not raw or not raw[0] & 0x80:
-        return OTHER
+        return None
     lenlen = raw[0] & 0x07
     try:
-        head = zlib.decompressobj().decompress(raw[1 + lenlen:], 17)
+        return zlib.decompressobj().decompress(raw[1 + lenlen:], size)
     except zlib.error:
-        return OTHER
-    return classify_query(head)
+        return None

@@ -23,11 +23,16 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
+from .charsets import collation_of
+from .constants import ColumnType as T
 from .ddl import (AlterTable, ColumnSpec, CreateTable, DdlError, DropDatabase, DropTables,
                   RenameTables, TableDef, TruncateTable, UseDatabase, altered, might_change_tables,
                   parse_script)
+
+#: MariaDB 5.3-10.0 logs TIME(n), DATETIME(n), TIMESTAMP(n) with these types too.
+_CLASSIC_TEMPORALS = (T.MYSQL_TYPE_TIME, T.MYSQL_TYPE_DATETIME, T.MYSQL_TYPE_TIMESTAMP)
 
 #: Where seeds sit: before any binlog position.
 SEED = ("", 0)
@@ -42,6 +47,30 @@ class Version:
     statement: str             #: what made it: "CREATE TABLE", "ALTER TABLE", "TRUNCATE", ...
     definition: TableDef | None  #: None: dropped, or columns unknown (see `statement`)
     dropped: bool = False
+    #: ALTER TABLE: per column of `definition`, its name in the version before
+    #: (None: added by this statement); other statements keep every column
+    origins: tuple | None = None
+    #: RENAME TABLE, ALTER TABLE ... RENAME: the (database, table) it had before
+    renamed_from: tuple | None = None
+    timestamp: int | None = None   #: of the statement's event (None: a seed)
+
+
+@dataclass(frozen=True)
+class Stretch:
+    """Positions between two statements over which a table's row changes
+    are part of the table as it is at a later point (`Schema.lineage`)."""
+    key: tuple                 #: (database, table) the changes carry there
+    start: tuple               #: the changes after this position (SEED: all before `end`)
+    end: tuple | None          #: ... and before this one (None: up to the point)
+    #: per column of the table at the point: its name in these changes, or
+    #: None when it did not exist yet (then `defaults` has its value)
+    sources: tuple | None      #: None: the columns are not known, keys stay as they are
+    defaults: tuple = ()       #: per column: the DEFAULT it was added with (SQL text or None)
+    definition: TableDef | None = None  #: the table's columns over these positions
+
+
+#: Statements after which a table has none of the rows it had before.
+_FRESH_STARTS = ("CREATE TABLE", "TRUNCATE TABLE")
 
 
 class Schema:
@@ -53,13 +82,20 @@ class Schema:
         self.warnings: list[str] = []
         self._checked: set = set()
         self._positions: set = set()  #: of the statements that made versions
+        #: bumped by every new version: what was derived from the tables may be stale
+        self.generation = 0
+        self._timestamp: int | None = None  #: of the event being followed
 
     # -- following statements -------------------------------------------------------------
     def follow(self, event) -> None:
         """A QUERY event, in stream order: its DDL, if any, changes the tables."""
         header = event.header
-        self.apply(event.query, event.database or None,
-                   (os.path.basename(header.file), header.pos))
+        self._timestamp = header.timestamp
+        try:
+            self.apply(event.query, event.database or None,
+                       (os.path.basename(header.file), header.pos))
+        finally:
+            self._timestamp = None
 
     def apply(self, statement: str, database: str | None, position: tuple = SEED) -> None:
         """One statement of a binlog, run at `position`; a statement the
@@ -99,43 +135,48 @@ class Schema:
         elif isinstance(op, AlterTable):
             key = self._key(op.database, op.table)
             current = self.tables.get(key)
-            definition = None
+            definition = origins = None
             if current is not None:
                 try:
                     definition = altered(current, op.actions)
+                    origins = column_origins(current, op.actions)
                 except DdlError as exc:
                     self._warn(position, f"ALTER TABLE {_name(key)}: {exc} (positional names "
                                "until the next CREATE)")
+            renamed_from = None
             if op.rename_to is not None:
                 self._set(key, position, "ALTER TABLE ... RENAME", None, dropped=True)
-                key = self._key(*op.rename_to)
+                key, renamed_from = self._key(*op.rename_to), key
             if current is not None or op.rename_to is not None:
-                self._set(key, position, "ALTER TABLE", definition)
+                self._set(key, position, "ALTER TABLE", definition, origins=origins,
+                          renamed_from=renamed_from)
         elif isinstance(op, RenameTables):
             for old, new in op.pairs:
                 old_key, new_key = self._key(*old), self._key(*new)
                 definition = self.tables.get(old_key)
                 self._set(old_key, position, f"RENAME TABLE TO {_name(new_key)}", None,
                           dropped=True)
-                self._set(new_key, position, f"RENAME TABLE FROM {_name(old_key)}", definition)
+                self._set(new_key, position, f"RENAME TABLE FROM {_name(old_key)}", definition,
+                          renamed_from=old_key)
         elif isinstance(op, DropTables):
+            # Recorded for tables the history never saw too: table states need the drop.
             for table in op.tables:
-                key = self._key(*table)
-                if key in self.versions:
-                    self._set(key, position, "DROP TABLE", None, dropped=True)
+                self._set(self._key(*table), position, "DROP TABLE", None, dropped=True)
         elif isinstance(op, TruncateTable):
             key = self._key(op.database, op.table)
-            if key in self.versions:
-                self._set(key, position, "TRUNCATE TABLE", self.tables.get(key))
+            self._set(key, position, "TRUNCATE TABLE", self.tables.get(key))
         elif isinstance(op, DropDatabase):
             for key in [k for k in self.versions if (k[0] or "").lower() == op.database.lower()]:
                 if key in self.tables or not self.versions[key][-1].dropped:
                     self._set(key, position, "DROP DATABASE", None, dropped=True)
 
     def _set(self, key: tuple, position: tuple, statement: str, definition: TableDef | None,
-             dropped: bool = False) -> None:
+             dropped: bool = False, origins: tuple | None = None,
+             renamed_from: tuple | None = None) -> None:
         self.versions.setdefault(key, []).append(Version(position, statement, definition,
-                                                         dropped))
+                                                         dropped, origins, renamed_from,
+                                                         self._timestamp))
+        self.generation += 1
         if position != SEED:
             self._positions.add(position)
         if definition is None:
@@ -167,10 +208,15 @@ class Schema:
         if key in self.versions:
             return key
         wanted = ((database or "").lower(), table.lower())
+        unqualified = None
         for db, name in self.versions:
-            if name.lower() == wanted[1] and (db or "").lower() == wanted[0]:
-                return db, name
-        return key
+            if name.lower() == wanted[1]:
+                if (db or "").lower() == wanted[0]:
+                    return db, name
+                if db is None:
+                    unqualified = (db, name)
+        # A seed that names no database (mysqldump of one database) is that database.
+        return unqualified or key
 
     # -- positions ------------------------------------------------------------------------
     def at(self, position: tuple) -> Schema:
@@ -183,6 +229,56 @@ class Schema:
                 if kept[-1].definition is not None:
                     snapshot.tables[key] = kept[-1].definition
         return snapshot
+
+    def lineage(self, key: tuple, before=None) -> list[Stretch] | None:
+        """Where the rows of table `key` come from, latest first, as of the
+        point where `before(version)` stops being true (default: the end): renamed columns keep their values, dropped ones
+        are gone, added ones take the DEFAULT they were added with; RENAME
+        continues from the old name; CREATE and TRUNCATE start afresh. None:
+        the table does not exist at `point`."""
+        every = self.versions.get(key, ())
+        versions = [v for v in every if before is None or before(v)]
+        if versions and versions[-1].dropped:
+            return None
+        if not versions and every and (every[0].statement == "CREATE TABLE"
+                                       or every[0].renamed_from is not None):
+            return None  # made later
+        final = versions[-1].definition if versions else None
+        names = tuple(final.names) if final is not None else None
+        defaults = [None] * len(names) if names is not None else []
+        out, end = [], None
+        while True:
+            if not versions:
+                out.append(Stretch(key, SEED, end, names, tuple(defaults)))
+                return out
+            version = versions[-1]
+            out.append(Stretch(key, version.position, end, names, tuple(defaults),
+                               version.definition))
+            if (version.statement in _FRESH_STARTS or version.dropped
+                    or (version.definition is None and version.renamed_from is None)):
+                return out
+            if names is not None and version.origins is not None:
+                specs = version.definition.columns
+                previous = []
+                for i, name in enumerate(names):
+                    at = version.definition.index(name) if name is not None else None
+                    origin = version.origins[at] if at is not None else None
+                    if name is not None and origin is None:  # added here, with its default
+                        defaults[i] = specs[at].default
+                    previous.append(origin)
+                names = tuple(previous)
+            end = version.position
+            if version.renamed_from is not None:
+                key = version.renamed_from
+                versions = [v for v in self.versions.get(key, ()) if v.position < end]
+            else:
+                versions = versions[:-1]
+
+    def definition(self, key: tuple, before=None) -> TableDef | None:
+        """The table's columns where `before(version)` stops being true
+        (default: now); None when unknown or dropped."""
+        versions = [v for v in self.versions.get(key, ()) if before is None or before(v)]
+        return versions[-1].definition if versions else None
 
     # -- answers --------------------------------------------------------------------------
     def table(self, database: str | None, table: str) -> TableDef | None:
@@ -234,23 +330,50 @@ class Schema:
                        "names are used")
         return None
 
-    def rename_rows(self, database: str | None, table: str, rows: list) -> list:
-        """[(before, after), ...] with `@N` keys replaced by column names."""
-        names = self.columns(database, table)
-        if not names:
-            return rows
+    def annotate(self, table_map):
+        """The table map with what an agreeing definition adds to it: names
+        (when the binlog has none), UNSIGNED (when it has no optional
+        metadata), the primary key, and the precision of MariaDB 5.3-10.0
+        TIME/DATETIME/TIMESTAMP(n), which is logged as the classic type with
+        no metadata (values.py reads meta n of those types as that format).
+        The same table map, when the history adds nothing."""
+        memo = table_map.cache.get("schema")
+        if memo is None or memo[0] is not self or memo[1] != self.generation:
+            memo = table_map.cache["schema"] = (self, self.generation,
+                                                self._annotations(table_map))
+        annotated = memo[2]
+        if annotated is None:
+            return table_map
+        columns, primary, cache = annotated
+        return replace(table_map, columns=columns, primary_key=primary, cache=cache)
 
-        def rename(image):
-            if image is None:
-                return None
-            out = {}
-            for key, value in image.items():
-                if isinstance(key, str) and key.startswith("@") and key[1:].isdigit():
-                    index = int(key[1:]) - 1
-                    key = names[index] if 0 <= index < len(names) else key
-                out[key] = value
-            return out
-        return [(rename(before), rename(after)) for before, after in rows]
+    def _annotations(self, table_map):
+        definition = self.for_table_map(table_map)
+        if definition is None:
+            return None
+        primary = table_map.primary_key or tuple(
+            (i, 0) for i in (definition.index(name) for name in definition.primary_key)
+            if i is not None)
+        keys = {i for i, _ in primary}
+        signedness = bool(table_map.optional_metadata)
+        columns = []
+        for column, spec in zip(table_map.columns, definition.columns):
+            facts = {}
+            if column.name is None:
+                facts["name"] = spec.name
+            if not signedness and spec.unsigned and column.is_numeric:
+                facts["unsigned"] = True
+            if column.type in _CLASSIC_TEMPORALS and column.meta == 0 and spec.fsp:
+                facts["meta"] = spec.fsp
+            if column.charset is None and spec.charset and column.is_character:
+                facts["charset"] = collation_of(spec.charset)
+            if column.index in keys and not column.primary_key:
+                facts["primary_key"] = True
+            columns.append(replace(column, **facts) if facts else column)
+        columns = tuple(columns)
+        if columns == table_map.columns and primary == table_map.primary_key:
+            return None
+        return columns, primary, {}  # a cache of its own: row plans follow the columns
 
     # -- persistence ----------------------------------------------------------------------
     def to_json(self) -> dict:
@@ -281,9 +404,31 @@ class Schema:
                         tuple(ColumnSpec(**{**c, "args": tuple(c.get("args", ()))})
                               for c in v["columns"]),
                         tuple(v.get("primary_key", ())))
+                origins, renamed_from = v.get("origins"), v.get("renamed_from")
+                schema._timestamp = v.get("timestamp")
                 schema._set(key, (v["file"], v["pos"]), v["statement"], definition,
-                            v.get("dropped", False))
+                            v.get("dropped", False),
+                            tuple(origins) if origins is not None else None,
+                            tuple(renamed_from) if renamed_from is not None else None)
+        schema._timestamp = None
         return schema
+
+
+def column_origins(before: TableDef, actions) -> tuple:
+    """Per column of `altered(before, actions)`, its name in `before` (None:
+    added): CHANGE and RENAME COLUMN keep a column, DROP then ADD does not."""
+    origin = {c.name.lower(): c.name for c in before.columns}  # current name -> original
+    for action in actions:
+        kind = action[0]
+        if kind == "add":
+            origin[action[1].name.lower()] = None
+        elif kind == "drop":
+            origin.pop(action[1].lower(), None)
+        elif kind in ("change", "rename"):
+            old = action[1]
+            new = action[2].name if kind == "change" else action[2]
+            origin[new.lower()] = origin.pop(old.lower(), None)
+    return tuple(origin.get(c.name.lower()) for c in altered(before, actions).columns)
 
 
 def _version_json(version: Version) -> dict:
@@ -294,6 +439,12 @@ def _version_json(version: Version) -> dict:
     if version.definition is not None:
         out["columns"] = [asdict(c) for c in version.definition.columns]
         out["primary_key"] = list(version.definition.primary_key)
+    if version.origins is not None:
+        out["origins"] = list(version.origins)
+    if version.renamed_from is not None:
+        out["renamed_from"] = list(version.renamed_from)
+    if version.timestamp is not None:
+        out["timestamp"] = version.timestamp
     return out
 
 
@@ -304,7 +455,6 @@ def _name(key: tuple) -> str:
 # -- agreement with table maps -----------------------------------------------------------
 
 def _kinds() -> dict:
-    from .constants import ColumnType as T
     integer = {"TINYINT": T.MYSQL_TYPE_TINY, "SMALLINT": T.MYSQL_TYPE_SHORT,
                "MEDIUMINT": T.MYSQL_TYPE_INT24, "INT": T.MYSQL_TYPE_LONG,
                "BIGINT": T.MYSQL_TYPE_LONGLONG}

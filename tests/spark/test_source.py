@@ -34,12 +34,14 @@ def core_read(path: str):
     events, changes = [], []
     last_pos, sub, gtid = -1, 0, None
     try:
-        for event in BinlogReader([path]):
+        # The events view shows table maps as the binlog wrote them; the
+        # changes view names columns as the schema history knows them.
+        for event, raw in zip(BinlogReader([path]), BinlogReader([path], schema=False)):
             h = event.header
             sub = sub + 1 if h.pos == last_pos else 0
             last_pos = h.pos
-            info = event_to_dict(event, rows=False)
-            own = event.fields()
+            info = event_to_dict(raw, rows=False)
+            own = raw.fields()
             for key in HEADER_KEYS:
                 if key not in own:  # the event's own flags stay
                     info.pop(key, None)

@@ -24,8 +24,10 @@
 //!   its errors and, under `force`, to learn that it failed (a few per file;
 //!   MySQL's BEGIN makes it one per transaction there);
 //! * `wanted(db, table)`: the `tables` filter (once per table);
-//! * `schema_columns(db, table)`: names from CREATE TABLE statements (once
-//!   per table map without names);
+//! * with `follow_schema`, `check(...)` also reads table maps: the reader's
+//!   schema history follows the DDL of the QUERY events it checks and
+//!   completes table maps (names, UNSIGNED, charsets, hires precision) once per
+//!   distinct map and DDL statement;
 //! * `still_written()`: whether a transaction cut off at the end of the range
 //!   is one the server is still writing (at most once per range);
 //! * JSON texts and charsets without a native decoder (`PyHelper`).
@@ -233,7 +235,7 @@ pub struct ChangesReader {
     stream_error: PyErrSlot,
     check: Py<PyAny>,
     wanted: Option<Py<PyAny>>,
-    schema_columns: Option<Py<PyAny>>,
+    follow_schema: bool,
     still_written: Py<PyAny>,
     binlog_error: Py<PyAny>,
     partial_event: Py<PyAny>,
@@ -435,6 +437,7 @@ impl ChangesReader {
             Err(e) => return self.failed_decode(py, e, frame),
         };
         self.check_end(py, &cur, TABLE_MAP_EVENT)?;
+        let map = self.completed(py, frame, map)?;
         let entry = Arc::new(self.table_entry(py, &map)?);
         if self.tables_by_bytes.len() > TABLE_CACHE_LIMIT {
             self.tables_by_bytes.clear(); // bounded: schema churn must not grow it
@@ -446,9 +449,48 @@ impl ChangesReader {
         Ok(Decoded::Nothing)
     }
 
+    /// The table map as the reference's schema history completes it
+    /// (`Schema.annotate`): names, UNSIGNED, meta and charsets of its columns.
+    fn completed<'m>(
+        &self,
+        py: Python<'_>,
+        frame: &Frame,
+        mut map: events::TableMap<'m>,
+    ) -> Result<events::TableMap<'m>, Stop> {
+        if !self.follow_schema {
+            return Ok(map);
+        }
+        let event = self.call_check(py, frame)?;
+        if event.is_none(py) {
+            return Ok(map);
+        }
+        type Facts = (Option<String>, bool, u16, Option<u64>);
+        let facts = || -> PyResult<Vec<Facts>> {
+            let columns = event.getattr(py, "columns")?;
+            let mut out = Vec::with_capacity(map.columns.len());
+            for column in columns.bind(py).try_iter()? {
+                let column = column?;
+                out.push((
+                    column.getattr("name")?.extract()?,
+                    column.getattr("unsigned")?.extract()?,
+                    column.getattr("meta")?.extract()?,
+                    column.getattr("charset")?.extract()?,
+                ));
+            }
+            Ok(out)
+        };
+        let facts = facts().map_err(|e| self.stop_py(py, e))?;
+        for (column, (name, unsigned, meta, charset)) in map.columns.iter_mut().zip(facts) {
+            column.name = name;
+            column.unsigned = unsigned;
+            column.meta = meta;
+            column.charset = charset;
+        }
+        Ok(map)
+    }
+
     /// What the reference derives from a table map for the view: the `tables`
-    /// filter's answer, the layout (`rows.native_columns`, keys renamed from
-    /// `schema` as `schema.rename_rows` does) and each column's codec.
+    /// filter's answer, the layout (`rows.native_columns`) and each column's codec.
     fn table_entry(&self, py: Python<'_>, map: &events::TableMap) -> PyResult<TableEntry> {
         let database = text(map.database).into_owned();
         let table = text(map.table).into_owned();
@@ -456,22 +498,6 @@ impl ChangesReader {
             Some(f) => f.call1(py, (&database, &table))?.is_truthy(py)?,
             None => true,
         };
-        // schema.rename_rows's rule: `@N` becomes the Nth name, when there is one
-        let mut keys = None;
-        if let (Some(f), false) = (&self.schema_columns, map.has_names()) {
-            let names: Option<Vec<String>> = f.call1(py, (&database, &table))?.extract(py)?;
-            if let Some(names) = names.filter(|n| !n.is_empty()) {
-                let renamed: Vec<String> = map
-                    .columns
-                    .iter()
-                    .map(|c| match (&c.name, names.get(c.index)) {
-                        (None, Some(name)) => name.clone(),
-                        _ => c.key(),
-                    })
-                    .collect();
-                keys = Some(renamed);
-            }
-        }
         // `rows.native_columns`: no codec for GEOMETRY, else `codec_for(charset)`
         let codec_names: Vec<Option<&String>> = map
             .columns
@@ -485,7 +511,7 @@ impl ChangesReader {
             signature: map.signature.to_vec(),
             qualified: format!("{database}.{table}"),
             width: map.columns.len() as u64,
-            layout: map.layout(keys.as_deref()),
+            layout: map.layout(None),
             views: Mutex::new(Views::default()),
             codecs: codec_names
                 .iter()
@@ -580,7 +606,15 @@ impl ChangesReader {
             let mut cur = events::body(raw, frame);
             let post = self.post_header_len(code);
             return match events::decode_query(&mut cur, code, post) {
-                Ok(q) => Ok(Decoded::Query(events::classify_query(&q.query))),
+                Ok(q) => {
+                    let kind = events::classify_query(&q.query);
+                    if self.follow_schema && kind == QueryKind::Other {
+                        // DDL may have changed what the next table maps complete to
+                        self.tables_by_bytes.clear();
+                        self.last_table = None;
+                    }
+                    Ok(Decoded::Query(kind))
+                }
                 Err(e) => Err(self.stop(py, in_event(e, code, frame.pos))),
             };
         }
@@ -810,13 +844,13 @@ impl ChangesReader {
     /// checksum, header_len, raw, pending_alg, binlog_version)`: decode an event with the
     /// Python reference, returning it, or None if it failed under `force`.
     /// `wanted(db, table)`: the `tables` filter (None: every table).
-    /// `schema_columns(db, table)`: column names from a schema (None: no schema).
+    /// `follow_schema`: `check` has a schema history; it is given the table maps too.
     /// `codecs`: collation id -> Python codec. `still_written()`: the file's IN_USE flag now.
     /// `large_event_bytes`, `lazy_window`: reader.py's and `LazyRowData`'s (for tests);
     /// `job_bytes`: rows data per worker job.
     #[new]
     #[pyo3(signature = (path, file, file_seq, start, end, stream, verify_checksums, force,
-                        check, wanted, schema_columns, codecs, still_written,
+                        check, wanted, follow_schema, codecs, still_written,
                         large_event_bytes=LARGE_EVENT_BYTES, lazy_window=LAZY_WINDOW,
                         job_bytes=JOB_BYTES))]
     #[allow(clippy::too_many_arguments)]
@@ -832,7 +866,7 @@ impl ChangesReader {
         force: bool,
         check: Py<PyAny>,
         wanted: Option<Py<PyAny>>,
-        schema_columns: Option<Py<PyAny>>,
+        follow_schema: bool,
         codecs: HashMap<u64, String>,
         still_written: Py<PyAny>,
         large_event_bytes: u64,
@@ -869,7 +903,7 @@ impl ChangesReader {
             stream_error,
             check,
             wanted,
-            schema_columns,
+            follow_schema,
             still_written,
             binlog_error: errors.getattr("BinlogError")?.unbind(),
             partial_event: errors.getattr("PartialEvent")?.unbind(),

@@ -335,7 +335,7 @@ impl EventsReader {
             force,
             check,
             None,
-            None,
+            false, // the events view shows table maps as the binlog wrote them
             HashMap::new(),
             still_written,
             large_event_bytes,

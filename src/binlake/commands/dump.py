@@ -137,8 +137,10 @@ NATIVE_PRINTER = True
 
 
 def _dump_json(args, files, selection, out, err) -> int:
+    from ..schema import Schema
     try:
-        for _, event, verdict in selected_events(args, files, selection, err):
+        # One schema history across the files: their DDL names the columns.
+        for _, event, verdict in selected_events(args, files, selection, err, schema=Schema()):
             if verdict is Verdict.SHOW:
                 out.write(event_json(event) + "\n")
     except BinlogError as exc:

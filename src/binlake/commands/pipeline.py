@@ -3,10 +3,26 @@
 from __future__ import annotations
 
 import os
+import re
 
 from ..cli import ExitStatus
 from ..errors import BinlogError
 from .common import report
+
+
+#: How a task's BinlogError reads inside the trace Spark hands back.
+_TASK_ERROR = re.compile(r"^binlake\.errors\.\w+: (.+)$", re.MULTILINE)
+
+
+def failure_line(exc: BaseException) -> str:
+    """One line for a failure of a Spark job: a task's BinlogError as
+    `FILE: offset N: reason`, else the first line of what Spark said."""
+    text = str(exc)
+    found = _TASK_ERROR.findall(text)
+    if found:
+        return found[-1].strip()
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 def sample_dir() -> str:
@@ -52,6 +68,8 @@ def run(args, out, err) -> int:
         err.flush()
 
     spark = spark_session(args.master)
+    # Failures are reported here, in one line; Spark's own traces would bury it.
+    spark.sparkContext.setLogLevel("OFF")
     try:
         result = run_pipeline(
             spark, inputs, args.out, as_of=args.as_of,
@@ -64,6 +82,9 @@ def run(args, out, err) -> int:
         return ExitStatus.ERROR
     except (ValueError, LookupError, OSError) as exc:
         err.write(f"binlake pipeline: {exc}\n")
+        return ExitStatus.ERROR
+    except Exception as exc:  # noqa: BLE001 - whatever Spark raised, as one line
+        err.write(f"binlake pipeline: {failure_line(exc)}\n")
         return ExitStatus.ERROR
     if result.segments:
         files = len({s.path for s in result.segments})

@@ -74,7 +74,8 @@ def run(args, out, err) -> int:
 
 
 def _walk(args, files, selection, writer: SqlWriter, bar, err) -> None:
-    for _, event, verdict in selected_events(args, files, selection, err, prefix="binlake sql"):
+    for _, event, verdict in selected_events(args, files, selection, err, prefix="binlake sql",
+                                             schema=writer.schema):
         bar.update(event)
         if verdict is Verdict.SKIP:
             writer.note(event)

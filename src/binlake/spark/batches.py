@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import fnmatch
 import gzip
+import os
 from itertools import islice, repeat
 from typing import Iterator
 
@@ -47,7 +48,7 @@ from ..events.rows import DELETE, UPDATE, WRITE
 from ..jsonable import event_json
 from ..rows import LazyRowData, row_start
 from ..scan import read_framing
-from .exact import column_texts, row_texts, text_row, value_text
+from .exact import column_texts, row_texts, value_text
 from .ranges import Split, is_gzip, read_split, transactions
 
 BATCH_ROWS = 8192
@@ -105,16 +106,6 @@ class _MapColumn:
 
     def __init__(self):
         self.offsets, self.keys, self.items, self.nulls = [0], [], [], []
-
-    def append_texts(self, row: dict | None) -> None:
-        """A row already in text."""
-        if row is None:
-            self.nulls.append(True)
-        else:
-            self.nulls.append(False)
-            self.keys.extend(row)
-            self.items.extend(row.values())
-        self.offsets.append(len(self.keys))
 
     def extend_values(self, rows, texts: dict, in_order: tuple) -> None:
         """Decoded rows, their values turned into text on the way in (the hot
@@ -195,10 +186,10 @@ def _flag(value, default: bool) -> bool:
     return str(value).strip().lower() in ("1", "true", "yes", "on")
 
 
-def _transactions(split: Split, options: dict):
+def _transactions(split: Split, options: dict, schema=False):
     """The range's transactions, without one the server is still writing at
     its end: a later read takes that one whole."""
-    for txn in transactions(read_split(split, **reader_options(options))):
+    for txn in transactions(read_split(split, **reader_options(options), schema=schema)):
         if txn.cut_off and _still_written(split.path):
             return
         yield txn
@@ -222,7 +213,7 @@ def _native_event_batches(native, split: Split, options: dict) -> Iterator[pa.Re
     opts = reader_options(options)
     return _native_batches(split, lambda stream: native.EventsReader(
         split.path, split.file, split.file_seq, split.start, split.end, stream,
-        opts["verify_checksums"], opts["force"], _EventDescriber(split.path, **opts),
+        opts["verify_checksums"], opts["force"], _EventDescriber(split.path, schema=False, **opts),
         lambda: _still_written(split.path), BATCH_ROWS, reader.LARGE_EVENT_BYTES))
 
 
@@ -312,11 +303,27 @@ class TableFilter:
 
 
 def load_schema_option(options: dict):
-    path = options.get("schema")
-    if not path:
+    """The `schema` option: a Schema (in-process callers), or a file or
+    JSON text `load_schema` reads; None without one."""
+    seed = options.get("schema")
+    if not seed:
         return None
-    from ..schema import load_schema
-    return load_schema(path)
+    from ..schema import Schema, load_schema
+    return seed if isinstance(seed, Schema) else load_schema(seed)
+
+
+def split_schema(split: Split, options: dict):
+    """The schema history a range of the changes view is read with, following
+    its DDL: a Schema object passed in is followed as it is (one reader
+    across files in order); a saved history is taken as it was at the
+    range's start, so a range starting mid-file knows the tables made before."""
+    from ..schema import Schema
+    seed = load_schema_option(options)
+    if seed is None:
+        return Schema()
+    if seed is options.get("schema"):
+        return seed
+    return seed.at((os.path.basename(split.path), split.start))
 
 
 def change_batches(split: Split, options: dict) -> Iterator[pa.RecordBatch]:
@@ -344,15 +351,16 @@ def _native_change_batches(native, split: Split, options: dict) -> Iterator[pa.R
     (`_native.ChangesReader`, rust/src/python/changes.rs): framing, the
     events the view needs, transaction grouping and row images all in Rust.
     Python is called back for what stays decided here: the `tables` filter,
-    names from `schema`, charsets, JSON texts, and the events the loop does
-    not decode itself (checked by the reference decoders, `_EventChecker`)."""
+    the schema history (table maps completed by `_EventChecker`'s reader),
+    charsets, JSON texts, and the events the loop does not decode itself
+    (checked by the reference decoders, `_EventChecker`)."""
     opts = reader_options(options)
     wanted = TableFilter(options.get("tables"))
-    schema = load_schema_option(options)
+    check = _EventChecker(split.path, schema=split_schema(split, options), **opts)
     return _native_batches(split, lambda stream: native.ChangesReader(
         split.path, split.file, split.file_seq, split.start, split.end, stream,
-        opts["verify_checksums"], opts["force"], _EventChecker(split.path, **opts),
-        wanted if wanted.patterns else None, schema.columns if schema is not None else None,
+        opts["verify_checksums"], opts["force"], check,
+        wanted if wanted.patterns else None, True,
         _collation_codecs(), lambda: _still_written(split.path),
         reader.LARGE_EVENT_BYTES, LazyRowData.WINDOW, NATIVE_JOB_BYTES))
 
@@ -362,11 +370,14 @@ class _EventChecker:
     (QUERY, format descriptions, ROTATE, LOAD, ...): their errors are raised
     as the reader raises them, and under `force` an event that fails comes
     back as None. The reader's own decode step is reused, so the rules
-    (error wording, unread bytes, the FDE's checksum byte) are its own."""
+    (error wording, unread bytes, the FDE's checksum byte) are its own; so
+    is its schema history, which follows the QUERY events checked here and
+    completes the table maps given (the changes loop's `follow_schema`)."""
 
-    def __init__(self, path: str, *, verify_checksums: bool, force: bool):
+    def __init__(self, path: str, *, verify_checksums: bool, force: bool, schema=False):
         self.path = path
-        self.reader = BinlogReader([path], verify_checksums=verify_checksums, force=force)
+        self.reader = BinlogReader([path], verify_checksums=verify_checksums, force=force,
+                                   schema=schema)
         self.info = FileInfo(path)
         self.ctx: DecodeContext | None = None
 
@@ -390,6 +401,8 @@ class _EventChecker:
         event = self.reader._decode(header, raw, header_len, len(raw), ctx)
         if description and not isinstance(event, UnknownEvent):
             self.reader._update_state(event, ctx, self.info)
+        if self.reader.schema is not None:
+            event = self.reader._learn(event)
         return event
 
 
@@ -422,16 +435,13 @@ def _python_change_batches(split: Split, options: dict) -> Iterator[pa.RecordBat
     out = _Columns(CHANGES)
     c = out.columns
     wanted = TableFilter(options.get("tables"))
-    schema = load_schema_option(options)
-    for txn in _transactions(split, options):
+    for txn in _transactions(split, options, split_schema(split, options)):
         for item, event, table, database, name in _wanted_rows_events(txn, wanted):
-            rename = schema is not None and table is not None and not table.has_names
             rows = _encodable_rows(event, table)
             first = 0
             # Blocks of rows, so that a huge event is never held whole.
             while block := list(islice(rows, BATCH_ROWS)):
-                _add_changes(c, split, txn, item, database, name, block, first,
-                             schema if rename else None)
+                _add_changes(c, split, txn, item, database, name, block, first)
                 out.rows += len(block)
                 first += len(block)
                 if out.rows >= BATCH_ROWS:
@@ -465,7 +475,7 @@ def _encodable_rows(event: RowsEvent, table):
 
 
 def _add_changes(c: dict, split: Split, txn, item, database: str, name: str, block: list,
-                 first: int, schema) -> None:
+                 first: int) -> None:
     """One rows event's rows `first`..: the columns they share are added
     with one `extend` each, the row images value by value."""
     event, h = item.event, item.event.header
@@ -488,12 +498,6 @@ def _add_changes(c: dict, split: Split, txn, item, database: str, name: str, blo
         texts, in_order = {}, ()
     else:
         texts, in_order = row_texts(table), column_texts(table)
-    if schema is not None:  # names from CREATE TABLE statements
-        texted = [(text_row(b, texts), text_row(a, texts)) for b, a in block]
-        for b, a in schema.rename_rows(database, name, texted):
-            before.append_texts(b)
-            after.append_texts(a)
-        return
     before.extend_values([b for b, _ in block], texts, in_order)
     after.extend_values([a for _, a in block], texts, in_order)
 

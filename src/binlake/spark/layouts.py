@@ -7,7 +7,7 @@ table is that of its last table map in commit order. A layout is plain
 JSON-ready data, so the pipeline keeps it in its manifest for later runs.
 
 Column keys are the names the file carries (binlog_row_metadata=FULL), else
-the names a CREATE TABLE schema gives (binlake.schema), else `@1`, `@2`, ...
+the names the schema history gives there (binlake.schema), else `@1`, ...
 """
 
 from __future__ import annotations
@@ -22,16 +22,8 @@ from ..scan import ScanResult, scan
 from .ranges import Split, is_gzip, read_split
 
 
-def layout_of(table_map: TableMapEvent, schema=None) -> dict:
+def layout_of(table_map: TableMapEvent) -> dict:
     keys = [column.key for column in table_map.columns]
-    primary = [keys[index] for index, _prefix in table_map.primary_key if index < len(keys)]
-    if schema is not None and not table_map.has_names:
-        names = _schema_names(schema, table_map.database, table_map.table)
-        if names and len(names) >= len(keys):
-            keys = names[:len(keys)]
-            primary = [keys[index] for index, _ in table_map.primary_key if index < len(keys)]
-    if not primary and schema is not None:
-        primary = list(_schema_primary_key(schema, table_map.database, table_map.table))
     return {
         "database": table_map.database,
         "table": table_map.table,
@@ -39,35 +31,21 @@ def layout_of(table_map: TableMapEvent, schema=None) -> dict:
                      "unsigned": column.unsigned, "charset": column.charset,
                      "enum_values": column.enum_values, "set_values": column.set_values}
                     for key, column in zip(keys, table_map.columns)],
-        "primary_key": primary,
+        "primary_key": [keys[index] for index, _prefix in table_map.primary_key
+                        if index < len(keys)],
     }
-
-
-def _schema_names(schema, database: str, table: str) -> list[str]:
-    try:
-        columns = schema.columns(database, table)
-    except (KeyError, LookupError):
-        return []
-    return [getattr(c, "name", c) for c in columns or ()]
-
-
-def _schema_primary_key(schema, database: str, table: str) -> list[str]:
-    try:
-        key = schema.primary_key(database, table)
-    except (KeyError, LookupError):
-        return []
-    return [getattr(c, "name", c) for c in key or ()]
 
 
 def qualified(database: str, table: str) -> str:
     return f"{database}.{table}"
 
 
-def find_layouts(splits: Iterable[Split], *, schema=None, wanted=None,
+def find_layouts(splits: Iterable[Split], *, history=None, wanted=None,
                  scans: dict | None = None) -> dict[str, tuple]:
     """{"db.table": ((file_seq, pos), layout)} of the last table map of each
-    table in `splits`; `wanted(db, table)` filters, `scans` maps a split to a
-    scan already made of it."""
+    table in `splits`, completed by the schema history as it was there;
+    `wanted(db, table)` filters, `scans` maps a split to a scan already made
+    of it."""
     found: dict[str, tuple] = {}
     for split in splits:
         if is_gzip(split.path):  # no offsets to peek at: decode it all
@@ -78,7 +56,9 @@ def find_layouts(splits: Iterable[Split], *, schema=None, wanted=None,
         for (database, table), (pos, table_map) in last.items():
             key, order = qualified(database, table), (split.file_seq, pos)
             if key not in found or found[key][0] < order:
-                found[key] = (order, layout_of(table_map, schema))
+                if history is not None:
+                    table_map = history.at((split.file, pos)).annotate(table_map)
+                found[key] = (order, layout_of(table_map))
     return found
 
 
@@ -104,7 +84,7 @@ def _last_table_maps_peeked(split: Split, result: ScanResult, wanted) -> dict:
 
 def _last_table_maps_decoded(split: Split, wanted) -> dict:
     last = {}
-    for item in read_split(split):
+    for item in read_split(split, schema=False):
         event = item.event
         if isinstance(event, TableMapEvent) and (wanted is None or wanted(event.database, event.table)):
             last[(event.database, event.table)] = (event.header.pos, event)
@@ -130,7 +110,7 @@ def _table_maps(path: str, result: ScanResult):
 
 
 def _read_table_map(split: Split, pos: int) -> TableMapEvent:
-    for item in read_split(Split(split.path, split.file_seq, pos, pos + 1)):
+    for item in read_split(Split(split.path, split.file_seq, pos, pos + 1), schema=False):
         if isinstance(item.event, TableMapEvent):
             return item.event
     raise ValueError(f"{split.path}: no table map at {pos}")

@@ -34,7 +34,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ..scan import read_framing, scan
-from .batches import CHANGES, EVENTS, TableFilter, load_schema_option, spark_ddl
+from .batches import CHANGES, EVENTS, TableFilter, spark_ddl
+from .history import PositionOrder, follow_ranges, load_history, table_plans
 from .layouts import find_layouts, qualified
 from .ranges import DEFAULT_SPLIT_BYTES, FIRST_EVENT, Split, expand_inputs, number_files
 from .tables import AsOf, rebuild_states, typed_state
@@ -140,10 +141,10 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
     options = {"split_bytes": str(split_bytes),
                "min_partitions": str(min_partitions or spark.sparkContext.defaultParallelism)}
     options.update({k: str(v) for k, v in (reader_options or {}).items()})
-    if schema:
-        options["schema"] = os.path.abspath(schema)
     if tables:
         options["tables"] = tables
+    # The schema history of everything read so far; `schema` seeds the first run.
+    history = load_history(_state(out, "schema.json"), schema)
 
     files = number_files(expand_inputs(inputs), require_names=True)
     segments, scans, file_entries = _new_segments(files, manifest, result.warnings)
@@ -152,23 +153,31 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
         log(f"warning: {message}")
 
     layouts = dict(manifest["layouts"])
+    wanted = TableFilter(tables)
     if segments:
-        wanted = TableFilter(tables)
-        found = find_layouts(segments, schema=load_schema_option(options), wanted=wanted,
-                             scans=scans)
+        follow_ranges(history, segments, scans)
+        found = find_layouts(segments, history=history, wanted=wanted, scans=scans)
         for key, (order, layout) in found.items():
             if key not in layouts or tuple(layouts[key]["order"]) <= tuple(order):
                 layouts[key] = {"order": list(order), "layout": layout}
         new_manifest = dict(manifest, files={**manifest["files"], **file_entries},
                             layouts=layouts)
-        result.events, result.changes = _append(spark, out, segments, options, new_manifest, log)
+        # Each task takes the history as it was where its range starts.
+        options["schema"] = json.dumps(history.to_json())
+        result.events, result.changes = _append(spark, out, segments, options, new_manifest,
+                                                history, log)
         manifest = new_manifest
+    for message in history.warnings:
+        log(f"warning: {message}")
+    result.warnings.extend(history.warnings)
 
     point = parse_as_of(as_of, manifest) if as_of else None
     wanted_tables = {"as_of": as_of, "through": _through(manifest)}
     if segments or manifest.get("tables") != wanted_tables or not os.path.isdir(os.path.join(out, "tables")):
-        result.tables = _rebuild_tables(spark, out, {k: v["layout"] for k, v in layouts.items()},
-                                        point, log)
+        plans = [plan for plan in table_plans(history, layouts, PositionOrder(manifest["files"]),
+                                              _before(point, manifest))
+                 if wanted(plan["database"], plan["table"])]
+        result.tables = _rebuild_tables(spark, out, plans, point, log)
         result.tables_rebuilt = True
         manifest = dict(manifest, tables=wanted_tables)
         _write_json(_state(out, "manifest.json"), manifest)
@@ -211,7 +220,18 @@ def _new_segments(files, manifest: dict, warnings: list):
     return segments, scans, entries
 
 
-def _append(spark, out: str, segments: list, options: dict, new_manifest: dict, log):
+def _before(point: AsOf | None, manifest: dict):
+    """Which statements of the schema history come before `point`."""
+    if point is None:
+        return None
+    if point.time is not None:
+        limit = point.time.timestamp()
+        return lambda version: version.timestamp is None or version.timestamp <= limit
+    order = PositionOrder(manifest["files"])
+    return lambda version: order(version.position) < (point.file_seq, point.pos)
+
+
+def _append(spark, out: str, segments: list, options: dict, new_manifest: dict, history, log):
     """Read the segments, stage events and changes, then commit them."""
     from pyspark.sql import functions as F
     staging = _state(out, "staging")
@@ -228,13 +248,17 @@ def _append(spark, out: str, segments: list, options: dict, new_manifest: dict, 
         target = os.path.join(staging, view)
         # The writer wants its partition columns sorted; commit order within them.
         frame.sortWithinPartitions(*parts, "commit_key").write.partitionBy(*parts).parquet(target)
-        rows = spark.read.parquet(target).count()  # from the Parquet footers
+        # From the Parquet footers; a range without rows of this view writes no file.
+        written = any(name.endswith(".parquet") for _, _, names in os.walk(target)
+                      for name in names)
+        rows = spark.read.parquet(target).count() if written else 0
         log(f"{view}: {rows} rows from {len(segments)} range(s)")
         return rows
 
     # Two jobs at once: each keeps the cores busy while the other waits on its tail.
     events, changes = _concurrently(write, [("events", EVENT_PARTITIONS),
                                             ("changes", CHANGE_PARTITIONS)])
+    history.save(os.path.join(staging, "schema.json"))
     _write_json(os.path.join(staging, "manifest.json"), new_manifest)
     _commit_staging(out)
     return events, changes
@@ -259,6 +283,8 @@ def _commit_staging(out: str) -> None:
                 target_dir = os.path.join(out, view, os.path.relpath(folder, root))
                 os.makedirs(target_dir, exist_ok=True)
                 os.replace(os.path.join(folder, name), os.path.join(target_dir, name))
+    if os.path.exists(os.path.join(staging, "schema.json")):
+        os.replace(os.path.join(staging, "schema.json"), _state(out, "schema.json"))
     os.replace(os.path.join(staging, "manifest.json"), _state(out, "manifest.json"))
     shutil.rmtree(staging, ignore_errors=True)
 
@@ -286,14 +312,15 @@ def read_events(spark, out: str):
     return spark.read.schema(schema).parquet(os.path.join(out, "events"))
 
 
-def _rebuild_tables(spark, out: str, layouts: dict, as_of: AsOf | None, log) -> dict:
+def _rebuild_tables(spark, out: str, plans: list, as_of: AsOf | None, log) -> dict:
     tables_dir = os.path.join(out, "tables")
     staged = _state(out, "tables.new")
     shutil.rmtree(staged, ignore_errors=True)
     counts = {}
-    if layouts and os.path.isdir(os.path.join(out, "changes")):
+    if plans and os.path.isdir(os.path.join(out, "changes")):
+        layouts = {qualified(p["database"], p["table"]): p["layout"] for p in plans}
         # Kept: each table is written by a job of its own over all of them.
-        states = rebuild_states(read_changes(spark, out), layouts, as_of).persist()
+        states = rebuild_states(read_changes(spark, out), plans, as_of).persist()
         try:
             found = {qualified(db, table): n for db, table, n in
                      states.groupBy("database", "table").count().collect()}

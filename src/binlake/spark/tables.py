@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import datetime as dt
 import glob
+import json
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, functions as F
 
+from ..schema import Schema
 from .batches import TableFilter, load_schema_option
+from .history import follow_ranges
 from .layouts import latest_layouts, qualified
 from .ranges import Split, expand_inputs, number_files
 from .typed import typed_columns
@@ -64,8 +67,12 @@ def table_changes(spark, path, db: str, table: str, schema=None, **options) -> D
         options["schema"] = str(schema)
     pattern = glob.escape(qualified(db, table))  # names, not patterns
     wanted = TableFilter(pattern)
-    layouts = latest_layouts([Split(p, seq) for p, seq in number_files(paths)],
-                             schema=load_schema_option(options), wanted=wanted)
+    splits = [Split(p, seq) for p, seq in number_files(paths)]
+    # The schema history of every file, so that each task knows the tables at its start.
+    history = load_schema_option(options) or Schema()
+    follow_ranges(history, splits)
+    options["schema"] = json.dumps(history.to_json())
+    layouts = latest_layouts(splits, history=history, wanted=wanted)
     layout = layouts.get(qualified(db, table))
     if layout is None:
         raise LookupError(f"no table map of {db}.{table} in {path}")
@@ -96,34 +103,56 @@ def _image(change_type: str, side: str) -> Column:
 
 # -- table states -------------------------------------------------------------------
 
-def rebuild_states(changes: DataFrame, layouts: dict[str, dict], as_of: AsOf | None = None) -> DataFrame:
+def rebuild_states(changes: DataFrame, plans: list[dict], as_of: AsOf | None = None) -> DataFrame:
     """(database, table, row) of every table as of `as_of` (default: the
-    end), `row` being the exact text of the row's values in the layout's
-    column order (arrays: smaller to shuffle than maps, and groupable)."""
+    end), `row` being the exact text of the row's values in the table's
+    column order (arrays: smaller to shuffle than maps, and groupable).
+
+    A plan (`table_plan`) names a table as it is at that point, its primary
+    key (column indexes) and its stretches: the spans of changes its rows
+    come from (under other table names before a RENAME), each with the key
+    of every column in those changes or, for a column added later, its
+    default. Changes outside every stretch (before a TRUNCATE or a re-CREATE,
+    of a dropped table) are left out."""
     spark = changes.sparkSession
     if as_of is not None:
         changes = changes.where(as_of.condition())
-    tables = spark.createDataFrame(
-        [(layout["database"], layout["table"], layout["primary_key"] or None,
-          [c["key"] for c in layout["columns"]]) for layout in layouts.values()],
-        "database string, table string, pk array<string>, columns array<string>")
-    changes = changes.join(F.broadcast(tables), ["database", "table"])
+    rows = [(s["database"], s["table"], *s["after"], *s["before"], plan["database"],
+             plan["table"], plan["primary_key"] or None,
+             [(key, default) for key, default in zip(s["sources"], s["defaults"])])
+            for plan in plans for s in plan["stretches"]]
+    stretches = spark.createDataFrame(rows, _STRETCHES)
+    seq, pos = F.col("commit_key.file_seq"), F.col("commit_key.pos")
+    inside = (((seq > F.col("lo_seq")) | ((seq == F.col("lo_seq")) & (pos > F.col("lo_pos"))))
+              & (F.col("hi_seq").isNull() | (seq < F.col("hi_seq"))
+                 | ((seq == F.col("hi_seq")) & (pos < F.col("hi_pos")))))
+    changes = (changes.join(F.broadcast(stretches), ["database", "table"]).where(inside)
+               .select(F.col("final_database").alias("database"),
+                       F.col("final_table").alias("table"), "op", "commit_key", "pk",
+                       _values("before").alias("before"), _values("after").alias("after")))
     keyed = _states_by_key(changes.where(F.col("pk").isNotNull()))
     multiset = _states_as_multiset(changes.where(F.col("pk").isNull()))
     return keyed.unionByName(multiset)
 
 
+_STRETCHES = ("database string, table string, lo_seq long, lo_pos long, hi_seq long, "
+              "hi_pos long, final_database string, final_table string, pk array<int>, "
+              "sources array<struct<key:string,value:string>>")
+
+
 def _values(side: str) -> Column:
-    """An image's values in column order; NULL when the change has no such image."""
+    """An image's values in the table's column order (a column it does not
+    have yet: its default); NULL when the change has no such image."""
     image = F.col(side)
-    return F.when(image.isNotNull(), F.transform("columns", lambda key: image[key]))
+    return F.when(image.isNotNull(), F.transform(
+        "sources", lambda s: F.when(s["key"].isNotNull(), image[s["key"]]).otherwise(s["value"])))
 
 
 def _states_by_key(changes: DataFrame) -> DataFrame:
-    before_key = F.transform("pk", lambda k: F.col("before")[k])
-    after_key = F.transform("pk", lambda k: F.col("after")[k])
+    before_key = F.transform("pk", lambda i: F.col("before")[i])
+    after_key = F.transform("pk", lambda i: F.col("after")[i])
     no_row = F.lit(None).cast("array<string>")
-    sets = F.struct(after_key.alias("key"), _values("after").alias("row"))
+    sets = F.struct(after_key.alias("key"), F.col("after").alias("row"))
     clears = F.struct(before_key.alias("key"), no_row.alias("row"))
     touches = (F.when(F.col("op") == "c", F.array(sets))
                 .when(F.col("op") == "d", F.array(clears))
@@ -137,8 +166,8 @@ def _states_by_key(changes: DataFrame) -> DataFrame:
 
 
 def _states_as_multiset(changes: DataFrame) -> DataFrame:
-    plus = F.struct(F.lit(1).alias("n"), _values("after").alias("row"))
-    minus = F.struct(F.lit(-1).alias("n"), _values("before").alias("row"))
+    plus = F.struct(F.lit(1).alias("n"), F.col("after").alias("row"))
+    minus = F.struct(F.lit(-1).alias("n"), F.col("before").alias("row"))
     deltas = (F.when(F.col("op") == "c", F.array(plus))
                .when(F.col("op") == "d", F.array(minus))
                .otherwise(F.array(minus, plus)))

@@ -1,0 +1,240 @@
+"""The pipeline's schema history: followed on the driver over the new byte
+ranges before Spark reads them, kept with the output, handed to every task.
+
+Strategy: the header scan already lists the QUERY events that are neither
+BEGIN nor COMMIT (`ScanResult.statements`); their first bytes tell which may
+change tables (`ddl.might_change_tables`), and only those are decoded. A
+task then takes the history as it was at its range's start
+(`batches.split_schema`) and follows the DDL inside the range itself, so
+each row change is named as the table was when it was written.
+"""
+
+from __future__ import annotations
+
+import base64
+import bisect
+import mmap
+import os
+import re
+
+from ..charsets import BINARY_COLLATION, collation_of
+from ..constants import ColumnType as T
+from ..ddl import might_change_tables
+from ..events import QueryEvent
+from ..scan import query_head, scan
+from ..schema import SEED, Schema
+from .ranges import Split, is_gzip, read_split
+
+#: Enough of a statement to see past leading comments to its first word.
+HEAD_BYTES = 4096
+
+
+def follow_ranges(history: Schema, splits: list, scans: dict | None = None) -> None:
+    """Apply the DDL of `splits` (in order) to `history`."""
+    for split in splits:
+        if is_gzip(split.path):  # no offsets to peek at: read it all
+            for _ in read_split(split, schema=history):
+                pass
+            continue
+        result = (scans or {}).get(split) or scan(split.path, start=split.start, stop=split.end)
+        for pos in _ddl_candidates(split, result):
+            for item in read_split(Split(split.path, split.file_seq, pos, pos + 1), schema=False):
+                if isinstance(item.event, QueryEvent):
+                    history.follow(item.event)
+
+
+def _ddl_candidates(split: Split, result) -> list[int]:
+    framing = result.framing
+    if framing is None or not result.statements:
+        return []
+    found = []
+    with open(split.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        for pos in result.statements:
+            if pos < split.start or (split.end is not None and pos >= split.end):
+                continue
+            index = bisect.bisect_left(result.positions, pos)
+            length = int.from_bytes(buf[pos + 9:pos + 13], "little")
+            head = query_head(buf, pos, length, result.types[index], framing, HEAD_BYTES)
+            # A statement whose head cannot be read is decoded: better slow than blind.
+            if head is None or might_change_tables(head.decode("utf-8", "replace")):
+                found.append(pos)
+    return found
+
+
+class PositionOrder:
+    """(file name, offset) of the schema history as (file_seq, offset) of the
+    changes view, for the files the manifest knows."""
+
+    def __init__(self, files: dict):
+        self.seqs = {name: entry["file_seq"] for name, entry in files.items()}
+        self.names = sorted(self.seqs)
+
+    def __call__(self, position: tuple) -> tuple:
+        name, pos = position
+        if position == SEED:
+            return (-1, 0)
+        if name in self.seqs:
+            return (self.seqs[name], pos)
+        # A file of a seed history the pipeline never read: before or after them all.
+        before = bisect.bisect_left(self.names, name) == 0
+        return (-1, pos) if before else (1 << 62, pos)
+
+
+def load_history(path: str, seed: str | None) -> Schema:
+    """The saved history of an output directory, else the seed (`--schema`)."""
+    from ..schema import load_schema
+    if os.path.exists(path):
+        return load_schema(path)
+    return load_schema(seed) if seed else Schema()
+
+
+# -- tables as of a point ------------------------------------------------------------------
+
+def table_plans(history: Schema, layouts: dict, order: PositionOrder, before=None) -> list[dict]:
+    """What `tables.rebuild_states` rebuilds each table existing at the
+    point from (`before(version)`: the history's statements before it), with
+    its layout: the columns of its definition there, typed as its last table
+    map says when that column is unchanged since, else as its DDL says."""
+    keys = {history._key(layout["database"], layout["table"]): layout
+            for layout in (entry["layout"] for entry in layouts.values())}
+    for key in history.versions:
+        keys.setdefault(key, None)
+    plans = []
+    for key, layout in keys.items():
+        lineage = history.lineage(key, before)
+        if lineage is None:
+            continue  # dropped
+        database = layout["database"] if layout else key[0]
+        if database is None:
+            continue  # a seed table no binlog wrote to: its database is not known
+        entry = layouts.get(f"{layout['database']}.{layout['table']}") if layout else None
+        definition = history.definition(key, before)
+        if definition is None:
+            if layout is None:
+                continue  # no columns known
+            final = layout
+            keys_now = [c["key"] for c in layout["columns"]]
+            sources = [tuple(keys_now)] * len(lineage)
+            defaults = [(None,) * len(keys_now)] * len(lineage)
+        else:
+            final = _final_layout(database, key[1], definition, lineage, entry, order)
+            keys_now = definition.names
+            sources = [s.sources or tuple(keys_now) for s in lineage]
+            defaults = [tuple(_default_text(d, spec, column) for d, spec, column in
+                              zip(s.defaults or (None,) * len(keys_now), definition.columns,
+                                  final["columns"]))
+                        for s in lineage]
+        primary = [keys_now.index(k) for k in final["primary_key"] if k in keys_now]
+        plans.append({
+            "database": database, "table": key[1], "layout": final, "primary_key": primary,
+            "stretches": [{"database": s.key[0] if s.key[0] is not None else database,
+                           "table": s.key[1], "after": order(s.start),
+                           "before": order(s.end) if s.end is not None else (None, None),
+                           "sources": list(src), "defaults": list(dflt)}
+                          for s, src, dflt in zip(lineage, sources, defaults)]})
+    return plans
+
+
+def _final_layout(database: str, table: str, definition, lineage, entry, order) -> dict:
+    """The layout of `definition`: each column as the last table map typed
+    it, if that map was written while the column had the same declaration."""
+    by_key, stretch = {}, None
+    if entry is not None:
+        written = tuple(entry["order"])
+        by_key = {c["key"]: c for c in entry["layout"]["columns"]}
+        stretch = next((s for s in lineage if order(s.start) < written
+                        and (s.end is None or written < order(s.end))), None)
+    columns = []
+    for i, spec in enumerate(definition.columns):
+        column = None
+        if stretch is not None and stretch.sources is not None and stretch.definition is not None:
+            source = stretch.sources[i]
+            at = stretch.definition.index(source) if source is not None else None
+            if at is not None and _declared(stretch.definition.columns[at]) == _declared(spec):
+                column = by_key.get(source)
+        if column is None:
+            column = ddl_layout_column(spec)
+            if column["charset"] is None:
+                # How the binlog's table maps say this table's text is encoded
+                # (binlog_row_metadata=MINIMAL and FULL say it, NO_LOG does not).
+                known = by_key.get(spec.name) or next(
+                    (c for c in by_key.values() if c["charset"] not in (None, BINARY_COLLATION)),
+                    None)
+                column["charset"] = known["charset"] if known else None
+        columns.append(dict(column, key=spec.name))
+    return {"database": database, "table": table, "columns": columns,
+            "primary_key": list(definition.primary_key)}
+
+
+def _declared(spec) -> tuple:
+    return spec.type, spec.args, spec.unsigned, spec.charset
+
+
+#: DDL type -> binlog column type, for columns no table map has typed yet.
+_DDL_TYPES = {
+    "TINYINT": T.MYSQL_TYPE_TINY, "SMALLINT": T.MYSQL_TYPE_SHORT, "MEDIUMINT": T.MYSQL_TYPE_INT24,
+    "INT": T.MYSQL_TYPE_LONG, "BIGINT": T.MYSQL_TYPE_LONGLONG, "FLOAT": T.MYSQL_TYPE_FLOAT,
+    "DOUBLE": T.MYSQL_TYPE_DOUBLE, "DECIMAL": T.MYSQL_TYPE_NEWDECIMAL, "DATE": T.MYSQL_TYPE_DATE,
+    "TIME": T.MYSQL_TYPE_TIME2, "DATETIME": T.MYSQL_TYPE_DATETIME2,
+    "TIMESTAMP": T.MYSQL_TYPE_TIMESTAMP2, "YEAR": T.MYSQL_TYPE_YEAR, "BIT": T.MYSQL_TYPE_BIT,
+    "ENUM": T.MYSQL_TYPE_ENUM, "SET": T.MYSQL_TYPE_SET, "JSON": T.MYSQL_TYPE_JSON,
+    "BINARY": T.MYSQL_TYPE_STRING, "VARBINARY": T.MYSQL_TYPE_VARCHAR,
+    "CHAR": T.MYSQL_TYPE_STRING, "VARCHAR": T.MYSQL_TYPE_VARCHAR,
+}
+_TEXTS = {"CHAR", "VARCHAR", "TINYTEXT", "TEXT", "MEDIUMTEXT", "LONGTEXT"}
+
+
+def ddl_layout_column(spec) -> dict:
+    """A layout column (layouts.layout_of) from a column definition."""
+    kind = _DDL_TYPES.get(spec.type)
+    meta, charset, members = 0, None, None
+    if kind is None:
+        kind = T.MYSQL_TYPE_BLOB if spec.type.endswith(("TEXT", "BLOB")) else T.MYSQL_TYPE_GEOMETRY
+    if kind == T.MYSQL_TYPE_NEWDECIMAL:
+        precision, scale = (tuple(int(a) for a in spec.args) + (10, 0))[:2] if spec.args else (10, 0)
+        meta = precision << 8 | scale
+    elif kind in (T.MYSQL_TYPE_TIME2, T.MYSQL_TYPE_DATETIME2, T.MYSQL_TYPE_TIMESTAMP2):
+        meta = spec.fsp
+    elif kind == T.MYSQL_TYPE_BIT:
+        bits = int(spec.args[0]) if spec.args else 1
+        meta = (bits % 8) << 8 | bits // 8
+    elif kind in (T.MYSQL_TYPE_ENUM, T.MYSQL_TYPE_SET):
+        members = [str(a) for a in spec.args]
+    if spec.type in _TEXTS or kind in (T.MYSQL_TYPE_ENUM, T.MYSQL_TYPE_SET):
+        charset = collation_of(spec.charset) if spec.charset else None
+    elif kind in (T.MYSQL_TYPE_STRING, T.MYSQL_TYPE_VARCHAR, T.MYSQL_TYPE_BLOB):
+        charset = BINARY_COLLATION
+    return {"key": spec.name, "type": int(kind), "meta": meta, "unsigned": spec.unsigned,
+            "charset": charset, "enum_values": members if kind == T.MYSQL_TYPE_ENUM else None,
+            "set_values": members if kind == T.MYSQL_TYPE_SET else None}
+
+
+def _default_text(default: str | None, spec, column: dict) -> str | None:
+    """The exact text (spark/exact.py) a row written before `spec` was added
+    has in it: its literal DEFAULT, else NULL, else (NOT NULL) the server's
+    implicit default. A DEFAULT that is an expression (CURRENT_TIMESTAMP)
+    was evaluated by the server at the ALTER: not known here, NULL."""
+    if default is None or default.upper() == "NULL":
+        if spec.nullable or default is not None:
+            return None
+        if column["type"] in _NUMERIC:
+            return "0"
+        if column["type"] == T.MYSQL_TYPE_ENUM and column["enum_values"]:
+            return column["enum_values"][0]
+        return "" if spec.type in _TEXTS or spec.type == "SET" else None
+    if default[:1] == "'" and default[-1:] == "'":
+        text = default[1:-1].replace("''", "'").replace("\\\\", "\\")
+        from pyspark.sql.types import BinaryType
+
+        from .typed import spark_type
+        if isinstance(spark_type(column), BinaryType):  # bytes are base64 in the views
+            return base64.b64encode(text.encode("utf-8")).decode("ascii")
+        return text
+    if re.fullmatch(r"[-+]?\d+(\.\d*)?([eE][-+]?\d+)?", default):
+        return default
+    return None
+
+
+_NUMERIC = {T.MYSQL_TYPE_TINY, T.MYSQL_TYPE_SHORT, T.MYSQL_TYPE_INT24, T.MYSQL_TYPE_LONG,
+            T.MYSQL_TYPE_LONGLONG, T.MYSQL_TYPE_FLOAT, T.MYSQL_TYPE_DOUBLE,
+            T.MYSQL_TYPE_NEWDECIMAL, T.MYSQL_TYPE_YEAR, T.MYSQL_TYPE_BIT}
