@@ -684,6 +684,14 @@ def _schema_steps(c, q, d: str, o: str, s: str):
     q.execute(f"DELETE FROM {d}.audit WHERE what = 'gone'")
     yield "CREATE TABLE without a primary key, qualified names"
 
+    c.execute("CREATE TABLE computed (id INT PRIMARY KEY, a INT, twice INT AS (a * 2) VIRTUAL, "
+              "next INT AS (a + 1) STORED, hidden INT INVISIBLE)")
+    c.execute("INSERT INTO computed (id, a, hidden) VALUES (1, 10, 5), (2, 20, 6), (3, 30, 7)")
+    c.execute("ALTER TABLE computed ADD COLUMN label VARCHAR(20) AS (CONCAT('n', a)) VIRTUAL AFTER a")
+    c.execute("UPDATE computed SET a = 11 WHERE id = 1")
+    c.execute("DELETE FROM computed WHERE id = 2")
+    yield "generated (VIRTUAL, STORED) and INVISIBLE columns"
+
     c.execute("ALTER TABLE audit ADD (source VARCHAR(10) DEFAULT 'app', weight INT)")
     c.execute("UPDATE audit SET weight = n * 2")
     c.execute("INSERT INTO audit (who, what, n, at, source, weight) "
