@@ -12,10 +12,12 @@ end and at every checkpoint (`--stop-position`).
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import pytest
 
+from binlake.schema import Schema
 from binlake.testing.mariadb import MariaDBServer
 from binlake.testing.workload import (Checkpoint, SchemaBaseline, prepare_schema_workload,
                                       run_schema_workload, tables_state)
@@ -112,6 +114,40 @@ def test_every_checkpoint_is_rebuilt_from_its_position(recorded, target, schema_
         if state != checkpoint.tables:
             wrong.append(f"{checkpoint.label}:\n{_diff(state, checkpoint.tables)}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_history_has_the_servers_columns_and_keys_at_every_checkpoint(recorded, schema_file):
+    """What replays cannot see: a wrong primary key still finds rows, a wrong
+    type may still replay. The history at each checkpoint's position must
+    have the server's tables, column names, base types, signedness and keys."""
+    status, text, err = run_binlake("schema", "--schema", schema_file, "--format", "json",
+                                    *recorded.files)
+    assert status == 0 and "warning" not in err, err
+    history = Schema.from_json(json.loads(text))
+    wrong = []
+    for checkpoint in recorded.checkpoints:
+        at = history.at((checkpoint.file, checkpoint.pos))
+        got = {f"{db}.{table}": _facts(definition.names, definition.primary_key,
+                                       [(c.type, c.unsigned) for c in definition.columns])
+               for (db, table), definition in at.tables.items()}
+        expected = {name: _facts(state.columns, state.primary_key, map(_base_type, state.types))
+                    for name, state in checkpoint.tables.items()}
+        for name in sorted(set(got) | set(expected)):
+            if got.get(name) != expected.get(name):
+                wrong.append(f"{checkpoint.label}: {name}: history {got.get(name)} "
+                             f"!= server {expected.get(name)}")
+    assert not wrong, "\n".join(wrong)
+
+
+def _facts(names, key, types) -> tuple:
+    # MariaDB's JSON is LONGTEXT (information_schema says longtext)
+    types = tuple(("LONGTEXT" if kind == "JSON" else kind, unsigned) for kind, unsigned in types)
+    return tuple(zip(names, types)), tuple(key)
+
+
+def _base_type(column_type: str) -> tuple[str, bool]:
+    """information_schema's COLUMN_TYPE as ColumnSpec's (type, unsigned)."""
+    return column_type.split("(")[0].split()[0].upper(), " unsigned" in column_type
 
 
 def _diff(got: dict, expected: dict) -> str:

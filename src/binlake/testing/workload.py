@@ -517,6 +517,7 @@ class TableState:
     columns: tuple[str, ...]      #: column names, in ordinal order
     types: tuple[str, ...]        #: information_schema COLUMN_TYPE of each column
     rows: tuple[tuple, ...]       #: sorted by repr; values as pymysql returns them (UTC session)
+    primary_key: tuple[str, ...] = ()  #: its columns in key order; () without one
 
 
 @dataclass(frozen=True)
@@ -616,13 +617,21 @@ def tables_state(server, databases) -> dict[str, TableState]:
             columns: dict = {}
             for db, table, column, column_type in c.fetchall():
                 columns.setdefault((db, table), []).append((column, column_type))
+            c.execute("SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME "
+                      "FROM information_schema.KEY_COLUMN_USAGE "
+                      f"WHERE TABLE_SCHEMA IN ({marks}) AND CONSTRAINT_NAME = 'PRIMARY' "
+                      "ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION", list(databases))
+            keys: dict = {}
+            for db, table, column in c.fetchall():
+                keys.setdefault((db, table), []).append(column)
             state = {}
             for (db, table), named in columns.items():
                 names = tuple(name for name, _ in named)
                 quoted = ", ".join(_quote(name) for name in names)
                 c.execute(f"SELECT {quoted} FROM {_quote(db)}.{_quote(table)}")
                 rows = tuple(sorted(c.fetchall(), key=repr))
-                state[f"{db}.{table}"] = TableState(names, tuple(t for _, t in named), rows)
+                state[f"{db}.{table}"] = TableState(names, tuple(t for _, t in named), rows,
+                                                    tuple(keys.get((db, table), ())))
             return state
     finally:
         connection.close()
