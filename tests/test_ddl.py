@@ -42,6 +42,13 @@ def test_type_aliases_and_inline_primary_key():
     assert op.definition.primary_key == ("e",)
 
 
+def test_key_alone_in_a_column_definition_is_the_primary_key():
+    assert one("CREATE TABLE t (id INT KEY, v INT)").definition.primary_key == ("id",)
+    assert one("CREATE TABLE t (id INT UNIQUE KEY, v INT)").definition.primary_key == ()
+    assert one("CREATE TABLE t (id INT UNIQUE, v INT KEY)").definition.primary_key == ("v",)
+    assert one("ALTER TABLE t MODIFY v BIGINT KEY").actions[-1] == ("primary", ("v",))
+
+
 def test_create_like_and_select_forms():
     assert one("CREATE TABLE a LIKE other.b") == CreateTable("db", "a", None, like=("other", "b"))
     assert one("CREATE TABLE a (LIKE b)").like == ("db", "b")

@@ -465,6 +465,11 @@ def _column(spec: _Words) -> tuple[ColumnSpec, bool]:
             default = _default(spec)
         elif word == "PRIMARY" and spec.accept("KEY"):
             primary, nullable = True, False
+        elif word == "UNIQUE":
+            spec.accept("KEY")  # a unique key, not the primary one
+        elif word == "KEY":
+            # KEY alone in a column definition is PRIMARY KEY (the server's grammar)
+            primary, nullable = True, False
         elif word == "(":
             spec.i -= 1
             spec.group()  # an expression (GENERATED ... AS (...), CHECK (...))

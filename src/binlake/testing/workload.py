@@ -840,7 +840,7 @@ def _schema_steps(c, q, d: str, o: str, s: str):
 
     c.execute(f"DROP TABLE IF EXISTS orders_archive, missing_table, `{o}`.summary")
     c.execute("DROP TABLE metrics2")
-    c.execute("CREATE TABLE metrics2 (name VARCHAR(20) PRIMARY KEY, value DECIMAL(8,2))")
+    c.execute("CREATE TABLE metrics2 (name VARCHAR(20) KEY, value DECIMAL(8,2))")
     c.execute("INSERT INTO metrics2 (name, value) VALUES ('cpu', 1.25), ('mem', 2.50)")
     c.execute("UPDATE metrics2 SET value = 3 WHERE name = 'cpu'")
     c.execute("CREATE OR REPLACE TABLE pair_b (id CHAR(4) NOT NULL, n DOUBLE, PRIMARY KEY (id))")
