@@ -42,6 +42,13 @@ def test_type_aliases_and_inline_primary_key():
     assert op.definition.primary_key == ("e",)
 
 
+def test_key_alone_in_a_column_definition_is_the_primary_key():
+    assert one("CREATE TABLE t (id INT KEY, v INT)").definition.primary_key == ("id",)
+    assert one("CREATE TABLE t (id INT UNIQUE KEY, v INT)").definition.primary_key == ()
+    assert one("CREATE TABLE t (id INT UNIQUE, v INT KEY)").definition.primary_key == ("v",)
+    assert one("ALTER TABLE t MODIFY v BIGINT KEY").actions[-1] == ("primary", ("v",))
+
+
 def test_create_like_and_select_forms():
     assert one("CREATE TABLE a LIKE other.b") == CreateTable("db", "a", None, like=("other", "b"))
     assert one("CREATE TABLE a (LIKE b)").like == ("db", "b")
@@ -50,9 +57,10 @@ def test_create_like_and_select_forms():
 
 
 def test_alter_table_every_specification():
+    # as MariaDB 10.11 runs it: e, a (DEFAULT 7), c, f, h, x, y with PRIMARY KEY (x)
     op = one("ALTER TABLE t ADD COLUMN c INT UNSIGNED DEFAULT 5 AFTER a, DROP COLUMN b, "
              "CHANGE d e VARCHAR(10) CHARACTER SET latin1 FIRST, MODIFY f DECIMAL(10,2), "
-             "RENAME COLUMN g TO h, ADD INDEX (a), ALTER COLUMN h SET DEFAULT 'q', "
+             "RENAME COLUMN g TO h, ADD INDEX (a), ALTER COLUMN a SET DEFAULT 7, "
              "ADD (x INT, y INT), DROP PRIMARY KEY, ADD CONSTRAINT pk PRIMARY KEY (x), "
              "ALGORITHM=INPLACE, LOCK=NONE, RENAME TO other.u")
     assert isinstance(op, AlterTable) and op.rename_to == ("other", "u")
@@ -62,8 +70,40 @@ def test_alter_table_every_specification():
     after = altered(before, op.actions)
     assert after.names == ["e", "a", "c", "f", "h", "x", "y"]
     assert after.columns[3] == ColumnSpec("f", "DECIMAL", (10, 2))
-    assert after.columns[4].default == "'q'"
+    assert after.columns[1].default == "7"
     assert after.primary_key == ("x",)
+
+
+def test_alter_names_the_columns_before_the_statement_as_the_server_does():
+    """MariaDB resolves DROP/CHANGE/RENAME COLUMN against the old table, AFTER
+    against the new one (results checked on MariaDB 10.11)."""
+    start = TableDef((ColumnSpec("a", "INT"), ColumnSpec("b", "VARCHAR", (5,)), ColumnSpec("c", "INT")))
+
+    def after(statement):
+        return altered(start, one(statement).actions)
+    swapped = after("ALTER TABLE t CHANGE a b INT, CHANGE b a VARCHAR(5)")
+    assert [(c.name, c.type) for c in swapped.columns] == [("b", "INT"), ("a", "VARCHAR"), ("c", "INT")]
+    assert after("ALTER TABLE t RENAME COLUMN a TO b, RENAME COLUMN b TO a").names == ["b", "a", "c"]
+    # AFTER names the column by its new name, even when the rename comes later
+    assert after("ALTER TABLE t ADD x INT AFTER z, CHANGE a z INT").names == ["z", "x", "b", "c"]
+    assert after("ALTER TABLE t ADD x INT, MODIFY c INT FIRST, ADD w INT").names == [
+        "c", "a", "b", "x", "w"]
+    assert after("ALTER TABLE t MODIFY c INT AFTER a, MODIFY a INT AFTER b").names == ["c", "b", "a"]
+    assert after("ALTER TABLE t DROP a, ADD a BIGINT AFTER c").names == ["b", "c", "a"]
+    with pytest.raises(DdlError, match="no column a"):
+        after("ALTER TABLE t CHANGE a z INT, ADD x INT AFTER a")
+
+
+def test_alter_skips_what_if_exists_makes_the_server_skip():
+    """The server logs the statement whole, with the skipped specifications."""
+    start = TableDef((ColumnSpec("a", "INT"), ColumnSpec("b", "INT")), ("a",))
+    op = one("ALTER TABLE t ADD COLUMN IF NOT EXISTS a BIGINT, DROP COLUMN IF EXISTS nope, "
+             "CHANGE COLUMN IF EXISTS q r INT, MODIFY IF EXISTS nope2 INT, "
+             "ADD COLUMN IF NOT EXISTS x INT, ADD COLUMN IF NOT EXISTS x BIGINT, "
+             "ADD IF NOT EXISTS (b INT, y INT), DROP b, DROP COLUMN IF EXISTS b")
+    after = altered(start, op.actions)
+    assert [(c.name, c.type) for c in after.columns] == [("a", "INT"), ("x", "INT"), ("y", "INT")]
+    assert after.primary_key == ("a",)
 
 
 def test_alter_keeps_keys_renamed_and_drops_dropped_ones():
@@ -119,3 +159,21 @@ def test_unreadable_statements_say_which_table():
     # one bad statement in a script leaves the others readable
     results = list(parse_script("CREATE TABLE a (x int); ALTER TABLE a ADD; CREATE TABLE b (y int)"))
     assert [error is not None for _, error in results] == [False, True, False]
+
+
+def test_mariadb_lock_timeouts_and_rename_forms():
+    """WAIT n / NOWAIT after a table name, RENAME TABLE IF EXISTS, RENAME TABLES
+    (MariaDB 10.3+; each logged as written)."""
+    op = one("ALTER TABLE t WAIT 5 ADD COLUMN w INT")
+    assert [a[0] for a in op.actions] == ["add"] and op.actions[0][1].name == "w"
+    assert one("ALTER TABLE d.t NOWAIT DROP COLUMN b").actions == (("drop", "b", False),)
+    assert one("RENAME TABLE IF EXISTS t WAIT 3 TO t2, nope TO nope2") == RenameTables(
+        ((("db", "t"), ("db", "t2")), (("db", "nope"), ("db", "nope2"))))
+    assert one("RENAME TABLES t2 NOWAIT TO t3") == RenameTables(((("db", "t2"), ("db", "t3")),))
+
+
+def test_the_sandbox_line_of_mariadb_dump_is_not_a_statement():
+    """`/*M!999999\\- enable the sandbox mode */` (first line of mariadb-dump
+    since 10.5.25) is for the client; the statement after it is read."""
+    operations = parse("/*M!999999\\- enable the sandbox mode */ \nCREATE TABLE t (a INT);", "db")
+    assert [(op.table, op.definition.names) for op in operations] == [("t", ["a"])]

@@ -133,9 +133,10 @@ class UseDatabase:
     database: str
 
 
-# ALTER TABLE actions: ("add", ColumnSpec, place), ("drop", name), ("change", old name,
-# ColumnSpec, place), ("rename", old, new), ("default", name, text or None),
-# ("primary", names or ()), ("charset", charset); place: None, ("first",), ("after", name).
+# ALTER TABLE actions: ("add", ColumnSpec, place, if_not_exists), ("drop", name,
+# if_exists), ("change", old name, ColumnSpec, place, if_exists), ("rename", old, new),
+# ("default", name, text or None), ("primary", names or ()), ("charset", charset);
+# place: None, ("first",), ("after", name).
 
 
 def parse(statement: str, database: str | None = None) -> list:
@@ -177,7 +178,7 @@ def _parse(head: _Words, database) -> list:
         return _create(head, database)
     if first == "ALTER":
         return _alter(head, database)
-    if first == "RENAME" and head.upper(1) == "TABLE":
+    if first == "RENAME" and head.upper(1) in ("TABLE", "TABLES"):
         return _rename(head, database)
     if first == "DROP":
         return _drop(head, database)
@@ -205,7 +206,7 @@ def _statements(text: str) -> list[list[_Token]]:
     from sqlglot.dialects.mysql import MySQL
     from sqlglot.errors import TokenError
     try:
-        raw = MySQL().tokenize(_VERSION_COMMENT.sub(r" \1 ", text))
+        raw = MySQL().tokenize(_VERSION_COMMENT.sub(_version_text, text))
     except TokenError as exc:
         if might_change_tables(text):
             raise DdlError(f"cannot tokenize: {exc}") from None
@@ -237,7 +238,15 @@ _FIRST_WORD = re.compile(
 _TABLE_VERBS = {"CREATE", "ALTER", "RENAME", "DROP", "TRUNCATE", "USE"}
 #: MySQL's /*!NNNNN text */ and MariaDB's /*M!NNNNNN text */: the server runs
 #: the text (every server binlake reads is new enough), the tokenizer would drop it.
-_VERSION_COMMENT = re.compile(r"/\*M?!\d*(.*?)\*/", re.DOTALL)
+_VERSION_COMMENT = re.compile(r"/\*M?!(\d*)(.*?)\*/", re.DOTALL)
+#: ... except mariadb-dump's `/*M!999999\- enable the sandbox mode */`: a
+#: version no server reaches, a command for the mariadb client only.
+_NEVER = 999999
+
+
+def _version_text(match: re.Match) -> str:
+    version = match.group(1)
+    return " " if version and int(version) >= _NEVER else f" {match.group(2)} "
 
 
 def might_change_tables(statement: str) -> bool:
@@ -456,6 +465,11 @@ def _column(spec: _Words) -> tuple[ColumnSpec, bool]:
             default = _default(spec)
         elif word == "PRIMARY" and spec.accept("KEY"):
             primary, nullable = True, False
+        elif word == "UNIQUE":
+            spec.accept("KEY")  # a unique key, not the primary one
+        elif word == "KEY":
+            # KEY alone in a column definition is PRIMARY KEY (the server's grammar)
+            primary, nullable = True, False
         elif word == "(":
             spec.i -= 1
             spec.group()  # an expression (GENERATED ... AS (...), CHECK (...))
@@ -511,6 +525,7 @@ def _alter(words: _Words, database) -> list:
         return []  # ALTER DATABASE, VIEW, USER, ...
     words.accept("IF", "EXISTS")
     db, table = words.table_name(database)
+    _skip_wait(words)
     actions, rename_to = [], None
     for element in _split(words.tokens[words.i:]):
         spec = _Words(element)
@@ -528,6 +543,14 @@ def _alter(words: _Words, database) -> list:
         else:
             actions.append(action)
     return [AlterTable(db, table, tuple(actions), rename_to)]
+
+
+def _skip_wait(words: _Words) -> None:
+    """MariaDB's lock timeout after a table name: WAIT n, NOWAIT."""
+    if words.accept("WAIT"):
+        words.next()
+    else:
+        words.accept("NOWAIT")
 
 
 def _place(spec: _Words):
@@ -548,7 +571,8 @@ def _alter_action(spec: _Words, database):
         if spec.upper() == "PARTITION":
             return None
         spec.accept("COLUMN")
-        spec.accept("IF", "NOT", "EXISTS")
+        # the server logs the statement even when it skips the column (it exists)
+        if_not_exists = spec.accept("IF", "NOT", "EXISTS")
         if spec.upper() == "(":  # ADD (a INT, b INT)
             added = []
             for element in _split(spec.group()):
@@ -559,15 +583,13 @@ def _alter_action(spec: _Words, database):
                         added.append(("primary", key))
                     continue
                 column, primary = _column(inner)
-                added.append(("add", column, None))
+                added.append(("add", column, None, if_not_exists))
                 if primary:
                     added.append(("primary", (column.name,)))
             return ("columns", added)
         column, primary = _column(spec)
-        place = _place(spec)
-        if primary:
-            return ("columns", [("add", column, place), ("primary", (column.name,))])
-        return ("add", column, place)
+        add = ("add", column, _place(spec), if_not_exists)
+        return ("columns", [add, ("primary", (column.name,))]) if primary else add
     if word == "DROP":
         spec.next()
         if spec.accept("PRIMARY", "KEY"):
@@ -576,15 +598,15 @@ def _alter_action(spec: _Words, database):
                             "SYSTEM"):
             return None
         spec.accept("COLUMN")
-        spec.accept("IF", "EXISTS")
-        return ("drop", spec.next())
+        if_exists = spec.accept("IF", "EXISTS")
+        return ("drop", spec.next(), if_exists)
     if word in ("CHANGE", "MODIFY"):
         spec.next()
         spec.accept("COLUMN")
-        spec.accept("IF", "EXISTS")
+        if_exists = spec.accept("IF", "EXISTS")
         old = spec.next() if word == "CHANGE" else spec.tokens[spec.i].text
         column, primary = _column(spec)
-        change = ("change", old, column, _place(spec))
+        change = ("change", old, column, _place(spec), if_exists)
         return ("columns", [change, ("primary", (column.name,))]) if primary else change
     if word == "RENAME":
         spec.next()
@@ -620,10 +642,14 @@ def _alter_action(spec: _Words, database):
 def _rename(words: _Words, database) -> list:
     words.next()
     words.next()
+    # IF EXISTS: the server skips a pair whose table is missing; the history
+    # then has a version of the new name with unknown columns, which is harmless
+    words.accept("IF", "EXISTS")
     pairs = []
     for element in _split(words.tokens[words.i:]):
         spec = _Words(element)
         old = spec.table_name(database)
+        _skip_wait(spec)
         if not spec.accept("TO"):
             raise DdlError("RENAME TABLE without TO")
         pairs.append((old, spec.table_name(database)))
@@ -650,55 +676,111 @@ def _drop(words: _Words, database) -> list:
 # -- applying actions --------------------------------------------------------------------
 
 def altered(definition: TableDef, actions) -> TableDef:
-    """The table after an ALTER TABLE's actions, applied in order as the server does."""
-    columns = list(definition.columns)
-    primary = list(definition.primary_key)
+    """The table after an ALTER TABLE's actions (see `altered_with_origins`)."""
+    return altered_with_origins(definition, actions)[0]
 
-    def find(name: str) -> int:
+
+def altered_with_origins(definition: TableDef, actions) -> tuple[TableDef, tuple]:
+    """The table after an ALTER TABLE's actions, and for each of its columns
+    the name it had before (None: added), as the server applies them
+    (sql_table.cc, mysql_prepare_alter_table): DROP, CHANGE, MODIFY, RENAME
+    COLUMN and ALTER COLUMN name columns of the table as it was before the
+    statement (so two columns can swap names); then new columns and moved
+    ones (FIRST, AFTER) are placed in statement order, AFTER naming a column
+    of the new table. Specifications the server skips under IF [NOT] EXISTS
+    are skipped."""
+    actions = _unskipped(definition, actions)
+    # [name before the statement (lower case) or None for an added column, definition]
+    entries = [[c.name.lower(), c] for c in definition.columns]
+
+    def before(name: str) -> list:
         lowered = name.lower()
-        for i, c in enumerate(columns):
-            if c.name.lower() == lowered:
+        for entry in entries:
+            if entry[0] == lowered:
+                return entry
+        raise DdlError(f"no column {name}")
+
+    key_before = [k.lower() for k in definition.primary_key]
+    new_key = None
+    charset = None
+    for action in actions:
+        kind = action[0]
+        if kind == "drop":
+            entries.remove(before(action[1]))
+        elif kind == "change":
+            before(action[1])[1] = action[2]
+        elif kind == "rename":
+            entry = before(action[1])
+            entry[1] = replace(entry[1], name=action[2])
+        elif kind == "default":
+            entry = before(action[1])
+            entry[1] = replace(entry[1], default=action[2])
+        elif kind == "primary":
+            new_key = action[1]
+        elif kind == "charset":
+            charset = action[1]
+
+    def now(name: str) -> int:
+        lowered = name.lower()
+        for i, entry in enumerate(entries):
+            if entry[1].name.lower() == lowered:
                 return i
         raise DdlError(f"no column {name}")
 
-    def put(column: ColumnSpec, place, default_at: int) -> None:
+    def put(entry: list, place) -> None:
         if place is None:
-            columns.insert(default_at, column)
+            entries.append(entry)
         elif place[0] == "first":
-            columns.insert(0, column)
+            entries.insert(0, entry)
         else:
-            columns.insert(find(place[1]) + 1, column)
+            entries.insert(now(place[1]) + 1, entry)
 
-    def renamed_key(old: str, new: str) -> None:
-        primary[:] = [new if k.lower() == old.lower() else k for k in primary]
+    for action in actions:
+        if action[0] == "add":
+            put([None, action[1]], action[2])
+        elif action[0] == "change" and action[3] is not None:
+            entry = next(e for e in entries if e[1] is action[2])
+            entries.remove(entry)
+            put(entry, action[3])
 
+    columns = [column for _, column in entries]
+    if charset is not None:
+        columns = [replace(c, charset=charset) if c.type in _CHARACTER_TYPES else c
+                   for c in columns]
+    if new_key is None:
+        # the key's columns, renamed as their columns were; dropped ones leave it
+        names = {origin: column.name for origin, column in entries if origin is not None}
+        new_key = tuple(names[k] for k in key_before if k in names)
+    spelled = {c.name.lower(): c.name for c in definition.columns}
+    origins = tuple(spelled[origin] if origin is not None else None for origin, _ in entries)
+    return TableDef(tuple(columns), tuple(new_key)), origins
+
+
+def _unskipped(definition: TableDef, actions) -> list:
+    """The actions without those IF [NOT] EXISTS makes the server skip (sql_table.cc,
+    handle_if_exists_options): ADD of a column the table has or the statement
+    adds before; DROP, CHANGE, MODIFY of a column the table does not have, or
+    a DROP the statement made before."""
+    names = {c.name.lower() for c in definition.columns}
+    kept, added, dropped = [], set(), set()
     for action in actions:
         kind = action[0]
         if kind == "add":
-            put(action[1], action[2], len(columns))
+            name = action[1].name.lower()
+            if action[3] and (name in names or name in added):
+                continue
+            added.add(name)
         elif kind == "drop":
-            i = find(action[1])
-            name = columns.pop(i).name
-            primary[:] = [k for k in primary if k.lower() != name.lower()]
+            name = action[1].lower()
+            if action[2] and (name not in names or name in dropped):
+                continue
+            dropped.add(name)
         elif kind == "change":
-            _, old, column, place = action
-            i = find(old)
-            del columns[i]
-            put(column, place, i)
-            renamed_key(old, column.name)
-        elif kind == "rename":
-            i = find(action[1])
-            columns[i] = replace(columns[i], name=action[2])
-            renamed_key(action[1], action[2])
-        elif kind == "default":
-            i = find(action[1])
-            columns[i] = replace(columns[i], default=action[2])
-        elif kind == "primary":
-            primary = list(action[1])
-        elif kind == "charset":
-            columns = [replace(c, charset=action[1]) if c.type in _CHARACTER_TYPES else c
-                       for c in columns]
-    return TableDef(tuple(columns), tuple(primary))
+            if action[4] and action[1].lower() not in names:
+                continue
+            added.add(action[2].name.lower())
+        kept.append(action)
+    return kept
 
 
 _CHARACTER_TYPES = {"CHAR", "VARCHAR", "TINYTEXT", "TEXT", "MEDIUMTEXT", "LONGTEXT", "ENUM", "SET"}

@@ -28,8 +28,8 @@ from dataclasses import asdict, dataclass, replace
 from .charsets import collation_of
 from .constants import ColumnType as T
 from .ddl import (AlterTable, ColumnSpec, CreateTable, DdlError, DropDatabase, DropTables,
-                  RenameTables, TableDef, TruncateTable, UseDatabase, altered, might_change_tables,
-                  parse_script)
+                  RenameTables, TableDef, TruncateTable, UseDatabase, altered_with_origins,
+                  might_change_tables, parse_script)
 
 #: MariaDB 5.3-10.0 logs TIME(n), DATETIME(n), TIMESTAMP(n) with these types too.
 _CLASSIC_TEMPORALS = (T.MYSQL_TYPE_TIME, T.MYSQL_TYPE_DATETIME, T.MYSQL_TYPE_TIMESTAMP)
@@ -138,8 +138,7 @@ class Schema:
             definition = origins = None
             if current is not None:
                 try:
-                    definition = altered(current, op.actions)
-                    origins = column_origins(current, op.actions)
+                    definition, origins = altered_with_origins(current, op.actions)
                 except DdlError as exc:
                     self._warn(position, f"ALTER TABLE {_name(key)}: {exc} (positional names "
                                "until the next CREATE)")
@@ -412,23 +411,6 @@ class Schema:
                             tuple(renamed_from) if renamed_from is not None else None)
         schema._timestamp = None
         return schema
-
-
-def column_origins(before: TableDef, actions) -> tuple:
-    """Per column of `altered(before, actions)`, its name in `before` (None:
-    added): CHANGE and RENAME COLUMN keep a column, DROP then ADD does not."""
-    origin = {c.name.lower(): c.name for c in before.columns}  # current name -> original
-    for action in actions:
-        kind = action[0]
-        if kind == "add":
-            origin[action[1].name.lower()] = None
-        elif kind == "drop":
-            origin.pop(action[1].lower(), None)
-        elif kind in ("change", "rename"):
-            old = action[1]
-            new = action[2].name if kind == "change" else action[2]
-            origin[new.lower()] = origin.pop(old.lower(), None)
-    return tuple(origin.get(c.name.lower()) for c in altered(before, actions).columns)
 
 
 def _version_json(version: Version) -> dict:

@@ -7,7 +7,7 @@ import re
 
 from ..cli import ExitStatus
 from ..errors import BinlogError
-from .common import report
+from .common import add_schema_from_arguments, report, seed_schema, server_address
 
 
 #: How a task's BinlogError reads inside the trace Spark hands back.
@@ -49,12 +49,24 @@ def add_arguments(parser) -> None:
                              "(default: Spark's default parallelism)")
     parser.add_argument("--schema", metavar="FILE",
                         help="CREATE TABLE statements naming columns the binlog leaves unnamed")
+    add_schema_from_arguments(parser)
     parser.add_argument("--tables", metavar="PATTERNS",
                         help="only these tables: comma-separated db.table patterns (db.*, *.orders)")
     parser.add_argument("--force-read", action="store_true",
                         help="continue past checksum mismatches and undecodable events")
     parser.add_argument("--no-verify-checksum", dest="verify_checksums", action="store_false",
                         help="do not check CRC32 checksums")
+
+
+def _schema_path(args) -> str | None:
+    """--schema as given; with --schema-from, the seed (server, and --schema's
+    tables) saved as a history next to the output, read by every task as --schema is."""
+    if server_address(args) is None:  # (connection options alone are refused)
+        return args.schema
+    path = os.path.join(args.out, "_binlake", "schema-from-server.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    seed_schema(args).save(path)
+    return path
 
 
 def run(args, out, err) -> int:
@@ -67,6 +79,11 @@ def run(args, out, err) -> int:
         err.write(message + "\n")
         err.flush()
 
+    try:
+        schema = _schema_path(args)
+    except (ValueError, OSError) as exc:
+        err.write(f"binlake pipeline: {exc}\n")
+        return ExitStatus.ERROR
     spark = spark_session(args.master)
     # Failures are reported here, in one line; Spark's own traces would bury it.
     spark.sparkContext.setLogLevel("OFF")
@@ -74,7 +91,7 @@ def run(args, out, err) -> int:
         result = run_pipeline(
             spark, inputs, args.out, as_of=args.as_of,
             split_bytes=args.split_bytes or DEFAULT_SPLIT_BYTES, min_partitions=args.partitions,
-            schema=args.schema, tables=args.tables,
+            schema=schema, tables=args.tables,
             reader_options={"force": args.force_read, "verify_checksums": args.verify_checksums},
             log=log)
     except BinlogError as exc:

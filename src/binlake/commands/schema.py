@@ -9,8 +9,10 @@ from ..cli import ExitStatus
 from ..errors import BinlogError
 from ..events import QueryEvent
 from ..reader import BinlogReader
-from ..schema import Schema, Version, load_schema
-from .common import add_input_arguments, reader_options, report
+from ..schema import Schema, Version
+from ..schema_source import SchemaSourceError
+from .common import (add_input_arguments, add_schema_from_arguments, reader_options, report,
+                     seed_schema)
 
 
 def add_arguments(parser) -> None:
@@ -18,6 +20,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--schema", metavar="FILE",
                         help="the tables before the first binlog: CREATE TABLE statements "
                              "(mysqldump --no-data) or a saved history")
+    add_schema_from_arguments(parser)
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="text: each version as CREATE TABLE (default); json: the history "
                              "as --save writes it")
@@ -27,7 +30,10 @@ def add_arguments(parser) -> None:
 
 def run(args, out, err) -> int:
     try:
-        schema = load_schema(args.schema) if args.schema else Schema()
+        schema = seed_schema(args) or Schema()
+    except SchemaSourceError as exc:
+        err.write(f"binlake schema: --schema-from: {exc}\n")
+        return ExitStatus.ERROR
     except (ValueError, KeyError, OSError) as exc:
         err.write(f"binlake schema: {exc}\n")
         return ExitStatus.USAGE

@@ -6,9 +6,10 @@ from __future__ import annotations
 from ..cli import ExitStatus
 from ..errors import BinlogError
 from ..filters import Verdict
+from ..schema_source import SchemaSourceError
 from ..sqlgen import SqlWriter
 from ..text import TextError
-from .common import add_input_arguments, report
+from .common import add_input_arguments, add_schema_from_arguments, report, seed_schema
 from .selection import (add_selection_arguments, open_output, progress_bar, selected_events,
                         selection_options, spool_stdin)
 
@@ -25,6 +26,7 @@ def add_arguments(parser) -> None:
                              "statements (mysqldump --no-data) or a history saved by "
                              "`binlake schema --save`; the DDL in the binlogs is followed "
                              "from there")
+    add_schema_from_arguments(parser)
     parser.add_argument("-l", "--local-load", metavar="DIR",
                         help="directory for LOAD DATA files rebuilt from the binlog")
 
@@ -32,10 +34,10 @@ def add_arguments(parser) -> None:
 def run(args, out, err) -> int:
     try:
         selection, text_filters = selection_options(args)
-        schema = None
-        if args.schema:
-            from ..schema import load_schema
-            schema = load_schema(args.schema)
+        schema = seed_schema(args)
+    except SchemaSourceError as exc:
+        err.write(f"binlake sql: --schema-from: {exc}\n")
+        return ExitStatus.ERROR
     except (ValueError, KeyError, OSError) as exc:
         err.write(f"binlake sql: {exc}\n")
         return ExitStatus.USAGE

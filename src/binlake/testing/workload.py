@@ -9,6 +9,13 @@ back transaction and a table without a primary key. Afterwards the server's own
 Rule: every INSERT names every column, so even ``binlog_row_image=MINIMAL`` logs
 complete after images and the final state can be rebuilt from the binlog alone.
 
+``run_schema_workload`` changes columns instead of values: every kind of DDL a
+schema history must follow (ADD/DROP/CHANGE/MODIFY/RENAME COLUMN, keys, RENAME
+TABLE across databases, LIKE, CREATE ... SELECT, TRUNCATE, DROP and CREATE again,
+databases dropped), rows changed after each step, and a ``Checkpoint`` (binlog
+position, every table) per step; ``prepare_schema_workload`` makes the backup
+(``mariadb-dump``, with and without rows) and the new binlog it starts from.
+
 ``generate_bulk`` is the other half: a lot of realistic binlog, fast, for benchmarks
 (``INSERT ... SELECT`` from the sequence engine's ``seq_1_to_N`` tables in batches).
 
@@ -18,6 +25,8 @@ and ``time_zone='+00:00'`` (TIMESTAMP values are UTC both when written and read)
 from __future__ import annotations
 
 import random
+import subprocess
+from dataclasses import dataclass
 from typing import Any
 
 DATABASE = "binlake_test"
@@ -498,3 +507,384 @@ def generate_oltp(server, database: str, target_bytes: int, seed: int = 0,
 def _multiples_between(k: int, first: int, last: int) -> int:
     """How many multiples of k lie in [first, last]."""
     return last // k - (first - 1) // k
+
+
+# -- schema changes ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TableState:
+    """One table as the server shows it."""
+    columns: tuple[str, ...]      #: column names, in ordinal order
+    types: tuple[str, ...]        #: information_schema COLUMN_TYPE of each column
+    rows: tuple[tuple, ...]       #: sorted by repr; values as pymysql returns them (UTC session)
+    primary_key: tuple[str, ...] = ()  #: its columns in key order; () without one
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """The server after one step of the schema workload."""
+    file: str                     #: binlog file name (no directory), from SHOW MASTER STATUS
+    pos: int                      #: the binlog position after the step's last event
+    label: str                    #: what the step did
+    tables: dict[str, TableState]  #: "db.table" -> state, every table of the workload's databases
+
+
+@dataclass(frozen=True)
+class SchemaBaseline:
+    """What exists before the first binlog the schema workload is read from."""
+    first_binlog: str             #: file name of the first binlog after the backup
+    schema_sql: str               #: `mariadb-dump --no-data`: the --schema seed
+    backup_sql: str               #: `mariadb-dump` with rows: the backup to restore
+    databases: tuple[str, ...]    #: every database the workload touches
+
+
+def schema_workload_databases(database: str = DATABASE) -> tuple[str, str, str]:
+    """The main database, one that tables are renamed into and out of, and one
+    that is dropped and created again."""
+    return database, f"{database}_other", f"{database}_scratch"
+
+
+def prepare_schema_workload(server, database: str = DATABASE) -> SchemaBaseline:
+    """One table with rows, backed up (schema and data), then a new binlog:
+    what a DBA has before the binlogs are replayed."""
+    databases = schema_workload_databases(database)
+    connection = _session(server)
+    try:
+        with connection.cursor() as c:
+            for name in databases:
+                c.execute(f"DROP DATABASE IF EXISTS `{name}`")
+            c.execute(f"CREATE DATABASE `{database}` CHARACTER SET utf8mb4")
+            c.execute(f"""CREATE TABLE `{database}`.customers (
+                id INT NOT NULL, name VARCHAR(40) NOT NULL, email VARCHAR(80),
+                Score INT, joined DATE, PRIMARY KEY (id)) DEFAULT CHARSET=utf8mb4""")
+            c.execute(f"INSERT INTO `{database}`.customers (id, name, email, Score, joined) VALUES "
+                      "(1, 'Ada', 'ada@example.com', 10, '2020-01-01'), "
+                      "(2, 'Bob', NULL, -5, '2020-02-02'), (3, 'Cé', 'ce@example.com', NULL, NULL), "
+                      "(4, 'Dan', 'dan@example.com', 7, '2021-04-04'), "
+                      "(5, 'Eve', 'eve@example.com', 0, '2022-05-05')")
+            schema_sql = _dump(server, "--no-data", "--databases", database)
+            backup_sql = _dump(server, "--databases", database)
+            c.execute("FLUSH BINARY LOGS")
+            c.execute("SHOW MASTER STATUS")
+            first_binlog = c.fetchone()[0]
+    finally:
+        connection.close()
+    return SchemaBaseline(first_binlog, schema_sql, backup_sql, databases)
+
+
+def _dump(server, *options: str) -> str:
+    result = subprocess.run(["mariadb-dump", f"--defaults-file={server.defaults_file}", *options],
+                            capture_output=True, text=True, check=True)
+    return result.stdout
+
+
+def run_schema_workload(server, database: str = DATABASE) -> list[Checkpoint]:
+    """Every kind of DDL that changes columns, each step followed by row changes
+    of the tables it touched (rows written before an ALTER are updated and
+    deleted after it). Run after `prepare_schema_workload`. The first
+    checkpoint is the start (nothing done yet), then one per step. Some
+    INSERTs leave columns to their defaults: read it with binlog_row_image=FULL."""
+    databases = schema_workload_databases(database)
+    with_default = _session(server, database)
+    without_default = _session(server)  # statements with fully qualified names
+    checkpoints = [_checkpoint(server, "start", databases)]
+    try:
+        with with_default.cursor() as c, without_default.cursor() as q:
+            for label in _schema_steps(c, q, *databases):
+                checkpoints.append(_checkpoint(server, label, databases))
+    finally:
+        with_default.close()
+        without_default.close()
+    return checkpoints
+
+
+def _checkpoint(server, label: str, databases) -> Checkpoint:
+    file, pos = server.query("SHOW MASTER STATUS")[0][:2]
+    return Checkpoint(file, int(pos), label, tables_state(server, databases))
+
+
+def tables_state(server, databases) -> dict[str, TableState]:
+    """{"db.table": TableState} of every base table in these databases."""
+    connection = _session(server)
+    try:
+        with connection.cursor() as c:
+            marks = ", ".join(["%s"] * len(databases))
+            c.execute("SELECT c.TABLE_SCHEMA, c.TABLE_NAME, c.COLUMN_NAME, c.COLUMN_TYPE "
+                      "FROM information_schema.COLUMNS c JOIN information_schema.TABLES t "
+                      "USING (TABLE_SCHEMA, TABLE_NAME) "
+                      f"WHERE c.TABLE_SCHEMA IN ({marks}) AND t.TABLE_TYPE = 'BASE TABLE' "
+                      "ORDER BY c.TABLE_SCHEMA, c.TABLE_NAME, c.ORDINAL_POSITION", list(databases))
+            columns: dict = {}
+            for db, table, column, column_type in c.fetchall():
+                columns.setdefault((db, table), []).append((column, column_type))
+            c.execute("SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME "
+                      "FROM information_schema.KEY_COLUMN_USAGE "
+                      f"WHERE TABLE_SCHEMA IN ({marks}) AND CONSTRAINT_NAME = 'PRIMARY' "
+                      "ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION", list(databases))
+            keys: dict = {}
+            for db, table, column in c.fetchall():
+                keys.setdefault((db, table), []).append(column)
+            state = {}
+            for (db, table), named in columns.items():
+                names = tuple(name for name, _ in named)
+                quoted = ", ".join(_quote(name) for name in names)
+                c.execute(f"SELECT {quoted} FROM {_quote(db)}.{_quote(table)}")
+                rows = tuple(sorted(c.fetchall(), key=repr))
+                state[f"{db}.{table}"] = TableState(names, tuple(t for _, t in named), rows,
+                                                    tuple(keys.get((db, table), ())))
+            return state
+    finally:
+        connection.close()
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _schema_steps(c, q, d: str, o: str, s: str):
+    """The workload, step by step: `c` has `d` as its default database, `q`
+    none (every name qualified). Yields a label after each step."""
+    c.execute("UPDATE customers SET Score = Score + 1 WHERE id IN (1, 2)")
+    c.execute("DELETE FROM customers WHERE id = 5")
+    c.execute("INSERT INTO customers (id, name, email, Score, joined) "
+              "VALUES (6, 'Fay', 'fay@example.com', 3, '2023-06-06')")
+    yield "rows of the backed-up table, before any DDL"
+
+    c.execute("ALTER TABLE customers ADD COLUMN tier VARCHAR(10) NOT NULL DEFAULT 'basic' AFTER name")
+    c.execute("ALTER TABLE customers ADD visits INT NOT NULL")
+    c.execute("ALTER TABLE customers ADD COLUMN region CHAR(2) FIRST")
+    c.execute("UPDATE customers SET tier = 'gold', visits = visits + 3 WHERE id = 1")
+    c.execute("UPDATE customers SET region = 'EU' WHERE id IN (2, 3)")
+    c.execute("DELETE FROM customers WHERE id = 4")
+    c.execute("INSERT INTO customers (region, id, name, tier, email, Score, joined, visits) "
+              "VALUES ('US', 7, 'Gus', 'basic', NULL, 1, '2024-07-07', 2)")
+    yield "ADD COLUMN with DEFAULT, NOT NULL without one, FIRST and AFTER"
+
+    c.execute("""CREATE TABLE orders (
+        customer_id INT NOT NULL, order_no SMALLINT UNSIGNED NOT NULL,
+        qty TINYINT UNSIGNED, big BIGINT UNSIGNED, amount DECIMAL(12,3), ratio DOUBLE,
+        placed DATETIME(6), stamped TIMESTAMP(3) NULL DEFAULT NULL, day DATE, at TIME(2),
+        yr YEAR, code CHAR(3), note VARCHAR(100), body TEXT, raw BLOB, tag BINARY(6),
+        vb VARBINARY(20), state ENUM('new','paid','sent'), flags SET('a','b','c'), bits BIT(5),
+        doc JSON, ip INET6,
+        PRIMARY KEY (customer_id, order_no)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4""")
+    _insert(c, "orders", [
+        (1, 1, 255, 18446744073709551615, "12.345", 0.5, "2024-01-02 03:04:05.123456",
+         "2024-01-02 03:04:05.123", "2024-01-02", "-12:34:56.78", 2024, "abc", "first", "body",
+         b"\x00\x01\xff", b"ab\x00\x00", b"v\x00", "new", "a,c", 5, '{"k": [1, 2]}', "::1"),
+        (1, 2, 0, 9223372036854775808, "-0.001", -1e300, "1999-12-31 23:59:59", None,
+         "1999-12-31", "00:00:00", 1999, "x", "it's", None, None, b"\x00" * 6, b"", "paid",
+         "", 0, None, "192.0.2.1"),
+        (2, 1, 7, 7, "7", 7.0, None, "2038-01-19 03:14:07.999", None, None, None, None, None,
+         "long " * 50, b"\x00", b"tag", None, None, "b", 31, '"s"', None),
+        (3, 1, 1, 1, "1", 1.0, "2001-01-01 00:00:00", None, "2001-01-01", "01:00:00", 2001,
+         "c", "c", "c", b"c", b"c", b"c", "sent", "a", 1, "{}", "2001:db8::1"),
+    ])
+    c.execute("UPDATE orders SET state = 'paid', note = CONCAT(note, '!') WHERE customer_id = 1")
+    c.execute("DELETE FROM orders WHERE customer_id = 3")
+    yield "CREATE TABLE: many column types, composite primary key"
+
+    q.execute(f"""CREATE TABLE `{d}`.`audit` (
+        who VARCHAR(20), what VARCHAR(50), n INT, at DATETIME) -- no primary key""")
+    q.execute(f"INSERT INTO `{d}`.audit (who, what, n, at) VALUES "
+              "('x', 'dup', 1, '2024-01-01 00:00:00'), ('x', 'dup', 1, '2024-01-01 00:00:00'), "
+              "('y', 'gone', NULL, NULL), ('z', 'kept', 3, '2024-03-03 03:03:03')")
+    q.execute(f"UPDATE {d}.audit SET n = n + 10 WHERE what = 'dup' LIMIT 1")
+    q.execute(f"DELETE FROM {d}.audit WHERE what = 'gone'")
+    yield "CREATE TABLE without a primary key, qualified names"
+
+    c.execute("CREATE TABLE computed (id INT PRIMARY KEY, a INT, twice INT AS (a * 2) VIRTUAL, "
+              "next INT AS (a + 1) STORED, hidden INT INVISIBLE)")
+    c.execute("INSERT INTO computed (id, a, hidden) VALUES (1, 10, 5), (2, 20, 6), (3, 30, 7)")
+    c.execute("ALTER TABLE computed ADD COLUMN label VARCHAR(20) AS (CONCAT('n', a)) VIRTUAL AFTER a")
+    c.execute("UPDATE computed SET a = 11 WHERE id = 1")
+    c.execute("DELETE FROM computed WHERE id = 2")
+    yield "generated (VIRTUAL, STORED) and INVISIBLE columns"
+
+    c.execute("ALTER TABLE audit ADD (source VARCHAR(10) DEFAULT 'app', weight INT)")
+    c.execute("UPDATE audit SET weight = n * 2")
+    c.execute("INSERT INTO audit (who, what, n, at, source, weight) "
+              "VALUES ('w', 'new', 5, '2024-05-05 05:05:05', 'cli', 50)")
+    c.execute("DELETE FROM audit WHERE who = 'z'")
+    yield "ADD (a INT, b INT): several columns in one specification"
+
+    c.execute("ALTER TABLE orders DROP COLUMN ratio")
+    c.execute("ALTER TABLE orders DROP body")
+    c.execute("UPDATE orders SET amount = amount * 2 WHERE customer_id = 1 AND order_no = 2")
+    c.execute("DELETE FROM orders WHERE customer_id = 2")
+    c.execute("INSERT INTO orders (customer_id, order_no, note, tag) VALUES (4, 1, 'after drop', 'z')")
+    yield "DROP COLUMN"
+
+    c.execute("ALTER TABLE orders CHANGE COLUMN note remark VARCHAR(200) NOT NULL DEFAULT ''")
+    c.execute("ALTER TABLE orders CHANGE qty quantity SMALLINT UNSIGNED")
+    c.execute("ALTER TABLE customers CHANGE `score` points BIGINT")  # the old name in another case
+    c.execute("UPDATE orders SET quantity = 65535, remark = 'changed' WHERE order_no = 1")
+    c.execute("UPDATE customers SET points = 5000000000 WHERE id = 2")
+    c.execute("INSERT INTO orders (customer_id, order_no, quantity, remark) VALUES (5, 1, 300, 'r')")
+    yield "CHANGE COLUMN: renamed, type changed"
+
+    c.execute("ALTER TABLE audit MODIFY n BIGINT")
+    c.execute("ALTER TABLE customers MODIFY COLUMN name VARCHAR(120) NOT NULL")
+    c.execute("ALTER TABLE customers MODIFY visits INT UNSIGNED NOT NULL")
+    c.execute("ALTER TABLE audit MODIFY COLUMN at DATETIME(3) FIRST")
+    c.execute("UPDATE customers SET visits = 4000000000, name = REPEAT('n', 120) WHERE id = 1")
+    c.execute("UPDATE audit SET n = -9000000000000 WHERE who = 'w'")
+    c.execute("INSERT INTO audit (at, who, what, n, source, weight) "
+              "VALUES ('2024-06-06 06:06:06.666', 'v', 'modify', 1, 'x', 1)")
+    yield "MODIFY COLUMN: INT to BIGINT, longer VARCHAR, to UNSIGNED, moved FIRST"
+
+    c.execute("ALTER TABLE orders RENAME COLUMN vb TO payload")
+    q.execute(f"ALTER TABLE `{d}`.audit RENAME COLUMN who TO actor")
+    c.execute("UPDATE orders SET payload = x'00ff' WHERE customer_id = 1 AND order_no = 1")
+    c.execute("UPDATE audit SET actor = 'renamed' WHERE actor = 'x'")
+    c.execute("DELETE FROM audit WHERE actor = 'v'")
+    yield "RENAME COLUMN"
+
+    c.execute("ALTER TABLE customers ALTER COLUMN tier SET DEFAULT 'silver'")
+    c.execute("ALTER TABLE audit ALTER source DROP DEFAULT")
+    c.execute("INSERT INTO customers (id, name, visits) VALUES (8, 'Hal', 1)")
+    c.execute("INSERT INTO audit (actor, what) VALUES ('d', 'defaults')")
+    c.execute("UPDATE customers SET tier = DEFAULT WHERE id = 2")
+    yield "ALTER COLUMN SET DEFAULT, DROP DEFAULT"
+
+    c.execute("ALTER TABLE audit CONVERT TO CHARACTER SET latin1")
+    c.execute("UPDATE audit SET what = 'café' WHERE what = 'dup'")
+    c.execute("INSERT INTO audit (actor, what, n) VALUES ('é', 'latin1 ÿ', 2)")
+    yield "CONVERT TO CHARACTER SET"
+
+    c.execute("ALTER TABLE customers ADD COLUMN note TEXT AFTER contact, DROP COLUMN joined, "
+              "CHANGE email contact VARCHAR(100), MODIFY region CHAR(2) AFTER id, "
+              "RENAME COLUMN tier TO level, ADD INDEX idx_contact (contact), ALGORITHM=COPY")
+    # two columns swap their names in one statement: each name means the old column
+    c.execute("ALTER TABLE audit CHANGE source weight VARCHAR(10), CHANGE weight source INT")
+    c.execute("UPDATE customers SET note = 'multi', contact = 'c@example.com' WHERE id IN (1, 6)")
+    c.execute("UPDATE audit SET weight = 'swapped', source = 99 WHERE actor = 'renamed'")
+    c.execute("DELETE FROM customers WHERE id = 7")
+    c.execute("INSERT INTO audit (actor, what, weight, source) VALUES ('s', 'swap', 'w', 1)")
+    yield "several specifications in one ALTER, two columns swapping names"
+
+    c.execute("ALTER TABLE orders DROP PRIMARY KEY")
+    c.execute("UPDATE orders SET remark = 'no key' WHERE customer_id = 1 AND order_no = 2")
+    c.execute("DELETE FROM orders WHERE customer_id = 5")
+    c.execute("ALTER TABLE orders ADD PRIMARY KEY (order_no, customer_id)")
+    c.execute("ALTER TABLE audit ADD COLUMN seq INT NOT NULL DEFAULT 0 FIRST")
+    c.execute("SET @seq = 0")
+    c.execute("UPDATE audit SET seq = (@seq := @seq + 1)")
+    c.execute("ALTER TABLE audit ADD CONSTRAINT PRIMARY KEY (seq)")
+    c.execute("UPDATE audit SET what = 'by key' WHERE seq = 1")
+    c.execute("DELETE FROM audit WHERE seq = 2")
+    c.execute("UPDATE orders SET yr = 2000 WHERE order_no = 1")
+    yield "DROP PRIMARY KEY, ADD PRIMARY KEY"
+
+    c.execute("ALTER TABLE orders ADD INDEX by_state (state), ADD KEY (placed, day)")
+    c.execute("""CREATE TABLE metrics (id INT NOT NULL, ts DATETIME NOT NULL, v DOUBLE,
+        PRIMARY KEY (id, ts), KEY k_v (v))
+        PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (100),
+                                 PARTITION p1 VALUES LESS THAN MAXVALUE)""")
+    c.execute("INSERT INTO metrics (id, ts, v) VALUES (1, '2024-01-01', 1.5), (200, '2024-01-02', 2.5)")
+    c.execute("ALTER TABLE metrics ADD COLUMN src INT AFTER ts PARTITION BY KEY (id) PARTITIONS 2")
+    c.execute("ALTER TABLE metrics ADD COLUMN unit VARCHAR(8) AFTER ts, "
+              "ADD CONSTRAINT chk_v CHECK (v >= 0)")
+    c.execute("UPDATE metrics SET unit = 'ms', src = 1 WHERE id = 1")
+    c.execute("INSERT INTO metrics (id, ts, unit, src, v) VALUES (3, '2024-01-03', 's', 2, 0)")
+    c.execute("UPDATE orders SET state = 'sent' WHERE order_no = 2")
+    yield "ADD INDEX, CHECK and partitioning clauses (no column change)"
+
+    c.execute(f"CREATE DATABASE `{o}`")
+    c.execute(f"RENAME TABLE metrics TO measurements, audit TO `{o}`.audit_log")
+    c.execute("UPDATE measurements SET v = 9 WHERE id = 200")
+    q.execute(f"UPDATE {o}.audit_log SET n = 77 WHERE seq = 1")
+    q.execute(f"INSERT INTO {o}.audit_log (seq, actor, what) VALUES (100, 'moved', 'other db')")
+    c.execute("CREATE TABLE pair_a (x INT PRIMARY KEY, label VARCHAR(10))")
+    c.execute("CREATE TABLE pair_b (label VARCHAR(10), x BIGINT, extra DATE)")
+    c.execute("INSERT INTO pair_a (x, label) VALUES (1, 'a1'), (2, 'a2')")
+    c.execute("INSERT INTO pair_b (label, x, extra) VALUES ('b1', 10, '2020-01-01')")
+    c.execute("RENAME TABLE pair_a TO pair_tmp, pair_b TO pair_a, pair_tmp TO pair_b")
+    c.execute("UPDATE pair_a SET extra = '2021-01-01' WHERE x = 10")
+    c.execute("UPDATE pair_b SET label = 'now b' WHERE x = 1")
+    c.execute("DELETE FROM pair_b WHERE x = 2")
+    c.execute("INSERT INTO pair_a (label, x, extra) VALUES ('a?', 11, NULL)")
+    yield "RENAME TABLE: several pairs, across databases, a swap"
+
+    q.execute(f"ALTER TABLE `{o}`.`audit_log` ADD COLUMN note2 VARCHAR(5), RENAME TO `{d}`.audit")
+    c.execute("ALTER TABLE measurements RENAME metrics2")
+    c.execute("UPDATE audit SET note2 = 'back' WHERE seq = 100")
+    c.execute("DELETE FROM metrics2 WHERE id = 3")
+    c.execute("INSERT INTO metrics2 (id, ts, unit, src, v) VALUES (4, '2024-01-04', 'h', 3, 4)")
+    yield "ALTER TABLE ... RENAME TO, with a column change, across databases"
+
+    c.execute("CREATE TABLE orders_archive LIKE orders")
+    c.execute("INSERT INTO orders_archive SELECT * FROM orders WHERE customer_id = 1")
+    c.execute("UPDATE orders_archive SET remark = 'archived'")
+    q.execute(f"CREATE TABLE `{o}`.customers_copy LIKE `{d}`.customers")
+    q.execute(f"INSERT INTO {o}.customers_copy SELECT * FROM {d}.customers")
+    q.execute(f"DELETE FROM {o}.customers_copy WHERE id = 1")
+    q.execute(f"UPDATE {o}.customers_copy SET level = 'copy'")
+    yield "CREATE TABLE ... LIKE, in the same and in another database"
+
+    c.execute("CREATE TABLE top_customers (rank_no INT AUTO_INCREMENT PRIMARY KEY) "
+              "SELECT id, name, points FROM customers WHERE points IS NOT NULL ORDER BY id")
+    q.execute(f"CREATE TABLE {o}.summary AS SELECT state, COUNT(*) AS n, SUM(amount) AS total "
+              f"FROM {d}.orders GROUP BY state")
+    c.execute("UPDATE top_customers SET name = 'top' WHERE rank_no = 1")
+    c.execute("DELETE FROM top_customers WHERE rank_no = 2")
+    q.execute(f"UPDATE {o}.summary SET n = n + 100 WHERE state = 'paid'")
+    q.execute(f"DELETE FROM {o}.summary WHERE state IS NULL")
+    yield "CREATE TABLE ... SELECT"
+
+    c.execute("TRUNCATE TABLE orders_archive")
+    q.execute(f"TRUNCATE {o}.customers_copy")
+    c.execute("INSERT INTO orders_archive (customer_id, order_no, remark) VALUES (9, 9, 'after truncate')")
+    q.execute(f"INSERT INTO {o}.customers_copy (id, name, visits) VALUES (1, 'fresh', 0)")
+    yield "TRUNCATE TABLE"
+
+    c.execute(f"DROP TABLE IF EXISTS orders_archive, missing_table, `{o}`.summary")
+    c.execute("DROP TABLE metrics2")
+    c.execute("CREATE TABLE metrics2 (name VARCHAR(20) KEY, value DECIMAL(8,2))")
+    c.execute("INSERT INTO metrics2 (name, value) VALUES ('cpu', 1.25), ('mem', 2.50)")
+    c.execute("UPDATE metrics2 SET value = 3 WHERE name = 'cpu'")
+    c.execute("CREATE OR REPLACE TABLE pair_b (id CHAR(4) NOT NULL, n DOUBLE, PRIMARY KEY (id))")
+    c.execute("INSERT INTO pair_b (id, n) VALUES ('new', 1), ('old', 2)")
+    c.execute("DELETE FROM pair_b WHERE id = 'old'")
+    yield "DROP TABLE, and tables created again with other columns"
+
+    c.execute(f"CREATE DATABASE IF NOT EXISTS `{s}`")
+    q.execute(f"CREATE TABLE `{s}`.t1 (a INT PRIMARY KEY, b VARCHAR(5))")
+    q.execute(f"INSERT INTO {s}.t1 (a, b) VALUES (1, 'one'), (2, 'two')")
+    q.execute(f"UPDATE {s}.t1 SET b = 'uno' WHERE a = 1")
+    c.execute(f"DROP DATABASE `{s}`")
+    c.execute(f"CREATE DATABASE `{s}`")
+    q.execute(f"CREATE TABLE `{s}`.t1 (b DATE, a VARCHAR(3) NOT NULL PRIMARY KEY, c INT)")
+    q.execute(f"INSERT INTO {s}.t1 (b, a, c) VALUES ('2020-02-02', 'x', 1), (NULL, 'y', 2)")
+    q.execute(f"DELETE FROM {s}.t1 WHERE a = 'y'")
+    yield "CREATE and DROP DATABASE, a table created again in it"
+
+    c.execute("CREATE TABLE IF NOT EXISTS `we``ird name` (`select` INT NOT NULL, "
+              "`col with space` VARCHAR(10), `from` DATE, PRIMARY KEY (`select`)) /* comment */")
+    c.execute("INSERT INTO `we``ird name` (`select`, `col with space`, `from`) "
+              "VALUES (1, 'a b', '2020-01-01'), (2, NULL, NULL)")
+    c.execute("/* leading */ ALTER TABLE `we``ird name` ADD COLUMN IF NOT EXISTS `select` INT, "
+              "ADD COLUMN IF NOT EXISTS `new col` INT -- trailing\n")
+    c.execute("ALTER TABLE `we``ird name` DROP COLUMN IF EXISTS `nope`, "
+              "MODIFY COLUMN IF EXISTS `nope2` INT, CHANGE COLUMN IF EXISTS `from` `to` DATETIME")
+    c.execute("ALTER TABLE customers /*M!100301 ADD COLUMN IF NOT EXISTS vip TINYINT(1) NOT NULL DEFAULT 0 */")
+    c.execute("ALTER TABLE customers /*!50100 ADD COLUMN legacy INT */")
+    c.execute("CREATE TABLE IF NOT EXISTS customers (zzz INT)")  # exists: not even logged
+    c.execute("ALTER TABLE IF EXISTS no_such_table ADD x INT")
+    c.execute("ALTER TABLE orders # a hash comment\n ADD COLUMN hc INT")
+    q.execute(f"ALTER ONLINE TABLE `{d}`.`orders` ADD COLUMN `on` INT DEFAULT 1")
+    c.execute("UPDATE `we``ird name` SET `new col` = 5, `to` = '2020-01-01 12:00:00' WHERE `select` = 1")
+    c.execute("DELETE FROM `we``ird name` WHERE `select` = 2")
+    c.execute("UPDATE customers SET vip = 1, legacy = 42 WHERE id = 1")
+    c.execute("UPDATE orders SET hc = 1, `on` = 2 WHERE order_no = 1")
+    yield "quoted names, comments, version comments, IF [NOT] EXISTS"
+
+    c.execute("ALTER TABLE metrics2 WAIT 5 ADD COLUMN unit VARCHAR(8) AFTER name, "
+              "ADD COLUMN x INT FIRST, ADD COLUMN y INT FIRST")
+    c.execute("ALTER TABLE top_customers NOWAIT DROP COLUMN points")
+    c.execute("RENAME TABLE IF EXISTS metrics2 WAIT 3 TO gauges, no_such_table TO still_none")
+    c.execute("RENAME TABLES gauges NOWAIT TO metrics3")
+    c.execute("UPDATE metrics3 SET unit = 'pct', x = 1, y = 2 WHERE name = 'cpu'")
+    c.execute("INSERT INTO metrics3 (y, x, name, unit, value) VALUES (0, 0, 'disk', 'GB', 7)")
+    c.execute("UPDATE top_customers SET name = 'no points' WHERE rank_no = 3")
+    yield "MariaDB's WAIT n and NOWAIT, RENAME TABLE IF EXISTS, RENAME TABLES"

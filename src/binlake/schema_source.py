@@ -1,0 +1,194 @@
+"""Seed schemas: the tables before the first binlog, from a file (`--schema`),
+from a live server (`--schema-from`), or both.
+
+Strategy: the server is asked for `SHOW CREATE TABLE` of every table outside
+the system databases, and that DDL text goes through `parse_schema` like a
+`mysqldump --no-data` file: one place (ddl.py) knows what a definition says.
+The connection is made as the mysql client makes it: an option file's
+[client] groups (`--defaults-file`, else ~/.my.cnf), then the command line.
+
+Rule: a file names tables exactly; the server fills in the tables the file
+does not name. The server's tables are those of now: the seed is right for
+binlogs written since each table last changed its columns, and the DDL in
+the binlogs is followed from there as with any seed (a definition that
+disagrees with a table map is never used).
+"""
+
+from __future__ import annotations
+
+import configparser
+import getpass
+import os
+from dataclasses import dataclass
+
+from .schema import Schema, load_schema, parse_schema
+
+SYSTEM_DATABASES = ("mysql", "information_schema", "performance_schema", "sys")
+
+#: Where Debian, Red Hat and the MySQL default build put the server's socket:
+#: the mysql client connects there when the host is localhost (or none).
+DEFAULT_SOCKETS = ("/run/mysqld/mysqld.sock", "/var/run/mysqld/mysqld.sock", "/tmp/mysql.sock")
+
+#: The option-file groups a MariaDB/MySQL client reads, later ones winning.
+CLIENT_GROUPS = ("client", "client-server", "client-mariadb")
+
+#: `--password` given without a value: ask on the terminal, as mysql -p does.
+ASK = object()
+
+
+class SchemaSourceError(OSError):
+    """The server could not be reached or read (a connection, not a usage, problem)."""
+
+
+@dataclass(frozen=True)
+class ServerAddress:
+    """How to reach a server; None: from the option file, else the client's default."""
+    host: str | None = None
+    port: int | None = None
+    user: str | None = None
+    password: str | None = None
+    socket: str | None = None
+    defaults_file: str | None = None
+
+
+def connection_settings(address: ServerAddress) -> dict:
+    """pymysql.connect keywords: option file first, then the given values."""
+    settings = _option_file(address.defaults_file)
+    for key in ("host", "user", "password", "socket"):
+        value = getattr(address, key)
+        if value is not None:
+            settings[key] = value
+    if address.port is not None:
+        settings["port"] = address.port
+    password = settings.get("password")
+    if password is ASK:
+        password = getpass.getpass("Enter password: ")
+    keywords = {"user": settings.get("user") or getpass.getuser(), "password": password or "",
+                "charset": "utf8mb4", "connect_timeout": 10}
+    host = settings.get("host")
+    socket = settings.get("socket")
+    if socket is None and host in (None, "localhost") and "port" not in settings:
+        socket = next((path for path in DEFAULT_SOCKETS if os.path.exists(path)), None)
+    if socket is not None and host in (None, "localhost"):
+        keywords["unix_socket"] = socket
+    else:
+        keywords["host"] = "127.0.0.1" if host in (None, "localhost") else host
+        keywords["port"] = int(settings.get("port") or 3306)
+    return keywords
+
+
+def _option_file(path: str | None) -> dict:
+    """host, port, user, password, socket from an option file's client groups."""
+    explicit = path is not None
+    path = os.path.expanduser(path or "~/.my.cnf")
+    if not os.path.exists(path):
+        if explicit:
+            raise SchemaSourceError(f"--defaults-file {path}: no such file")
+        return {}
+    parser = configparser.ConfigParser(allow_no_value=True, strict=False, interpolation=None,
+                                       comment_prefixes=("#", ";", "!"))
+    try:
+        parser.read(path, encoding="utf-8")
+    except configparser.Error as exc:
+        raise SchemaSourceError(f"{path}: {exc}") from None
+    settings: dict = {}
+    for group in CLIENT_GROUPS:
+        if parser.has_section(group):
+            for key in ("host", "port", "user", "password", "socket"):
+                value = parser.get(group, key, fallback=None)
+                if value is not None:
+                    settings[key] = _unquoted(value)
+    return settings
+
+
+def _unquoted(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
+def server_ddl(connection) -> str:
+    """`USE db; CREATE TABLE ...;` for every table outside the system databases."""
+    with connection.cursor() as cursor:
+        # backquoted names whatever the server's sql_mode (ANSI_QUOTES would use ")
+        cursor.execute("SET SESSION sql_mode = '', sql_quote_show_create = 1")
+        marks = ", ".join(["%s"] * len(SYSTEM_DATABASES))
+        cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
+                       f"WHERE TABLE_SCHEMA NOT IN ({marks}) "
+                       "AND TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') "
+                       "ORDER BY TABLE_SCHEMA, TABLE_NAME", SYSTEM_DATABASES)
+        tables = cursor.fetchall()
+        parts, current = [], None
+        for database, table in tables:
+            try:
+                cursor.execute(f"SHOW CREATE TABLE {_quote(database)}.{_quote(table)}")
+            except Exception as exc:  # dropped since the listing, or no privilege on it
+                if _error_code(exc) in (1146, 1142, 1044):
+                    continue
+                raise
+            if database != current:
+                parts.append(f"USE {_quote(database)};\n")
+                current = database
+            parts.append(cursor.fetchone()[1] + ";\n")
+    return "".join(parts)
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _error_code(exc: Exception) -> int | None:
+    args = getattr(exc, "args", ())
+    return args[0] if args and isinstance(args[0], int) else None
+
+
+def schema_from_server(address: ServerAddress) -> Schema:
+    """Seeds from a live server's tables."""
+    try:
+        import pymysql
+    except ImportError:
+        raise SchemaSourceError("--schema-from needs pymysql: pip install 'binlake[server]'") from None
+    settings = connection_settings(address)
+    where = settings.get("unix_socket") or f"{settings['host']}:{settings['port']}"
+    try:
+        connection = pymysql.connect(**settings)
+    except pymysql.err.MySQLError as exc:
+        raise SchemaSourceError(f"cannot connect to {where}: {_message(exc)}") from None
+    try:
+        text = server_ddl(connection)
+    except pymysql.err.MySQLError as exc:
+        raise SchemaSourceError(f"{where}: {_message(exc)}") from None
+    finally:
+        connection.close()
+    return parse_schema(text)
+
+
+def _message(exc: Exception) -> str:
+    args = getattr(exc, "args", ())
+    return str(args[1]) if len(args) >= 2 else str(exc)
+
+
+def load_seed(path: str | None = None, address: ServerAddress | None = None) -> Schema | None:
+    """The seed schema of `--schema PATH` and/or `--schema-from` (None: neither):
+    the file's tables as it names them, the server's for every other table."""
+    if address is None:
+        return load_schema(path) if path else None
+    from_server = schema_from_server(address)
+    if not path:
+        return from_server
+    return filled_in(load_schema(path), from_server)
+
+
+def filled_in(schema: Schema, seeds: Schema) -> Schema:
+    """`schema` with the tables of `seeds` it does not name (a name without a
+    database, as a dump without USE gives, names the table in every database)."""
+    named = {((db or "").lower(), table.lower()) for db, table in schema.versions}
+    anywhere = {table for db, table in named if not db}
+    for key, versions in seeds.versions.items():
+        db, table = (key[0] or "").lower(), key[1].lower()
+        if (db, table) in named or table in anywhere:
+            continue
+        schema.versions[key] = list(versions)
+        if key in seeds.tables:
+            schema.tables[key] = seeds.tables[key]
+    return schema
