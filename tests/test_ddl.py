@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from binlake.ddl import (AlterTable, ColumnSpec, CreateTable, DdlError, DropDatabase, DropTables,
+from binlake.ddl import (AlterTable, ColumnSpec, CreateDatabase, CreateTable, DdlError, DropDatabase, DropTables,
                          RenameTables, TableDef, TruncateTable, UseDatabase, altered,
                          might_change_tables, parse, parse_script)
 
@@ -28,7 +28,7 @@ def test_create_table_with_keys_options_and_comments():
         ColumnSpec("b", "ENUM", ("x", "y'z"), charset="latin1", default="'x'"),
         ColumnSpec("c", "DATETIME", (6,), default="CURRENT_TIMESTAMP(6)"),
         ColumnSpec("d", "DECIMAL", (10, 2), nullable=False, default="-1.5"),
-    ), ("id",))
+    ), ("id",), charset="utf8mb4")
     assert op.definition.columns[2].fsp == 6
 
 
@@ -128,7 +128,9 @@ def test_rename_drop_truncate_and_databases():
     assert one("TRUNCATE TABLE x.t") == TruncateTable("x", "t")
     assert one("TRUNCATE t") == TruncateTable("db", "t")
     assert one("DROP DATABASE IF EXISTS x") == DropDatabase("x")
-    assert parse("CREATE DATABASE x") == []
+    assert parse("CREATE DATABASE x") == [CreateDatabase("x", None)]
+    assert parse("CREATE DATABASE IF NOT EXISTS y DEFAULT CHARACTER SET = latin1") == [
+        CreateDatabase("y", "latin1")]
 
 
 def test_statements_that_change_no_table():
@@ -177,3 +179,13 @@ def test_the_sandbox_line_of_mariadb_dump_is_not_a_statement():
     since 10.5.25) is for the client; the statement after it is read."""
     operations = parse("/*M!999999\\- enable the sandbox mode */ \nCREATE TABLE t (a INT);", "db")
     assert [(op.table, op.definition.names) for op in operations] == [("t", ["a"])]
+
+
+def test_table_charsets_come_from_the_table_then_alter_options():
+    create = one("CREATE TABLE t (a TEXT) ENGINE=InnoDB CHARSET = ascii COMMENT 'x'")
+    assert create.definition.charset == "ascii"
+    assert one("CREATE TABLE t (a TEXT) AS SELECT 'CHARSET x'").definition is None
+    start = create.definition
+    assert altered(start, one("ALTER TABLE t DEFAULT CHARACTER SET latin1").actions).charset == "latin1"
+    converted = altered(start, one("ALTER TABLE t CONVERT TO CHARACTER SET utf8mb4").actions)
+    assert converted.charset == "utf8mb4" and converted.columns[0].charset == "utf8mb4"

@@ -77,6 +77,7 @@ class TableDef:
     """A table's columns and primary key at one point of the history."""
     columns: tuple[ColumnSpec, ...]
     primary_key: tuple[str, ...] = ()
+    charset: str | None = None     #: the table's default character set, when known
 
     @property
     def names(self) -> list[str]:
@@ -121,6 +122,12 @@ class DropTables:
 class TruncateTable:
     database: str | None
     table: str
+
+
+@dataclass(frozen=True)
+class CreateDatabase:
+    database: str
+    charset: str | None            #: its default character set, when the statement says
 
 
 @dataclass(frozen=True)
@@ -336,7 +343,9 @@ def _create(words: _Words, database) -> list:
     words.accept("OR", "REPLACE")
     words.accept("TEMPORARY")
     if words.accept("DATABASE") or words.accept("SCHEMA"):
-        return []
+        words.accept("IF", "NOT", "EXISTS")
+        name = words.next()
+        return [CreateDatabase(name, _charset_option(words))]
     if not words.accept("TABLE"):
         return []  # CREATE INDEX, VIEW, PROCEDURE, ...: no table's columns change
     if_not_exists = words.accept("IF", "NOT", "EXISTS")
@@ -359,7 +368,9 @@ def _create_body(words: _Words, db, table, if_not_exists: bool, database) -> lis
         # CREATE TABLE t [options] [AS] SELECT ...: the columns are the query's
         return [CreateTable(db, table, None, if_not_exists)]
     columns, primary = [], ()
-    for element in _split(words.group()):
+    body = words.group()
+    charset = _charset_option(words)
+    for element in _split(body):
         spec = _Words(element)
         if _is_key(spec):
             primary = _primary_key(spec) or primary
@@ -372,7 +383,24 @@ def _create_body(words: _Words, db, table, if_not_exists: bool, database) -> lis
         # CREATE TABLE t (a INT) SELECT ...: the query's columns come first
         # unless they have these names; the binlog does not say which.
         return [CreateTable(db, table, None, if_not_exists)]
-    return [CreateTable(db, table, TableDef(tuple(columns), primary), if_not_exists)]
+    return [CreateTable(db, table, TableDef(tuple(columns), primary, charset), if_not_exists)]
+
+
+def _charset_option(words: _Words) -> str | None:
+    """`[DEFAULT] CHARACTER SET [=] name` or `CHARSET` among the options that
+    follow (looked at, not consumed)."""
+    for i in range(words.i, len(words.tokens)):
+        text = words.tokens[i].text.upper()
+        if text in ("SELECT", "PARTITION"):
+            return None
+        at = i + 2 if text == "CHARACTER" else i + 1 if text == "CHARSET" else None
+        if at is not None and (text == "CHARSET" or (at - 1 < len(words.tokens)
+                                                     and words.tokens[at - 1].text.upper() == "SET")):
+            if at < len(words.tokens) and words.tokens[at].text == "=":
+                at += 1
+            if at < len(words.tokens):
+                return words.tokens[at].text.lower()
+    return None
 
 
 def _selects(words: _Words) -> bool:
@@ -632,8 +660,11 @@ def _alter_action(spec: _Words, database):
         spec.accept("TO")
         spec.accept("CHARACTER", "SET") or spec.accept("CHARSET")
         return ("charset", spec.next().lower())
-    # table options, ALGORITHM=, LOCK=, ORDER BY, ENABLE/DISABLE KEYS, FORCE,
-    # partitioning, [DEFAULT] CHARACTER SET (the default of new columns only)
+    if word in ("DEFAULT", "CHARACTER", "CHARSET"):
+        charset = _charset_option(spec)
+        if charset is not None:  # the default of columns added from now on
+            return ("table_charset", charset)
+    # table options, ALGORITHM=, LOCK=, ORDER BY, ENABLE/DISABLE KEYS, FORCE, partitioning
     return None
 
 
@@ -703,6 +734,7 @@ def altered_with_origins(definition: TableDef, actions) -> tuple[TableDef, tuple
     key_before = [k.lower() for k in definition.primary_key]
     new_key = None
     charset = None
+    table_charset = definition.charset
     for action in actions:
         kind = action[0]
         if kind == "drop":
@@ -718,7 +750,9 @@ def altered_with_origins(definition: TableDef, actions) -> tuple[TableDef, tuple
         elif kind == "primary":
             new_key = action[1]
         elif kind == "charset":
-            charset = action[1]
+            charset = table_charset = action[1]
+        elif kind == "table_charset":
+            table_charset = action[1]
 
     def now(name: str) -> int:
         lowered = name.lower()
@@ -753,7 +787,7 @@ def altered_with_origins(definition: TableDef, actions) -> tuple[TableDef, tuple
         new_key = tuple(names[k] for k in key_before if k in names)
     spelled = {c.name.lower(): c.name for c in definition.columns}
     origins = tuple(spelled[origin] if origin is not None else None for origin, _ in entries)
-    return TableDef(tuple(columns), tuple(new_key)), origins
+    return TableDef(tuple(columns), tuple(new_key), table_charset), origins
 
 
 def _unskipped(definition: TableDef, actions) -> list:

@@ -27,7 +27,8 @@ from dataclasses import asdict, dataclass, replace
 
 from .charsets import collation_of
 from .constants import ColumnType as T
-from .ddl import (AlterTable, ColumnSpec, CreateTable, DdlError, DropDatabase, DropTables,
+from .ddl import (AlterTable, ColumnSpec, CreateDatabase, CreateTable, DdlError, DropDatabase,
+                  DropTables,
                   RenameTables, TableDef, TruncateTable, UseDatabase, altered_with_origins,
                   might_change_tables, parse_script)
 
@@ -85,6 +86,8 @@ class Schema:
         #: bumped by every new version: what was derived from the tables may be stale
         self.generation = 0
         self._timestamp: int | None = None  #: of the event being followed
+        #: default character sets of the databases created in the stream
+        self.database_charsets: dict[str, str | None] = {}
 
     # -- following statements -------------------------------------------------------------
     def follow(self, event) -> None:
@@ -117,11 +120,17 @@ class Schema:
                     self._apply(operation, position)
 
     def _apply(self, op, position: tuple) -> None:
-        if isinstance(op, CreateTable):
+        if isinstance(op, CreateDatabase):
+            self.database_charsets[op.database.lower()] = op.charset
+        elif isinstance(op, CreateTable):
             key = self._key(op.database, op.table)
             if op.if_not_exists and key in self.tables:
                 return
             definition = op.definition
+            if definition is not None and definition.charset is None:
+                # a table without its own default has its database's
+                charset = self.database_charsets.get((key[0] or "").lower())
+                definition = replace(definition, charset=charset)
             if op.like is not None:
                 source = self._key(*op.like)
                 definition = self.tables.get(source)
@@ -364,8 +373,14 @@ class Schema:
                 facts["unsigned"] = True
             if column.type in _CLASSIC_TEMPORALS and column.meta == 0 and spec.fsp:
                 facts["meta"] = spec.fsp
-            if column.charset is None and spec.charset and column.is_character:
-                facts["charset"] = collation_of(spec.charset)
+            charset = spec.charset or definition.charset
+            if column.charset is None and charset and column.is_character:
+                facts["charset"] = collation_of(charset)
+            members = [str(a) for a in spec.args]
+            if spec.type == "ENUM" and column.enum_values is None and column.is_enum_or_set:
+                facts["enum_values"] = members
+            elif spec.type == "SET" and column.set_values is None and column.is_enum_or_set:
+                facts["set_values"] = members
             if column.index in keys and not column.primary_key:
                 facts["primary_key"] = True
             columns.append(replace(column, **facts) if facts else column)
@@ -376,9 +391,10 @@ class Schema:
 
     # -- persistence ----------------------------------------------------------------------
     def to_json(self) -> dict:
-        return {"format": FORMAT, "version": 1, "tables": [
-            {"database": db, "table": name, "versions": [_version_json(v) for v in versions]}
-            for (db, name), versions in self.versions.items()]}
+        return {"format": FORMAT, "version": 1, "database_charsets": self.database_charsets,
+                "tables": [{"database": db, "table": name,
+                            "versions": [_version_json(v) for v in versions]}
+                           for (db, name), versions in self.versions.items()]}
 
     def save(self, path: str) -> None:
         """Written whole to a temporary file, then renamed: a killed run leaves
@@ -394,6 +410,7 @@ class Schema:
         if data.get("format") != FORMAT:
             raise ValueError(f"not a binlake schema history (format {data.get('format')!r})")
         schema = cls()
+        schema.database_charsets = dict(data.get("database_charsets", {}))
         for entry in data["tables"]:
             key = (entry["database"], entry["table"])
             for v in entry["versions"]:
@@ -402,7 +419,7 @@ class Schema:
                     definition = TableDef(
                         tuple(ColumnSpec(**{**c, "args": tuple(c.get("args", ()))})
                               for c in v["columns"]),
-                        tuple(v.get("primary_key", ())))
+                        tuple(v.get("primary_key", ())), v.get("table_charset"))
                 origins, renamed_from = v.get("origins"), v.get("renamed_from")
                 schema._timestamp = v.get("timestamp")
                 schema._set(key, (v["file"], v["pos"]), v["statement"], definition,
@@ -421,6 +438,8 @@ def _version_json(version: Version) -> dict:
     if version.definition is not None:
         out["columns"] = [asdict(c) for c in version.definition.columns]
         out["primary_key"] = list(version.definition.primary_key)
+        if version.definition.charset is not None:
+            out["table_charset"] = version.definition.charset
     if version.origins is not None:
         out["origins"] = list(version.origins)
     if version.renamed_from is not None:

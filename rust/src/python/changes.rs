@@ -26,8 +26,8 @@
 //! * `wanted(db, table)`: the `tables` filter (once per table);
 //! * with `follow_schema`, `check(...)` also reads table maps: the reader's
 //!   schema history follows the DDL of the QUERY events it checks and
-//!   completes table maps (names, UNSIGNED, charsets, hires precision) once per
-//!   distinct map and DDL statement;
+//!   completes table maps (names, UNSIGNED, charsets, ENUM/SET members, hires
+//!   precision) once per distinct map and DDL statement;
 //! * `still_written()`: whether a transaction cut off at the end of the range
 //!   is one the server is still writing (at most once per range);
 //! * JSON texts and charsets without a native decoder (`PyHelper`).
@@ -450,7 +450,7 @@ impl ChangesReader {
     }
 
     /// The table map as the reference's schema history completes it
-    /// (`Schema.annotate`): names, UNSIGNED, meta and charsets of its columns.
+    /// (`Schema.annotate`): names, UNSIGNED, meta, charsets and ENUM/SET members.
     fn completed<'m>(
         &self,
         py: Python<'_>,
@@ -464,7 +464,14 @@ impl ChangesReader {
         if event.is_none(py) {
             return Ok(map);
         }
-        type Facts = (Option<String>, bool, u16, Option<u64>);
+        type Facts = (
+            Option<String>,
+            bool,
+            u16,
+            Option<u64>,
+            Option<Vec<String>>,
+            Option<Vec<String>>,
+        );
         let facts = || -> PyResult<Vec<Facts>> {
             let columns = event.getattr(py, "columns")?;
             let mut out = Vec::with_capacity(map.columns.len());
@@ -475,16 +482,21 @@ impl ChangesReader {
                     column.getattr("unsigned")?.extract()?,
                     column.getattr("meta")?.extract()?,
                     column.getattr("charset")?.extract()?,
+                    column.getattr("enum_values")?.extract()?,
+                    column.getattr("set_values")?.extract()?,
                 ));
             }
             Ok(out)
         };
         let facts = facts().map_err(|e| self.stop_py(py, e))?;
-        for (column, (name, unsigned, meta, charset)) in map.columns.iter_mut().zip(facts) {
+        for (column, facts) in map.columns.iter_mut().zip(facts) {
+            let (name, unsigned, meta, charset, enum_values, set_values) = facts;
             column.name = name;
             column.unsigned = unsigned;
             column.meta = meta;
             column.charset = charset;
+            column.enum_values = enum_values;
+            column.set_values = set_values;
         }
         Ok(map)
     }

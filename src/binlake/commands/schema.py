@@ -78,4 +78,5 @@ def _version_text(key: tuple, version: Version) -> str:
     lines = [f"  {column.sql()}" for column in definition.columns]
     if definition.primary_key:
         lines.append("  PRIMARY KEY (" + ", ".join(f"`{k}`" for k in definition.primary_key) + ")")
-    return head + f"CREATE TABLE {name} (\n" + ",\n".join(lines) + "\n);\n\n"
+    options = f" DEFAULT CHARSET={definition.charset}" if definition.charset else ""
+    return head + f"CREATE TABLE {name} (\n" + ",\n".join(lines) + f"\n){options};\n\n"
