@@ -526,11 +526,14 @@ def _alter(words: _Words, database) -> list:
     words.accept("IF", "EXISTS")
     db, table = words.table_name(database)
     _skip_wait(words)
-    actions, rename_to = [], None
+    actions, rename_to, after = [], None, []
+    # a new table name without a database is in the statement's default database
+    # (not the altered table's), as for RENAME TABLE
+    names_in = database or db
     for element in _split(words.tokens[words.i:]):
         spec = _Words(element)
         try:
-            action = _alter_action(spec, db)
+            action = _alter_action(spec, names_in)
         except DdlError as exc:
             exc.tables = ((db, table),)
             raise
@@ -540,9 +543,13 @@ def _alter(words: _Words, database) -> list:
             rename_to = action[1]
         elif action[0] == "columns":
             actions.extend(action[1])
+        elif action[0] == "partition_to_table":  # a new table, the altered one's columns
+            after.append(CreateTable(*action[1], None, like=(db, table)))
+        elif action[0] == "table_to_partition":  # the table becomes a partition: gone
+            after.append(DropTables((action[1],)))
         else:
             actions.append(action)
-    return [AlterTable(db, table, tuple(actions), rename_to)]
+    return [AlterTable(db, table, tuple(actions), rename_to), *after]
 
 
 def _skip_wait(words: _Words) -> None:
@@ -562,6 +569,7 @@ def _place(spec: _Words):
 
 
 def _alter_action(spec: _Words, database):
+    """One specification; `database`: the one of table names without one."""
     word = spec.upper()
     if word == "ADD":
         spec.next()
@@ -629,6 +637,14 @@ def _alter_action(spec: _Words, database):
         return None  # SET VISIBLE / INVISIBLE, ALTER INDEX, ...
     if word == "CONVERT":
         spec.next()
+        # MariaDB 10.7: CONVERT PARTITION p TO TABLE t, CONVERT TABLE t TO PARTITION p ...
+        if spec.accept("PARTITION"):
+            spec.next()
+            spec.accept("TO")
+            spec.accept("TABLE")
+            return ("partition_to_table", spec.table_name(database))
+        if spec.accept("TABLE"):
+            return ("table_to_partition", spec.table_name(database))
         spec.accept("TO")
         spec.accept("CHARACTER", "SET") or spec.accept("CHARSET")
         return ("charset", spec.next().lower())

@@ -86,8 +86,9 @@ def test_the_workload_changes_columns_and_rows(recorded):
     final = recorded.checkpoints[-1].tables
     assert recorded.checkpoints[0].label == "start"
     assert sorted(final) == [
-        "schema_wl.audit", "schema_wl.computed", "schema_wl.customers", "schema_wl.metrics3", "schema_wl.orders",
-        "schema_wl.pair_a", "schema_wl.pair_b", "schema_wl.top_customers",
+        "schema_wl.audit", "schema_wl.computed", "schema_wl.customers", "schema_wl.metrics3",
+        "schema_wl.moved", "schema_wl.orders", "schema_wl.pair_a", "schema_wl.pair_b",
+        "schema_wl.readings", "schema_wl.top_customers",
         "schema_wl.we`ird name", "schema_wl_other.customers_copy", "schema_wl_scratch.t1"]
     assert final["schema_wl.customers"].columns == (
         "id", "region", "name", "level", "contact", "note", "points", "visits", "vip", "legacy")
