@@ -713,12 +713,18 @@ def altered(definition: TableDef, actions) -> TableDef:
     key_before = [k.lower() for k in definition.primary_key]
     new_key = None
     charset = None
+    placements = []  # (entry, place) of added and moved columns, in statement order
     for action in actions:
         kind = action[0]
-        if kind == "drop":
+        if kind == "add":
+            placements.append(([None, action[1]], action[2]))
+        elif kind == "drop":
             entries.remove(before(action[1]))
         elif kind == "change":
-            before(action[1])[1] = action[2]
+            entry = before(action[1])
+            entry[1] = action[2]
+            if action[3] is not None:
+                placements.append((entry, action[3]))
         elif kind == "rename":
             entry = before(action[1])
             entry[1] = replace(entry[1], name=action[2])
@@ -737,21 +743,15 @@ def altered(definition: TableDef, actions) -> TableDef:
                 return i
         raise DdlError(f"no column {name}")
 
-    def put(entry: list, place) -> None:
+    for entry, place in placements:
+        # a moved column leaves its place first
+        entries[:] = [e for e in entries if e is not entry]
         if place is None:
             entries.append(entry)
         elif place[0] == "first":
             entries.insert(0, entry)
         else:
             entries.insert(now(place[1]) + 1, entry)
-
-    for action in actions:
-        if action[0] == "add":
-            put([None, action[1]], action[2])
-        elif action[0] == "change" and action[3] is not None:
-            entry = next(e for e in entries if e[1] is action[2])
-            entries.remove(entry)
-            put(entry, action[3])
 
     columns = [column for _, column in entries]
     if charset is not None:
