@@ -189,3 +189,20 @@ def test_table_charsets_come_from_the_table_then_alter_options():
     assert altered(start, one("ALTER TABLE t DEFAULT CHARACTER SET latin1").actions).charset == "latin1"
     converted = altered(start, one("ALTER TABLE t CONVERT TO CHARACTER SET utf8mb4").actions)
     assert converted.charset == "utf8mb4" and converted.columns[0].charset == "utf8mb4"
+
+
+def test_alter_rename_to_an_unqualified_name_goes_to_the_default_database():
+    """MariaDB 10.11: `USE p; ALTER TABLE p2.t RENAME TO u` makes p.u."""
+    assert one("ALTER TABLE p2.t RENAME TO u", "p").rename_to == ("p", "u")
+    assert one("ALTER TABLE p2.t RENAME TO x.u", "p").rename_to == ("x", "u")
+    assert one("ALTER TABLE t RENAME u", "p").rename_to == ("p", "u")
+
+
+def test_partitions_converted_to_tables_and_back():
+    """MariaDB 10.7+: a partition becomes a table with the same columns; a
+    table becomes a partition and is gone."""
+    assert parse("ALTER TABLE p2.pt CONVERT PARTITION p0 TO TABLE pt_p0", "p") == [
+        AlterTable("p2", "pt", ()), CreateTable("p", "pt_p0", None, like=("p2", "pt"))]
+    assert parse("ALTER TABLE pt CONVERT TABLE x.pt_p0 TO PARTITION p2 VALUES LESS THAN (200)",
+                 "p") == [AlterTable("p", "pt", ()), DropTables((("x", "pt_p0"),))]
+    assert one("ALTER TABLE t CONVERT TO CHARACTER SET latin1").actions == (("charset", "latin1"),)

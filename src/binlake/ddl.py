@@ -554,11 +554,14 @@ def _alter(words: _Words, database) -> list:
     words.accept("IF", "EXISTS")
     db, table = words.table_name(database)
     _skip_wait(words)
-    actions, rename_to = [], None
+    actions, rename_to, after = [], None, []
+    # a new table name without a database is in the statement's default database
+    # (not the altered table's), as for RENAME TABLE
+    names_in = database or db
     for element in _split(words.tokens[words.i:]):
         spec = _Words(element)
         try:
-            action = _alter_action(spec, db)
+            action = _alter_action(spec, names_in)
         except DdlError as exc:
             exc.tables = ((db, table),)
             raise
@@ -568,9 +571,13 @@ def _alter(words: _Words, database) -> list:
             rename_to = action[1]
         elif action[0] == "columns":
             actions.extend(action[1])
+        elif action[0] == "partition_to_table":  # a new table, the altered one's columns
+            after.append(CreateTable(*action[1], None, like=(db, table)))
+        elif action[0] == "table_to_partition":  # the table becomes a partition: gone
+            after.append(DropTables((action[1],)))
         else:
             actions.append(action)
-    return [AlterTable(db, table, tuple(actions), rename_to)]
+    return [AlterTable(db, table, tuple(actions), rename_to), *after]
 
 
 def _skip_wait(words: _Words) -> None:
@@ -590,6 +597,7 @@ def _place(spec: _Words):
 
 
 def _alter_action(spec: _Words, database):
+    """One specification; `database`: the one of table names without one."""
     word = spec.upper()
     if word == "ADD":
         spec.next()
@@ -657,6 +665,14 @@ def _alter_action(spec: _Words, database):
         return None  # SET VISIBLE / INVISIBLE, ALTER INDEX, ...
     if word == "CONVERT":
         spec.next()
+        # MariaDB 10.7: CONVERT PARTITION p TO TABLE t, CONVERT TABLE t TO PARTITION p ...
+        if spec.accept("PARTITION"):
+            spec.next()
+            spec.accept("TO")
+            spec.accept("TABLE")
+            return ("partition_to_table", spec.table_name(database))
+        if spec.accept("TABLE"):
+            return ("table_to_partition", spec.table_name(database))
         spec.accept("TO")
         spec.accept("CHARACTER", "SET") or spec.accept("CHARSET")
         return ("charset", spec.next().lower())
@@ -735,12 +751,18 @@ def altered_with_origins(definition: TableDef, actions) -> tuple[TableDef, tuple
     new_key = None
     charset = None
     table_charset = definition.charset
+    placements = []  # (entry, place) of added and moved columns, in statement order
     for action in actions:
         kind = action[0]
-        if kind == "drop":
+        if kind == "add":
+            placements.append(([None, action[1]], action[2]))
+        elif kind == "drop":
             entries.remove(before(action[1]))
         elif kind == "change":
-            before(action[1])[1] = action[2]
+            entry = before(action[1])
+            entry[1] = action[2]
+            if action[3] is not None:
+                placements.append((entry, action[3]))
         elif kind == "rename":
             entry = before(action[1])
             entry[1] = replace(entry[1], name=action[2])
@@ -761,21 +783,15 @@ def altered_with_origins(definition: TableDef, actions) -> tuple[TableDef, tuple
                 return i
         raise DdlError(f"no column {name}")
 
-    def put(entry: list, place) -> None:
+    for entry, place in placements:
+        # a moved column leaves its place first
+        entries[:] = [e for e in entries if e is not entry]
         if place is None:
             entries.append(entry)
         elif place[0] == "first":
             entries.insert(0, entry)
         else:
             entries.insert(now(place[1]) + 1, entry)
-
-    for action in actions:
-        if action[0] == "add":
-            put([None, action[1]], action[2])
-        elif action[0] == "change" and action[3] is not None:
-            entry = next(e for e in entries if e[1] is action[2])
-            entries.remove(entry)
-            put(entry, action[3])
 
     columns = [column for _, column in entries]
     if charset is not None:

@@ -2,6 +2,9 @@
 names (binlog_row_metadata NO_LOG, MINIMAL) replayed with `binlake sql
 --schema <mariadb-dump --no-data>` onto the backup rebuild every table.
 
+FULL metadata runs too, as a control: its table maps name every column, and
+the history must agree with them (a disagreement would be a warning).
+
 Strategy: one private server per metadata setting runs the schema workload
 (testing/workload.py): a backed-up table, a new binlog, then every kind of
 column-changing DDL with row changes after each step, a checkpoint (binlog
@@ -36,7 +39,7 @@ class Recorded:
     files: list[str]          #: the binlogs from the first after the backup, closed
 
 
-@pytest.fixture(scope="module", params=["NO_LOG", "MINIMAL"])
+@pytest.fixture(scope="module", params=["NO_LOG", "MINIMAL", "FULL"])
 def recorded(request, mariadbd, tmp_path_factory) -> Recorded:
     workdir = tmp_path_factory.mktemp(f"schema-workload-{request.param}")
     with MariaDBServer(workdir, binlog_format="ROW", binlog_row_image="FULL",
@@ -86,8 +89,9 @@ def test_the_workload_changes_columns_and_rows(recorded):
     final = recorded.checkpoints[-1].tables
     assert recorded.checkpoints[0].label == "start"
     assert sorted(final) == [
-        "schema_wl.audit", "schema_wl.computed", "schema_wl.customers", "schema_wl.metrics3", "schema_wl.orders",
-        "schema_wl.pair_a", "schema_wl.pair_b", "schema_wl.top_customers",
+        "schema_wl.audit", "schema_wl.computed", "schema_wl.customers", "schema_wl.metrics3",
+        "schema_wl.moved", "schema_wl.orders", "schema_wl.pair_a", "schema_wl.pair_b",
+        "schema_wl.readings", "schema_wl.top_customers",
         "schema_wl.we`ird name", "schema_wl_other.customers_copy", "schema_wl_scratch.t1"]
     assert final["schema_wl.customers"].columns == (
         "id", "region", "name", "level", "contact", "note", "points", "visits", "vip", "legacy")

@@ -813,6 +813,23 @@ def _schema_steps(c, q, d: str, o: str, s: str):
     c.execute("INSERT INTO metrics2 (id, ts, unit, src, v) VALUES (4, '2024-01-04', 'h', 3, 4)")
     yield "ALTER TABLE ... RENAME TO, with a column change, across databases"
 
+    # an unqualified new name is in the default database, not the altered table's
+    c.execute(f"CREATE TABLE `{o}`.moving (k INT PRIMARY KEY, v VARCHAR(5))")
+    c.execute(f"INSERT INTO `{o}`.moving (k, v) VALUES (1, 'a'), (2, 'b')")
+    c.execute(f"ALTER TABLE `{o}`.moving RENAME TO moved")
+    c.execute("UPDATE moved SET v = 'moved' WHERE k = 1")
+    c.execute("""CREATE TABLE readings (id INT NOT NULL, v VARCHAR(5), PRIMARY KEY (id))
+        PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (10),
+                                 PARTITION p1 VALUES LESS THAN (100))""")
+    c.execute("INSERT INTO readings (id, v) VALUES (1, 'p0'), (2, 'p0'), (50, 'p1')")
+    c.execute("ALTER TABLE readings CONVERT PARTITION p0 TO TABLE readings_old")
+    c.execute("UPDATE readings_old SET id = id + 1000, v = 'back'")
+    c.execute("DELETE FROM readings_old WHERE id = 1002")
+    c.execute("ALTER TABLE readings CONVERT TABLE readings_old TO PARTITION p3 "
+              "VALUES LESS THAN (2000)")
+    c.execute("UPDATE readings SET v = 'p3!' WHERE id = 1001")
+    yield "ALTER TABLE: RENAME TO an unqualified name, CONVERT PARTITION to a table and back"
+
     c.execute("CREATE TABLE orders_archive LIKE orders")
     c.execute("INSERT INTO orders_archive SELECT * FROM orders WHERE customer_id = 1")
     c.execute("UPDATE orders_archive SET remark = 'archived'")
