@@ -206,3 +206,18 @@ def test_a_statement_that_cannot_be_tokenized_forgets_the_tables_it_names():
                      "ALTER TABLE tt ADD b TEXT DEFAULT 'unterminated")
     assert schema.columns("db", "tt") is None
     assert schema.columns("db", "t") == ["a"]  # not a word of the statement
+
+
+def test_dump_json_names_columns_from_the_schema_and_the_stream(corpus, tmp_path):
+    import json
+    path = corpus / "zalora-binlog-parser/mysql-bin.03"  # no names, no DDL in the file
+    ddl = tmp_path / "schema.sql"
+    ddl.write_text("CREATE TABLE test_db.buildings (id INT, name VARCHAR(255), "
+                   "addr VARCHAR(355) CHARACTER SET utf8);")
+    status, out, err = run_cli("dump", "--format", "json", "--schema", str(ddl), str(path))
+    assert status == 0, err
+    rows = [r for line in out.splitlines() for e in [json.loads(line)] for r in e.get("rows", ())]
+    assert rows and all(set(r["after"] or r["before"]) == {"id", "name", "addr"} for r in rows)
+    status, out, _ = run_cli("dump", "--format", "json", str(path))
+    rows = [r for line in out.splitlines() for e in [json.loads(line)] for r in e.get("rows", ())]
+    assert all(set(r["after"] or r["before"]) == {"@1", "@2", "@3"} for r in rows)

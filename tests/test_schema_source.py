@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from binlake.commands.common import add_schema_from_arguments, server_address
+from binlake.commands.common import add_schema_arguments, server_address
 from binlake.schema import load_schema
 from binlake.schema_source import (ASK, SchemaSourceError, ServerAddress, connection_settings,
                                    filled_in, load_seed)
@@ -61,8 +61,7 @@ def test_ask_pass_asks(monkeypatch):
 
 def _args(*argv):
     parser = argparse.ArgumentParser()
-    parser.add_argument("--schema")
-    add_schema_from_arguments(parser)
+    add_schema_arguments(parser)
     return parser.parse_args(list(argv))
 
 

@@ -250,13 +250,6 @@ impl Column {
         }
     }
 
-    /// Metadata known from outside the binlog (the fsp of a MariaDB hires
-    /// TIME/DATETIME/TIMESTAMP, from the DDL): the kind is worked out again.
-    pub fn set_meta(&mut self, meta: u16) {
-        self.meta = meta;
-        self.kind = Kind::of(self.type_code, meta);
-    }
-
     /// The key of this column in row dicts and text: its name, else `@N` (1-based).
     pub fn key(&self) -> String {
         match &self.name {
@@ -275,17 +268,6 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// `Column::set_meta` of the column at `index`; false when there is none.
-    pub fn set_meta(&mut self, index: usize, meta: u16) -> bool {
-        match self.columns.get_mut(index) {
-            Some(col) => {
-                col.set_meta(meta);
-                true
-            }
-            None => false,
-        }
-    }
-
     /// Indexes of the columns whose bit is set in a columns-present bitmap.
     pub fn present(&self, bitmap: &[u8]) -> Vec<usize> {
         (0..self.columns.len())
@@ -330,18 +312,12 @@ mod tests {
     }
 
     #[test]
-    fn set_meta_works_the_kind_out_again() {
-        let mut layout = Layout {
-            database: "d".into(),
-            table: "t".into(),
-            columns: vec![Column::new(0, MYSQL_TYPE_TIMESTAMP, 0, true)],
-        };
-        assert!(layout.set_meta(0, 3));
-        assert_eq!(layout.columns[0].meta, 3);
-        assert_eq!(layout.columns[0].kind, Kind::TimestampHires { fsp: 3 });
-        assert!(layout.set_meta(0, 0));
-        assert_eq!(layout.columns[0].kind, Kind::TimestampOld);
-        assert!(!layout.set_meta(1, 3));
+    fn a_meta_from_the_ddl_makes_classic_temporals_hires() {
+        // the schema history sets it on the table map's column (python/changes.rs)
+        let hires = Column::new(0, MYSQL_TYPE_TIMESTAMP, 3, true);
+        assert_eq!(hires.kind, Kind::TimestampHires { fsp: 3 });
+        let classic = Column::new(0, MYSQL_TYPE_TIMESTAMP, 0, true);
+        assert_eq!(classic.kind, Kind::TimestampOld);
     }
 
     #[test]

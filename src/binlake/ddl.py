@@ -795,7 +795,7 @@ def altered_with_origins(definition: TableDef, actions) -> tuple[TableDef, tuple
 
     columns = [column for _, column in entries]
     if charset is not None:
-        columns = [replace(c, charset=charset) if c.type in _CHARACTER_TYPES else c
+        columns = [replace(c, charset=charset) if c.type in TEXT_TYPES else c
                    for c in columns]
     if new_key is None:
         # the key's columns, renamed as their columns were; dropped ones leave it
@@ -833,4 +833,5 @@ def _unskipped(definition: TableDef, actions) -> list:
     return kept
 
 
-_CHARACTER_TYPES = {"CHAR", "VARCHAR", "TINYTEXT", "TEXT", "MEDIUMTEXT", "LONGTEXT", "ENUM", "SET"}
+#: Types whose values are text in a character set (the others are bytes or numbers).
+TEXT_TYPES = {"CHAR", "VARCHAR", "TINYTEXT", "TEXT", "MEDIUMTEXT", "LONGTEXT", "ENUM", "SET"}

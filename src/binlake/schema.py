@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, replace
 from .charsets import collation_of
 from .constants import ColumnType as T
 from .ddl import (AlterTable, ColumnSpec, CreateDatabase, CreateTable, DdlError, DropDatabase,
-                  DropTables,
+                  DropTables, TEXT_TYPES,
                   RenameTables, TableDef, TruncateTable, UseDatabase, altered_with_origins,
                   might_change_tables, parse_script)
 
@@ -230,6 +230,7 @@ class Schema:
     def at(self, position: tuple) -> Schema:
         """The tables as they were just before `position` (file name, offset)."""
         snapshot = Schema()
+        snapshot.database_charsets = dict(self.database_charsets)
         for key, versions in self.versions.items():
             kept = [v for v in versions if v.position < position]
             if kept:
@@ -373,7 +374,10 @@ class Schema:
                 facts["unsigned"] = True
             if column.type in _CLASSIC_TEMPORALS and column.meta == 0 and spec.fsp:
                 facts["meta"] = spec.fsp
-            charset = spec.charset or definition.charset
+            # BINARY, VARBINARY and BLOB have no charset; the table's is for text;
+            # MariaDB's JSON is LONGTEXT CHARACTER SET utf8mb4 (MySQL's is binary JSON)
+            charset = spec.charset or (definition.charset if spec.type in TEXT_TYPES else
+                                       "utf8mb4" if spec.type == "JSON" else None)
             if column.charset is None and charset and column.is_character:
                 facts["charset"] = collation_of(charset)
             members = [str(a) for a in spec.args]

@@ -209,8 +209,12 @@ _FRAC_UNIT = (1, 10000, 100, 1)  # microseconds per stored unit, by fraction byt
 
 def _timestamp2(fsp: int) -> Decode:
     n = _frac_bytes(fsp)
+    return _seconds_and_fraction(fsp, n, _FRAC_UNIT[n])
+
+
+def _seconds_and_fraction(fsp: int, n: int, unit: int) -> Decode:
+    """4 big-endian bytes of seconds, then `n` of fraction in `unit` microseconds."""
     size = 4 + n
-    unit = _FRAC_UNIT[n]
     zero = MysqlTemporal("0000-00-00 00:00:00" + _frac_text(0, fsp))
     from_ts = dt.datetime.fromtimestamp
 
@@ -299,20 +303,7 @@ TIME_MAX_VALUE_SECONDS = 838 * 3600 + 59 * 60 + 59  # include/my_time.h
 def _timestamp_hires(fsp: int) -> Decode:
     """`Field_timestamp_hires::get_timestamp`: 4 bytes of seconds, then the
     fraction in 10^-fsp seconds."""
-    n = _SEC_PART_BYTES[fsp]
-    size = 4 + n
-    unit = 10 ** (6 - fsp)
-    zero = MysqlTemporal("0000-00-00 00:00:00" + _frac_text(0, fsp))
-    from_ts = dt.datetime.fromtimestamp
-
-    def decode(buf, pos):
-        packed = int.from_bytes(buf[pos:pos + size], "big")
-        if not packed:
-            return zero, pos + size
-        seconds, frac = packed >> (8 * n), packed & ((1 << (8 * n)) - 1)
-        value = from_ts(seconds, UTC)
-        return (value.replace(microsecond=frac * unit) if frac else value), pos + size
-    return decode
+    return _seconds_and_fraction(fsp, _SEC_PART_BYTES[fsp], 10 ** (6 - fsp))
 
 
 def datetime_hires_parts(buf, pos: int, fsp: int) -> tuple[int, int, int, int, int, int, int]:

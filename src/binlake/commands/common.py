@@ -24,7 +24,7 @@ def report(error: BinlogError, err) -> None:
     err.flush()
 
 
-# -- seed schemas (sql, schema, pipeline) ------------------------------------------------
+# -- seed schemas (dump, sql, schema, pipeline) ------------------------------------------------
 
 SCHEMA_FROM_HELP = (
     "also seed the schema history with the tables of a live server as they are now "
@@ -35,8 +35,13 @@ SCHEMA_FROM_HELP = (
     "there. Needs pymysql (binlake[server])")
 
 
-def add_schema_from_arguments(parser) -> None:
-    """--schema-from and the mysql client's connection options."""
+def add_schema_arguments(parser) -> None:
+    """--schema, --schema-from and the mysql client's connection options."""
+    parser.add_argument("--schema", metavar="FILE",
+                        help="the tables as they were before the first binlog: CREATE TABLE "
+                             "statements (mysqldump --no-data) or a history saved by "
+                             "`binlake schema --save`; the DDL in the binlogs is followed "
+                             "from there")
     parser.add_argument("--schema-from", action="store_true", help=SCHEMA_FROM_HELP)
     group = parser.add_argument_group(
         "connecting for --schema-from (as the mysql client: ~/.my.cnf or --defaults-file, "

@@ -14,7 +14,7 @@ from ..errors import BinlogError
 from ..filters import SelectionOptions, Verdict
 from ..jsonable import event_json
 from ..text import TextError, TextOptions, TextPrinter
-from .common import add_input_arguments, reader_options, report
+from .common import add_input_arguments, add_schema_arguments, reader_options, report, seed_schema
 from .selection import (add_selection_arguments, open_output, progress_bar, selected_events,
                         selection_options, spool_stdin)
 
@@ -24,6 +24,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="text like mysqlbinlog (default) or one JSON object per event")
     add_selection_arguments(parser)
+    add_schema_arguments(parser)
     text = parser.add_argument_group("text output (as mysqlbinlog)")
     text.add_argument("--base64-output", choices=("auto", "never", "decode-rows"), default="auto",
                       help="auto: BINLOG '...' statements for row events (default); decode-rows: "
@@ -50,22 +51,29 @@ def add_arguments(parser) -> None:
 
 
 def run(args, out, err) -> int:
+    from ..schema import Schema
+    from ..schema_source import SchemaSourceError
     try:
         selection, text_filters = selection_options(args)
-    except ValueError as exc:
+        # One schema history across the files: their DDL names the columns.
+        schema = seed_schema(args) or Schema()
+    except SchemaSourceError as exc:
+        err.write(f"binlake dump: --schema-from: {exc}\n")
+        return ExitStatus.ERROR
+    except (ValueError, KeyError, OSError) as exc:
         err.write(f"binlake dump: {exc}\n")
         return ExitStatus.USAGE
     files, cleanup = spool_stdin(args.files)
     try:
         with open_output(args, out) as target:
             if args.format == "json":
-                return _dump_json(args, files, selection, target, err)
-            return _dump_text(args, files, selection, text_filters, target, err)
+                return _dump_json(args, files, selection, target, err, schema)
+            return _dump_text(args, files, selection, text_filters, target, err, schema)
     finally:
         cleanup()
 
 
-def _dump_text(args, files, selection, text_filters, out, err) -> int:
+def _dump_text(args, files, selection, text_filters, out, err, schema) -> int:
     options = TextOptions(base64_output=args.base64_output, verbose=args.verbose,
                           short_form=args.short_form, hexdump=args.hexdump,
                           print_row_count=args.print_row_count,
@@ -81,7 +89,8 @@ def _dump_text(args, files, selection, text_filters, out, err) -> int:
     try:
         def on_file(path):
             printer.begin_file(path) if path is not None else printer.end_file()
-        for _, event, verdict in _events_to_print(args, files, selection, err, printer, on_file):
+        for _, event, verdict in _events_to_print(args, files, selection, err, printer, on_file,
+                                                  schema):
             bar.update(event)
             if verdict is Verdict.SHOW and start is not None and event.header.pos < start \
                     and args.base64_output == "decode-rows":
@@ -111,7 +120,7 @@ def _dump_text(args, files, selection, text_filters, out, err) -> int:
     return status
 
 
-def _events_to_print(args, files, selection, err, printer, on_file):
+def _events_to_print(args, files, selection, err, printer, on_file, schema):
     """`selected_events` for the Python printer; with no selection, default
     reading options and printing options it supports, each file is first
     offered to the native printer, which prints it whole or leaves it here."""
@@ -122,25 +131,23 @@ def _events_to_print(args, files, selection, err, printer, on_file):
              # positions apply to the first and last file: one file keeps that simple
              and (len(files) == 1 or (start is None and stop is None)))
     if not plain or not printer.native_ready():
-        yield from selected_events(args, files, selection, err, on_file=on_file)
+        yield from selected_events(args, files, selection, err, on_file=on_file, schema=schema)
         return
     from .. import reader
     for path in files:
         if printer.native_ready() and os.path.isfile(path) \
                 and printer.print_file_natively(path, reader.LARGE_EVENT_BYTES, start, stop):
             continue
-        yield from selected_events(args, [path], selection, err, on_file=on_file)
+        yield from selected_events(args, [path], selection, err, on_file=on_file, schema=schema)
 
 
 #: Offer files to the native printer (tests turn it off to compare the two).
 NATIVE_PRINTER = True
 
 
-def _dump_json(args, files, selection, out, err) -> int:
-    from ..schema import Schema
+def _dump_json(args, files, selection, out, err, schema) -> int:
     try:
-        # One schema history across the files: their DDL names the columns.
-        for _, event, verdict in selected_events(args, files, selection, err, schema=Schema()):
+        for _, event, verdict in selected_events(args, files, selection, err, schema=schema):
             if verdict is Verdict.SHOW:
                 out.write(event_json(event) + "\n")
     except BinlogError as exc:

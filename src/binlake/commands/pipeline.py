@@ -7,7 +7,7 @@ import re
 
 from ..cli import ExitStatus
 from ..errors import BinlogError
-from .common import add_schema_from_arguments, report, seed_schema, server_address
+from .common import add_schema_arguments, report, seed_schema, server_address
 
 
 #: How a task's BinlogError reads inside the trace Spark hands back.
@@ -47,9 +47,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--partitions", type=int, default=None, metavar="N",
                         help="read in at least N partitions where the files allow "
                              "(default: Spark's default parallelism)")
-    parser.add_argument("--schema", metavar="FILE",
-                        help="CREATE TABLE statements naming columns the binlog leaves unnamed")
-    add_schema_from_arguments(parser)
+    add_schema_arguments(parser)
     parser.add_argument("--tables", metavar="PATTERNS",
                         help="only these tables: comma-separated db.table patterns (db.*, *.orders)")
     parser.add_argument("--force-read", action="store_true",

@@ -11,16 +11,13 @@ from ..events import QueryEvent
 from ..reader import BinlogReader
 from ..schema import Schema, Version
 from ..schema_source import SchemaSourceError
-from .common import (add_input_arguments, add_schema_from_arguments, reader_options, report,
+from .common import (add_input_arguments, add_schema_arguments, reader_options, report,
                      seed_schema)
 
 
 def add_arguments(parser) -> None:
     add_input_arguments(parser)
-    parser.add_argument("--schema", metavar="FILE",
-                        help="the tables before the first binlog: CREATE TABLE statements "
-                             "(mysqldump --no-data) or a saved history")
-    add_schema_from_arguments(parser)
+    add_schema_arguments(parser)
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="text: each version as CREATE TABLE (default); json: the history "
                              "as --save writes it")

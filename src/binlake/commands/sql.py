@@ -9,7 +9,7 @@ from ..filters import Verdict
 from ..schema_source import SchemaSourceError
 from ..sqlgen import SqlWriter
 from ..text import TextError
-from .common import add_input_arguments, add_schema_from_arguments, report, seed_schema
+from .common import add_input_arguments, add_schema_arguments, report, seed_schema
 from .selection import (add_selection_arguments, open_output, progress_bar, selected_events,
                         selection_options, spool_stdin)
 
@@ -21,12 +21,7 @@ def add_arguments(parser) -> None:
                         help="write the rollback of the selected range instead: DELETE for "
                              "INSERT, INSERT for DELETE, UPDATE back to the old values, in "
                              "reverse order (needs binlog_row_image=FULL)")
-    parser.add_argument("--schema", metavar="FILE",
-                        help="the tables as they were before the first binlog: CREATE TABLE "
-                             "statements (mysqldump --no-data) or a history saved by "
-                             "`binlake schema --save`; the DDL in the binlogs is followed "
-                             "from there")
-    add_schema_from_arguments(parser)
+    add_schema_arguments(parser)
     parser.add_argument("-l", "--local-load", metavar="DIR",
                         help="directory for LOAD DATA files rebuilt from the binlog")
 

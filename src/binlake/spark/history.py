@@ -116,34 +116,61 @@ def table_plans(history: Schema, layouts: dict, order: PositionOrder, before=Non
             keys_now = [c["key"] for c in layout["columns"]]
             sources = [tuple(keys_now)] * len(lineage)
             defaults = [(None,) * len(keys_now)] * len(lineage)
+            fractions = [(None,) * len(keys_now)] * len(lineage)
         else:
-            final = _final_layout(database, key[1], definition, lineage, entry, order)
+            # the table map of a later version of the table says nothing of this one
+            later = [v for v in history.versions.get(key, ())
+                     if before is not None and not before(v)]
+            bound = order(later[0].position) if later else None
+            final = _final_layout(database, key[1], definition, lineage, entry, order, bound)
             keys_now = definition.names
             sources = [s.sources or tuple(keys_now) for s in lineage]
             defaults = [tuple(_default_text(d, spec, column) for d, spec, column in
                               zip(s.defaults or (None,) * len(keys_now), definition.columns,
                                   final["columns"]))
                         for s in lineage]
+            fractions = [_fractions_changed(s, definition, src) for s, src in zip(lineage, sources)]
         primary = [keys_now.index(k) for k in final["primary_key"] if k in keys_now]
         plans.append({
             "database": database, "table": key[1], "layout": final, "primary_key": primary,
             "stretches": [{"database": s.key[0] if s.key[0] is not None else database,
                            "table": s.key[1], "after": order(s.start),
                            "before": order(s.end) if s.end is not None else (None, None),
-                           "sources": list(src), "defaults": list(dflt)}
-                          for s, src, dflt in zip(lineage, sources, defaults)]})
+                           "sources": list(src), "defaults": list(dflt), "fractions": list(frac)}
+                          for s, src, dflt, frac in zip(lineage, sources, defaults, fractions)]})
     return plans
 
 
-def _final_layout(database: str, table: str, definition, lineage, entry, order) -> dict:
+_TEMPORALS = ("TIME", "DATETIME", "TIMESTAMP")
+
+
+def _fractions_changed(stretch, definition, sources) -> tuple:
+    """Per column: its fractional digits now, where a MODIFY changed them since
+    this stretch (the exact text of the older values gets as many digits, as
+    the server's converted values have); else None."""
+    out = []
+    for spec, source in zip(definition.columns, sources):
+        old = None
+        if stretch.definition is not None and source is not None:
+            at = stretch.definition.index(source)
+            old = stretch.definition.columns[at] if at is not None else None
+        changed = spec.type in _TEMPORALS and old is not None and old.fsp != spec.fsp
+        out.append(spec.fsp if changed else None)
+    return tuple(out)
+
+
+def _final_layout(database: str, table: str, definition, lineage, entry, order,
+                  bound: tuple | None) -> dict:
     """The layout of `definition`: each column as the last table map typed
-    it, if that map was written while the column had the same declaration."""
+    it, if that map was written while the column had the same declaration
+    (`bound`: where the table's next version starts, if any)."""
     by_key, stretch = {}, None
     if entry is not None:
         written = tuple(entry["order"])
         by_key = {c["key"]: c for c in entry["layout"]["columns"]}
         stretch = next((s for s in lineage if order(s.start) < written
-                        and (s.end is None or written < order(s.end))), None)
+                        and (written < order(s.end) if s.end is not None
+                             else bound is None or written < bound)), None)
     columns = []
     for i, spec in enumerate(definition.columns):
         column = None
@@ -157,9 +184,8 @@ def _final_layout(database: str, table: str, definition, lineage, entry, order) 
             if column["charset"] is None:
                 # How the binlog's table maps say this table's text is encoded
                 # (binlog_row_metadata=MINIMAL and FULL say it, NO_LOG does not).
-                known = by_key.get(spec.name) or next(
-                    (c for c in by_key.values() if c["charset"] not in (None, BINARY_COLLATION)),
-                    None)
+                known = next((c for c in (by_key.get(spec.name), *by_key.values())
+                              if c and c["charset"] not in (None, BINARY_COLLATION)), None)
                 column["charset"] = known["charset"] if known else None
         columns.append(dict(column, key=spec.name))
     return {"database": database, "table": table, "columns": columns,

@@ -119,7 +119,8 @@ def rebuild_states(changes: DataFrame, plans: list[dict], as_of: AsOf | None = N
         changes = changes.where(as_of.condition())
     rows = [(s["database"], s["table"], *s["after"], *s["before"], plan["database"],
              plan["table"], plan["primary_key"] or None,
-             [(key, default) for key, default in zip(s["sources"], s["defaults"])])
+             [(key, default, digits) for key, default, digits in
+              zip(s["sources"], s["defaults"], s["fractions"])])
             for plan in plans for s in plan["stretches"]]
     stretches = spark.createDataFrame(rows, _STRETCHES)
     seq, pos = F.col("commit_key.file_seq"), F.col("commit_key.pos")
@@ -137,15 +138,27 @@ def rebuild_states(changes: DataFrame, plans: list[dict], as_of: AsOf | None = N
 
 _STRETCHES = ("database string, table string, lo_seq long, lo_pos long, hi_seq long, "
               "hi_pos long, final_database string, final_table string, pk array<int>, "
-              "sources array<struct<key:string,value:string>>")
+              "sources array<struct<key:string,value:string,fraction:int>>")
 
 
 def _values(side: str) -> Column:
     """An image's values in the table's column order (a column it does not
     have yet: its default); NULL when the change has no such image."""
     image = F.col(side)
-    return F.when(image.isNotNull(), F.transform(
-        "sources", lambda s: F.when(s["key"].isNotNull(), image[s["key"]]).otherwise(s["value"])))
+
+    def value(s: Column) -> Column:
+        text = F.when(s["key"].isNotNull(), image[s["key"]]).otherwise(s["value"])
+        return F.when(s["fraction"].isNull() | text.isNull(), text).otherwise(
+            _with_fraction(text, s["fraction"]))
+    return F.when(image.isNotNull(), F.transform("sources", value))
+
+
+def _with_fraction(text: Column, digits: Column) -> Column:
+    """A time's exact text with `digits` fractional digits (a MODIFY to another fsp)."""
+    whole = F.substring_index(text, ".", 1)
+    fraction = F.when(text.contains("."), F.substring_index(text, ".", -1)).otherwise(F.lit(""))
+    return F.when(digits == 0, whole).otherwise(
+        F.concat(whole, F.lit("."), F.rpad(fraction, digits, "0")))
 
 
 def _states_by_key(changes: DataFrame) -> DataFrame:
