@@ -11,7 +11,8 @@ Strategy:
 2. Each event is cut to `length` bytes; with CRC32 on, the last 4 bytes are
    checked and removed before any decoder sees the body.
 3. State changes happen here and nowhere else: a new FDE (relay logs hold
-   several), a new table map, the unpacking of a TRANSACTION_PAYLOAD.
+   several), a new table map (completed by the schema history, which follows
+   the DDL of the QUERY events passed), the unpacking of a TRANSACTION_PAYLOAD.
 
 Rule: a problem raises a BinlogError naming file and offset only *after*
 every good event before it has been yielded.
@@ -38,7 +39,8 @@ from .cursor import Cursor, text
 from .errors import (BinlogError, ChecksumMismatch, CorruptEvent, EncryptedBinlog,
                      NotABinlog, PartialEvent, TruncatedEvent)
 from .events import (DECODERS, Event, EventHeader, FormatDescription, MariadbGtidEvent,
-                     QueryEvent, RowsEvent, TableMapEvent, TransactionPayloadEvent, UnknownEvent, XidEvent)
+                     QueryEvent, RowsEvent, TableMapEvent, TransactionPayloadEvent, UnknownEvent,
+                     XidEvent)
 from .events.control import has_checksum_field
 
 _HEADER = struct.Struct("<IBIIIH")
@@ -191,7 +193,8 @@ class BinlogReader:
 
     `schema`: the schema history (binlake.schema) the reader follows through
     the DDL it passes and uses to complete table maps that lack column names,
-    signedness or MariaDB's hires precision. Default: a new, empty history; a
+    signedness, charsets, ENUM/SET members, the primary key or MariaDB's hires
+    precision (`Schema.annotate`). Default: a new, empty history; a
     `Schema`, or a file `load_schema` reads, seeds it; False: table maps
     exactly as the binlog wrote them.
     """

@@ -27,10 +27,9 @@ from dataclasses import asdict, dataclass, replace
 
 from .charsets import collation_of
 from .constants import ColumnType as T
-from .ddl import (AlterTable, ColumnSpec, CreateDatabase, CreateTable, DdlError, DropDatabase,
-                  DropTables, TEXT_TYPES,
-                  RenameTables, TableDef, TruncateTable, UseDatabase, altered_with_origins,
-                  might_change_tables, parse_script)
+from .ddl import (TEXT_TYPES, AlterTable, ColumnSpec, CreateDatabase, CreateTable, DdlError,
+                  DropDatabase, DropTables, RenameTables, TableDef, TruncateTable, UseDatabase,
+                  altered_with_origins, might_change_tables, parse_script)
 
 #: MariaDB 5.3-10.0 logs TIME(n), DATETIME(n), TIMESTAMP(n) with these types too.
 _CLASSIC_TEMPORALS = (T.MYSQL_TYPE_TIME, T.MYSQL_TYPE_DATETIME, T.MYSQL_TYPE_TIMESTAMP)
@@ -123,7 +122,7 @@ class Schema:
         if isinstance(op, CreateDatabase):
             self.database_charsets[op.database.lower()] = op.charset
         elif isinstance(op, CreateTable):
-            key = self._key(op.database, op.table)
+            key = self.key(op.database, op.table)
             if op.if_not_exists and key in self.tables:
                 return
             definition = op.definition
@@ -132,7 +131,7 @@ class Schema:
                 charset = self.database_charsets.get((key[0] or "").lower())
                 definition = replace(definition, charset=charset)
             if op.like is not None:
-                source = self._key(*op.like)
+                source = self.key(*op.like)
                 definition = self.tables.get(source)
                 if definition is None:
                     self._warn(position, f"CREATE TABLE {_name(key)} LIKE {_name(source)}: "
@@ -142,7 +141,7 @@ class Schema:
                            "not in the statement (positional names until the next CREATE)")
             self._set(key, position, "CREATE TABLE", definition)
         elif isinstance(op, AlterTable):
-            key = self._key(op.database, op.table)
+            key = self.key(op.database, op.table)
             current = self.tables.get(key)
             definition = origins = None
             if current is not None:
@@ -154,13 +153,13 @@ class Schema:
             renamed_from = None
             if op.rename_to is not None:
                 self._set(key, position, "ALTER TABLE ... RENAME", None, dropped=True)
-                key, renamed_from = self._key(*op.rename_to), key
+                key, renamed_from = self.key(*op.rename_to), key
             if current is not None or op.rename_to is not None:
                 self._set(key, position, "ALTER TABLE", definition, origins=origins,
                           renamed_from=renamed_from)
         elif isinstance(op, RenameTables):
             for old, new in op.pairs:
-                old_key, new_key = self._key(*old), self._key(*new)
+                old_key, new_key = self.key(*old), self.key(*new)
                 definition = self.tables.get(old_key)
                 self._set(old_key, position, f"RENAME TABLE TO {_name(new_key)}", None,
                           dropped=True)
@@ -169,9 +168,9 @@ class Schema:
         elif isinstance(op, DropTables):
             # Recorded for tables the history never saw too: table states need the drop.
             for table in op.tables:
-                self._set(self._key(*table), position, "DROP TABLE", None, dropped=True)
+                self._set(self.key(*table), position, "DROP TABLE", None, dropped=True)
         elif isinstance(op, TruncateTable):
-            key = self._key(op.database, op.table)
+            key = self.key(op.database, op.table)
             self._set(key, position, "TRUNCATE TABLE", self.tables.get(key))
         elif isinstance(op, DropDatabase):
             for key in [k for k in self.versions if (k[0] or "").lower() == op.database.lower()]:
@@ -198,7 +197,7 @@ class Schema:
         before its name)."""
         self._warn(position, f"cannot read {statement[:80]!r}: {exc}; the tables it "
                    "changes get positional names until the next CREATE")
-        keys = [self._key(*t) for t in exc.tables] or [
+        keys = [self.key(*t) for t in exc.tables] or [
             key for key in self.tables
             if re.search(rf"(?<![\w$]){re.escape(key[1])}(?![\w$])", statement, re.IGNORECASE)]
         for key in keys:
@@ -209,7 +208,7 @@ class Schema:
         file, pos = position
         self.warnings.append(f"{file}: offset {pos}: {text}" if file else text)
 
-    def _key(self, database: str | None, table: str) -> tuple:
+    def key(self, database: str | None, table: str) -> tuple:
         """The key of an existing table (names compare case-insensitively, as
         with lower_case_table_names), else (database, table) as written."""
         key = (database, table)
@@ -297,7 +296,7 @@ class Schema:
         found = self.tables.get((None, table))
         if found is not None:
             return found
-        key = self._key(database, table)
+        key = self.key(database, table)
         return self.tables.get(key)
 
     def columns(self, database: str | None, table: str) -> list[str] | None:

@@ -72,14 +72,19 @@ STEPS = [
 ]
 
 
-@pytest.fixture(scope="module", params=["NO_LOG", "MINIMAL"])
-def workload(request, tmp_path_factory):
+def _server(work, row_metadata: str) -> MariaDBServer:
+    """A private MariaDB writing binlogs with this row metadata (skips without one)."""
     try:
         ensure_mariadb_installed()
     except RuntimeError as error:
         pytest.skip(f"MariaDB server unavailable: {error}")
+    return MariaDBServer(work / "server", binlog_row_metadata=row_metadata)
+
+
+@pytest.fixture(scope="module", params=["NO_LOG", "MINIMAL"])
+def workload(request, tmp_path_factory):
     work = tmp_path_factory.mktemp(f"evolve-{request.param}")
-    with MariaDBServer(work / "server", binlog_row_metadata=request.param) as server:
+    with _server(work, request.param) as server:
         server.execute(f"CREATE DATABASE {DB}")
         server.execute(f"CREATE TABLE {DB}.seeded (id INT PRIMARY KEY, tag CHAR(3))")
         server.execute(f"INSERT INTO {DB}.seeded VALUES (1, 'a'), (2, 'b')")
@@ -199,12 +204,8 @@ def test_pipeline_failures_are_one_line(workload, tmp_path):
 @pytest.fixture(scope="module", params=["NO_LOG", "MINIMAL"])
 def schema_workload(request, tmp_path_factory):
     from binlake.testing.workload import prepare_schema_workload, run_schema_workload
-    try:
-        ensure_mariadb_installed()
-    except RuntimeError as error:
-        pytest.skip(f"MariaDB server unavailable: {error}")
     work = tmp_path_factory.mktemp(f"schema-workload-{request.param}")
-    with MariaDBServer(work / "server", binlog_row_metadata=request.param) as server:
+    with _server(work, request.param) as server:
         baseline = prepare_schema_workload(server, "pipe_wl")
         checkpoints = run_schema_workload(server, "pipe_wl")
         server.flush_logs()

@@ -7,7 +7,6 @@ import json
 
 from ..cli import ExitStatus
 from ..errors import BinlogError
-from ..events import QueryEvent
 from ..reader import BinlogReader
 from ..schema import Schema, Version
 from ..schema_source import SchemaSourceError
@@ -37,9 +36,9 @@ def run(args, out, err) -> int:
     status = ExitStatus.OK
     try:
         for path in args.files:
-            for event in BinlogReader([path], **reader_options(args)):
-                if isinstance(event, QueryEvent):
-                    schema.follow(event)
+            # the reader follows the DDL into `schema` as it passes it
+            for _ in BinlogReader([path], schema=schema, **reader_options(args)):
+                pass
     except BinlogError as exc:
         report(exc, err)
         status = ExitStatus.ERROR

@@ -95,7 +95,7 @@ def table_plans(history: Schema, layouts: dict, order: PositionOrder, before=Non
     point from (`before(version)`: the history's statements before it), with
     its layout: the columns of its definition there, typed as its last table
     map says when that column is unchanged since, else as its DDL says."""
-    keys = {history._key(layout["database"], layout["table"]): layout
+    keys = {history.key(layout["database"], layout["table"]): layout
             for layout in (entry["layout"] for entry in layouts.values())}
     for key in history.versions:
         keys.setdefault(key, None)

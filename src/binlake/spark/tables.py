@@ -108,8 +108,8 @@ def rebuild_states(changes: DataFrame, plans: list[dict], as_of: AsOf | None = N
     end), `row` being the exact text of the row's values in the table's
     column order (arrays: smaller to shuffle than maps, and groupable).
 
-    A plan (`table_plan`) names a table as it is at that point, its primary
-    key (column indexes) and its stretches: the spans of changes its rows
+    A plan (`history.table_plans`) names a table as it is at that point, its
+    primary key (column indexes) and its stretches: the spans of changes its rows
     come from (under other table names before a RENAME), each with the key
     of every column in those changes or, for a column added later, its
     default. Changes outside every stretch (before a TRUNCATE or a re-CREATE,
