@@ -83,3 +83,19 @@ def seed_schema(args):
     """The Schema of --schema and --schema-from (None: neither)."""
     from ..schema_source import load_seed
     return load_seed(args.schema, server_address(args))
+
+
+def seed_history(args, command: str, err):
+    """(the schema history --schema and --schema-from seed, a new one without
+    either, ExitStatus.OK), or (None, the exit status) once `err` says why not."""
+    from ..cli import ExitStatus
+    from ..schema import Schema
+    from ..schema_source import SchemaSourceError
+    try:
+        return seed_schema(args) or Schema(), ExitStatus.OK
+    except SchemaSourceError as exc:
+        err.write(f"{command}: --schema-from: {exc}\n")
+        return None, ExitStatus.ERROR
+    except (ValueError, KeyError, OSError) as exc:
+        err.write(f"{command}: {exc}\n")
+        return None, ExitStatus.USAGE

@@ -14,7 +14,7 @@ from ..errors import BinlogError
 from ..filters import SelectionOptions, Verdict
 from ..jsonable import event_json
 from ..text import TextError, TextOptions, TextPrinter
-from .common import add_input_arguments, add_schema_arguments, reader_options, report, seed_schema
+from .common import add_input_arguments, add_schema_arguments, reader_options, report, seed_history
 from .selection import (add_selection_arguments, open_output, progress_bar, selected_events,
                         selection_options, spool_stdin)
 
@@ -51,18 +51,15 @@ def add_arguments(parser) -> None:
 
 
 def run(args, out, err) -> int:
-    from ..schema import Schema
-    from ..schema_source import SchemaSourceError
     try:
         selection, text_filters = selection_options(args)
-        # One schema history across the files: their DDL names the columns.
-        schema = seed_schema(args) or Schema()
-    except SchemaSourceError as exc:
-        err.write(f"binlake dump: --schema-from: {exc}\n")
-        return ExitStatus.ERROR
-    except (ValueError, KeyError, OSError) as exc:
+    except ValueError as exc:
         err.write(f"binlake dump: {exc}\n")
         return ExitStatus.USAGE
+    # One schema history across the files: their DDL names the columns.
+    schema, status = seed_history(args, "binlake dump", err)
+    if schema is None:
+        return status
     files, cleanup = spool_stdin(args.files)
     try:
         with open_output(args, out) as target:

@@ -9,9 +9,8 @@ from ..cli import ExitStatus
 from ..errors import BinlogError
 from ..reader import BinlogReader
 from ..schema import Schema, Version
-from ..schema_source import SchemaSourceError
 from .common import (add_input_arguments, add_schema_arguments, reader_options, report,
-                     seed_schema)
+                     seed_history)
 
 
 def add_arguments(parser) -> None:
@@ -25,15 +24,9 @@ def add_arguments(parser) -> None:
 
 
 def run(args, out, err) -> int:
-    try:
-        schema = seed_schema(args) or Schema()
-    except SchemaSourceError as exc:
-        err.write(f"binlake schema: --schema-from: {exc}\n")
-        return ExitStatus.ERROR
-    except (ValueError, KeyError, OSError) as exc:
-        err.write(f"binlake schema: {exc}\n")
-        return ExitStatus.USAGE
-    status = ExitStatus.OK
+    schema, status = seed_history(args, "binlake schema", err)
+    if schema is None:
+        return status
     try:
         for path in args.files:
             # the reader follows the DDL into `schema` as it passes it

@@ -6,10 +6,9 @@ from __future__ import annotations
 from ..cli import ExitStatus
 from ..errors import BinlogError
 from ..filters import Verdict
-from ..schema_source import SchemaSourceError
 from ..sqlgen import SqlWriter
 from ..text import TextError
-from .common import add_input_arguments, add_schema_arguments, report, seed_schema
+from .common import add_input_arguments, add_schema_arguments, report, seed_history
 from .selection import (add_selection_arguments, open_output, progress_bar, selected_events,
                         selection_options, spool_stdin)
 
@@ -29,13 +28,12 @@ def add_arguments(parser) -> None:
 def run(args, out, err) -> int:
     try:
         selection, text_filters = selection_options(args)
-        schema = seed_schema(args)
-    except SchemaSourceError as exc:
-        err.write(f"binlake sql: --schema-from: {exc}\n")
-        return ExitStatus.ERROR
-    except (ValueError, KeyError, OSError) as exc:
+    except ValueError as exc:
         err.write(f"binlake sql: {exc}\n")
         return ExitStatus.USAGE
+    schema, status = seed_history(args, "binlake sql", err)
+    if schema is None:
+        return status
     files, cleanup = spool_stdin(args.files)
     status = ExitStatus.OK
     bar = progress_bar(files, err)

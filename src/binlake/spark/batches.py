@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import fnmatch
 import gzip
-import os
 from itertools import islice, repeat
 from typing import Iterator
 
@@ -318,12 +317,11 @@ def split_schema(split: Split, options: dict):
     across files in order); a saved history is taken as it was at the
     range's start, so a range starting mid-file knows the tables made before."""
     from ..schema import Schema
+    given = options.get("schema")
+    if isinstance(given, Schema):
+        return given
     seed = load_schema_option(options)
-    if seed is None:
-        return Schema()
-    if seed is options.get("schema"):
-        return seed
-    return seed.at((os.path.basename(split.path), split.start))
+    return seed.at((split.file, split.start)) if seed is not None else Schema()
 
 
 def change_batches(split: Split, options: dict) -> Iterator[pa.RecordBatch]:

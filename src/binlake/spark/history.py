@@ -17,13 +17,17 @@ import mmap
 import os
 import re
 
-from ..charsets import BINARY_COLLATION, collation_of
+from pyspark.sql.types import BinaryType
+
+from ..charsets import BINARY_COLLATION
 from ..constants import ColumnType as T
 from ..ddl import might_change_tables
 from ..events import QueryEvent
 from ..scan import query_head, scan
 from ..schema import SEED, Schema
+from .layouts import TEXT_TYPES, ddl_layout_column, qualified
 from .ranges import Split, is_gzip, read_split
+from .typed import spark_type
 
 #: Enough of a statement to see past leading comments to its first word.
 HEAD_BYTES = 4096
@@ -107,7 +111,7 @@ def table_plans(history: Schema, layouts: dict, order: PositionOrder, before=Non
         database = layout["database"] if layout else key[0]
         if database is None:
             continue  # a seed table no binlog wrote to: its database is not known
-        entry = layouts.get(f"{layout['database']}.{layout['table']}") if layout else None
+        entry = layouts.get(qualified(layout["database"], layout["table"])) if layout else None
         definition = history.definition(key, before)
         if definition is None:
             if layout is None:
@@ -196,45 +200,6 @@ def _declared(spec) -> tuple:
     return spec.type, spec.args, spec.unsigned, spec.charset
 
 
-#: DDL type -> binlog column type, for columns no table map has typed yet.
-_DDL_TYPES = {
-    "TINYINT": T.MYSQL_TYPE_TINY, "SMALLINT": T.MYSQL_TYPE_SHORT, "MEDIUMINT": T.MYSQL_TYPE_INT24,
-    "INT": T.MYSQL_TYPE_LONG, "BIGINT": T.MYSQL_TYPE_LONGLONG, "FLOAT": T.MYSQL_TYPE_FLOAT,
-    "DOUBLE": T.MYSQL_TYPE_DOUBLE, "DECIMAL": T.MYSQL_TYPE_NEWDECIMAL, "DATE": T.MYSQL_TYPE_DATE,
-    "TIME": T.MYSQL_TYPE_TIME2, "DATETIME": T.MYSQL_TYPE_DATETIME2,
-    "TIMESTAMP": T.MYSQL_TYPE_TIMESTAMP2, "YEAR": T.MYSQL_TYPE_YEAR, "BIT": T.MYSQL_TYPE_BIT,
-    "ENUM": T.MYSQL_TYPE_ENUM, "SET": T.MYSQL_TYPE_SET, "JSON": T.MYSQL_TYPE_JSON,
-    "BINARY": T.MYSQL_TYPE_STRING, "VARBINARY": T.MYSQL_TYPE_VARCHAR,
-    "CHAR": T.MYSQL_TYPE_STRING, "VARCHAR": T.MYSQL_TYPE_VARCHAR,
-}
-_TEXTS = {"CHAR", "VARCHAR", "TINYTEXT", "TEXT", "MEDIUMTEXT", "LONGTEXT"}
-
-
-def ddl_layout_column(spec) -> dict:
-    """A layout column (layouts.layout_of) from a column definition."""
-    kind = _DDL_TYPES.get(spec.type)
-    meta, charset, members = 0, None, None
-    if kind is None:
-        kind = T.MYSQL_TYPE_BLOB if spec.type.endswith(("TEXT", "BLOB")) else T.MYSQL_TYPE_GEOMETRY
-    if kind == T.MYSQL_TYPE_NEWDECIMAL:
-        precision, scale = (tuple(int(a) for a in spec.args) + (10, 0))[:2] if spec.args else (10, 0)
-        meta = precision << 8 | scale
-    elif kind in (T.MYSQL_TYPE_TIME2, T.MYSQL_TYPE_DATETIME2, T.MYSQL_TYPE_TIMESTAMP2):
-        meta = spec.fsp
-    elif kind == T.MYSQL_TYPE_BIT:
-        bits = int(spec.args[0]) if spec.args else 1
-        meta = (bits % 8) << 8 | bits // 8
-    elif kind in (T.MYSQL_TYPE_ENUM, T.MYSQL_TYPE_SET):
-        members = [str(a) for a in spec.args]
-    if spec.type in _TEXTS or kind in (T.MYSQL_TYPE_ENUM, T.MYSQL_TYPE_SET):
-        charset = collation_of(spec.charset) if spec.charset else None
-    elif kind in (T.MYSQL_TYPE_STRING, T.MYSQL_TYPE_VARCHAR, T.MYSQL_TYPE_BLOB):
-        charset = BINARY_COLLATION
-    return {"key": spec.name, "type": int(kind), "meta": meta, "unsigned": spec.unsigned,
-            "charset": charset, "enum_values": members if kind == T.MYSQL_TYPE_ENUM else None,
-            "set_values": members if kind == T.MYSQL_TYPE_SET else None}
-
-
 def _default_text(default: str | None, spec, column: dict) -> str | None:
     """The exact text (spark/exact.py) a row written before `spec` was added
     has in it: its literal DEFAULT, else NULL, else (NOT NULL) the server's
@@ -247,12 +212,9 @@ def _default_text(default: str | None, spec, column: dict) -> str | None:
             return "0"
         if column["type"] == T.MYSQL_TYPE_ENUM and column["enum_values"]:
             return column["enum_values"][0]
-        return "" if spec.type in _TEXTS or spec.type == "SET" else None
+        return "" if spec.type in TEXT_TYPES and spec.type != "ENUM" else None
     if default[:1] == "'" and default[-1:] == "'":
         text = default[1:-1].replace("''", "'").replace("\\\\", "\\")
-        from pyspark.sql.types import BinaryType
-
-        from .typed import spark_type
         if isinstance(spark_type(column), BinaryType):  # bytes are base64 in the views
             return base64.b64encode(text.encode("utf-8")).decode("ascii")
         return text

@@ -15,7 +15,9 @@ from __future__ import annotations
 import mmap
 from typing import Iterable
 
-from ..constants import EventType as E
+from ..charsets import BINARY_COLLATION, collation_of
+from ..constants import ColumnType as T, EventType as E
+from ..ddl import TEXT_TYPES
 from ..cursor import text
 from ..events import TableMapEvent
 from ..scan import ScanResult, scan
@@ -34,6 +36,44 @@ def layout_of(table_map: TableMapEvent) -> dict:
         "primary_key": [keys[index] for index, _prefix in table_map.primary_key
                         if index < len(keys)],
     }
+
+
+#: DDL type -> binlog column type, for columns no table map has typed yet.
+_DDL_TYPES = {
+    "TINYINT": T.MYSQL_TYPE_TINY, "SMALLINT": T.MYSQL_TYPE_SHORT, "MEDIUMINT": T.MYSQL_TYPE_INT24,
+    "INT": T.MYSQL_TYPE_LONG, "BIGINT": T.MYSQL_TYPE_LONGLONG, "FLOAT": T.MYSQL_TYPE_FLOAT,
+    "DOUBLE": T.MYSQL_TYPE_DOUBLE, "DECIMAL": T.MYSQL_TYPE_NEWDECIMAL, "DATE": T.MYSQL_TYPE_DATE,
+    "TIME": T.MYSQL_TYPE_TIME2, "DATETIME": T.MYSQL_TYPE_DATETIME2,
+    "TIMESTAMP": T.MYSQL_TYPE_TIMESTAMP2, "YEAR": T.MYSQL_TYPE_YEAR, "BIT": T.MYSQL_TYPE_BIT,
+    "ENUM": T.MYSQL_TYPE_ENUM, "SET": T.MYSQL_TYPE_SET, "JSON": T.MYSQL_TYPE_JSON,
+    "BINARY": T.MYSQL_TYPE_STRING, "VARBINARY": T.MYSQL_TYPE_VARCHAR,
+    "CHAR": T.MYSQL_TYPE_STRING, "VARCHAR": T.MYSQL_TYPE_VARCHAR,
+}
+
+
+def ddl_layout_column(spec) -> dict:
+    """A layout column (as `layout_of` makes them) from a column definition."""
+    kind = _DDL_TYPES.get(spec.type)
+    meta, charset, members = 0, None, None
+    if kind is None:
+        kind = T.MYSQL_TYPE_BLOB if spec.type.endswith(("TEXT", "BLOB")) else T.MYSQL_TYPE_GEOMETRY
+    if kind == T.MYSQL_TYPE_NEWDECIMAL:
+        precision, scale = (tuple(int(a) for a in spec.args) + (10, 0))[:2] if spec.args else (10, 0)
+        meta = precision << 8 | scale
+    elif kind in (T.MYSQL_TYPE_TIME2, T.MYSQL_TYPE_DATETIME2, T.MYSQL_TYPE_TIMESTAMP2):
+        meta = spec.fsp
+    elif kind == T.MYSQL_TYPE_BIT:
+        bits = int(spec.args[0]) if spec.args else 1
+        meta = (bits % 8) << 8 | bits // 8
+    elif kind in (T.MYSQL_TYPE_ENUM, T.MYSQL_TYPE_SET):
+        members = [str(a) for a in spec.args]
+    if spec.type in TEXT_TYPES:
+        charset = collation_of(spec.charset) if spec.charset else None
+    elif kind in (T.MYSQL_TYPE_STRING, T.MYSQL_TYPE_VARCHAR, T.MYSQL_TYPE_BLOB):
+        charset = BINARY_COLLATION
+    return {"key": spec.name, "type": int(kind), "meta": meta, "unsigned": spec.unsigned,
+            "charset": charset, "enum_values": members if kind == T.MYSQL_TYPE_ENUM else None,
+            "set_values": members if kind == T.MYSQL_TYPE_SET else None}
 
 
 def qualified(database: str, table: str) -> str:

@@ -174,8 +174,8 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
     point = parse_as_of(as_of, manifest) if as_of else None
     wanted_tables = {"as_of": as_of, "through": _through(manifest)}
     if segments or manifest.get("tables") != wanted_tables or not os.path.isdir(os.path.join(out, "tables")):
-        plans = [plan for plan in table_plans(history, layouts, PositionOrder(manifest["files"]),
-                                              _before(point, manifest))
+        order = PositionOrder(manifest["files"])
+        plans = [plan for plan in table_plans(history, layouts, order, _before(point, order))
                  if wanted(plan["database"], plan["table"])]
         result.tables = _rebuild_tables(spark, out, plans, point, log)
         result.tables_rebuilt = True
@@ -220,14 +220,13 @@ def _new_segments(files, manifest: dict, warnings: list):
     return segments, scans, entries
 
 
-def _before(point: AsOf | None, manifest: dict):
+def _before(point: AsOf | None, order: PositionOrder):
     """Which statements of the schema history come before `point`."""
     if point is None:
         return None
     if point.time is not None:
         limit = point.time.timestamp()
         return lambda version: version.timestamp is None or version.timestamp <= limit
-    order = PositionOrder(manifest["files"])
     return lambda version: order(version.position) < (point.file_seq, point.pos)
 
 
