@@ -1227,6 +1227,67 @@ mod tests {
         }
     }
 
+    /// One insert event's rows (`data`, every column present) appended to a
+    /// new builder: the append's result and the batch.
+    fn append_inserts(
+        layout: &Layout,
+        data: &[u8],
+        codecs: &[TextCodec],
+        xid: Option<i64>,
+    ) -> (Result<Appended, AppendError>, RecordBatch) {
+        let plan = Plan::new(layout, &[(1u8 << layout.columns.len()) - 1], false);
+        let rows = RowsData {
+            operation: Operation::Insert,
+            partial: false,
+            before: &plan,
+            after: &plan,
+            data,
+        };
+        let event = EventFields {
+            path: "/x/bin.000001",
+            file: "bin.000001",
+            file_seq: 1,
+            pos: 100,
+            sub: 0,
+            timestamp: 2,
+            commit_timestamp: 3,
+            commit_pos: 200,
+            gtid: None,
+            xid,
+            server_id: 7,
+        };
+        let mut b = ChangesBuilder::new();
+        let keys = RowKeys::of(layout, &plan, &plan);
+        let appended = b.append_rows(
+            layout,
+            &rows,
+            0,
+            10,
+            0,
+            &event,
+            codecs,
+            &keys,
+            &mut NoHelper,
+        );
+        (appended, b.finish().unwrap())
+    }
+
+    /// The values of row `row`'s `after` map.
+    fn after_values(batch: &RecordBatch, row: usize) -> StringArray {
+        let after = batch
+            .column(15)
+            .as_any()
+            .downcast_ref::<MapArray>()
+            .unwrap();
+        let entries = after.value(row);
+        entries
+            .column(1)
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap()
+            .clone()
+    }
+
     #[test]
     fn rows_become_maps_and_a_bad_row_is_dropped_whole() {
         use crate::constants::{MYSQL_TYPE_LONG, MYSQL_TYPE_VARCHAR};
@@ -1240,7 +1301,6 @@ mod tests {
             table: "t".into(),
             columns: vec![id, s],
         };
-        let plan = Plan::new(&layout, &[0b11], false);
         // (1, 'hé'), (-2, NULL), then a row cut short
         let data = [
             &[0x00, 1, 0, 0, 0, 3][..],
@@ -1249,64 +1309,15 @@ mod tests {
             &[0x00, 7, 0],
         ]
         .concat();
-        let rows = RowsData {
-            operation: Operation::Insert,
-            partial: false,
-            before: &plan,
-            after: &plan,
-            data: &data,
-        };
-        let event = EventFields {
-            path: "/x/bin.000001",
-            file: "bin.000001",
-            file_seq: 1,
-            pos: 100,
-            sub: 0,
-            timestamp: 2,
-            commit_timestamp: 3,
-            commit_pos: 200,
-            gtid: None,
-            xid: Some(-1),
-            server_id: 7,
-        };
-        let mut b = ChangesBuilder::new();
         let codecs = [TextCodec::Binary, TextCodec::Utf8];
-        let keys = RowKeys::of(&layout, &plan, &plan);
-        let failed = b.append_rows(
-            &layout,
-            &rows,
-            0,
-            10,
-            0,
-            &event,
-            &codecs,
-            &keys,
-            &mut NoHelper,
-        );
+        let (failed, batch) = append_inserts(&layout, &data, &codecs, Some(-1));
         let failed = failed.unwrap_err();
         assert_eq!((failed.rows, failed.offset), (2, 14));
-        let batch = b.finish().unwrap();
         assert_eq!(batch.num_rows(), 2);
-        let after = batch
-            .column(15)
-            .as_any()
-            .downcast_ref::<MapArray>()
-            .unwrap();
-        let entries = after.value(1);
-        let values = entries
-            .column(1)
-            .as_any()
-            .downcast_ref::<StringArray>()
-            .unwrap();
+        let values = after_values(&batch, 1);
         assert_eq!(values.value(0), "-2");
         assert!(values.is_null(1));
-        let first = after.value(0);
-        let values = first
-            .column(1)
-            .as_any()
-            .downcast_ref::<StringArray>()
-            .unwrap();
-        assert_eq!(values.value(1), "hé");
+        assert_eq!(after_values(&batch, 0).value(1), "hé");
         assert!(batch.column(14).is_null(0));
     }
 
@@ -1332,7 +1343,6 @@ mod tests {
             table: "t".into(),
             columns,
         };
-        let plan = Plan::new(&layout, &[0b111], false);
         // 2022-05-16 14:53:10.123 UTC; 9999-12-31 23:59:59.999999 as
         // pack_time() in microseconds; -00:00:00.01 below TIME(2)'s zero point
         let days = (9999 * 13 + 12) * 32 + 31u64;
@@ -1344,53 +1354,10 @@ mod tests {
             &time.to_be_bytes()[4..],
         ]
         .concat();
-        let rows = RowsData {
-            operation: Operation::Insert,
-            partial: false,
-            before: &plan,
-            after: &plan,
-            data: &data,
-        };
-        let event = EventFields {
-            path: "/x/bin.000001",
-            file: "bin.000001",
-            file_seq: 1,
-            pos: 100,
-            sub: 0,
-            timestamp: 2,
-            commit_timestamp: 3,
-            commit_pos: 200,
-            gtid: None,
-            xid: None,
-            server_id: 7,
-        };
-        let mut b = ChangesBuilder::new();
         let codecs = [TextCodec::Binary, TextCodec::Binary, TextCodec::Binary];
-        let keys = RowKeys::of(&layout, &plan, &plan);
-        let appended = b.append_rows(
-            &layout,
-            &rows,
-            0,
-            10,
-            0,
-            &event,
-            &codecs,
-            &keys,
-            &mut NoHelper,
-        );
+        let (appended, batch) = append_inserts(&layout, &data, &codecs, None);
         assert!(appended.is_ok());
-        let batch = b.finish().unwrap();
-        let after = batch
-            .column(15)
-            .as_any()
-            .downcast_ref::<MapArray>()
-            .unwrap();
-        let entries = after.value(0);
-        let values = entries
-            .column(1)
-            .as_any()
-            .downcast_ref::<StringArray>()
-            .unwrap();
+        let values = after_values(&batch, 0);
         let texts: Vec<&str> = (0..values.len()).map(|i| values.value(i)).collect();
         assert_eq!(
             texts,
