@@ -479,7 +479,8 @@ impl<S: Source> Framer<S> {
     }
 
     fn outer_event(&mut self) -> Result<Option<Frame>> {
-        let pos = self.pos;
+        let pos = self.src.next_event_at(self.pos)?;
+        self.pos = pos;
         let head = self.src.read_at(pos, LOG_EVENT_MINIMAL_HEADER_LEN)?;
         if head.is_empty() {
             self.end_pos = Some(pos);

@@ -24,6 +24,12 @@ pub trait Source {
     fn read_at(&mut self, pos: u64, n: usize) -> Result<&[u8]>;
     /// The size of a regular file, whose huge rows events can stay in it; None for streams.
     fn file_size(&self) -> Option<u64>;
+    /// Where the event the reader looks for at `pos` starts: `pos`, except in
+    /// a sparse stream (a live server's binlog, sent from a requested position
+    /// on), whose next event may start further on.
+    fn next_event_at(&mut self, pos: u64) -> Result<u64> {
+        Ok(pos)
+    }
 }
 
 impl<S: Source + ?Sized> Source for Box<S> {
@@ -32,6 +38,9 @@ impl<S: Source + ?Sized> Source for Box<S> {
     }
     fn file_size(&self) -> Option<u64> {
         (**self).file_size()
+    }
+    fn next_event_at(&mut self, pos: u64) -> Result<u64> {
+        (**self).next_event_at(pos)
     }
 }
 
@@ -105,12 +114,17 @@ impl Source for FileSource {
     }
 }
 
+/// Asked, once what was read is used up, where the stream's next byte lies.
+pub type Locate = Box<dyn FnMut(u64) -> io::Result<u64> + Send>;
+
 /// A forward-only window over a `Read`: what the reader moved past is dropped.
 pub struct StreamSource<R> {
     reader: R,
     buf: Vec<u8>,
     /// Offset of `buf[0]` in the stream.
     start: u64,
+    /// For a sparse stream: the offset of the next byte `reader` gives.
+    locate: Option<Locate>,
 }
 
 /// Bytes kept behind the read position before they are dropped (reader.py's rule).
@@ -123,6 +137,16 @@ impl<R: Read> StreamSource<R> {
             reader,
             buf: Vec::new(),
             start: 0,
+            locate: None,
+        }
+    }
+
+    /// A sparse stream: its bytes continue at the offset `locate` says, which
+    /// may be past the end of what it gave before (never before it).
+    pub fn sparse(reader: R, locate: Locate) -> Self {
+        StreamSource {
+            locate: Some(locate),
+            ..StreamSource::new(reader)
         }
     }
 
@@ -160,6 +184,23 @@ impl<R: Read> Source for StreamSource<R> {
     fn file_size(&self) -> Option<u64> {
         None
     }
+
+    fn next_event_at(&mut self, pos: u64) -> Result<u64> {
+        let end = self.start + self.buf.len() as u64;
+        let Some(locate) = self.locate.as_mut() else {
+            return Ok(pos);
+        };
+        if pos < end {
+            return Ok(pos);
+        }
+        let next = locate(pos).map_err(|e| io_error(pos, e))?;
+        if next > pos {
+            self.buf.clear();
+            self.start = next;
+            return Ok(next);
+        }
+        Ok(pos)
+    }
 }
 
 #[cfg(test)]
@@ -174,6 +215,21 @@ mod tests {
         // A huge request allocates only what the stream has.
         assert_eq!(s.read_at(190, usize::MAX / 2).unwrap().len(), 10);
         assert!(s.read_at(300, 4).unwrap().is_empty());
+    }
+
+    #[test]
+    fn sparse_stream_jumps_to_where_its_bytes_continue() {
+        let data: Vec<u8> = (0..20u8).collect();
+        // bytes 0..10 at offsets 0..10, then bytes 10..20 at offsets 100..110
+        let mut s = StreamSource::sparse(
+            &data[..],
+            Box::new(|pos| Ok(if pos >= 10 { 100 } else { pos })),
+        );
+        assert_eq!(s.next_event_at(0).unwrap(), 0);
+        assert_eq!(s.read_at(0, 10).unwrap().len(), 10);
+        assert_eq!(s.next_event_at(10).unwrap(), 100);
+        assert_eq!(s.read_at(100, 3).unwrap(), &[10, 11, 12]);
+        assert_eq!(s.next_event_at(103).unwrap(), 103);
     }
 
     #[test]

@@ -169,8 +169,27 @@ class _StreamSource:
 GZIP_MAGIC = b"\x1f\x8b"
 
 
-def open_source(path: str):
-    """Standard input, a gzip-compressed binlog (read as a stream), or a file."""
+class _SparseStreamSource(_StreamSource):
+    """A stream whose bytes may continue past a gap (a live server's binlog
+    sent from a requested position: binlake.live.LiveFile says where)."""
+
+    def next_event_at(self, pos: int) -> int:
+        if pos < self._start + len(self._buf):
+            return pos
+        at = self._stream.next_event_at(pos)
+        if at > pos:
+            self._buf = bytearray()
+            self._start = at
+        return at
+
+
+def open_source(path):
+    """Standard input, a gzip-compressed binlog (read as a stream), a file,
+    or a named binary stream (a live server's binlog)."""
+    if hasattr(path, "read"):
+        if hasattr(path, "next_event_at"):
+            return _SparseStreamSource(path, path.name)
+        return _StreamSource(path, getattr(path, "name", "-"))
     if path == "-":
         return _StreamSource(sys.stdin.buffer)
     with open(path, "rb") as probe:
@@ -202,9 +221,12 @@ class BinlogReader:
     def __init__(self, paths: str | os.PathLike | Iterable, *, verify_checksums: bool = True,
                  force: bool = False, start_position: int | None = None,
                  unpack_payloads: bool = True, schema=None):
-        if isinstance(paths, (str, os.PathLike)):
+        if isinstance(paths, (str, os.PathLike)) or hasattr(paths, "read"):
             paths = [paths]
-        self.paths = [os.fspath(p) for p in paths]
+        # Files by path, or binary streams with a `name` (a live server's
+        # binlogs, binlake.live); a lazy iterable (a LiveSource) stays lazy.
+        self.paths = ([p if hasattr(p, "read") else os.fspath(p) for p in paths]
+                      if isinstance(paths, (list, tuple)) else paths)
         self.verify_checksums = verify_checksums
         self.force = force
         self.start_position = start_position
@@ -225,9 +247,9 @@ class BinlogReader:
                 yield from self._read_file(path, start)
 
     # One file --------------------------------------------------------------
-    def _read_file(self, path: str, start_position: int | None) -> Iterator[Event]:
+    def _read_file(self, path, start_position: int | None) -> Iterator[Event]:
         source = open_source(path)
-        info = FileInfo(path)
+        info = FileInfo(source.path)
         self.files.append(info)
         try:
             yield from self._events(source, info, start_position)
@@ -245,7 +267,10 @@ class BinlogReader:
             raise NotABinlog(path, 0, f"bad magic number {magic.hex(' ') or '(empty file)'}")
         ctx = DecodeContext(path, self._detect_format(source, info), table_caches=self._table_caches)
         pos = 4
+        locate = getattr(source, "next_event_at", None)
         while True:
+            if locate is not None:
+                pos = locate(pos)
             head = source.read_at(pos, LOG_EVENT_MINIMAL_HEADER_LEN)
             if not head:
                 info.end_pos = pos
@@ -319,7 +344,9 @@ class BinlogReader:
         """`_events` with the framing done by the native core: the same events,
         decoded by the same Python decoders, with the same facts and errors."""
         stream = None
-        if path == "-":
+        if hasattr(path, "read"):
+            stream, path = path, path.name
+        elif path == "-":
             stream = sys.stdin.buffer
         else:
             with open(path, "rb") as probe:

@@ -49,6 +49,14 @@ class ServerAddress:
     password: str | None = None
     socket: str | None = None
     defaults_file: str | None = None
+    #: TLS as the mysql client's --ssl-ca/--ssl-cert/--ssl-key/--ssl-mode
+    ssl_ca: str | None = None
+    ssl_cert: str | None = None
+    ssl_key: str | None = None
+    ssl_mode: str | None = None
+
+#: --ssl-mode values (MySQL's client; MariaDB's --ssl/--ssl-verify-server-cert map onto them)
+SSL_MODES = ("DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
 
 
 def connection_settings(address: ServerAddress) -> dict:
@@ -74,7 +82,37 @@ def connection_settings(address: ServerAddress) -> dict:
     else:
         keywords["host"] = "127.0.0.1" if host in (None, "localhost") else host
         keywords["port"] = int(settings.get("port") or 3306)
+    keywords.update(_tls(address, settings))
     return keywords
+
+
+def _tls(address: ServerAddress, settings: dict) -> dict:
+    """pymysql's TLS keywords for the client's --ssl-* options. Without any,
+    pymysql uses TLS when the server offers it (PREFERRED, the client's
+    default); REQUIRED and stricter make it refuse a server without TLS, and
+    `require_tls` checks that again after connecting."""
+    mode = (address.ssl_mode or settings.get("ssl-mode") or "").upper() or None
+    if mode is not None and mode not in SSL_MODES:
+        raise ValueError(f"--ssl-mode {mode}: expected one of {', '.join(SSL_MODES)}")
+    if mode == "DISABLED":
+        return {"ssl_disabled": True}
+    context = {"ca": address.ssl_ca or settings.get("ssl-ca"),
+               "cert": address.ssl_cert or settings.get("ssl-cert"),
+               "key": address.ssl_key or settings.get("ssl-key")}
+    context = {key: value for key, value in context.items() if value}
+    if mode in (None, "PREFERRED") and not context:
+        return {}
+    context["verify_mode"] = mode in ("VERIFY_CA", "VERIFY_IDENTITY")
+    context["check_hostname"] = mode == "VERIFY_IDENTITY"
+    return {"ssl": context, "_binlake_ssl_mode": mode or "PREFERRED"}
+
+
+def require_tls(connection, mode: str | None) -> None:
+    """--ssl-mode REQUIRED and stricter: refuse a connection the server did not encrypt."""
+    import ssl
+    if mode in ("REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY") \
+            and not isinstance(getattr(connection, "_sock", None), ssl.SSLSocket):
+        raise SchemaSourceError(f"--ssl-mode {mode}: the server did not offer TLS")
 
 
 def _option_file(path: str | None) -> dict:
@@ -94,7 +132,8 @@ def _option_file(path: str | None) -> dict:
     settings: dict = {}
     for group in CLIENT_GROUPS:
         if parser.has_section(group):
-            for key in ("host", "port", "user", "password", "socket"):
+            for key in ("host", "port", "user", "password", "socket", "ssl-ca", "ssl-cert",
+                        "ssl-key", "ssl-mode"):
                 value = parser.get(group, key, fallback=None)
                 if value is not None:
                     settings[key] = _unquoted(value)
@@ -150,10 +189,12 @@ def schema_from_server(address: ServerAddress) -> Schema:
         raise SchemaSourceError("--schema-from needs pymysql: pip install 'binlake[server]'") from None
     settings = connection_settings(address)
     where = settings.get("unix_socket") or f"{settings['host']}:{settings['port']}"
+    mode = settings.pop("_binlake_ssl_mode", None)
     try:
         connection = pymysql.connect(**settings)
     except pymysql.err.MySQLError as exc:
         raise SchemaSourceError(f"cannot connect to {where}: {_message(exc)}") from None
+    require_tls(connection, mode)
     try:
         text = server_ddl(connection)
     except pymysql.err.MySQLError as exc:

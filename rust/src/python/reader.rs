@@ -82,6 +82,26 @@ pub(super) fn open_source(
 ) -> PyResult<(Box<dyn Source + Send>, PyErrSlot)> {
     let stream_error: PyErrSlot = Arc::new(Mutex::new(None));
     let source: Box<dyn Source + Send> = match stream {
+        // A live server's binlog (binlake.live) says where its bytes continue.
+        Some(obj) if Python::attach(|py| obj.bind(py).hasattr("next_event_at"))? => {
+            let locate = Python::attach(|py| obj.clone_ref(py));
+            let slot = stream_error.clone();
+            let reader = PyStream {
+                obj,
+                error: stream_error.clone(),
+            };
+            Box::new(StreamSource::sparse(
+                reader,
+                Box::new(move |pos| {
+                    Python::attach(|py| {
+                        locate
+                            .call_method1(py, "next_event_at", (pos,))
+                            .and_then(|at| at.extract::<u64>(py))
+                            .map_err(|e| keep_error(&slot, e))
+                    })
+                }),
+            ))
+        }
         Some(obj) => Box::new(StreamSource::new(PyStream {
             obj,
             error: stream_error.clone(),
@@ -89,6 +109,15 @@ pub(super) fn open_source(
         None => Box::new(FileSource::open(path)?),
     };
     Ok((source, stream_error))
+}
+
+/// A Python exception kept in `slot` to be re-raised as is; its text for Rust.
+fn keep_error(slot: &PyErrSlot, e: PyErr) -> io::Error {
+    let text = e.to_string();
+    if let Ok(mut kept) = slot.lock() {
+        *kept = Some(e);
+    }
+    io::Error::other(text)
 }
 
 /// A Python binary stream as `Read`; its exception waits in `error` to be re-raised as is.
@@ -110,13 +139,7 @@ impl Read for PyStream {
                     buf[..n].copy_from_slice(&bytes[..n]);
                     Ok(n)
                 });
-            result.map_err(|e| {
-                let text = e.to_string();
-                if let Ok(mut slot) = self.error.lock() {
-                    *slot = Some(e);
-                }
-                io::Error::other(text)
-            })
+            result.map_err(|e| keep_error(&self.error, e))
         })
     }
 }

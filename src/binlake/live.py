@@ -1,0 +1,435 @@
+"""A live server's binlogs as one more byte source: each binlog the server
+sends becomes a `LiveFile`, a stream of that file's bytes at their offsets.
+
+Strategy: the replica connection (replica.py) hands over events; each real
+event knows its place in the server's file (v4 header: `log_pos` is its end),
+so the bytes a `LiveFile` gives are the server's file itself from the
+requested position on: the magic, the format description at offset 4, then
+the events where they are in the file. What the server sends that is not in
+the file is recognised and kept out: the artificial rotate that names the
+file (a new `LiveFile`), the format description re-sent with `log_pos` 0 on
+a mid-file start (placed at offset 4 only when the file is new to us),
+MariaDB's artificial GTID list at a GTID start, heartbeats. The reader that
+reads files reads these streams (framing, checksums, schema history, every
+sink): a `LiveFile` tells it, through `next_event_at`, where the next event
+starts when the stream does not start at 4 or resumes after a gap the
+server chose (a GTID start).
+
+Rule: the stream never repeats or skips a byte. A lost connection (killed,
+stalled past the read timeout, a server restart) is replaced by a new one
+asking for the same file at the offset already given, after a bounded
+backoff; what the server sends again before that offset is dropped, a gap
+after it is an error. A start point the server no longer has, a refused
+login or a duplicate replica id end the stream with one ReplicationError.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+from dataclasses import dataclass, field
+
+from .constants import BINLOG_MAGIC, EventType as E, LogEventFlag
+from .replica import ReplicaConnection, ReplicationError
+
+_HEADER = struct.Struct("<IBIIIH")
+_ARTIFICIAL = int(LogEventFlag.LOG_EVENT_ARTIFICIAL_F)
+_HEARTBEATS = (int(E.HEARTBEAT_LOG_EVENT), int(E.HEARTBEAT_LOG_EVENT_V2))
+_ROTATE = int(E.ROTATE_EVENT)
+_FDE = int(E.FORMAT_DESCRIPTION_EVENT)
+_STOP = int(E.STOP_EVENT)
+
+#: mysqlbinlog's server id for --stop-never (`--stop-never-slave-server-id`'s default)
+DEFAULT_SERVER_ID = 65535
+
+
+@dataclass
+class LiveOptions:
+    """How to follow the server (the command line's -R options, the API's keywords)."""
+
+    settings: dict                         #: pymysql.connect keywords
+    file: str | None = None                #: first binlog; None: the server's first (or GTID start)
+    position: int = 4
+    mariadb_gtid: str | None = None        #: MariaDB GTID list to start after (@slave_connect_state)
+    mysql_gtid_set: str | None = None      #: MySQL: leave out these transactions (COM_BINLOG_DUMP_GTID)
+    gtid_strict_mode: bool = False
+    to_last_log: bool = False              #: go on past the first file, to the end of the last
+    stop_never: bool = False               #: wait for new events, reconnect, never end
+    server_id: int = DEFAULT_SERVER_ID
+    heartbeat: float = 5.0                 #: seconds between the server's heartbeats
+    read_timeout: float | None = None      #: default: 3 heartbeats
+    max_backoff: float = 10.0              #: seconds between reconnects, at most
+    retries: int | None = None             #: reconnects in a row before giving up (None: 5, or forever with stop_never)
+    on_progress: object = None             #: callable(file, position, server_time) or None
+    on_reconnect: object = None            #: callable(error, attempt) or None
+
+
+class LiveSource:
+    """The server's binlogs, in order, each a `LiveFile` (iterate once).
+
+    Without `stop_never` the dump ends at the end of the last binlog
+    (`to_last_log`) or of the first file; with it, it waits for new events
+    and survives lost connections and server restarts."""
+
+    def __init__(self, options: LiveOptions):
+        self.options = options
+        self._connection: ReplicaConnection | None = None
+        self._file: LiveFile | None = None
+        self._pending: tuple | None = None      # an event read but not yet given to a file
+        self._next_name: str | None = None      # the file the server moved on to
+        self._ended = False
+        self._first_connect = True
+        self._positioning = True                # the server may skip to the requested start
+        self.server_version = ""
+        self.last_heartbeat: tuple | None = None  # (file, position) of the last heartbeat
+        self.last_event_time = 0
+
+    @property
+    def where(self) -> str:
+        s = self.options.settings
+        return s.get("unix_socket") or f"{s.get('host')}:{s.get('port')}"
+
+    # Iterating files --------------------------------------------------------------
+    def __iter__(self):
+        try:
+            self._connect(self.options.file, self.options.position)
+            while not self._ended:
+                name = self._next_name
+                if name is None:
+                    # Before the first artificial rotate arrives.
+                    self._read_until_file()
+                    name = self._next_name
+                    if name is None:
+                        return
+                self._next_name = None
+                self._file = LiveFile(self, name)
+                yield self._file
+                self._file.drain()
+                if self._next_name is not None and not self.options.to_last_log \
+                        and not self.options.stop_never:
+                    return   # mysqlbinlog -R without -t: the requested file only
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self._ended = True
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    # Connecting --------------------------------------------------------------------
+    def _connect(self, file: str | None, position: int) -> None:
+        o = self.options
+        connection = ReplicaConnection(o.settings, server_id=o.server_id, heartbeat=o.heartbeat,
+                                       read_timeout=o.read_timeout or 3 * o.heartbeat + 5,
+                                       report_host=f"binlake@{socket.gethostname()}")
+        try:
+            connection.connect()
+            self.server_version = connection.server_version
+            if self._first_connect:
+                self._check_server(connection)
+            gtid = o.mariadb_gtid if (file is None and o.mariadb_gtid is not None) else None
+            connection.prepare(mariadb_gtid=gtid, strict=o.gtid_strict_mode)
+            if file is None and gtid is None and o.mysql_gtid_set is None:
+                file, position = self._first_binlog(connection), 4
+            connection.register()
+            non_block = not o.stop_never
+            if file is None and o.mysql_gtid_set is not None:
+                from .replica import encode_gtid_set
+                connection.request("", 4, non_block=non_block,
+                                   mysql_gtid_set=encode_gtid_set(o.mysql_gtid_set))
+            else:
+                connection.request(file or "", position if file else 4, non_block=non_block)
+        except BaseException:
+            connection.close()
+            raise
+        self._connection = connection
+        self._first_connect = False
+
+    def _check_server(self, connection: ReplicaConnection) -> None:
+        """Refuse, in one line each, what would fail later or harm others:
+        a server without binlogs, and a replica id another replica uses
+        (the server would drop that replica's connection for ours)."""
+        if str(connection.variable("log_bin")) not in ("1", "ON"):
+            raise ReplicationError(self.where, 0, "the server does not write a binlog "
+                                   "(log_bin is OFF): it cannot be read as a primary")
+        for server_id, host, port in connection.registered_replicas():
+            if server_id == self.options.server_id:
+                raise ReplicationError(self.where, 0, f"server id {server_id} is already used by "
+                                       f"the replica {host}:{port} (SHOW SLAVE HOSTS); connecting "
+                                       "with it would disconnect that replica: choose another "
+                                       "with --connection-server-id")
+
+    def _first_binlog(self, connection: ReplicaConnection) -> str:
+        rows = connection.query("SHOW BINARY LOGS")
+        if not rows:
+            raise ReplicationError(self.where, 0, "the server lists no binary logs")
+        return str(rows[0][0])
+
+    def _reconnect(self, error: ReplicationError) -> None:
+        """A new connection asking for the same file at the offset already given."""
+        o = self.options
+        limit = o.retries if o.retries is not None else (None if o.stop_never else 5)
+        attempt = 0
+        delay = 0.1
+        while True:
+            if not error.retryable or (limit is not None and attempt >= limit):
+                raise error
+            attempt += 1
+            if o.on_reconnect is not None:
+                o.on_reconnect(error, attempt)
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+            time.sleep(delay)
+            delay = min(delay * 2, o.max_backoff)
+            file = self._file
+            if file is not None and not file.finished:
+                name, position = file.name, max(file.offset, 4)
+            else:
+                name, position = self._next_name or (file.name if file else o.file), 4
+                if file is not None and self._next_name is None:
+                    name, position = file.name, file.offset  # the file ended: ask past its end
+            try:
+                self._connect(name, position)
+            except ReplicationError as exc:
+                error = exc
+                continue
+            self._positioning = False
+            return
+
+    # Events -----------------------------------------------------------------------
+    def _read_event(self):
+        """(pos, bytes, type, flags, timestamp) of the next event for a file,
+        None at the end; handles heartbeats, rotates and lost connections."""
+        while True:
+            if self._pending is not None:
+                event, self._pending = self._pending, None
+                return event
+            if self._connection is None:
+                return None
+            try:
+                raw = self._connection.next_event()
+            except ReplicationError as error:
+                self._reconnect(error)
+                continue
+            if raw is None:  # EOF: the end of the last binlog, without waiting
+                self._ended = True
+                return None
+            if len(raw) < 19:
+                raise ReplicationError(self.where, 0, f"an event of {len(raw)} bytes is shorter "
+                                       "than its header")
+            timestamp, type_code, _, length, log_pos, flags = _HEADER.unpack_from(raw)
+            if length != len(raw):
+                raise ReplicationError(self.where, 0, f"an event says it has {length} bytes and "
+                                       f"came in a packet of {len(raw)}")
+            if type_code in _HEARTBEATS:
+                self.last_heartbeat = (self._body(raw).split(b"\0")[0].decode("utf-8", "replace"),
+                                       log_pos)
+                self._progress(log_pos)
+                continue
+            if type_code == _ROTATE and (flags & _ARTIFICIAL or log_pos == 0):
+                name = self._body(raw)[8:].decode("utf-8", "replace")
+                if self._file is None or name != self._file.name:
+                    self._next_name = name
+                    return None
+                continue          # the same file again, after a reconnect
+            if flags & _ARTIFICIAL:
+                continue          # MariaDB's GTID list at a GTID start: not in the file
+            return (log_pos - length if log_pos else None, raw, type_code, flags, timestamp)
+
+    def _body(self, raw: bytes) -> bytes:
+        """An artificial event's body: after the header, before the checksum
+        the server adds when its binlog has them (@master_binlog_checksum)."""
+        return raw[19:-4] if self._connection is not None and self._connection.checksums else raw[19:]
+
+    def _progress(self, position: int) -> None:
+        callback = self.options.on_progress
+        if callback is not None and self._file is not None:
+            callback(self._file.name, position, self.last_event_time)
+
+    def _read_until_file(self) -> None:
+        """Before any file: wait for the artificial rotate naming the first one."""
+        while self._next_name is None and not self._ended:
+            event = self._read_event()
+            if event is None:
+                return
+            raise ReplicationError(self.where, 0, "the server sent an event before naming "
+                                   "its binlog file (no artificial rotate)")
+
+
+class LiveFile:
+    """One server binlog as a binary stream of its bytes at their offsets.
+
+    `read(n)` gives contiguous bytes, blocking only until one event is there;
+    `next_event_at(pos)` says where the bytes continue (the reader asks when
+    it has used up what it read); `b""` at the end of the file."""
+
+    def __init__(self, source: LiveSource, name: str):
+        self.source = source
+        self.name = name
+        self.offset = 0            # the next byte to give
+        self.finished = False      # the file ended (rotate, stop, the end of the dump)
+        self.closed_by_server = False  # it ended with ROTATE or STOP: the server closed it
+        self.checksums = False
+        self.start_position: int | None = None
+        self._queue: list = []     # (pos, bytes) ready to give
+        self._recent: dict = {}    # pos -> bytes of events given lately (BINLOG blocks)
+        self._recent_bytes = 0
+        self.format_description: bytes | None = None
+
+    # The reader's side ---------------------------------------------------------------
+    def read(self, n: int = -1) -> bytes:
+        return self.read_chunk(n)[1]
+
+    def read_chunk(self, n: int = -1) -> tuple[int, bytes]:
+        """(offset, bytes): the next contiguous bytes and where they are in the file."""
+        if self.offset < 4:
+            self.offset = 4
+            return 0, BINLOG_MAGIC
+        if not self._queue and not self._fill(block=True):
+            return self.offset, b""
+        pos, data = self._queue[0]
+        if pos != self.offset:     # a gap the reader has not moved past
+            return self.offset, b""
+        chunks, size = [], 0
+        limit = n if n is not None and n > 0 else 1 << 20
+        while self._queue and self._queue[0][0] == self.offset and (not chunks or size < limit):
+            pos, data = self._queue.pop(0)
+            chunks.append(data)
+            size += len(data)
+            self.offset += len(data)
+            if not self._queue and size < limit and self._connection_buffered():
+                self._fill(block=False)
+        return pos - size + len(data), b"".join(chunks)
+
+    def next_event_at(self, pos: int) -> int:
+        if pos < self.offset or pos < 4:
+            return pos
+        if not self._queue and not self._fill(block=True):
+            return pos
+        first = self._queue[0][0]
+        if first > pos:
+            self.offset = first
+            return first
+        return pos
+
+    def seekable(self) -> bool:
+        return False
+
+    def raw_event(self, pos: int, length: int) -> bytes | None:
+        """The bytes of an event given lately (for BINLOG statements and hex dumps)."""
+        data = self._recent.get(pos)
+        return data if data is not None and len(data) == length else None
+
+    def close(self) -> None:
+        pass
+
+    def drain(self) -> None:
+        """Read to the end of this file (what a consumer left unread is dropped)."""
+        while not self.finished:
+            self._queue.clear()
+            self._fill(block=True)
+        self._queue.clear()
+
+    # Filling ---------------------------------------------------------------------------
+    def _connection_buffered(self) -> bool:
+        connection = self.source._connection
+        return connection is not None and connection.buffered()
+
+    def _fill(self, *, block: bool) -> bool:
+        """Queue the next event of this file; False at its end."""
+        source = self.source
+        while not self.finished:
+            event = source._read_event()
+            if event is None:
+                self.finished = True
+                return False
+            pos, raw, type_code, flags, timestamp = event
+            if timestamp:
+                source.last_event_time = timestamp
+            if type_code == _FDE:
+                self.checksums = _fde_has_checksum(raw)
+                if pos is None:     # re-sent for a mid-file start: log_pos 0
+                    if self.offset <= 4 and not self._queue:
+                        self.format_description = raw
+                        self._remember(4, raw)
+                        self._queue.append((4, raw))
+                        return True
+                    continue
+                if pos == 4:
+                    self.format_description = raw
+            if pos is None:
+                raise ReplicationError(self.name, self.offset, f"event of type {type_code} "
+                                       "without a position (log_pos 0) in the dump")
+            last_queued = self._queue[-1][0] + len(self._queue[-1][1]) if self._queue else self.offset
+            if pos < last_queued:
+                continue            # sent again after a reconnect: already given
+            if pos > last_queued and not source._positioning and self.offset > 4:
+                raise ReplicationError(self.name, last_queued, f"gap in the server's binlog: the "
+                                       f"next event the server sent starts at {pos}")
+            if self.start_position is None:
+                self.start_position = pos
+            self._remember(pos, raw)
+            self._queue.append((pos, raw))
+            if type_code in (_ROTATE, _STOP):
+                self.closed_by_server = True
+            source._progress(pos + len(raw))
+            if not block or self._queue:
+                return True
+        return bool(self._queue)
+
+    def _remember(self, pos: int, raw: bytes) -> None:
+        """Keep the bytes of recent events: the text printer re-reads them by
+        position for BINLOG statements. Bounded: the last 64 MB."""
+        self._recent[pos] = raw
+        self._recent_bytes += len(raw)
+        while self._recent_bytes > (64 << 20) and len(self._recent) > 1:
+            old = next(iter(self._recent))
+            self._recent_bytes -= len(self._recent.pop(old))
+
+
+def _fde_has_checksum(raw: bytes) -> bool:
+    """Whether a format description announces CRC32 (its algorithm byte is 1).
+    Servers before 5.6.1 and 5.3 write no algorithm byte: no checksums."""
+    from .events.control import has_checksum_field
+    version = raw[19 + 2:19 + 52].split(b"\0")[0].decode("ascii", "replace")
+    if not has_checksum_field(version):
+        return False
+    return raw[-5] == 1
+
+
+@dataclass
+class ResumeToken:
+    """Where a live read continues: after the last whole transaction given.
+
+    `file`/`position` name the binlog and the offset after that transaction;
+    `gtid` the server's GTID state there (MariaDB: a GTID list; MySQL: an
+    executed GTID set), used to start where file names differ."""
+
+    file: str
+    position: int
+    gtid: str | None = None
+    extra: dict = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.position}" + (f"@{self.gtid}" if self.gtid else "")
+
+    @classmethod
+    def parse(cls, text: str) -> "ResumeToken":
+        head, _, gtid = str(text).partition("@")
+        file, _, position = head.rpartition(":")
+        if not file or not position.isdigit():
+            raise ValueError(f"resume token {text!r}: expected FILE:POSITION[@GTID]")
+        return cls(file, int(position), gtid or None)
+
+
+def default_settings(host=None, port=None, user=None, password=None, socket_path=None,
+                     defaults_file=None, **tls) -> dict:
+    """pymysql keywords as the mysql client would connect (option file, then these)."""
+    from .schema_source import ServerAddress, connection_settings
+    return connection_settings(ServerAddress(host, port, user, password, socket_path,
+                                             defaults_file, **tls))
+
+
