@@ -48,15 +48,34 @@ def build_parser() -> argparse.ArgumentParser:
             if exc.name != f"binlake.commands.{name}":
                 raise
             continue
-        command = sub.add_parser(name, help=help_text, description=help_text)
+        # -h is the host, as in the mysql client programs; help is --help or -?
+        command = sub.add_parser(name, help=help_text, description=help_text, add_help=False)
+        command.add_argument("-?", "--help", action="help", help="show this help and exit")
         module.add_arguments(command)
         command.set_defaults(run=module.run)
     return parser
 
 
+def client_password_syntax(argv: list) -> list:
+    """The mysql client's -p: `-pSECRET` is the password, `-p` alone asks for
+    it (an optional value would otherwise swallow the binlog name after it)."""
+    result = []
+    for index, token in enumerate(argv):
+        if token == "--":
+            return result + argv[index:]
+        if token == "-p":
+            result.append("--ask-pass")
+        elif token.startswith("-p") and not token.startswith("--"):
+            result.append("--password=" + token[2:])
+        else:
+            result.append(token)
+    return result
+
+
 def main(argv=None, out=None, err=None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
+    argv = client_password_syntax(sys.argv[1:] if argv is None else list(argv))
     args = build_parser().parse_args(argv)
     try:
         return int(args.run(args, out, err))

@@ -129,16 +129,17 @@ class LiveSource:
             self.server_version = connection.server_version
             if self._first_connect:
                 self._check_server(connection)
-            gtid = o.mariadb_gtid if (file is None and o.mariadb_gtid is not None) else None
+            gtid = o.mariadb_gtid if (file is None and connection.is_mariadb) else None
+            mysql_set = o.mysql_gtid_set if not connection.is_mariadb else None
             connection.prepare(mariadb_gtid=gtid, strict=o.gtid_strict_mode)
-            if file is None and gtid is None and o.mysql_gtid_set is None:
+            if file is None and gtid is None and mysql_set is None:
                 file, position = self._first_binlog(connection), 4
             connection.register()
             non_block = not o.stop_never
-            if file is None and o.mysql_gtid_set is not None:
+            if mysql_set is not None:
                 from .replica import encode_gtid_set
-                connection.request("", 4, non_block=non_block,
-                                   mysql_gtid_set=encode_gtid_set(o.mysql_gtid_set))
+                connection.request(file or "", position if file else 4, non_block=non_block,
+                                   mysql_gtid_set=encode_gtid_set(mysql_set))
             else:
                 connection.request(file or "", position if file else 4, non_block=non_block)
         except BaseException:

@@ -68,6 +68,11 @@ class RawEvents:
             handle.close()
         self._files.clear()
 
+    def add_stream(self, stream) -> None:
+        """A live server's binlog (binlake.live.LiveFile): its events' bytes
+        come from the stream's recent events, not from a file."""
+        self._files[stream.name] = stream
+
     def note(self, event: Event) -> None:
         """Follow the stream (every event, printed or not): a payload's inner
         events take their bytes from its uncompressed stream, in order."""
@@ -120,8 +125,16 @@ class RawEvents:
         if handle is None:
             handle = self._open(event.header.file)
             self._files[event.header.file] = handle
-        handle.seek(event.header.pos)
-        raw = handle.read(event.header.length)
+        if hasattr(handle, "raw_event"):  # a live server's binlog keeps its recent events
+            raw = handle.raw_event(event.header.pos, event.header.length)
+            if raw is None:
+                from .errors import CorruptEvent
+                raise CorruptEvent(event.header.file, event.header.pos,
+                                   "the event's bytes are no longer held (a transaction of "
+                                   "over 64 MB read from a live server)")
+        else:
+            handle.seek(event.header.pos)
+            raw = handle.read(event.header.length)
         self._last_raw = (key, raw)
         return raw
 

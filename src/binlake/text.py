@@ -236,8 +236,10 @@ class TextPrinter:
                          f"\n/*!40101 SET NAMES {cs} */;\n")
         self.write("".join(lines))
 
-    def begin_file(self, path: str) -> None:
+    def begin_file(self, path) -> None:
         self.state = _FileState()
+        if hasattr(path, "raw_event"):
+            self._raw.add_stream(path)
         self.write("DELIMITER /*!*/;\n")
 
     def end_file(self) -> None:

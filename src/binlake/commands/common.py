@@ -5,13 +5,42 @@ from __future__ import annotations
 from ..errors import BinlogError
 
 
-def add_input_arguments(parser) -> None:
-    parser.add_argument("files", nargs="+", metavar="FILE",
-                        help="binlog files, read in order as one stream ('-' = standard input)")
+def add_input_arguments(parser, *, remote: bool = True) -> None:
+    """The binlogs to read: files, or with -R (`remote`) a live server's."""
+    parser.add_argument("files", nargs="*", metavar="FILE",
+                        help="binlog files, read in order as one stream ('-' = standard input); "
+                             "with -R the server's binlog to start from (default: its first)")
     parser.add_argument("-f", "--force-read", action="store_true",
                         help="continue past checksum mismatches and undecodable events")
     parser.add_argument("--no-verify-checksum", dest="verify_checksums", action="store_false",
                         help="do not check CRC32 checksums")
+    if remote:
+        add_remote_arguments(parser)
+
+
+def add_remote_arguments(parser) -> None:
+    """mysqlbinlog's options for reading a live server as a replica (-R)."""
+    group = parser.add_argument_group(
+        "reading a live server as a replica (as mysqlbinlog -R; connection options below)")
+    group.add_argument("-R", "--read-from-remote-server", "--read-from-remote-master",
+                       action="store_true", dest="remote",
+                       help="read the binlog from the server (FILE names its binlog)")
+    group.add_argument("--stop-never", action="store_true",
+                       help="wait for new events at the end of the last binlog, reconnect when "
+                            "the connection is lost; implies --to-last-log")
+    group.add_argument("-t", "--to-last-log", action="store_true",
+                       help="go on past the named binlog, to the end of the server's last")
+    group.add_argument("--connection-server-id", "--stop-never-slave-server-id", type=int,
+                       metavar="ID", dest="connection_server_id",
+                       help="the replica id to register with (default 65535, as mysqlbinlog "
+                            "--stop-never); refused if a connected replica uses it")
+    group.add_argument("--heartbeat-period", type=float, default=5.0, metavar="SECONDS",
+                       help="ask the server for a heartbeat this often when it has no events "
+                            "(default 5)")
+    group.add_argument("--read-timeout", type=float, metavar="SECONDS",
+                       help="reconnect after this long without an event or heartbeat "
+                            "(default: 3 heartbeats + 5 s)")
+    add_connection_arguments(parser)
 
 
 def reader_options(args) -> dict:
@@ -43,40 +72,58 @@ def add_schema_arguments(parser) -> None:
                              "`binlake schema --save`; the DDL in the binlogs is followed "
                              "from there")
     parser.add_argument("--schema-from", action="store_true", help=SCHEMA_FROM_HELP)
+    add_connection_arguments(parser)
+
+
+def add_connection_arguments(parser) -> None:
+    """The mysql client's connection options, once per command (-R and --schema-from share them)."""
+    if getattr(parser, "_binlake_connection", False):
+        return
+    parser._binlake_connection = True
     group = parser.add_argument_group(
-        "connecting for --schema-from (as the mysql client: ~/.my.cnf or --defaults-file, "
-        "then these)")
-    group.add_argument("--host", metavar="HOST",
+        "connecting (-R, --schema-from) as the mysql client: ~/.my.cnf or --defaults-file, "
+        "then these")
+    group.add_argument("-h", "--host", metavar="HOST",
                        help="server host (default: localhost, by its socket if there is one)")
     group.add_argument("-P", "--port", type=int, metavar="PORT", help="TCP port (default 3306)")
     group.add_argument("-u", "--user", metavar="USER", help="user (default: your login name)")
-    # no mysql-style bare -p: an optional value would swallow the binlog file after it
-    group.add_argument("--password", metavar="PASSWORD", help="password (visible to ps; "
-                       "better in the option file, or --ask-pass)")
+    group.add_argument("--password", metavar="PASSWORD",
+                       help="password (visible to ps; better in the option file, or -p alone, "
+                            "which asks)")
     group.add_argument("--ask-pass", action="store_true",
-                       help="ask for the password on the terminal (as Percona's tools do)")
+                       help="ask for the password on the terminal (what -p without a value does)")
     group.add_argument("-S", "--socket", metavar="PATH", help="Unix socket of a local server")
     group.add_argument("--defaults-file", metavar="FILE",
                        help="option file to read instead of ~/.my.cnf")
+    group.add_argument("--ssl-mode", metavar="MODE", type=str.upper,
+                       help="DISABLED, PREFERRED (default: TLS when the server offers it), "
+                            "REQUIRED, VERIFY_CA or VERIFY_IDENTITY")
+    group.add_argument("--ssl-ca", metavar="FILE", help="CA certificate(s) to verify the server")
+    group.add_argument("--ssl-cert", metavar="FILE", help="client certificate")
+    group.add_argument("--ssl-key", metavar="FILE", help="client certificate's key")
 
 
-_CONNECTION_OPTIONS = ("host", "port", "user", "password", "socket", "defaults_file")
+_CONNECTION_OPTIONS = ("host", "port", "user", "password", "socket", "defaults_file", "ssl_mode",
+                       "ssl_ca", "ssl_cert", "ssl_key")
 _FLAGS = ("ask_pass",)
 
 
-def server_address(args):
-    """The ServerAddress of --schema-from, or None; connection options without
-    --schema-from are a usage error (binlake reads binlogs from files only)."""
+def server_address(args, *, for_schema: bool = True):
+    """The ServerAddress of --schema-from (or of -R when not `for_schema`), or
+    None; connection options without either are a usage error."""
     from ..schema_source import ASK, ServerAddress
     given = [name for name in _CONNECTION_OPTIONS if getattr(args, name, None) is not None]
     given += [name for name in _FLAGS if getattr(args, name, False)]
-    if not args.schema_from:
-        if given:
+    wanted = getattr(args, "schema_from", False) if for_schema else getattr(args, "remote", False)
+    if not wanted:
+        if given and not getattr(args, "remote", False):
             options = ", ".join("--" + name.replace("_", "-") for name in given)
-            raise ValueError(f"{options}: connection options are for --schema-from")
+            raise ValueError(f"{options}: connection options are for -R and --schema-from")
         return None
     password = ASK if args.ask_pass else args.password
-    return ServerAddress(args.host, args.port, args.user, password, args.socket, args.defaults_file)
+    return ServerAddress(args.host, args.port, args.user, password, args.socket,
+                         args.defaults_file, args.ssl_ca, args.ssl_cert, args.ssl_key,
+                         args.ssl_mode)
 
 
 def seed_schema(args):

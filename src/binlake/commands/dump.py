@@ -15,12 +15,16 @@ from ..filters import SelectionOptions, Verdict
 from ..jsonable import event_json
 from ..text import TextError, TextOptions, TextPrinter
 from .common import add_input_arguments, add_schema_arguments, reader_options, report, seed_history
-from .selection import (add_selection_arguments, open_output, progress_bar, selected_events,
-                        selection_options, spool_stdin)
+from .selection import (add_selection_arguments, open_inputs, open_output, progress_bar,
+                        selected_events, selection_options)
 
 
 def add_arguments(parser) -> None:
     add_input_arguments(parser)
+    parser.add_argument("--raw", action="store_true",
+                        help="with -R: write the server's binlogs as they are, each under its "
+                             "server name (after the --result-file prefix); run again to resume "
+                             "after the last complete event")
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="text like mysqlbinlog (default) or one JSON object per event")
     add_selection_arguments(parser)
@@ -56,11 +60,21 @@ def run(args, out, err) -> int:
     except ValueError as exc:
         err.write(f"binlake dump: {exc}\n")
         return ExitStatus.USAGE
+    if args.raw:
+        if not args.remote:
+            err.write("binlake dump: --raw reads a live server: it needs -R\n")
+            return ExitStatus.USAGE
+        from .backup import run_raw
+        return run_raw(args, selection, err)
     # One schema history across the files: their DDL names the columns.
     schema, status = seed_history(args, "binlake dump", err)
     if schema is None:
         return status
-    files, cleanup = spool_stdin(args.files)
+    try:
+        files, cleanup = open_inputs(args, err, selection)
+    except ValueError as exc:
+        err.write(f"binlake dump: {exc}\n")
+        return ExitStatus.USAGE
     try:
         with open_output(args, out) as target:
             if args.format == "json":
@@ -123,7 +137,8 @@ def _events_to_print(args, files, selection, err, printer, on_file, schema):
     offered to the native printer, which prints it whole or leaves it here."""
     o = selection.options
     start, stop = o.start_position, o.stop_position
-    plain = (NATIVE_PRINTER and reader_options(args) == {"force": False, "verify_checksums": True}
+    plain = (NATIVE_PRINTER and isinstance(files, list)
+             and reader_options(args) == {"force": False, "verify_checksums": True}
              and SelectionOptions(start_position=start, stop_position=stop) == o
              # positions apply to the first and last file: one file keeps that simple
              and (len(files) == 1 or (start is None and stop is None)))

@@ -23,8 +23,8 @@ from ..events import (BinlogCheckpointEvent, Event, FileBlockEvent, FormatDescri
                       TransactionPayloadEvent, UserVarEvent, XaPrepareEvent, XidEvent)
 from ..filters import Verdict
 from .common import add_input_arguments, report
-from .selection import (add_selection_arguments, open_output, progress_bar, selected_events,
-                        selection_options, spool_stdin)
+from .selection import (add_selection_arguments, open_inputs, open_output, progress_bar,
+                        selected_events, selection_options)
 
 COLUMNS = ("Log_name", "Pos", "Event_type", "Server_id", "End_log_pos", "Info")
 
@@ -130,7 +130,8 @@ def _rows(args, files, selection, err, bar):
         bar.update(event)
         if verdict is Verdict.SKIP:
             continue
-        name = os.path.basename(args.files[index]) if args.files[index] != "-" else "-"
+        name = ("-" if args.files and args.files[index] == "-" else
+                os.path.basename(args.files[index]) if not args.remote else event.header.file)
         h = event.header
         yield (name, h.pos, h.type_str, h.server_id, h.log_pos, event_info(event))
         count += 1
@@ -143,7 +144,9 @@ class _TableWriter:
 
     def __init__(self, out, files, names):
         self.out = out
-        size = max((os.path.getsize(f) for f in files), default=0)
+        # a live server's binlog can grow to 4 GB (COM_BINLOG_DUMP's positions)
+        size = (max((os.path.getsize(f) for f in files), default=0)
+                if isinstance(files, list) else 1 << 32)
         digits = max(len(str(size)), 3)
         self.widths = (max([len(n) for n in names] + [8]), max(digits, 3), 24, 10, max(digits, 11))
         self.write(COLUMNS)
@@ -160,7 +163,11 @@ def run(args, out, err) -> int:
     except ValueError as exc:
         err.write(f"binlake events: {exc}\n")
         return ExitStatus.USAGE
-    files, cleanup = spool_stdin(args.files)
+    try:
+        files, cleanup = open_inputs(args, err, selection)
+    except ValueError as exc:
+        err.write(f"binlake events: {exc}\n")
+        return ExitStatus.USAGE
     status = ExitStatus.OK
     bar = progress_bar(files, err)
     try:
@@ -173,7 +180,7 @@ def run(args, out, err) -> int:
                 writer.writerow(COLUMNS)
                 write = writer.writerow
             else:
-                names = [os.path.basename(f) for f in args.files]
+                names = [os.path.basename(f) for f in args.files] or ["mysql-bin.000001"]
                 write = _TableWriter(target, files, names).write
             try:
                 for row in rows:

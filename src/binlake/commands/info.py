@@ -12,7 +12,7 @@ from .common import add_input_arguments, reader_options, report
 
 
 def add_arguments(parser) -> None:
-    add_input_arguments(parser)
+    add_input_arguments(parser, remote=False)
     parser.add_argument("--format", choices=("text", "json"), default="text")
 
 
@@ -45,6 +45,9 @@ def _summary(info, error) -> dict:
 
 def run(args, out, err) -> int:
     status = ExitStatus.OK
+    if not args.files:
+        err.write("binlake info: no FILE given\n")
+        return ExitStatus.USAGE
     for path in args.files:
         reader = BinlogReader([path], **reader_options(args))
         error = None

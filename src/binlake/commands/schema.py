@@ -9,6 +9,7 @@ from ..cli import ExitStatus
 from ..errors import BinlogError
 from ..reader import BinlogReader
 from ..schema import Schema, Version
+from .selection import open_inputs
 from .common import (add_input_arguments, add_schema_arguments, reader_options, report,
                      seed_history)
 
@@ -28,13 +29,20 @@ def run(args, out, err) -> int:
     if schema is None:
         return status
     try:
-        for path in args.files:
+        files, cleanup = open_inputs(args, err)
+    except ValueError as exc:
+        err.write(f"binlake schema: {exc}\n")
+        return ExitStatus.USAGE
+    try:
+        for path in files:
             # the reader follows the DDL into `schema` as it passes it
             for _ in BinlogReader([path], schema=schema, **reader_options(args)):
                 pass
     except BinlogError as exc:
         report(exc, err)
         status = ExitStatus.ERROR
+    finally:
+        cleanup()
     for warning in schema.warnings:
         err.write(f"binlake schema: warning: {warning}\n")
     if args.format == "json":

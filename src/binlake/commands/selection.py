@@ -97,6 +97,69 @@ def selection_options(args) -> tuple[EventSelection, dict]:
     return EventSelection(options), text_filters
 
 
+def open_inputs(args, err, selection: EventSelection | None = None):
+    """(files, cleanup): the binlogs a command reads. The FILE arguments
+    (standard input spooled), or with -R a live server's binlogs: a
+    LiveSource, read by the same reader. Raises ValueError on a bad command line."""
+    if not getattr(args, "remote", False):
+        if not args.files:
+            raise ValueError("no FILE given (or -R to read a live server's binlog)")
+        return spool_stdin(args.files)
+    source = live_source(args, err, selection)
+    return source, source.close
+
+
+def live_source(args, err, selection: EventSelection | None = None):
+    """The LiveSource of -R and its options (mysqlbinlog's meanings)."""
+    from ..live import DEFAULT_SERVER_ID, LiveOptions, LiveSource
+    from ..schema_source import connection_settings
+    from .common import server_address
+    if len(args.files) > 1:
+        raise ValueError("-R reads the server's binlogs from one name on "
+                         "(-t/--to-last-log or --stop-never go on from it)")
+    options = selection.options if selection is not None else SelectionOptions()
+    start_gtid = None
+    if options.start_gtids:
+        start_gtid = ",".join(f"{domain}-{server}-{seq}"
+                              for domain, (server, seq) in sorted(options.start_gtids.items()))
+    file = args.files[0] if args.files else None
+    if file is None and start_gtid is None and options.start_position not in (None, 4):
+        raise ValueError("--start-position with -R needs the binlog's name")
+    quiet = getattr(args, "short_form", False)
+    progress = None if quiet else live_progress(err)
+    return LiveSource(LiveOptions(
+        settings=connection_settings(server_address(args, for_schema=False)),
+        file=file, position=options.start_position or 4,
+        mariadb_gtid=start_gtid if file is None else None,
+        mysql_gtid_set=getattr(args, "exclude_gtids", None),
+        to_last_log=args.to_last_log or args.stop_never, stop_never=args.stop_never,
+        server_id=args.connection_server_id or DEFAULT_SERVER_ID,
+        heartbeat=args.heartbeat_period, read_timeout=args.read_timeout,
+        on_progress=progress,
+        on_reconnect=lambda error, attempt: err.write(
+            f"binlake: warning: {error}; reconnecting (attempt {attempt})\n")))
+
+
+def live_progress(err):
+    """For a person at a terminal: file, position and lag on one stderr line,
+    twice a second at most; None (silent) when stderr is not a terminal."""
+    import time
+    isatty = getattr(err, "isatty", None)
+    if not (isatty and isatty()):
+        return None
+    last = [0.0]
+
+    def show(file: str, position: int, server_time: int) -> None:
+        now = time.time()
+        if now - last[0] < 0.5:
+            return
+        last[0] = now
+        lag = f", {max(0, now - server_time):.0f} s behind" if server_time else ""
+        err.write(f"\rbinlake: {file} at {position}{lag}\033[K")
+        err.flush()
+    return show
+
+
 def spool_stdin(files: list[str]):
     """Standard input ('-') copied to a temporary file, so that events can be
     re-read by position (for BINLOG blocks); returns (files, cleanup)."""
@@ -158,9 +221,9 @@ class _Progress:
 
 def progress_bar(files, err):
     """A progress bar when stderr is a terminal and tqdm is installed
-    (binlake[progress]); otherwise nothing."""
+    (binlake[progress]); otherwise nothing (a live source shows its own)."""
     isatty = getattr(err, "isatty", None)
-    if not (isatty and isatty()):
+    if not (isatty and isatty()) or not isinstance(files, list):
         return _NoProgress()
     try:
         return _Progress(files, err)
@@ -178,7 +241,9 @@ def selected_events(args, files, selection: EventSelection, err, *, on_file=None
     from ..filters import Verdict
     from ..reader import BinlogReader
     from .common import reader_options
-    last = len(files) - 1
+    # A live server's stream of files has no known last one: --stop-position
+    # applies to whichever file reaches it, as with mysqlbinlog -R.
+    last = len(files) - 1 if isinstance(files, (list, tuple)) else None
     for index, path in enumerate(files):
         reader = BinlogReader([path], **reader_options(args), **reader_kwargs)
         if on_file is not None:
@@ -186,7 +251,7 @@ def selected_events(args, files, selection: EventSelection, err, *, on_file=None
         stopped = False
         try:
             for event in reader:
-                verdict = selection.verdict(event, index == 0, index == last)
+                verdict = selection.verdict(event, index == 0, last is None or index == last)
                 if verdict is Verdict.STOP:
                     stopped = True
                     break

@@ -9,8 +9,8 @@ from ..filters import Verdict
 from ..sqlgen import SqlWriter
 from ..text import TextError
 from .common import add_input_arguments, add_schema_arguments, report, seed_history
-from .selection import (add_selection_arguments, open_output, progress_bar, selected_events,
-                        selection_options, spool_stdin)
+from .selection import (add_selection_arguments, open_inputs, open_output, progress_bar,
+                        selected_events, selection_options)
 
 
 def add_arguments(parser) -> None:
@@ -34,7 +34,11 @@ def run(args, out, err) -> int:
     schema, status = seed_history(args, "binlake sql", err)
     if schema is None:
         return status
-    files, cleanup = spool_stdin(args.files)
+    try:
+        files, cleanup = open_inputs(args, err, selection)
+    except ValueError as exc:
+        err.write(f"binlake sql: {exc}\n")
+        return ExitStatus.USAGE
     status = ExitStatus.OK
     bar = progress_bar(files, err)
     try:
