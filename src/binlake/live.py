@@ -30,7 +30,7 @@ import struct
 import time
 from dataclasses import dataclass, field
 
-from .constants import BINLOG_MAGIC, EventType as E, LogEventFlag
+from .constants import BINLOG_MAGIC, FL_STANDALONE, EventType as E, LogEventFlag
 from .replica import ReplicaConnection, ReplicationError
 
 _HEADER = struct.Struct("<IBIIIH")
@@ -434,3 +434,113 @@ def default_settings(host=None, port=None, user=None, password=None, socket_path
                                              defaults_file, **tls))
 
 
+
+
+# -- the Python API ------------------------------------------------------------------------
+
+@dataclass
+class Transaction:
+    """The changes of one committed transaction, and where to resume after it."""
+
+    gtid: str | None
+    changes: list
+    resume_token: ResumeToken
+
+
+class LiveStream:
+    """A live server's events (iterate) or committed transactions
+    (`transactions()`) and row changes (`changes()`), read by the same reader
+    as files. `resume_token` is where a later `binlake.stream(resume=...)`
+    continues: after the last whole transaction handed out."""
+
+    def __init__(self, options: LiveOptions, reader_options: dict):
+        self.source = LiveSource(options)
+        self.reader_options = reader_options
+        self.resume_token: ResumeToken | None = None
+
+    def __iter__(self):
+        from .reader import BinlogReader
+        return iter(BinlogReader(self.source, **self.reader_options))
+
+    def transactions(self):
+        """Each committed transaction with its changes and resume token. DDL
+        and other statements outside transactions are transactions with no
+        changes (their token moves past them too)."""
+        from .events import GtidEvent, MariadbGtidEvent, QueryEvent, RowsEvent, XidEvent
+        from .records import rows_changes
+        gtid, changes, inside = None, [], False
+        gtids: dict = {}
+        for event in self:
+            kind = event.__class__
+            if kind is RowsEvent or isinstance(event, RowsEvent):
+                changes.extend(rows_changes(event, gtid))
+                continue
+            ends = False
+            if isinstance(event, MariadbGtidEvent):
+                gtid, changes = event.gtid, []
+                inside = not event.flags2 & FL_STANDALONE
+            elif isinstance(event, GtidEvent):
+                gtid, changes, inside = event.gtid, [], False
+            elif isinstance(event, XidEvent):
+                ends = True
+            elif isinstance(event, QueryEvent):
+                word = event.query.lstrip()[:8].upper()
+                if word.startswith("BEGIN") or word.startswith("XA START"):
+                    inside = True
+                else:
+                    ends = not inside or word.startswith(("COMMIT", "ROLLBACK", "XA COMMIT"))
+            if ends:
+                if gtid is not None and "-" in gtid and ":" not in gtid:
+                    domain = gtid.split("-", 1)[0]
+                    gtids[domain] = gtid
+                token = ResumeToken(event.header.file, event.header.next_pos,
+                                    ",".join(gtids[d] for d in sorted(gtids, key=int)) or None)
+                self.resume_token = token
+                yield Transaction(gtid, changes, token)
+                gtid, changes, inside = None, [], False
+
+    def changes(self):
+        """Every committed row change, in order (a transaction's changes once it committed)."""
+        for transaction in self.transactions():
+            yield from transaction.changes
+
+    def close(self) -> None:
+        self.source.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+
+def stream(host: str | None = None, port: int | None = None, user: str | None = None,
+           password: str | None = None, *, socket: str | None = None,
+           defaults_file: str | None = None, ssl_mode: str | None = None,
+           ssl_ca: str | None = None, ssl_cert: str | None = None, ssl_key: str | None = None,
+           resume=None, file: str | None = None, position: int = 4, gtid: str | None = None,
+           stop_never: bool = True, server_id: int = DEFAULT_SERVER_ID, heartbeat: float = 5.0,
+           read_timeout: float | None = None, schema=None, **reader_options) -> LiveStream:
+    """Follow a live MySQL or MariaDB server as a replica.
+
+    Where to start: `resume` (a token or its text from an earlier stream),
+    else `file`/`position`, else MariaDB's `gtid` list (transactions after
+    it), else the server's first binlog. `stop_never=False` ends at the end
+    of the last binlog. Column names: the DDL in the stream, and, when the
+    stream does not start at the server's first binlog, the server's tables
+    as they are now (`schema=` seeds otherwise; False: none)."""
+    if resume is not None:
+        token = resume if isinstance(resume, ResumeToken) else ResumeToken.parse(resume)
+        file, position, gtid = token.file, token.position, None
+    settings = default_settings(host, port, user, password, socket, defaults_file,
+                                ssl_ca=ssl_ca, ssl_cert=ssl_cert, ssl_key=ssl_key,
+                                ssl_mode=ssl_mode)
+    if schema is None and (file is not None or gtid is not None):
+        from .schema_source import ServerAddress, schema_from_server
+        schema = schema_from_server(ServerAddress(host, port, user, password, socket,
+                                                  defaults_file, ssl_ca, ssl_cert, ssl_key,
+                                                  ssl_mode))
+    options = LiveOptions(settings, file=file, position=position, mariadb_gtid=gtid,
+                          to_last_log=True, stop_never=stop_never, server_id=server_id,
+                          heartbeat=heartbeat, read_timeout=read_timeout)
+    return LiveStream(options, {"schema": schema, **reader_options})

@@ -30,18 +30,22 @@ class Change:
     after: dict | None
 
 
+def rows_changes(event: RowsEvent, gtid: str | None) -> Iterator[Change]:
+    """The changes of one rows event, in its transaction `gtid`."""
+    header = event.header
+    table = event.table
+    database = table.database if table else ""
+    name = table.table if table else ""
+    for index, (before, after) in enumerate(event.iter_rows()):
+        yield Change(header.file, header.pos, header.next_pos, index, header.timestamp,
+                     header.server_id, gtid, database, name, event.operation, before, after)
+
+
 def changes_from_events(events: Iterable[Event]) -> Iterator[Change]:
     gtid = None
     for event in events:
         if isinstance(event, RowsEvent):
-            header = event.header
-            table = event.table
-            database = table.database if table else ""
-            name = table.table if table else ""
-            for index, (before, after) in enumerate(event.iter_rows()):
-                yield Change(header.file, header.pos, header.next_pos, index, header.timestamp,
-                             header.server_id, gtid, database, name, event.operation,
-                             before, after)
+            yield from rows_changes(event, gtid)
         elif isinstance(event, GtidEvent):
             gtid = event.gtid
         elif isinstance(event, MariadbGtidEvent):
