@@ -60,14 +60,14 @@ def test_ask_pass_asks(monkeypatch):
 
 
 def _args(*argv):
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(add_help=False)  # -h is the host, as in the mysql client
     add_schema_arguments(parser)
     return parser.parse_args(list(argv))
 
 
 def test_connection_options_need_schema_from():
     assert server_address(_args()) is None
-    with pytest.raises(ValueError, match="--host, --port: connection options are for --schema-from"):
+    with pytest.raises(ValueError, match="--host, --port: connection options are for -R and --schema-from"):
         server_address(_args("--host", "h", "-P", "1"))
     with pytest.raises(ValueError, match="--ask-pass"):
         server_address(_args("--ask-pass"))

@@ -28,6 +28,7 @@ from __future__ import annotations
 import socket
 import struct
 import time
+import weakref
 from dataclasses import dataclass, field
 
 from .constants import BINLOG_MAGIC, FL_STANDALONE, EventType as E, LogEventFlag
@@ -260,6 +261,16 @@ class LiveSource:
                                    "its binlog file (no artificial rotate)")
 
 
+#: The LiveFiles being read, by name: the text printer re-reads events by
+#: (file, position) for BINLOG statements, and finds a live file's here.
+_OPEN_FILES: "weakref.WeakValueDictionary[str, LiveFile]" = weakref.WeakValueDictionary()
+
+
+def live_file(name: str):
+    """The LiveFile of that name being read in this process, or None."""
+    return _OPEN_FILES.get(name)
+
+
 class LiveFile:
     """One server binlog as a binary stream of its bytes at their offsets.
 
@@ -279,6 +290,7 @@ class LiveFile:
         self._recent: dict = {}    # pos -> bytes of events given lately (BINLOG blocks)
         self._recent_bytes = 0
         self.format_description: bytes | None = None
+        _OPEN_FILES[name] = self
 
     # The reader's side ---------------------------------------------------------------
     def read(self, n: int = -1) -> bytes:
@@ -294,16 +306,22 @@ class LiveFile:
         pos, data = self._queue[0]
         if pos != self.offset:     # a gap the reader has not moved past
             return self.offset, b""
-        chunks, size = [], 0
+        start, chunks, size = self.offset, [], 0
         limit = n if n is not None and n > 0 else 1 << 20
-        while self._queue and self._queue[0][0] == self.offset and (not chunks or size < limit):
-            pos, data = self._queue.pop(0)
+        while self._queue and self._queue[0][0] == self.offset and size < limit:
+            pos, data = self._queue[0]
+            if size + len(data) > limit:   # never more than asked: the rest waits its turn
+                cut = limit - size
+                self._queue[0] = (pos + cut, data[cut:])
+                data = data[:cut]
+            else:
+                self._queue.pop(0)
             chunks.append(data)
             size += len(data)
             self.offset += len(data)
             if not self._queue and size < limit and self._connection_buffered():
                 self._fill(block=False)
-        return pos - size + len(data), b"".join(chunks)
+        return start, b"".join(chunks)
 
     def next_event_at(self, pos: int) -> int:
         if pos < self.offset or pos < 4:

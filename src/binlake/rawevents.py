@@ -68,11 +68,6 @@ class RawEvents:
             handle.close()
         self._files.clear()
 
-    def add_stream(self, stream) -> None:
-        """A live server's binlog (binlake.live.LiveFile): its events' bytes
-        come from the stream's recent events, not from a file."""
-        self._files[stream.name] = stream
-
     def note(self, event: Event) -> None:
         """Follow the stream (every event, printed or not): a payload's inner
         events take their bytes from its uncompressed stream, in order."""
@@ -160,6 +155,10 @@ class RawEvents:
 
     @staticmethod
     def _open(path: str):
+        from .live import live_file
+        stream = live_file(path)
+        if stream is not None:  # a live server's binlog: its recent events' bytes
+            return stream
         with open(path, "rb") as probe:
             gz = probe.read(2) == b"\x1f\x8b"
         if gz:  # a gzip stream cannot seek cheaply; unpack once to a spool file

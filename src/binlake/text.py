@@ -238,8 +238,6 @@ class TextPrinter:
 
     def begin_file(self, path) -> None:
         self.state = _FileState()
-        if hasattr(path, "raw_event"):
-            self._raw.add_stream(path)
         self.write("DELIMITER /*!*/;\n")
 
     def end_file(self) -> None:

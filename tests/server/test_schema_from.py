@@ -111,7 +111,7 @@ def test_connection_problems_are_errors_not_usage(server, written):
                                  str(server.port), "--user", "nobody", *files)
     assert status == 1 and "--schema-from: cannot connect to 127.0.0.1:" in err
     status, _, err = run_binlake("schema", "--user", "root", *files)
-    assert status == 2 and "connection options are for --schema-from" in err
+    assert status == 2 and "connection options are for -R and --schema-from" in err
 
 
 def test_pipeline_passes_the_seed_as_a_saved_history(server, written, tmp_path):

@@ -127,7 +127,8 @@ class MariaDBServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.binlog_dir.mkdir(exist_ok=True)
         self.tmp_dir.mkdir(exist_ok=True)
-        self.port = free_port()
+        if not self.port:  # a restart keeps its port: replicas reconnect to it
+            self.port = free_port()
         self._write_defaults_file()
         if not (self.datadir / "mysql").is_dir():
             self._run(
