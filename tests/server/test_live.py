@@ -8,11 +8,8 @@ killed from the server side, a server restart, binlake itself SIGKILLed.
 """
 from __future__ import annotations
 
-import os
 import random
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -21,6 +18,8 @@ import pytest
 
 import binlake
 from binlake.testing.mariadb import MariaDBServer
+from server.live_helpers import (connection_args, kill_dump_threads, start_backup,
+                                 wait_for_copies, write)
 from server.replay import replay, run_binlake, snapshot
 
 pytestmark = pytest.mark.server
@@ -34,57 +33,6 @@ def server(mariadbd, tmp_path):
         primary.execute("CREATE TABLE shop.items (id INT PRIMARY KEY, name VARCHAR(40), "
                         "price DECIMAL(10,2), seen DATETIME(3))")
         yield primary
-
-
-def write(server, first: int, count: int) -> None:
-    connection = server.connect("shop")
-    with connection.cursor() as cursor:
-        for i in range(first, first + count):
-            cursor.execute("INSERT INTO items (id, name, price, seen) VALUES (%s, %s, %s, NOW(3))",
-                           (i, f"item {i} " + "x" * (i % 30), f"{i % 1000}.{i % 100:02d}"))
-            if i % 7 == 0:
-                cursor.execute("UPDATE items SET price = price + 1 WHERE id = %s", (i,))
-            if i % 11 == 0:
-                cursor.execute("DELETE FROM items WHERE id = %s", (i - 1,))
-    connection.close()
-
-
-def connection_args(server) -> list[str]:
-    return ["-h", "127.0.0.1", "-P", str(server.port), "-u", "root", "--password="]
-
-
-def dump_threads(server) -> list[int]:
-    return [row[0] for row in server.query("SHOW PROCESSLIST") if row[4] == "Binlog Dump"]
-
-
-def kill_dump_threads(server) -> int:
-    killed = 0
-    for thread in dump_threads(server):
-        server.execute(f"KILL {thread}")
-        killed += 1
-    return killed
-
-
-def start_backup(server, prefix: Path, *extra: str) -> subprocess.Popen:
-    command = [sys.executable, "-m", "binlake", "dump", "-R", *connection_args(server), "--raw",
-               "--stop-never", "--heartbeat-period", "0.5", "-r", f"{prefix}/", "binlog.000001",
-               *extra]
-    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-
-
-def wait_for_copies(server, prefix: Path, timeout: float = 60) -> None:
-    """Until every closed binlog's copy is complete and the open one caught up."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        files = server.binlog_files()
-        if all((prefix / f.name).exists() and (prefix / f.name).stat().st_size == f.stat().st_size
-               for f in files):
-            return
-        time.sleep(0.2)
-    missing = [f.name for f in server.binlog_files()
-               if not (prefix / f.name).exists()
-               or (prefix / f.name).stat().st_size != f.stat().st_size]
-    raise AssertionError(f"the backup did not catch up with {missing}")
 
 
 def assert_byte_identical(server, prefix: Path) -> int:
