@@ -29,7 +29,7 @@ import socket
 import struct
 import time
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .constants import BINLOG_MAGIC, FL_STANDALONE, EventType as E, LogEventFlag
 from .replica import ReplicaConnection, ReplicationError
@@ -40,6 +40,9 @@ _HEARTBEATS = (int(E.HEARTBEAT_LOG_EVENT), int(E.HEARTBEAT_LOG_EVENT_V2))
 _ROTATE = int(E.ROTATE_EVENT)
 _FDE = int(E.FORMAT_DESCRIPTION_EVENT)
 _STOP = int(E.STOP_EVENT)
+#: What a server sends at the start of a file before the events asked for
+_POSITIONING_EVENTS = frozenset({_FDE, int(E.GTID_LIST_EVENT), int(E.BINLOG_CHECKPOINT_EVENT),
+                                 int(E.PREVIOUS_GTIDS_LOG_EVENT)})
 
 #: mysqlbinlog's server id for --stop-never (`--stop-never-slave-server-id`'s default)
 DEFAULT_SERVER_ID = 65535
@@ -77,13 +80,15 @@ class LiveSource:
         self.options = options
         self._connection: ReplicaConnection | None = None
         self._file: LiveFile | None = None
-        self._pending: tuple | None = None      # an event read but not yet given to a file
         self._next_name: str | None = None      # the file the server moved on to
         self._ended = False
         self._first_connect = True
-        self._positioning = True                # the server may skip to the requested start
+        #: the server may skip ahead (to a mid-file start, a GTID start, past
+        #: transactions a MySQL GTID set leaves out); otherwise a gap is an error
+        self.positioning = True
         self.server_version = ""
         self.last_heartbeat: tuple | None = None  # (file, position) of the last heartbeat
+        self.mysql_gtid_dump = False
         self.last_event_time = 0
 
     @property
@@ -104,7 +109,8 @@ class LiveSource:
                     if name is None:
                         return
                 self._next_name = None
-                self._file = LiveFile(self, name)
+                first = self._file is None and name == self.options.file
+                self._file = LiveFile(self, name, self.options.position if first else 4)
                 yield self._file
                 self._file.drain()
                 if self._next_name is not None and not self.options.to_last_log \
@@ -148,6 +154,8 @@ class LiveSource:
             raise
         self._connection = connection
         self._first_connect = False
+        self.mysql_gtid_dump = mysql_set is not None
+        self.positioning = file is None or position > 4 or self.mysql_gtid_dump
 
     def _check_server(self, connection: ReplicaConnection) -> None:
         """Refuse, in one line each, what would fail later or harm others:
@@ -186,29 +194,29 @@ class LiveSource:
                 self._connection = None
             time.sleep(delay)
             delay = min(delay * 2, o.max_backoff)
-            file = self._file
-            if file is not None and not file.finished:
-                name, position = file.name, max(file.offset, 4)
-            else:
-                name, position = self._next_name or (file.name if file else o.file), 4
-                if file is not None and self._next_name is None:
-                    name, position = file.name, file.offset  # the file ended: ask past its end
             try:
-                self._connect(name, position)
+                self._connect(*self._resume_point())
             except ReplicationError as exc:
                 error = exc
                 continue
-            self._positioning = False
             return
+
+    def _resume_point(self) -> tuple[str | None, int]:
+        """Where a new connection continues: the next file the server named,
+        else the current file after what is queued (the server sends again
+        only what is dropped as already had), else the start asked for."""
+        file = self._file
+        if self._next_name is not None:
+            return self._next_name, 4
+        if file is not None:
+            return file.name, file.resume_at
+        return self.options.file, self.options.position
 
     # Events -----------------------------------------------------------------------
     def _read_event(self):
         """(pos, bytes, type, flags, timestamp) of the next event for a file,
         None at the end; handles heartbeats, rotates and lost connections."""
         while True:
-            if self._pending is not None:
-                event, self._pending = self._pending, None
-                return event
             if self._connection is None:
                 return None
             try:
@@ -278,14 +286,16 @@ class LiveFile:
     `next_event_at(pos)` says where the bytes continue (the reader asks when
     it has used up what it read); `b""` at the end of the file."""
 
-    def __init__(self, source: LiveSource, name: str):
+    def __init__(self, source: LiveSource, name: str, start: int = 4):
         self.source = source
         self.name = name
         self.offset = 0            # the next byte to give
+        #: where the server's events continue: after the last one received
+        #: (the format description re-sent for a mid-file start is not one)
+        self.resume_at = start
         self.finished = False      # the file ended (rotate, stop, the end of the dump)
         self.closed_by_server = False  # it ended with ROTATE or STOP: the server closed it
         self.checksums = False
-        self.start_position: int | None = None
         self._queue: list = []     # (pos, bytes) ready to give
         self._recent: dict = {}    # pos -> bytes of events given lately (BINLOG blocks)
         self._recent_bytes = 0
@@ -333,6 +343,14 @@ class LiveFile:
             self.offset = first
             return first
         return pos
+
+    @property
+    def queued_end(self) -> int:
+        """The offset after the last event received for this file."""
+        if self._queue:
+            pos, data = self._queue[-1]
+            return pos + len(data)
+        return self.offset
 
     def seekable(self) -> bool:
         return False
@@ -382,16 +400,17 @@ class LiveFile:
             if pos is None:
                 raise ReplicationError(self.name, self.offset, f"event of type {type_code} "
                                        "without a position (log_pos 0) in the dump")
-            last_queued = self._queue[-1][0] + len(self._queue[-1][1]) if self._queue else self.offset
-            if pos < last_queued:
-                continue            # sent again after a reconnect: already given
-            if pos > last_queued and not source._positioning and self.offset > 4:
-                raise ReplicationError(self.name, last_queued, f"gap in the server's binlog: the "
+            queued_end = self.queued_end
+            if pos < queued_end:
+                continue            # sent again after a reconnect: already had
+            if pos > queued_end and not source.positioning and queued_end > 4:
+                raise ReplicationError(self.name, queued_end, f"gap in the server's binlog: the "
                                        f"next event the server sent starts at {pos}")
-            if self.start_position is None:
-                self.start_position = pos
+            if type_code not in _POSITIONING_EVENTS and not source.mysql_gtid_dump:
+                source.positioning = False
             self._remember(pos, raw)
             self._queue.append((pos, raw))
+            self.resume_at = pos + len(raw)
             if type_code in (_ROTATE, _STOP):
                 self.closed_by_server = True
             source._progress(pos + len(raw))
@@ -430,7 +449,6 @@ class ResumeToken:
     file: str
     position: int
     gtid: str | None = None
-    extra: dict = field(default_factory=dict)
 
     def __str__(self) -> str:
         return f"{self.file}:{self.position}" + (f"@{self.gtid}" if self.gtid else "")

@@ -226,3 +226,32 @@ def test_problems_are_one_line_errors(server, case):
         holder.close()
     assert status == 1
     assert err.count("\n") == 1 and hint in err, err
+
+
+def test_a_stalled_connection_is_noticed_and_replaced(server):
+    """A server that stops answering (SIGSTOP: no events, no heartbeats, no
+    error) is noticed by the read timeout; the new connection continues
+    where the old one stopped."""
+    reconnects, received = [], []
+    stream = binlake.stream("127.0.0.1", server.port, "root", "", heartbeat=0.5,
+                            read_timeout=2)
+    stream.source.options.on_reconnect = lambda error, attempt: reconnects.append(str(error))
+
+    def consume():
+        for change in stream.changes():
+            if change.op == "insert":
+                received.append(change.after["id"])
+                if change.after["id"] == 200:
+                    return
+    thread = threading.Thread(target=consume)
+    thread.start()
+    write(server, 1, 100)
+    server._process.send_signal(signal.SIGSTOP)
+    time.sleep(4)
+    server._process.send_signal(signal.SIGCONT)
+    write(server, 101, 100)
+    thread.join(90)
+    stream.close()
+    assert not thread.is_alive()
+    assert any("stalled" in message for message in reconnects), reconnects
+    assert received == list(range(1, 201))
