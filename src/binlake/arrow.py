@@ -21,7 +21,8 @@ from __future__ import annotations
 
 def arrow_changes(paths, **options):
     """A `pyarrow.RecordBatchReader` over the row changes of `paths` (files,
-    directories, glob patterns; read in server order, each whole).
+    directories, glob patterns; read in server order, each whole), or of a
+    live server (`binlake.stream(...)`, see `_live_batches`).
 
     Options (as the Spark source takes them): `tables` ("db.table" fnmatch
     patterns, comma-separated), `schema` (the seed of the schema history
@@ -38,6 +39,9 @@ def arrow_changes(paths, **options):
     unknown = set(options) - {"tables", "schema", "force", "verify_checksums"}
     if unknown:
         raise TypeError(f"arrow_changes: unknown options {', '.join(sorted(unknown))}")
+    from .live import LiveStream
+    if isinstance(paths, LiveStream):
+        return pa.RecordBatchReader.from_batches(CHANGES, _live_batches(paths, options))
     splits = [Split(path, seq) for path, seq in number_files(expand_inputs(paths))]
     # One history, followed through the files in order.
     options = {**options, "schema": load_schema_option(options) or Schema()}
@@ -47,3 +51,25 @@ def arrow_changes(paths, **options):
             yield from change_batches(split, options)
 
     return pa.RecordBatchReader.from_batches(CHANGES, batches())
+
+
+def _live_batches(stream, options: dict):
+    """The batches of a live server (`binlake.stream(...)`): each binlog is
+    read in ranges that end where the server has nothing more to send after
+    a commit, so the rows of a transaction come out soon after it committed,
+    whole. A row's `file` and `commit_pos` are its transaction's resume
+    token (`binlake.stream(resume=f"{file}:{commit_pos}")` goes on after it)."""
+    from .schema import Schema
+    from .spark.batches import change_batches, load_schema_option
+    from .spark.ranges import Split, name_sequence
+    schema = stream.reader_options.get("schema")
+    options = {**options, "schema": (schema if isinstance(schema, Schema)
+                                     else load_schema_option(options) or Schema())}
+    for seq, live_file in enumerate(stream.source):
+        live_file.split_on_idle = True
+        split = Split(live_file.name, name_sequence(live_file.name) or seq)
+        while True:
+            yield from change_batches(split, options, stream=live_file)
+            if live_file.finished:
+                break
+            live_file.reopen()

@@ -40,6 +40,7 @@ _HEARTBEATS = (int(E.HEARTBEAT_LOG_EVENT), int(E.HEARTBEAT_LOG_EVENT_V2))
 _ROTATE = int(E.ROTATE_EVENT)
 _FDE = int(E.FORMAT_DESCRIPTION_EVENT)
 _STOP = int(E.STOP_EVENT)
+_XID = int(E.XID_EVENT)
 #: What a server sends at the start of a file before the events asked for
 _POSITIONING_EVENTS = frozenset({_FDE, int(E.GTID_LIST_EVENT), int(E.BINLOG_CHECKPOINT_EVENT),
                                  int(E.PREVIOUS_GTIDS_LOG_EVENT)})
@@ -300,6 +301,13 @@ class LiveFile:
         self._recent: dict = {}    # pos -> bytes of events given lately (BINLOG blocks)
         self._recent_bytes = 0
         self.format_description: bytes | None = None
+        #: end the stream (b"") when no event is waiting and the last one
+        #: given was an XID: a consumer that reads ranges (the Arrow batches)
+        #: then has whole transactions, and `reopen()` continues
+        self.split_on_idle = False
+        self._last_type = None
+        self._replay: list = []    # (offset, bytes) given again by `reopen()`
+        self._floor = 0            # where the bytes continue after a replay
         _OPEN_FILES[name] = self
 
     # The reader's side ---------------------------------------------------------------
@@ -308,9 +316,14 @@ class LiveFile:
 
     def read_chunk(self, n: int = -1) -> tuple[int, bytes]:
         """(offset, bytes): the next contiguous bytes and where they are in the file."""
+        if self._replay:
+            return self._replay.pop(0)
         if self.offset < 4:
             self.offset = 4
             return 0, BINLOG_MAGIC
+        if self._idle_after_commit():
+            self._last_type = None
+            return self.offset, b""
         if not self._queue and not self._fill(block=True):
             return self.offset, b""
         pos, data = self._queue[0]
@@ -334,7 +347,9 @@ class LiveFile:
         return start, b"".join(chunks)
 
     def next_event_at(self, pos: int) -> int:
-        if pos < self.offset or pos < 4:
+        if 4 <= pos < self._floor:     # after a replayed format description
+            return self._floor
+        if pos < self.offset or pos < 4 or self._idle_after_commit():
             return pos
         if not self._queue and not self._fill(block=True):
             return pos
@@ -343,6 +358,12 @@ class LiveFile:
             self.offset = first
             return first
         return pos
+
+    def _idle_after_commit(self) -> bool:
+        """Whether to end a range here (`split_on_idle`): all given, the last
+        event a commit, and nothing more waiting on the connection."""
+        return (self.split_on_idle and not self._queue and self._last_type == _XID
+                and not self._connection_buffered())
 
     @property
     def queued_end(self) -> int:
@@ -354,6 +375,12 @@ class LiveFile:
 
     def seekable(self) -> bool:
         return False
+
+    def reopen(self) -> None:
+        """Read again from the start of the file's stream: its magic and
+        format description, then on from where the last reading stopped."""
+        self._replay = [(0, BINLOG_MAGIC), (4, self.format_description)]
+        self._floor = self.offset
 
     def raw_event(self, pos: int, length: int) -> bytes | None:
         """The bytes of an event given lately (for BINLOG statements and hex dumps)."""
@@ -410,6 +437,7 @@ class LiveFile:
                 source.positioning = False
             self._remember(pos, raw)
             self._queue.append((pos, raw))
+            self._last_type = type_code
             self.resume_at = pos + len(raw)
             if type_code in (_ROTATE, _STOP):
                 self.closed_by_server = True

@@ -255,3 +255,29 @@ def test_a_stalled_connection_is_noticed_and_replaced(server):
     assert not thread.is_alive()
     assert any("stalled" in message for message in reconnects), reconnects
     assert received == list(range(1, 201))
+
+
+def test_arrow_changes_of_a_live_server_equal_those_of_its_files(server):
+    pytest.importorskip("pyarrow")
+    write(server, 1, 300)
+    server.flush_logs()
+    live = binlake.arrow_changes(binlake.stream("127.0.0.1", server.port, "root", "",
+                                                stop_never=False)).read_all()
+    files = binlake.arrow_changes([str(f) for f in server.binlog_files()]).read_all()
+    assert live.num_rows == files.num_rows > 300
+    assert live.drop_columns(["path"]).to_pylist() == files.drop_columns(["path"]).to_pylist()
+
+
+def test_arrow_batches_of_a_followed_server_come_soon_after_each_commit(server):
+    pyarrow = pytest.importorskip("pyarrow")
+    write(server, 1, 10)
+    stream = binlake.stream("127.0.0.1", server.port, "root", "", heartbeat=0.5)
+    batches = iter(binlake.arrow_changes(stream))
+    seen = []
+    while len(seen) < 10:
+        seen += [row["after"] for row in next(batches).to_pylist() if row["op"] == "c"]
+    write(server, 12, 1)                   # one commit: its batch comes without waiting for more
+    batch = next(batches)
+    stream.close()
+    assert isinstance(batch, pyarrow.RecordBatch)
+    assert [(row["op"], dict(row["after"])["id"]) for row in batch.to_pylist()] == [("c", "12")]

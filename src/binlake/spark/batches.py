@@ -185,11 +185,12 @@ def _flag(value, default: bool) -> bool:
     return str(value).strip().lower() in ("1", "true", "yes", "on")
 
 
-def _transactions(split: Split, options: dict, schema=False):
+def _transactions(split: Split, options: dict, schema=False, stream=None):
     """The range's transactions, without one the server is still writing at
     its end: a later read takes that one whole."""
-    for txn in transactions(read_split(split, **reader_options(options), schema=schema)):
-        if txn.cut_off and _still_written(split.path):
+    events = read_split(split, stream=stream, **reader_options(options), schema=schema)
+    for txn in transactions(events):
+        if txn.cut_off and stream is None and _still_written(split.path):
             return
         yield txn
 
@@ -216,16 +217,19 @@ def _native_event_batches(native, split: Split, options: dict) -> Iterator[pa.Re
         lambda: _still_written(split.path), BATCH_ROWS, reader.LARGE_EVENT_BYTES))
 
 
-def _native_batches(split: Split, make) -> Iterator[pa.RecordBatch]:
+def _native_batches(split: Split, make, stream=None) -> Iterator[pa.RecordBatch]:
     """The batches of the native reader `make(stream)` over `split`; a gzip
-    input is unpacked here and handed to it as a stream."""
-    stream = gzip.open(split.path, "rb") if is_gzip(split.path) else None
+    input is unpacked here and handed to it as a stream; `stream` (a live
+    server's binlog) is read as it is."""
+    opened = None
+    if stream is None and is_gzip(split.path):
+        stream = opened = gzip.open(split.path, "rb")
     try:
         for batch in make(stream):
             yield pa.record_batch(batch)
     finally:
-        if stream is not None:
-            stream.close()
+        if opened is not None:
+            opened.close()
 
 
 def _python_event_batches(split: Split, options: dict) -> Iterator[pa.RecordBatch]:
@@ -324,11 +328,13 @@ def split_schema(split: Split, options: dict):
     return seed.at((split.file, split.start)) if seed is not None else Schema()
 
 
-def change_batches(split: Split, options: dict) -> Iterator[pa.RecordBatch]:
+def change_batches(split: Split, options: dict, stream=None) -> Iterator[pa.RecordBatch]:
+    """The changes view of `split` (read from `stream` when given: a live
+    server's binlog, binlake.live)."""
     native = core.native()
     if native is None:
-        return _python_change_batches(split, options)
-    return _native_change_batches(native, split, options)
+        return _python_change_batches(split, options, stream)
+    return _native_change_batches(native, split, options, stream)
 
 
 def _wanted_rows_events(txn, wanted: "TableFilter"):
@@ -344,7 +350,8 @@ def _wanted_rows_events(txn, wanted: "TableFilter"):
             yield item, event, table, database, name
 
 
-def _native_change_batches(native, split: Split, options: dict) -> Iterator[pa.RecordBatch]:
+def _native_change_batches(native, split: Split, options: dict,
+                           stream=None) -> Iterator[pa.RecordBatch]:
     """The same batches as `_python_change_batches`, read by the native loop
     (`_native.ChangesReader`, rust/src/python/changes.rs): framing, the
     events the view needs, transaction grouping and row images all in Rust.
@@ -359,8 +366,8 @@ def _native_change_batches(native, split: Split, options: dict) -> Iterator[pa.R
         split.path, split.file, split.file_seq, split.start, split.end, stream,
         opts["verify_checksums"], opts["force"], check,
         wanted if wanted.patterns else None, True,
-        _collation_codecs(), lambda: _still_written(split.path),
-        reader.LARGE_EVENT_BYTES, LazyRowData.WINDOW, NATIVE_JOB_BYTES))
+        _collation_codecs(), lambda: stream is None and _still_written(split.path),
+        reader.LARGE_EVENT_BYTES, LazyRowData.WINDOW, NATIVE_JOB_BYTES), stream)
 
 
 class _EventChecker:
@@ -429,11 +436,11 @@ def _collation_codecs() -> dict:
     return _CODECS
 
 
-def _python_change_batches(split: Split, options: dict) -> Iterator[pa.RecordBatch]:
+def _python_change_batches(split: Split, options: dict, stream=None) -> Iterator[pa.RecordBatch]:
     out = _Columns(CHANGES)
     c = out.columns
     wanted = TableFilter(options.get("tables"))
-    for txn in _transactions(split, options, split_schema(split, options)):
+    for txn in _transactions(split, options, split_schema(split, options), stream):
         for item, event, table, database, name in _wanted_rows_events(txn, wanted):
             rows = _encodable_rows(event, table)
             first = 0

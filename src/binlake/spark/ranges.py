@@ -192,7 +192,7 @@ class Positioned:
     end_pos: int    #: where the next top-level event starts
 
 
-def read_split(split: Split, **reader_options) -> Iterator[Positioned]:
+def read_split(split: Split, stream=None, **reader_options) -> Iterator[Positioned]:
     """The events of one range, in order.
 
     Reading to the end of a file the server still writes (end None) stops
@@ -200,8 +200,11 @@ def read_split(split: Split, **reader_options) -> Iterator[Positioned]:
     to the next range and is not raised here.
     """
     # A gzip stream cannot seek: its events before `start` are read and skipped.
-    start = split.start if split.start > FIRST_EVENT and not is_gzip(split.path) else None
-    reader = BinlogReader([split.path], start_position=start, **reader_options)
+    if stream is not None:  # a live server's binlog: it places its events itself
+        reader = BinlogReader([stream], **reader_options)
+    else:
+        start = split.start if split.start > FIRST_EVENT and not is_gzip(split.path) else None
+        reader = BinlogReader([split.path], start_position=start, **reader_options)
     end = split.end
     last_pos, sub, end_pos = -1, 0, 0
     events = iter(reader)
