@@ -77,8 +77,9 @@ class LiveSource:
     (`to_last_log`) or of the first file; with it, it waits for new events
     and survives lost connections and server restarts."""
 
-    def __init__(self, options: LiveOptions):
+    def __init__(self, options: LiveOptions, connection_class=ReplicaConnection):
         self.options = options
+        self._connection_class = connection_class   # tests script a server with their own
         self._connection: ReplicaConnection | None = None
         self._file: LiveFile | None = None
         self._next_name: str | None = None      # the file the server moved on to
@@ -129,7 +130,7 @@ class LiveSource:
     # Connecting --------------------------------------------------------------------
     def _connect(self, file: str | None, position: int) -> None:
         o = self.options
-        connection = ReplicaConnection(o.settings, server_id=o.server_id, heartbeat=o.heartbeat,
+        connection = self._connection_class(o.settings, server_id=o.server_id, heartbeat=o.heartbeat,
                                        read_timeout=o.read_timeout or 3 * o.heartbeat + 5,
                                        report_host=f"binlake@{socket.gethostname()}")
         try:
@@ -156,7 +157,10 @@ class LiveSource:
         self._connection = connection
         self._first_connect = False
         self.mysql_gtid_dump = mysql_set is not None
-        self.positioning = file is None or position > 4 or self.mysql_gtid_dump
+        # A first connection may be skipped ahead to its start; a new one
+        # continues exactly where the last left off (MySQL GTID dumps excepted).
+        self.positioning = self.mysql_gtid_dump or (
+            self._file is None and (file is None or position > 4))
 
     def _check_server(self, connection: ReplicaConnection) -> None:
         """Refuse, in one line each, what would fail later or harm others:
