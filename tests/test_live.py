@@ -92,6 +92,10 @@ class ScriptedServer:
                     raise item
                 return item
 
+            def next_events(self):
+                item = self.next_event()
+                return None if item is None else [item]
+
             def buffered(self):
                 return False
 

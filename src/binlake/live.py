@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from collections import deque
 import time
 import weakref
 from dataclasses import dataclass
@@ -83,6 +84,8 @@ class LiveSource:
         self._connection: ReplicaConnection | None = None
         self._file: LiveFile | None = None
         self._next_name: str | None = None      # the file the server moved on to
+        self._backlog: list = []                # events received, from `_taken` on not yet read
+        self._taken = 0
         self._ended = False
         self._first_connect = True
         #: the server may skip ahead (to a mid-file start, a GTID start, past
@@ -218,20 +221,31 @@ class LiveSource:
         return self.options.file, self.options.position
 
     # Events -----------------------------------------------------------------------
+    def has_backlog(self) -> bool:
+        """Whether an event is here already (the next `_read_event` will not wait)."""
+        return self._taken < len(self._backlog) or (
+            self._connection is not None and self._connection.buffered())
+
     def _read_event(self):
         """(pos, bytes, type, flags, timestamp) of the next event for a file,
         None at the end; handles heartbeats, rotates and lost connections."""
         while True:
-            if self._connection is None:
-                return None
-            try:
-                raw = self._connection.next_event()
-            except ReplicationError as error:
-                self._reconnect(error)
+            if self._taken < len(self._backlog):
+                raw = self._backlog[self._taken]
+                self._taken += 1
+            else:
+                if self._connection is None:
+                    return None
+                try:
+                    batch = self._connection.next_events()
+                except ReplicationError as error:
+                    self._reconnect(error)
+                    continue
+                if batch is None:  # EOF: the end of the last binlog, without waiting
+                    self._ended = True
+                    return None
+                self._backlog, self._taken = batch, 0
                 continue
-            if raw is None:  # EOF: the end of the last binlog, without waiting
-                self._ended = True
-                return None
             if len(raw) < 19:
                 raise ReplicationError(self.where, 0, f"an event of {len(raw)} bytes is shorter "
                                        "than its header")
@@ -301,8 +315,9 @@ class LiveFile:
         self.finished = False      # the file ended (rotate, stop, the end of the dump)
         self.closed_by_server = False  # it ended with ROTATE or STOP: the server closed it
         self.checksums = False
-        self._queue: list = []     # (pos, bytes) ready to give
-        self._recent: dict = {}    # pos -> bytes of events given lately (BINLOG blocks)
+        self._queue: deque = deque()  # (pos, bytes) ready to give
+        self._queued_end = 0       # the offset after the last event queued
+        self._recent: deque = deque()  # (offset, bytes) given lately (BINLOG blocks re-read them)
         self._recent_bytes = 0
         self.format_description: bytes | None = None
         #: end the stream (b"") when no event is waiting and the last one
@@ -342,13 +357,15 @@ class LiveFile:
                 self._queue[0] = (pos + cut, data[cut:])
                 data = data[:cut]
             else:
-                self._queue.pop(0)
+                self._queue.popleft()
             chunks.append(data)
             size += len(data)
             self.offset += len(data)
-            if not self._queue and size < limit and self._connection_buffered():
+            if not self._queue and size < limit and self.source.has_backlog():
                 self._fill(block=False)
-        return start, b"".join(chunks)
+        data = b"".join(chunks)
+        self._remember(start, data)
+        return start, data
 
     def next_event_at(self, pos: int) -> int:
         if 4 <= pos < self._floor:     # after a replayed format description
@@ -367,15 +384,12 @@ class LiveFile:
         """Whether to end a range here (`split_on_idle`): all given, the last
         event a commit, and nothing more waiting on the connection."""
         return (self.split_on_idle and not self._queue and self._last_type == _XID
-                and not self._connection_buffered())
+                and not self.source.has_backlog())
 
     @property
     def queued_end(self) -> int:
         """The offset after the last event received for this file."""
-        if self._queue:
-            pos, data = self._queue[-1]
-            return pos + len(data)
-        return self.offset
+        return max(self._queued_end, self.offset)
 
     def seekable(self) -> bool:
         return False
@@ -388,8 +402,10 @@ class LiveFile:
 
     def raw_event(self, pos: int, length: int) -> bytes | None:
         """The bytes of an event given lately (for BINLOG statements and hex dumps)."""
-        data = self._recent.get(pos)
-        return data if data is not None and len(data) == length else None
+        for start, data in reversed(self._recent):
+            if start <= pos and pos + length <= start + len(data):
+                return data[pos - start:pos + length - start]
+        return None
 
     def close(self) -> None:
         pass
@@ -402,29 +418,31 @@ class LiveFile:
         self._queue.clear()
 
     # Filling ---------------------------------------------------------------------------
-    def _connection_buffered(self) -> bool:
-        connection = self.source._connection
-        return connection is not None and connection.buffered()
-
     def _fill(self, *, block: bool) -> bool:
-        """Queue the next event of this file; False at its end."""
+        """Queue the events of this file that are here (waiting for one if
+        `block` and none is); False at its end."""
         source = self.source
+        queue = self._queue
+        had = len(queue)
         while not self.finished:
+            if len(queue) > had and not source.has_backlog():
+                break
+            if not block and not source.has_backlog():
+                break
             event = source._read_event()
             if event is None:
                 self.finished = True
-                return False
+                return len(queue) > had
             pos, raw, type_code, flags, timestamp = event
             if timestamp:
                 source.last_event_time = timestamp
             if type_code == _FDE:
                 self.checksums = _fde_has_checksum(raw)
                 if pos is None:     # re-sent for a mid-file start: log_pos 0
-                    if self.offset <= 4 and not self._queue:
+                    if self.offset <= 4 and not queue:
                         self.format_description = raw
-                        self._remember(4, raw)
-                        self._queue.append((4, raw))
-                        return True
+                        queue.append((4, raw))
+                        self._queued_end = 4 + len(raw)
                     continue
                 if pos == 4:
                     self.format_description = raw
@@ -432,32 +450,32 @@ class LiveFile:
                 raise ReplicationError(self.name, self.offset, f"event of type {type_code} "
                                        "without a position (log_pos 0) in the dump")
             queued_end = self.queued_end
-            if pos < queued_end:
-                continue            # sent again after a reconnect: already had
-            if pos > queued_end and not source.positioning and queued_end > 4:
-                raise ReplicationError(self.name, queued_end, f"gap in the server's binlog: the "
-                                       f"next event the server sent starts at {pos}")
-            if type_code not in _POSITIONING_EVENTS and not source.mysql_gtid_dump:
+            if pos != queued_end:
+                if pos < queued_end:
+                    continue        # sent again after a reconnect: already had
+                if not source.positioning and queued_end > 4:
+                    raise ReplicationError(self.name, queued_end, "gap in the server's binlog: "
+                                           f"the next event the server sent starts at {pos}")
+            if source.positioning and type_code not in _POSITIONING_EVENTS \
+                    and not source.mysql_gtid_dump:
                 source.positioning = False
-            self._remember(pos, raw)
-            self._queue.append((pos, raw))
+            queue.append((pos, raw))
             self._last_type = type_code
-            self.resume_at = pos + len(raw)
-            if type_code in (_ROTATE, _STOP):
+            self.resume_at = self._queued_end = pos + len(raw)
+            if type_code == _ROTATE or type_code == _STOP:
                 self.closed_by_server = True
-            source._progress(pos + len(raw))
-            if not block or self._queue:
-                return True
-        return bool(self._queue)
+        if len(queue) > had:
+            source._progress(self._queued_end)
+            return True
+        return bool(queue)
 
-    def _remember(self, pos: int, raw: bytes) -> None:
-        """Keep the bytes of recent events: the text printer re-reads them by
-        position for BINLOG statements. Bounded: the last 64 MB."""
-        self._recent[pos] = raw
-        self._recent_bytes += len(raw)
+    def _remember(self, start: int, data: bytes) -> None:
+        """Keep the bytes given lately: the text printer re-reads events by
+        position for BINLOG statements. Bounded: the last 64 MB or so."""
+        self._recent.append((start, data))
+        self._recent_bytes += len(data)
         while self._recent_bytes > (64 << 20) and len(self._recent) > 1:
-            old = next(iter(self._recent))
-            self._recent_bytes -= len(self._recent.pop(old))
+            self._recent_bytes -= len(self._recent.popleft()[1])
 
 
 def _fde_has_checksum(raw: bytes) -> bool:
@@ -534,43 +552,54 @@ class LiveStream:
         """Each committed transaction with its changes and resume token. DDL
         and other statements outside transactions are transactions with no
         changes (their token moves past them too)."""
-        from .events import GtidEvent, MariadbGtidEvent, QueryEvent, RowsEvent, XidEvent
         from .records import rows_changes
-        gtid, changes, inside = None, [], False
+        changes = []
+        for event, gtid, token in self._with_commits():
+            if token is None:
+                changes.extend(rows_changes(event, gtid))
+            else:
+                yield Transaction(gtid, changes, token)
+                changes = []
+
+    def changes(self):
+        """Every row change, in order, as it is read; `resume_token` moves
+        past each transaction once its commit has been read."""
+        from .records import rows_changes
+        for event, gtid, token in self._with_commits():
+            if token is None:
+                yield from rows_changes(event, gtid)
+
+    def _with_commits(self):
+        """(rows event, its GTID, None) for each rows event and (event, GTID,
+        resume token) where a transaction ends; `resume_token` follows."""
+        from .events import GtidEvent, MariadbGtidEvent, QueryEvent, RowsEvent, XidEvent
+        gtid, inside = None, False
         gtids: dict = {}
         for event in self:
-            kind = event.__class__
-            if kind is RowsEvent or isinstance(event, RowsEvent):
-                changes.extend(rows_changes(event, gtid))
+            if isinstance(event, RowsEvent):
+                yield event, gtid, None
                 continue
             ends = False
             if isinstance(event, MariadbGtidEvent):
-                gtid, changes = event.gtid, []
-                inside = not event.flags2 & FL_STANDALONE
+                gtid, inside = event.gtid, not event.flags2 & FL_STANDALONE
             elif isinstance(event, GtidEvent):
-                gtid, changes, inside = event.gtid, [], False
+                gtid, inside = event.gtid, False
             elif isinstance(event, XidEvent):
                 ends = True
             elif isinstance(event, QueryEvent):
-                word = event.query.lstrip()[:8].upper()
-                if word.startswith("BEGIN") or word.startswith("XA START"):
+                word = event.query.lstrip()[:9].upper()
+                if word.startswith(("BEGIN", "XA START")):
                     inside = True
                 else:
                     ends = not inside or word.startswith(("COMMIT", "ROLLBACK", "XA COMMIT"))
             if ends:
                 if gtid is not None and "-" in gtid and ":" not in gtid:
-                    domain = gtid.split("-", 1)[0]
-                    gtids[domain] = gtid
-                token = ResumeToken(event.header.file, event.header.next_pos,
-                                    ",".join(gtids[d] for d in sorted(gtids, key=int)) or None)
-                self.resume_token = token
-                yield Transaction(gtid, changes, token)
-                gtid, changes, inside = None, [], False
-
-    def changes(self):
-        """Every committed row change, in order (a transaction's changes once it committed)."""
-        for transaction in self.transactions():
-            yield from transaction.changes
+                    gtids[gtid.split("-", 1)[0]] = gtid   # MariaDB: the state per domain
+                self.resume_token = ResumeToken(
+                    event.header.file, event.header.next_pos,
+                    ",".join(gtids[d] for d in sorted(gtids, key=int)) or None)
+                yield event, gtid, self.resume_token
+                gtid, inside = None, False
 
     def close(self) -> None:
         self.source.close()

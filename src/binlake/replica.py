@@ -331,6 +331,32 @@ class ReplicaConnection:
         raise ReplicationError(self.where, 0, f"unexpected packet of {len(payload)} bytes "
                                f"starting {bytes(payload[:8]).hex(' ')} in the binlog dump")
 
+    def next_events(self) -> list | None:
+        """The events of every whole packet already received (waiting for
+        one if there is none); None at the end (EOF after a non-blocking dump).
+        Packets that need more than a slice (EOF, errors, events of 16 MB and
+        more) go one by one through `next_event`."""
+        buf, at = self._buf, self._at
+        end = len(buf)
+        events = []
+        if end - at >= 4:
+            view = memoryview(buf)
+            try:
+                while at + 4 <= end:
+                    length = buf[at] | buf[at + 1] << 8 | buf[at + 2] << 16
+                    stop = at + 4 + length
+                    if stop > end or length >= MAX_PACKET_LEN or length == 0 or buf[at + 4]:
+                        break
+                    events.append(bytes(view[at + 5:stop]))
+                    at = stop
+            finally:
+                view.release()
+            self._at = at
+        if events:
+            return events
+        event = self.next_event()
+        return None if event is None else [event]
+
     def buffered(self) -> bool:
         """Whether a whole packet is already here (the next read will not wait)."""
         available = len(self._buf) - self._at
