@@ -6,6 +6,7 @@ through lost connections, repeats and mid-file starts; a gap is an error.
 The script is cut from the bundled sample binlogs (MariaDB 10.11, CRC32)."""
 from __future__ import annotations
 
+import random
 import struct
 import zlib
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 
 import binlake
 from binlake.live import LiveOptions, LiveSource
-from binlake.replica import ReplicationError
+from binlake.replica import ReplicaConnection, ReplicationError
 
 SAMPLES = Path(binlake.__file__).parent / "sample_data"
 FILES = [SAMPLES / "binlog.000001", SAMPLES / "binlog.000002"]
@@ -54,21 +55,61 @@ def resent_description(fde: bytes) -> bytes:
     return with_crc(event)
 
 
-class ScriptedServer:
-    """Connections that play one script each; an exception in a script is raised there."""
+class RawPacket(bytes):
+    """A packet whose payload is sent as it is (EOF, ERR), not as an event."""
 
-    def __init__(self, *scripts):
+
+#: What a dump that was asked not to wait sends at the end of the last binlog
+EOF_PACKET = RawPacket(b"\xfe\0\0\0\0")
+
+
+def packet(item: bytes) -> bytes:
+    payload = bytes(item) if isinstance(item, RawPacket) else b"\0" + item
+    return len(payload).to_bytes(3, "little") + b"\1" + payload
+
+
+class ScriptedSocket:
+    """A dump connection's socket: the script's events as packets, handed out
+    in pieces of random sizes (partial packets included); an exception in the
+    script is raised when the reader reaches it."""
+
+    def __init__(self, script, rng):
+        self.items, self.rng, self.pending = list(script), rng, b""
+
+    def settimeout(self, _):
+        pass
+
+    def recv_into(self, buffer) -> int:
+        while not self.pending:
+            if not self.items:
+                return 0                       # the server closed the connection
+            item = self.items.pop(0)
+            if isinstance(item, Exception):
+                raise OSError(str(item))
+            self.pending = packet(item)
+            while self.items and not isinstance(self.items[0], Exception) \
+                    and self.rng.random() < 0.8:
+                self.pending += packet(self.items.pop(0))
+        size = min(len(self.pending), self.rng.randint(1, 3000), len(buffer))
+        buffer[:size] = self.pending[:size]
+        self.pending = self.pending[size:]
+        return size
+
+
+class ScriptedServer:
+    """Connections that play one script each through the real packet reading."""
+
+    def __init__(self, *scripts, seed: int = 16):
         self.scripts = list(scripts)
         self.requests = []
+        self.rng = random.Random(seed)
 
-    def connection_class(self, *_, **__):
+    def connection_class(self, *args, **kwargs):
         server = self
 
-        class Connection:
-            is_mariadb, checksums, server_version = True, True, "10.11.19-MariaDB"
-
+        class Connection(ReplicaConnection):
             def connect(self):
-                pass
+                self.is_mariadb, self.checksums = True, True
 
             def variable(self, name):
                 return "ON"
@@ -84,28 +125,18 @@ class ScriptedServer:
 
             def request(self, file, position, **_):
                 server.requests.append((file, position))
-                self.items = iter(server.scripts.pop(0))
-
-            def next_event(self):
-                item = next(self.items, None)
-                if isinstance(item, Exception):
-                    raise item
-                return item
-
-            def next_events(self):
-                item = self.next_event()
-                return None if item is None else [item]
-
-            def buffered(self):
-                return False
+                self._sock = ScriptedSocket(server.scripts.pop(0) + [EOF_PACKET],
+                                            server.rng)
+                self._buf, self._at = b"", 0
 
             def close(self):
                 pass
-        return Connection()
+        return Connection(*args, **kwargs)
 
 
-def lost() -> ReplicationError:
-    return ReplicationError("server", 0, "connection lost", code=2013, retryable=True)
+def lost() -> OSError:
+    """The connection breaks here (as a reset socket does)."""
+    return ConnectionResetError("connection lost")
 
 
 def source(server: ScriptedServer, **options) -> LiveSource:
@@ -130,7 +161,8 @@ def copies(live: LiveSource) -> dict[str, bytes]:
     return out
 
 
-def test_the_files_come_back_byte_for_byte_through_lost_connections():
+@pytest.mark.parametrize("seed", range(8))
+def test_the_files_come_back_byte_for_byte_through_lost_connections(seed):
     first, second = events_of(FILES[0]), events_of(FILES[1])
     fde = first[0][1]
     cut = len(first) // 2
@@ -179,7 +211,38 @@ def test_a_gap_after_a_reconnect_is_an_error():
 
 
 def test_a_fatal_error_is_not_retried():
-    server = ScriptedServer([ReplicationError("server", 0, "purged", code=1236)])
+    err = b"\xff" + (1236).to_bytes(2, "little") + b"#HY000purged"
+    server = ScriptedServer([RawPacket(err)])
     with pytest.raises(ReplicationError, match="purged"):
         copies(source(server))
     assert server.requests == [("binlog.000001", 4)]
+
+
+def test_an_event_read_in_several_chunks_is_found_whole():
+    from binlake.live import LiveFile
+    live = LiveFile.__new__(LiveFile)
+    live._recent = __import__("collections").deque([(4, b"abcd"), (8, b"efgh"), (12, b"ij")])
+    assert live.raw_event(6, 7) == b"cdefghi"
+    assert live.raw_event(12, 2) == b"ij"
+    assert live.raw_event(2, 4) is None         # its start is gone
+    assert live.raw_event(12, 3) is None        # not all here
+
+
+def test_the_native_run_splitter_equals_the_reference():
+    """rust/src/replica.rs against replica._ordinary_run: real packets, cut
+    anywhere, with bytes overwritten."""
+    native = pytest.importorskip("binlake._native")
+    from binlake.replica import _ordinary_run
+    first = events_of(FILES[0])
+    stream = b"".join(packet(e) for _, e in first)
+    rng = random.Random(16)
+    for trial in range(400):
+        data = bytearray(stream[:rng.randint(0, len(stream))])
+        for _ in range(rng.randint(0, 3) if trial % 2 else 0):
+            if data:
+                data[rng.randrange(len(data))] = rng.randrange(256)
+        data = bytes(data)
+        for at, expected in ((0, 4), (0, first[0][0]), (len(packet(first[0][1])), first[1][0])):
+            limit = rng.choice((1, 300, 1 << 20))
+            assert native.ordinary_run(data, at, expected, limit) == \
+                _ordinary_run(data, at, expected, limit), trial

@@ -14,6 +14,12 @@ pub const BINLOG_CHECKSUM_ALG_DESC_LEN: usize = 1;
 pub const BINLOG_CHECKSUM_ALG_OFF: u8 = 0;
 pub const BINLOG_CHECKSUM_ALG_CRC32: u8 = 1;
 pub const LOG_EVENT_BINLOG_IN_USE_F: u16 = 0x1;
+pub const LOG_EVENT_ARTIFICIAL_F: u16 = 0x20;
+// the common header's fields (binlog_event.h)
+pub const EVENT_TYPE_OFFSET: usize = 4;
+pub const EVENT_LEN_OFFSET: usize = 9;
+pub const LOG_POS_OFFSET: usize = 13;
+pub const FLAGS_OFFSET: usize = 17;
 
 // enum Log_event_type
 pub const UNKNOWN_EVENT: u8 = 0;

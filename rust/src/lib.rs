@@ -11,6 +11,7 @@ pub mod error;
 pub mod events;
 pub mod framing;
 pub mod layout;
+pub mod replica;
 pub mod rowimage;
 pub mod sink;
 pub mod source;

@@ -46,6 +46,9 @@ _XID = int(E.XID_EVENT)
 _POSITIONING_EVENTS = frozenset({_FDE, int(E.GTID_LIST_EVENT), int(E.BINLOG_CHECKPOINT_EVENT),
                                  int(E.PREVIOUS_GTIDS_LOG_EVENT)})
 
+#: Bytes of a live file kept after they were read, for BINLOG statements
+RECENT_BYTES = 16 << 20
+
 #: mysqlbinlog's server id for --stop-never (`--stop-never-slave-server-id`'s default)
 DEFAULT_SERVER_ID = 65535
 
@@ -84,8 +87,6 @@ class LiveSource:
         self._connection: ReplicaConnection | None = None
         self._file: LiveFile | None = None
         self._next_name: str | None = None      # the file the server moved on to
-        self._backlog: list = []                # events received, from `_taken` on not yet read
-        self._taken = 0
         self._ended = False
         self._first_connect = True
         #: the server may skip ahead (to a mid-file start, a GTID start, past
@@ -222,30 +223,28 @@ class LiveSource:
 
     # Events -----------------------------------------------------------------------
     def has_backlog(self) -> bool:
-        """Whether an event is here already (the next `_read_event` will not wait)."""
-        return self._taken < len(self._backlog) or (
-            self._connection is not None and self._connection.buffered())
+        """Whether a whole event is here already (reading it will not wait)."""
+        return self._connection is not None and self._connection.buffered()
+
+    def take_run(self, expected: int):
+        """(bytes, count, last type, last timestamp) of the ordinary events
+        already here, the first at `expected` (replica.ReplicaConnection.take_run)."""
+        return None if self._connection is None else self._connection.take_run(expected)
 
     def _read_event(self):
         """(pos, bytes, type, flags, timestamp) of the next event for a file,
         None at the end; handles heartbeats, rotates and lost connections."""
         while True:
-            if self._taken < len(self._backlog):
-                raw = self._backlog[self._taken]
-                self._taken += 1
-            else:
-                if self._connection is None:
-                    return None
-                try:
-                    batch = self._connection.next_events()
-                except ReplicationError as error:
-                    self._reconnect(error)
-                    continue
-                if batch is None:  # EOF: the end of the last binlog, without waiting
-                    self._ended = True
-                    return None
-                self._backlog, self._taken = batch, 0
+            if self._connection is None:
+                return None
+            try:
+                raw = self._connection.next_event()
+            except ReplicationError as error:
+                self._reconnect(error)
                 continue
+            if raw is None:  # EOF: the end of the last binlog, without waiting
+                self._ended = True
+                return None
             if len(raw) < 19:
                 raise ReplicationError(self.where, 0, f"an event of {len(raw)} bytes is shorter "
                                        "than its header")
@@ -401,11 +400,17 @@ class LiveFile:
         self._floor = self.offset
 
     def raw_event(self, pos: int, length: int) -> bytes | None:
-        """The bytes of an event given lately (for BINLOG statements and hex dumps)."""
-        for start, data in reversed(self._recent):
-            if start <= pos and pos + length <= start + len(data):
-                return data[pos - start:pos + length - start]
-        return None
+        """The bytes of an event given lately (for BINLOG statements and hex
+        dumps), from the chunks that hold it; None once they are dropped."""
+        end, parts = pos + length, []
+        for start, data in self._recent:
+            if start + len(data) <= pos or start >= end:
+                continue
+            if not parts and start > pos:
+                return None             # its beginning was dropped
+            parts.append(data[max(pos - start, 0):end - start])
+        found = b"".join(parts)
+        return found if len(found) == length else None
 
     def close(self) -> None:
         pass
@@ -429,6 +434,17 @@ class LiveFile:
                 break
             if not block and not source.has_backlog():
                 break
+            run = source.take_run(self._queued_end) if self._queued_end > 4 else None
+            if run is not None:    # the common case: ordinary events, many at a time
+                data, _, last_type, timestamp = run
+                queue.append((self._queued_end, data))
+                self._last_type = last_type
+                self.resume_at = self._queued_end = self._queued_end + len(data)
+                if timestamp:
+                    source.last_event_time = timestamp
+                if source.positioning and not source.mysql_gtid_dump:
+                    source.positioning = False
+                continue
             event = source._read_event()
             if event is None:
                 self.finished = True
@@ -470,11 +486,13 @@ class LiveFile:
         return bool(queue)
 
     def _remember(self, start: int, data: bytes) -> None:
-        """Keep the bytes given lately: the text printer re-reads events by
-        position for BINLOG statements. Bounded: the last 64 MB or so."""
+        """Keep the bytes given lately: the text printer re-reads each event
+        by position for its BINLOG statement just after the reader handed it
+        out. Bounded: RECENT_BYTES (an event larger than that cannot be
+        printed as BINLOG from a live server; it can from a --raw copy)."""
         self._recent.append((start, data))
         self._recent_bytes += len(data)
-        while self._recent_bytes > (64 << 20) and len(self._recent) > 1:
+        while self._recent_bytes > RECENT_BYTES and len(self._recent) > 1:
             self._recent_bytes -= len(self._recent.popleft()[1])
 
 

@@ -214,8 +214,8 @@ class ReplicaConnection:
         self.checksums = False
         self.server_version = ""
         self._sock = None
-        self._buf = bytearray()
-        self._at = 0                 # parse position in _buf
+        self._buf = b""              # received, from `_at` on not yet parsed
+        self._at = 0
         self._chunk = bytearray(1 << 20)
 
     # Setting up ----------------------------------------------------------------
@@ -307,7 +307,7 @@ class ReplicaConnection:
         # From here on the packets are read from the socket, not through pymysql.
         self._sock = self.connection._sock
         self._sock.settimeout(self.read_timeout)
-        self._buf = bytearray()
+        self._buf = b""
         self._at = 0
 
     def _command(self, command: int, payload: bytes) -> None:
@@ -323,7 +323,7 @@ class ReplicaConnection:
         payload = self._packet()
         first = payload[0] if payload else 0xFE
         if first == 0:
-            return payload[1:] if isinstance(payload, bytes) else bytes(payload[1:])
+            return payload[1:]
         if first == 0xFE and len(payload) < 9:
             return None
         if first == 0xFF:
@@ -331,31 +331,17 @@ class ReplicaConnection:
         raise ReplicationError(self.where, 0, f"unexpected packet of {len(payload)} bytes "
                                f"starting {bytes(payload[:8]).hex(' ')} in the binlog dump")
 
-    def next_events(self) -> list | None:
-        """The events of every whole packet already received (waiting for
-        one if there is none); None at the end (EOF after a non-blocking dump).
-        Packets that need more than a slice (EOF, errors, events of 16 MB and
-        more) go one by one through `next_event`."""
-        buf, at = self._buf, self._at
-        end = len(buf)
-        events = []
-        if end - at >= 4:
-            view = memoryview(buf)
-            try:
-                while at + 4 <= end:
-                    length = buf[at] | buf[at + 1] << 8 | buf[at + 2] << 16
-                    stop = at + 4 + length
-                    if stop > end or length >= MAX_PACKET_LEN or length == 0 or buf[at + 4]:
-                        break
-                    events.append(bytes(view[at + 5:stop]))
-                    at = stop
-            finally:
-                view.release()
-            self._at = at
-        if events:
-            return events
-        event = self.next_event()
-        return None if event is None else [event]
+    def take_run(self, expected: int, limit: int = 1 << 20):
+        """(bytes, count, last type, last timestamp) of the ordinary events
+        already received whose first is at file offset `expected` (see
+        `ordinary_run`), or None when the next packet is not one or is not here."""
+        if len(self._buf) - self._at < 4:
+            return None
+        found = _run_splitter()(self._buf, self._at, expected, limit)
+        if found is None:
+            return None
+        self._at = found[0]
+        return found[1:]
 
     def buffered(self) -> bool:
         """Whether a whole packet is already here (the next read will not wait)."""
@@ -379,26 +365,29 @@ class ReplicaConnection:
                 return b"".join(parts)
 
     def _take(self, n: int) -> bytes:
-        buf, at = self._buf, self._at
-        while len(buf) - at < n:
-            if at:
-                del buf[:at]
-                at = self._at = 0
-            try:
-                got = self._sock.recv_into(self._chunk)
-            except (socket.timeout, TimeoutError):
-                raise ReplicationError(self.where, 0, f"no event or heartbeat for "
-                                       f"{self.read_timeout:g} s: the connection has stalled",
-                                       retryable=True) from None
-            except OSError as exc:
-                raise ReplicationError(self.where, 0, f"connection lost: {exc}",
-                                       retryable=True) from None
-            if not got:
-                raise ReplicationError(self.where, 0, "the server closed the connection",
-                                       code=2013, retryable=True)
-            buf += memoryview(self._chunk)[:got]
+        while len(self._buf) - self._at < n:
+            self._receive()
+        at = self._at
         self._at = at + n
-        return bytes(buf[at:at + n])
+        return self._buf[at:at + n]
+
+    def _receive(self) -> None:
+        """More bytes from the socket; the buffer stays `bytes`, which the
+        native run splitter reads in place."""
+        try:
+            got = self._sock.recv_into(self._chunk)
+        except (socket.timeout, TimeoutError):
+            raise ReplicationError(self.where, 0, f"no event or heartbeat for "
+                                   f"{self.read_timeout:g} s: the connection has stalled",
+                                   retryable=True) from None
+        except OSError as exc:
+            raise ReplicationError(self.where, 0, f"connection lost: {exc}",
+                                   retryable=True) from None
+        if not got:
+            raise ReplicationError(self.where, 0, "the server closed the connection",
+                                   code=2013, retryable=True)
+        self._buf = self._buf[self._at:] + memoryview(self._chunk)[:got]
+        self._at = 0
 
     def close(self) -> None:
         connection, self.connection = self.connection, None
@@ -425,3 +414,44 @@ class ReplicaConnection:
         message = " ".join(message.split())
         return ReplicationError(self.where, 0, f"{doing}: {message}" + (f" (error {code})" if code else ""),
                                 code=code, retryable=code in _RETRYABLE_CODES)
+
+
+# -- runs of ordinary events --------------------------------------------------------
+
+#: Events that never join a run: Python decides what each means (binlake.live).
+_SPECIAL_TYPES = frozenset({4, 3, 15, 27, 41, 163, 161, 35, 1, 26})
+_ARTIFICIAL = 0x20
+
+
+def _ordinary_run(buf: bytes, at: int, expected: int, limit: int):
+    """The reference of rust/src/replica.rs `ordinary_run`: the events of the
+    whole packets at `buf[at]` that are real events of the file, each where
+    the previous one ended (the first at `expected`), none of the kinds
+    Python must see; (next_at, bytes, count, last type, last timestamp) or None."""
+    events, size, end = [], 0, len(buf)
+    last_type = last_timestamp = 0
+    while at + 4 <= end and size < limit:
+        length = buf[at] | buf[at + 1] << 8 | buf[at + 2] << 16
+        stop = at + 4 + length
+        if stop > end or length >= MAX_PACKET_LEN or length < 20 or buf[at + 4]:
+            break
+        timestamp, event_type, _, event_len, log_pos, flags = _EVENT_HEADER.unpack_from(buf, at + 5)
+        if (event_len != length - 1 or flags & _ARTIFICIAL or event_type in _SPECIAL_TYPES
+                or log_pos != expected + event_len):
+            break
+        events.append(buf[at + 5:stop])
+        size += event_len
+        last_type, last_timestamp = event_type, timestamp
+        expected, at = log_pos, stop
+    if not events:
+        return None
+    return at, b"".join(events), len(events), last_type, last_timestamp
+
+
+_EVENT_HEADER = struct.Struct("<IBIIIH")
+
+
+def _run_splitter():
+    from . import core
+    native = core.native()
+    return native.ordinary_run if native is not None else _ordinary_run

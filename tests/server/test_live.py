@@ -117,7 +117,7 @@ def test_dump_R_prints_the_rows_of_the_servers_files(server):
     for args in (["dump"], ["dump", "--format", "json"], ["events", "--format", "json"]):
         live = run_binlake(*args, "-R", *connection_args(server), "binlog.000001")
         local = run_binlake(*args, files[0])
-        assert live[0] == local[0] == 0
+        assert live[0] == local[0] == 0, live[2] + local[2]
         assert live[1] == local[1].replace(files[0].encode(), b"binlog.000001")
 
 

@@ -13,6 +13,7 @@ mod changes;
 mod dump;
 mod events;
 mod reader;
+mod replica;
 mod slots;
 mod text;
 mod values;
@@ -45,5 +46,6 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     changes::register(m)?;
     events::register(m)?;
     reader::register(m)?;
+    replica::register(m)?;
     Ok(())
 }

@@ -1,0 +1,197 @@
+"""Live change capture: binlake following a server against its peers, in one run.
+
+    TZ=UTC .venv/bin/python bench/bench_live.py [--shape bulk|oltp|both] [--bulk-mb N]
+        [--oltp-mb N] [--pymysqlrepl-rows N]
+
+Strategy. The binlogs of bench_decode.py (generated once, cached under
+bench/data/ with the server's data directory) are served by that private
+MariaDB again, and each reader runs in a process of its own against the same
+server and file, every tool with TZ=UTC:
+
+  live          binlake.stream(...).changes(), every value of every row touched:
+                the rows the server sends, as Python values (the call's own time)
+  live-arrow    binlake.arrow_changes(binlake.stream(...)): the same rows as Arrow
+  file          binlake.changes(FILE), the same loop over the server's file:
+                what the live path must stay within 2x of
+  pymysqlrepl   python-mysql-replication's BinLogStreamReader over the same
+                binlog, every value touched, its first --pymysqlrepl-rows rows
+                (it is slow; its own clock from its first event)
+  c-remote      `mariadb-binlog -R -v --base64-output=decode-rows` > /dev/null:
+                the C client reading the same binlog from the server
+
+Printed: seconds, rows/s and the ratios of issue 16: live against
+python-mysql-replication (goal 20x), live against the file (goal within 2x).
+Nothing here is a unit test: read the ratios, not the seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_decode import bench_server, parse_json, run_measured, shape_binlog  # noqa: E402
+
+PYTHON = sys.executable
+ENV = {"TZ": "UTC", "LC_ALL": "C.UTF-8"}
+
+
+def task_live(port: str, name: str) -> None:
+    import binlake
+    start = time.perf_counter()
+    rows = 0
+    stream = binlake.stream("127.0.0.1", int(port), "root", "", file=name, stop_never=False)
+    for change in stream.changes():
+        rows += 1
+        for _ in (change.after or change.before).values():
+            pass
+    print(json.dumps({"rows": rows, "call_seconds": time.perf_counter() - start}))
+
+
+def task_live_arrow(port: str, name: str) -> None:
+    import pyarrow  # noqa: F401  (its import is not the call's time)
+
+    import binlake
+    start = time.perf_counter()
+    stream = binlake.stream("127.0.0.1", int(port), "root", "", file=name, stop_never=False)
+    rows = sum(batch.num_rows for batch in binlake.arrow_changes(stream))
+    print(json.dumps({"rows": rows, "call_seconds": time.perf_counter() - start}))
+
+
+def task_file(path: str) -> None:
+    import binlake
+    start = time.perf_counter()
+    rows = 0
+    for change in binlake.changes(path):
+        rows += 1
+        for _ in (change.after or change.before).values():
+            pass
+    print(json.dumps({"rows": rows, "call_seconds": time.perf_counter() - start}))
+
+
+def task_pymysqlrepl(port: str, name: str, limit: str) -> None:
+    from pymysqlreplication import BinLogStreamReader
+    from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+    settings = {"host": "127.0.0.1", "port": int(port), "user": "root", "passwd": ""}
+    stream = BinLogStreamReader(connection_settings=settings, server_id=98, blocking=False,
+                                is_mariadb=True, resume_stream=True, log_file=name, log_pos=4,
+                                only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent])
+    rows, start = 0, None
+    for event in stream:
+        if start is None:
+            start = time.perf_counter()
+        for row in event.rows:
+            rows += 1
+            for _ in (row.get("after_values") or row.get("values")).values():
+                pass
+        if rows >= int(limit):
+            break
+    stream.close()
+    print(json.dumps({"rows": rows, "call_seconds": time.perf_counter() - start}))
+
+
+TASKS = {"live": task_live, "live-arrow": task_live_arrow, "file": task_file,
+         "pymysqlrepl": task_pymysqlrepl}
+
+
+def measure(name: str, argv: list[str], results: dict, *, task: bool = True) -> None:
+    """One reader in a process of its own; a task prints its JSON line, the C
+    client's output is thrown away."""
+    try:
+        seconds, peak, out = run_measured(argv, subprocess.PIPE if task else subprocess.DEVNULL,
+                                          ENV)
+    except (RuntimeError, FileNotFoundError) as exc:
+        print(f"  {name}: not measured: {exc}", file=sys.stderr, flush=True)
+        return
+    entry = {"seconds": seconds, "peak_mb": peak}
+    if task:
+        entry.update(parse_json(out))
+    seconds = entry.get("call_seconds", seconds)
+    if "rows" in entry:
+        entry["rows_per_s"] = entry["rows"] / seconds
+    results[name] = entry
+    print(f"  {name}: {seconds:.2f} s, {entry.get('rows', 0):,} rows, peak {peak:.0f} MB",
+          flush=True)
+
+
+def ensure_peer() -> bool:
+    try:
+        import pymysqlreplication  # noqa: F401
+        return True
+    except ImportError:
+        print("python-mysql-replication is not installed: pip install mysql-replication "
+              "(into this environment) to measure it", file=sys.stderr)
+        return False
+
+
+def measure_shape(shape: str, size_mb: int, peer_rows: int) -> dict:
+    meta = shape_binlog(shape, size_mb)
+    path = Path(meta["path"])
+    results: dict = {}
+    server = bench_server(Path(meta["workdir"]))
+    server.start()
+    try:
+        port = str(server.port)
+        task = [PYTHON, __file__, "--task"]
+        measure("file", task + ["file", str(path)], results)
+        measure("live", task + ["live", port, path.name], results)
+        measure("live-arrow", task + ["live-arrow", port, path.name], results)
+        if ensure_peer():
+            measure("pymysqlrepl", task + ["pymysqlrepl", port, path.name, str(peer_rows)],
+                    results)
+        measure("c-remote", ["mariadb-binlog", "-R", "--host=127.0.0.1", f"--port={port}",
+                             "--user=root", "-v", "--base64-output=decode-rows", path.name],
+                results, task=False)
+    finally:
+        server.stop()
+    return {"size_mb": path.stat().st_size / 1e6, "results": results}
+
+
+def print_shape(shape: str, measured: dict) -> None:
+    r = measured["results"]
+    print(f"\n{shape}: {measured['size_mb']:.0f} MB binlog, served by a local MariaDB")
+    print(f"  {'reader':<14}{'seconds':>10}{'rows/s':>14}{'peak MB':>10}")
+    for name, entry in r.items():
+        rate = entry.get("rows_per_s")
+        seconds = entry.get("call_seconds", entry["seconds"])
+        print(f"  {name:<14}{seconds:>10.2f}{(f'{rate:,.0f}' if rate else '-'):>14}"
+              f"{entry['peak_mb']:>10.0f}")
+    live, file, peer = r.get("live"), r.get("file"), r.get("pymysqlrepl")
+    for name in ("live", "live-arrow"):
+        if name in r and peer:
+            print(f"  {name} / python-mysql-replication rows/s: "
+                  f"{r[name]['rows_per_s'] / peer['rows_per_s']:.1f}x (goal 20x)")
+    if live and file:
+        print(f"  live time / file time: {live['call_seconds'] / file['call_seconds']:.2f}"
+              " (goal <= 2)")
+    if live and "c-remote" in r:
+        print(f"  live / mariadb-binlog -R time: {r['c-remote']['seconds'] / live['call_seconds']:.2f}x")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--task", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    parser.add_argument("--shape", choices=("bulk", "oltp", "both"), default="both")
+    parser.add_argument("--bulk-mb", type=int, default=100)
+    parser.add_argument("--oltp-mb", type=int, default=60)
+    parser.add_argument("--pymysqlrepl-rows", type=int, default=50_000)
+    args = parser.parse_args()
+    if args.task:
+        TASKS[args.task[0]](*args.task[1:])
+        return 0
+    os.environ.update(ENV)
+    time.tzset()
+    shapes = ["bulk", "oltp"] if args.shape == "both" else [args.shape]
+    for shape in shapes:
+        size = args.bulk_mb if shape == "bulk" else args.oltp_mb
+        print_shape(shape, measure_shape(shape, size, args.pymysqlrepl_rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
