@@ -61,7 +61,7 @@ pub fn ordinary_run(buf: &[u8], mut at: usize, mut expected: u64, limit: usize) 
     while at + 4 <= buf.len() && run.bytes.len() < limit {
         let length = le(buf, at, 3) as usize;
         let end = at + 4 + length;
-        if end > buf.len() || length >= MAX_PACKET_LEN || length < 1 + HEADER || buf[at + 4] != 0 {
+        if end > buf.len() || !(1 + HEADER..MAX_PACKET_LEN).contains(&length) || buf[at + 4] != 0 {
             break;
         }
         let event = &buf[at + 5..end];
