@@ -353,6 +353,7 @@ class LiveFile:
             pos, data = self._queue[0]
             if size + len(data) > limit:   # never more than asked: the rest waits its turn
                 cut = limit - size
+                data = memoryview(data)        # a run is cut many times: no copy of the rest
                 self._queue[0] = (pos + cut, data[cut:])
                 data = data[:cut]
             else:
