@@ -117,78 +117,59 @@ def binlog_dump_gtid_packet(file: str, position: int, server_id: int, flags: int
 
 
 def encode_gtid_set(text: str) -> bytes:
-    """A MySQL GTID set (`uuid:1-5:7,uuid2:tag:3`) as `Gtid_set::encode` writes it.
+    """A MySQL GTID set (`uuid:1-5:7,uuid2:tag:3`) as `Gtid_set::encode`
+    writes it: the layout of PREVIOUS_GTIDS_LOG_EVENT's body, which the
+    server's COM_BINLOG_DUMP_GTID reads (events/gtid.py decodes it; the test
+    encodes every set the corpus's MySQL servers wrote and compares bytes).
 
-    Untagged sets: n_sids (8 bytes), then per uuid its 16 bytes, n_intervals
-    (8), and each interval as [start, end+1) in two 8-byte numbers. A set with
-    any tag (MySQL 8.3+) uses the tagged format: the first 8 bytes carry the
-    format byte 1 at the top (GTID_FORMAT_TAGGED) as well as the count
-    (`n_sids | 1 << 56`, little-endian), and each uuid is followed by its tag
-    as a length-prefixed string (a varlen count, 1 byte up to 127)."""
+    SIDs in (uuid, tag) order; per SID its 16 bytes, [the tag,] the interval
+    count, each interval as [first, last + 1) in 8-byte numbers. Untagged
+    sets start with the SID count (8 bytes); a set with any tag (MySQL 8.3+)
+    uses the tagged format: the count word is `1 | count << 8 | 1 << 56`
+    (the format in its first and last byte) and every SID has a tag, empty
+    for untagged ones, as a varlen length then its bytes."""
     from .filters import GtidSet
-    gtids = GtidSet.parse(text) if text.strip() else GtidSet({})
-    entries = []   # (uuid bytes, tag, [(start, end_inclusive)])
-    for key, intervals in sorted(_gtid_set_items(gtids)):
-        sid, _, tag = key.partition(":")
-        entries.append((uuid_module.UUID(sid).bytes, tag.lower(), intervals))
+    gtids = GtidSet.parse(text) if text.strip() else GtidSet()
+    entries = sorted(((uuid_module.UUID(sid).bytes, tag or "", _merged(intervals))
+                      for (sid, tag), intervals in gtids.intervals.items()),
+                     key=lambda entry: (entry[0], entry[1]))
     tagged = any(tag for _, tag, _ in entries)
     out = bytearray()
     count = len(entries)
-    out += struct.pack("<Q", count | (1 << 56 if tagged else 0))
+    out += struct.pack("<Q", GTID_FORMAT_TAGGED | count << 8 | GTID_FORMAT_TAGGED << 56
+                       if tagged else count)
     for sid, tag, intervals in entries:
         out += sid
         if tagged:
             out += _varlen(len(tag)) + tag.encode("ascii")
         out += struct.pack("<Q", len(intervals))
-        for start, end in intervals:
-            out += struct.pack("<QQ", start, end + 1)
+        for first, last in intervals:
+            out += struct.pack("<QQ", first, last + 1)
     return bytes(out)
 
 
+#: `Gtid_format::tagged` in the count word of an encoded GTID set
+GTID_FORMAT_TAGGED = 1
+
+
+def _merged(intervals) -> list:
+    """Intervals sorted, with overlapping and adjacent ones joined."""
+    out: list = []
+    for first, last in sorted(intervals):
+        if out and first <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], last))
+        else:
+            out.append((first, last))
+    return out
+
+
 def _varlen(n: int) -> bytes:
-    """MySQL's serialization varlen unsigned integer (mysql::serialization):
-    the count of extra bytes is the number of trailing one bits of the first
-    byte; tags are at most 32 characters, so one byte (n << 1) always fits."""
-    if n < 128:
+    """An unsigned varlen of MySQL's serialization library (the inverse of
+    events/gtid.py `read_varlen_uint`): the first byte's trailing one bits
+    count the extra bytes. A tag has at most 32 characters: one byte."""
+    if n < 1 << 7:
         return bytes([n << 1])
-    return bytes([(n << 2) | 1 & 0xFF, n >> 6])
-
-
-def _gtid_set_items(gtids):
-    """(uuid[:tag], [(start, end)]) of a filters.GtidSet."""
-    return [(key, list(intervals)) for key, intervals in gtids.intervals.items()]
-
-
-def decode_gtid_set(data: bytes) -> str:
-    """The text of an encoded GTID set (for tests and messages): the inverse of `encode_gtid_set`."""
-    (head,) = struct.unpack_from("<Q", data, 0)
-    tagged = head >> 56 == 1
-    count = head & ((1 << 56) - 1) if tagged else head
-    at, parts = 8, []
-    for _ in range(count):
-        sid = str(uuid_module.UUID(bytes=data[at:at + 16]))
-        at += 16
-        if tagged:
-            first = data[at]
-            if first & 1:
-                length = (first >> 2) | (data[at + 1] << 6)
-                at += 2
-            else:
-                length = first >> 1
-                at += 1
-            tag = data[at:at + length].decode("ascii")
-            at += length
-            if tag:
-                sid += ":" + tag
-        (n,) = struct.unpack_from("<Q", data, at)
-        at += 8
-        ranges = []
-        for _ in range(n):
-            start, end = struct.unpack_from("<QQ", data, at)
-            at += 16
-            ranges.append(f"{start}" if end - 1 == start else f"{start}-{end - 1}")
-        parts.append(sid + ":" + ":".join(ranges))
-    return ",".join(parts)
+    return ((n << 2) | 1).to_bytes(2, "little")
 
 
 # -- the connection -----------------------------------------------------------------
