@@ -313,7 +313,6 @@ class LiveFile:
         self.resume_at = start
         self.finished = False      # the file ended (rotate, stop, the end of the dump)
         self.closed_by_server = False  # it ended with ROTATE or STOP: the server closed it
-        self.checksums = False
         self._queue: deque = deque()  # (pos, bytes) ready to give
         self._queued_end = 0       # the offset after the last event queued
         self._recent: deque = deque()  # (offset, bytes) given lately (BINLOG blocks re-read them)
@@ -454,7 +453,6 @@ class LiveFile:
             if timestamp:
                 source.last_event_time = timestamp
             if type_code == _FDE:
-                self.checksums = _fde_has_checksum(raw)
                 if pos is None:     # re-sent for a mid-file start: log_pos 0
                     if self.offset <= 4 and not queue:
                         self.format_description = raw
