@@ -281,3 +281,37 @@ def test_arrow_batches_of_a_followed_server_come_soon_after_each_commit(server):
     stream.close()
     assert isinstance(batch, pyarrow.RecordBatch)
     assert [(row["op"], dict(row["after"])["id"]) for row in batch.to_pylist()] == [("c", "12")]
+
+
+def test_dump_R_stop_never_follows_writes_and_stops_cleanly_on_ctrl_c(server, tmp_path):
+    import os
+    import subprocess
+    import sys
+    output = tmp_path / "follow.txt"
+    command = [sys.executable, "-m", "binlake", "dump", "-R", *connection_args(server),
+               "--stop-never", "--heartbeat-period", "0.5", "-v",
+               "--base64-output=decode-rows", "-r", str(output), "binlog.000001"]
+    follower = subprocess.Popen(command, stderr=subprocess.PIPE, env={**os.environ, "TZ": "UTC"})
+    try:
+        write(server, 1, 50)
+        server.flush_logs()
+        write(server, 51, 50)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (
+                output.exists() and output.read_bytes().count(b"### INSERT INTO") >= 56):
+            time.sleep(0.2)
+        time.sleep(1)
+    finally:
+        follower.send_signal(signal.SIGINT)
+        _, err = follower.communicate(timeout=30)
+    assert follower.returncode == 130, err.decode()
+    # everything received is written: the rows of all 100 inserts
+    assert output.read_bytes().count(b"### INSERT INTO `shop`.`items`") == 100
+
+
+def test_schema_R_follows_the_ddl_of_the_stream(server):
+    server.execute("ALTER TABLE shop.items ADD COLUMN note VARCHAR(10)")
+    status, out, err = run_binlake("schema", "-R", *connection_args(server), "-t",
+                                   "binlog.000001")
+    assert status == 0, err
+    assert b"CREATE TABLE `shop`.`items`" in out and b"`note` varchar(10)" in out.lower()
