@@ -116,7 +116,7 @@ def test_connection_problems_are_errors_not_usage(server, written):
 
 def test_pipeline_passes_the_seed_as_a_saved_history(server, written, tmp_path):
     """The pipeline's tasks read --schema from a path: the seed goes there as JSON."""
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(add_help=False)  # -h is the host, as in the mysql client
     pipeline.add_arguments(parser)
     args = parser.parse_args(["--out", str(tmp_path / "out"), *_connection(server)])
     path = pipeline._schema_path(args)
