@@ -29,13 +29,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_decode import bench_server, parse_json, run_measured, shape_binlog  # noqa: E402
+from bench_decode import bench_server, parse_json, shape_binlog  # noqa: E402
+from bench_decode import measure as run_measure  # noqa: E402
 
 PYTHON = sys.executable
 ENV = {"TZ": "UTC", "LC_ALL": "C.UTF-8"}
@@ -100,23 +100,12 @@ TASKS = {"live": task_live, "live-arrow": task_live_arrow, "file": task_file,
 
 
 def measure(name: str, argv: list[str], results: dict, *, task: bool = True) -> None:
-    """One reader in a process of its own; a task prints its JSON line, the C
-    client's output is thrown away."""
-    try:
-        seconds, peak, out = run_measured(argv, subprocess.PIPE if task else subprocess.DEVNULL,
-                                          ENV)
-    except (RuntimeError, FileNotFoundError) as exc:
-        print(f"  {name}: not measured: {exc}", file=sys.stderr, flush=True)
-        return
-    entry = {"seconds": seconds, "peak_mb": peak}
-    if task:
-        entry.update(parse_json(out))
-    seconds = entry.get("call_seconds", seconds)
-    if "rows" in entry:
-        entry["rows_per_s"] = entry["rows"] / seconds
-    results[name] = entry
-    print(f"  {name}: {seconds:.2f} s, {entry.get('rows', 0):,} rows, peak {peak:.0f} MB",
-          flush=True)
+    """One reader in a process of its own (bench_decode.measure); a task
+    prints its JSON line and its rows/s is taken by its own clock."""
+    run_measure(name, argv, results, [], env=ENV, parse=parse_json if task else None)
+    entry = results.get(name)
+    if entry and "rows" in entry:
+        entry["rows_per_s"] = entry["rows"] / entry.get("call_seconds", entry["seconds"])
 
 
 def ensure_peer() -> bool:
