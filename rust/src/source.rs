@@ -217,16 +217,32 @@ mod tests {
         assert!(s.read_at(300, 4).unwrap().is_empty());
     }
 
+    /// Gives its chunks one read at a time, as a live file gives its bytes
+    /// up to a gap and the rest only after it.
+    struct Chunks(Vec<Vec<u8>>);
+
+    impl Read for Chunks {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.0.is_empty() {
+                return Ok(0);
+            }
+            let chunk = self.0.remove(0);
+            buf[..chunk.len()].copy_from_slice(&chunk);
+            Ok(chunk.len())
+        }
+    }
+
     #[test]
     fn sparse_stream_jumps_to_where_its_bytes_continue() {
-        let data: Vec<u8> = (0..20u8).collect();
         // bytes 0..10 at offsets 0..10, then bytes 10..20 at offsets 100..110
+        let chunks = Chunks(vec![(0..10u8).collect(), (10..20u8).collect()]);
         let mut s = StreamSource::sparse(
-            &data[..],
+            chunks,
             Box::new(|pos| Ok(if pos >= 10 { 100 } else { pos })),
         );
         assert_eq!(s.next_event_at(0).unwrap(), 0);
         assert_eq!(s.read_at(0, 10).unwrap().len(), 10);
+        assert_eq!(s.next_event_at(4).unwrap(), 4);
         assert_eq!(s.next_event_at(10).unwrap(), 100);
         assert_eq!(s.read_at(100, 3).unwrap(), &[10, 11, 12]);
         assert_eq!(s.next_event_at(103).unwrap(), 103);
