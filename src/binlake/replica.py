@@ -257,12 +257,16 @@ class ReplicaConnection:
             self.query("SET @slave_gtid_ignore_duplicates = 0")
 
     def registered_replicas(self) -> list[tuple]:
-        """(server_id, host, port) of the replicas the server knows (SHOW SLAVE HOSTS)."""
-        try:
-            rows = self.query("SHOW SLAVE HOSTS")
-        except ReplicationError:  # no REPLICATION MASTER ADMIN privilege: nothing to check
-            return []
-        return [(int(row[0]), str(row[1]), int(row[2])) for row in rows]
+        """(server_id, host, port) of the replicas the server knows: SHOW
+        SLAVE HOSTS (MariaDB, MySQL before 8.4), else SHOW REPLICAS (MySQL 8.4+);
+        nothing if neither is allowed (no REPLICATION privilege to check with)."""
+        for statement in ("SHOW SLAVE HOSTS", "SHOW REPLICAS"):
+            try:
+                rows = self.query(statement)
+            except ReplicationError:
+                continue
+            return [(int(row[0]), str(row[1]), int(row[2])) for row in rows]
+        return []
 
     def register(self) -> None:
         self._command(COM_REGISTER_SLAVE, register_slave_packet(
