@@ -25,6 +25,9 @@ tree) too:
                     (binlake-api-call) the same loop timed inside the process,
                     after the imports
   binlake-api-pure  the same with BINLAKE_PURE=1: the pure-Python reference
+  binlake-changes   binlake.changes(path), every value of every image touched
+                    (the native changes loop, records.py); binlake-changes-call:
+                    the same loop timed inside the process
   arrow-changes     binlake.arrow_changes(paths) to Arrow, counting rows: the
                     process's wall time, and (arrow-changes-call) the time of the
                     API call itself measured inside that process, after
@@ -39,6 +42,9 @@ tree) too:
 and, once per run, one rows event of --huge-event-mb MB (one INSERT ... SELECT
 with binlog_row_event_max_size raised): the API, dump -v and arrow_changes on
 it, for their peak memory, next to mariadb-binlog's.
+
+Every process runs with TZ=UTC and LC_ALL=C.UTF-8: without TZ, glibc re-reads
+/etc/localtime for each timestamp the C tool prints, doubling its time.
 
 Printed: a results table per shape (seconds, rows/s, MB/s, peak MB, ratio
 against mariadb-binlog from the same run) and a targets table (issue 9) saying
@@ -64,7 +70,10 @@ PYTHON = sys.executable
 PYMYSQLREPL_SAMPLE_ROWS = 50_000
 MEMORY_LIMIT_MB = 300
 C_TOOL = ["mariadb-binlog", "--base64-output=decode-rows", "-v"]
+#: Every tool timed runs in this environment (the C tool at its best).
+BENCH_ENV = {"TZ": "UTC", "LC_ALL": "C.UTF-8"}
 MEASUREMENTS = ("mariadb-binlog", "binlake-dump-v", "binlake-api", "binlake-api-pure",
+                "binlake-changes",
                 "arrow-changes", "pipeline", "pipeline-floor", "header-scan", "pymysqlrepl")
 #: A binlog of a few dozen events: the pipeline on it is Spark's fixed cost.
 TINY_BINLOG = HERE.parent / "src" / "binlake" / "sample_data" / "binlog.000003"
@@ -78,7 +87,7 @@ def run_measured(argv: list[str], stdout=subprocess.DEVNULL,
     with tempfile.TemporaryFile() as err_file, tempfile.TemporaryFile() as out_file:
         start = time.perf_counter()
         proc = subprocess.Popen(argv, stdout=out_file if stdout == subprocess.PIPE else stdout,
-                                stderr=err_file, env={**os.environ, **(env or {})})
+                                stderr=err_file, env={**os.environ, **BENCH_ENV, **(env or {})})
         _, status, usage = os.wait4(proc.pid, 0)
         elapsed = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -103,8 +112,28 @@ def task_api(path: str) -> None:
     start = time.perf_counter()
     for event in binlake.open(path):
         if isinstance(event, RowsEvent):
-            for _ in event.iter_rows():  # pairs one at a time: memory stays flat
+            for before, after in event.iter_rows():  # one at a time: memory stays flat
                 rows += 1
+                for image in (before, after):
+                    if image is not None:
+                        for _ in image.values():
+                            pass
+    call = time.perf_counter() - start
+    print(json.dumps({"rows": rows, "core": binlake.core.name(), "call_seconds": call}))
+
+
+def task_changes(path: str) -> None:
+    """binlake.changes to Python values, every value touched; timed as task_api."""
+    import binlake
+    import binlake.core
+    rows = 0
+    start = time.perf_counter()
+    for change in binlake.changes(path):
+        rows += 1
+        for image in (change.before, change.after):
+            if image is not None:
+                for _ in image.values():
+                    pass
     call = time.perf_counter() - start
     print(json.dumps({"rows": rows, "core": binlake.core.name(), "call_seconds": call}))
 
@@ -161,7 +190,7 @@ def task_pymysqlrepl(port: str, limit: str, log_file: str) -> None:
     print(json.dumps({"rows": rows, "seconds": time.perf_counter() - start}))
 
 
-TASKS = {"api": task_api, "arrow": task_arrow, "core": task_core, "scan": task_scan,
+TASKS = {"api": task_api, "changes": task_changes, "arrow": task_arrow, "core": task_core, "scan": task_scan,
          "pymysqlrepl": task_pymysqlrepl}
 
 
@@ -278,8 +307,9 @@ def measure_file(path: Path, skip: list[str], rows_hint: int | None) -> dict:
     measure("binlake-api", task_argv("api", file), results, skip, parse=parse_json)
     measure("binlake-api-pure", task_argv("api", file), results, skip,
             env={"BINLAKE_PURE": "1"}, parse=parse_json)
+    measure("binlake-changes", task_argv("changes", file), results, skip, parse=parse_json)
     measure("arrow-changes", task_argv("arrow", file), results, skip, parse=parse_arrow)
-    for name in ("binlake-api", "arrow-changes"):
+    for name in ("binlake-api", "binlake-changes", "arrow-changes"):
         entry = results.get(name)
         if entry and entry.get("call_seconds"):
             results[f"{name}-call"] = {
@@ -395,6 +425,10 @@ def target_rows(shape: str, results: dict, size_mb: float) -> list[tuple[str, st
         ratio_row(f"{shape}: API full decode >= 1.0x C (process wall time)", "binlake-api", 1.0),
         ratio_row(f"{shape}: API full decode >= 1.0x C (API call in-process)",
                   "binlake-api-call", 1.0),
+        ratio_row(f"{shape}: binlake.changes >= 1.0x C (process wall time)", "binlake-changes",
+                  1.0),
+        ratio_row(f"{shape}: binlake.changes >= 1.0x C (API call in-process)",
+                  "binlake-changes-call", 1.0),
         ratio_row(f"{shape}: arrow_changes >= 3x C rows/s (process wall time)", "arrow-changes",
                   3.0),
         ratio_row(f"{shape}: arrow_changes >= 3x C rows/s (API call in-process)",
@@ -408,7 +442,7 @@ def target_rows(shape: str, results: dict, size_mb: float) -> list[tuple[str, st
     # python-mysql-replication's rate is taken by its own clock from its first
     # event, so binlake's is that of its API call in-process too.
     peer = results.get("pymysqlrepl")
-    for name in ("binlake-api-call", "arrow-changes-call"):
+    for name in ("binlake-api-call", "binlake-changes-call", "arrow-changes-call"):
         entry = results.get(name)
         label = f"{shape}: {name} >= 50x python-mysql-replication rows/s"
         if entry and peer and entry.get("rows_per_s") and peer.get("rows_per_s"):
@@ -422,8 +456,8 @@ def target_rows(shape: str, results: dict, size_mb: float) -> list[tuple[str, st
 
 def memory_row(label: str, results: dict) -> tuple[str, str, str]:
     """Largest peak of binlake's own decoders (not the pipeline's JVM)."""
-    peaks = {name: results[name]["peak_mb"] for name in ("binlake-api", "binlake-dump-v",
-                                                          "arrow-changes")
+    peaks = {name: results[name]["peak_mb"] for name in ("binlake-api", "binlake-changes",
+                                                          "binlake-dump-v", "arrow-changes")
              if name in results and not results[name].get("unavailable")}
     if not peaks:
         return (label, "-", "not measured")
@@ -432,7 +466,7 @@ def memory_row(label: str, results: dict) -> tuple[str, str, str]:
 
 
 def print_targets(rows: list[tuple[str, str, str]]) -> None:
-    print("\ntargets (issue 9)\n")
+    print("\ntargets (issues 9 and 19)\n")
     print("| target | reached | status |\n|---|---|---|")
     for target, reached, status in rows:
         print(f"| {target} | {reached} | {status} |")

@@ -5,6 +5,8 @@
         print(event.header.pos, event.type_name)
     for change in binlake.changes(["bin.000001", "bin.000002"]):
         print(change.op, change.table, change.before, change.after)
+    for txn in binlake.transactions("bin.000001"):               # whole, with end_pos
+        print(txn.gtid, len(txn.changes))
     for txn in binlake.stream(host="db1", user="repl", resume=token).transactions():
         handle(txn.changes); token = str(txn.resume_token)       # a live server
     table = binlake.arrow_changes(["bin.000001"]).read_all()   # pyarrow
@@ -18,7 +20,7 @@ from .errors import (BinlogError, ChecksumMismatch, CorruptEvent, EncryptedBinlo
 from .live import LiveStream, ResumeToken, stream
 from .reader import BinlogReader, FileInfo, read_events
 from .replica import ReplicationError
-from .records import Change, changes, changes_from_events
+from .records import Change, Transaction, changes, changes_from_events, transactions
 from .values import MysqlTemporal
 
 __version__ = "0.1.0"
@@ -30,7 +32,7 @@ def open(paths, **options) -> BinlogReader:  # noqa: A001 - mirrors io.open's ro
 
 
 __all__ = [
-    "open", "read_events", "changes", "stream", "LiveStream", "ResumeToken", "ReplicationError", "arrow_changes", "changes_from_events", "BinlogReader", "FileInfo",
+    "open", "read_events", "changes", "transactions", "Transaction", "stream", "LiveStream", "ResumeToken", "ReplicationError", "arrow_changes", "changes_from_events", "BinlogReader", "FileInfo",
     "Change", "MysqlTemporal", "BinlogError", "ChecksumMismatch", "CorruptEvent",
     "EncryptedBinlog", "NotABinlog", "PartialEvent", "TruncatedEvent", "UnsupportedFeature",
 ]

@@ -45,6 +45,19 @@ def codec_for(collation: int | None) -> str | None:
     return CODEC_BY_COLLATION.get(collation)
 
 
+_CODECS: dict | None = None
+
+
+def collation_codecs() -> dict:
+    """Collation id -> Python codec, as `codec_for` answers (binary ones left
+    out): what the native loops are given once."""
+    global _CODECS
+    if _CODECS is None:
+        _CODECS = {cid: codec for cid in CODEC_BY_COLLATION
+                   if (codec := codec_for(cid)) is not None}
+    return _CODECS
+
+
 def collation_of(charset: str) -> int | None:
     """A collation id of a character set named in DDL (the lowest the server
     has: any of them reads the same), None when unknown."""

@@ -32,7 +32,7 @@ import time
 import weakref
 from dataclasses import dataclass
 
-from .constants import BINLOG_MAGIC, FL_STANDALONE, EventType as E, LogEventFlag
+from .constants import BINLOG_MAGIC, EventType as E, LogEventFlag
 from .replica import ReplicaConnection, ReplicationError
 
 _HEADER = struct.Struct("<IBIIIH")
@@ -566,57 +566,38 @@ class LiveStream:
         return iter(BinlogReader(self.source, **self.reader_options))
 
     def transactions(self):
-        """Each committed transaction with its changes and resume token. DDL
-        and other statements outside transactions are transactions with no
-        changes (their token moves past them too)."""
-        from .records import rows_changes
-        changes = []
-        for event, gtid, token in self._with_commits():
-            if token is None:
-                changes.extend(rows_changes(event, gtid))
-            else:
-                yield Transaction(gtid, changes, token)
-                changes = []
+        """Each committed transaction with its changes and resume token.
+        Statements and events outside transactions (DDL, rotations) move
+        the token past them too, without a Transaction of their own."""
+        for group, token in self._groups():
+            if token is not None:
+                self.resume_token = token
+            if group.changes:
+                yield Transaction(group.gtid, group.changes, self.resume_token)
 
     def changes(self):
-        """Every row change, in order, as it is read; `resume_token` moves
-        past each transaction once its commit has been read."""
-        from .records import rows_changes
-        for event, gtid, token in self._with_commits():
-            if token is None:
-                yield from rows_changes(event, gtid)
+        """Every row change, in order; a transaction's once it has committed.
+        `resume_token` moves past a transaction once all its changes have
+        been handed out (at the next request)."""
+        for group, token in self._groups():
+            yield from group.changes
+            if token is not None:
+                self.resume_token = token
 
-    def _with_commits(self):
-        """(rows event, its GTID, None) for each rows event and (event, GTID,
-        resume token) where a transaction ends; `resume_token` follows."""
-        from .events import GtidEvent, MariadbGtidEvent, QueryEvent, RowsEvent, XidEvent
-        gtid, inside = None, False
+    def _groups(self):
+        """(transaction group, the resume token after it, or None when it
+        did not end), read by the changes loop (`records.transaction_groups`)."""
+        from .records import transaction_groups
         gtids: dict = {}
-        for event in self:
-            if isinstance(event, RowsEvent):
-                yield event, gtid, None
-                continue
-            ends = False
-            if isinstance(event, MariadbGtidEvent):
-                gtid, inside = event.gtid, not event.flags2 & FL_STANDALONE
-            elif isinstance(event, GtidEvent):
-                gtid, inside = event.gtid, False
-            elif isinstance(event, XidEvent):
-                ends = True
-            elif isinstance(event, QueryEvent):
-                word = event.query.lstrip()[:9].upper()
-                if word.startswith(("BEGIN", "XA START")):
-                    inside = True
-                else:
-                    ends = not inside or word.startswith(("COMMIT", "ROLLBACK", "XA COMMIT"))
-            if ends:
+        for group in transaction_groups(self.source, **self.reader_options):
+            token = None
+            if group.complete:
+                gtid = group.gtid
                 if gtid is not None and "-" in gtid and ":" not in gtid:
                     gtids[gtid.split("-", 1)[0]] = gtid   # MariaDB: the state per domain
-                self.resume_token = ResumeToken(
-                    event.header.file, event.header.next_pos,
-                    ",".join(gtids[d] for d in sorted(gtids, key=int)) or None)
-                yield event, gtid, self.resume_token
-                gtid, inside = None, False
+                token = ResumeToken(group.file, group.end_pos,
+                                    ",".join(gtids[d] for d in sorted(gtids, key=int)) or None)
+            yield group, token
 
     def close(self) -> None:
         self.source.close()

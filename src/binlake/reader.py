@@ -697,6 +697,47 @@ def _history(schema):
     return schema if isinstance(schema, Schema) else load_schema(schema)
 
 
+class EventChecker:
+    """The reference decoders for the events the native loops leave to them
+    (QUERY, format descriptions, ROTATE, LOAD, ...): their errors are raised
+    as the reader raises them, and under `force` an event that fails comes
+    back as None. The reader's own decode step is reused, so the rules
+    (error wording, unread bytes, the FDE's checksum byte) are its own; so
+    is its schema history, which follows the QUERY events checked here and
+    completes the table maps given (the changes loop's `follow_schema`)."""
+
+    def __init__(self, path: str, *, verify_checksums: bool, force: bool, schema=False):
+        self.path = path
+        self.reader = BinlogReader([path], verify_checksums=verify_checksums, force=force,
+                                   schema=schema)
+        self.info = FileInfo(path)
+        self.ctx: DecodeContext | None = None
+
+    def __call__(self, *frame):
+        event = self.decode(*frame)
+        return None if isinstance(event, UnknownEvent) else event
+
+    def decode(self, type_code, pos, timestamp, server_id, length, log_pos, flags, checksum,
+               header_len, raw, pending_alg, binlog_version):
+        """The event as the reader makes it (an UnknownEvent when it failed under `force`)."""
+        ctx = self.ctx
+        if ctx is None:  # as `_events` frames a file before its first FDE
+            fde = (old_format(binlog_version) if binlog_version in (1, 3) else
+                   FormatDescription(4, "", LOG_EVENT_MINIMAL_HEADER_LEN, b"", None, None))
+            ctx = self.ctx = DecodeContext(self.path, fde)
+        header = EventHeader(self.path, pos, timestamp, type_code, server_id, length, log_pos,
+                             flags, checksum)
+        description = type_code == E.FORMAT_DESCRIPTION_EVENT
+        if description:
+            self.reader._pending_alg = pending_alg
+        event = self.reader._decode(header, raw, header_len, len(raw), ctx)
+        if description and not isinstance(event, UnknownEvent):
+            self.reader._update_state(event, ctx, self.info)
+        if self.reader.schema is not None:
+            event = self.reader._learn(event)
+        return event
+
+
 def read_events(paths, **options) -> Iterator[Event]:
     """Events of one or more binlog files, in order."""
     return iter(BinlogReader(paths, **options))

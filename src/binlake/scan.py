@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from .constants import (BINLOG_CHECKSUM_LEN, BINLOG_MAGIC, FL_STANDALONE,
                         LOG_EVENT_MINIMAL_HEADER_LEN, OLD_HEADER_LEN, START_V3_HEADER_LEN,
                         STMT_END_F, ChecksumAlg, EventType as E, LogEventFlag)
+from .events import MariadbGtidEvent, QueryEvent, RowsEvent
 from .events.control import has_checksum_field
 from .events.rows import ROWS_OPERATION
 from .reader import GZIP_MAGIC, _permutation  # the reader's own wl2325 renumbering
@@ -118,6 +119,17 @@ class TransactionState:
             self.open = self.explicit = False
         elif code in STATEMENT_ENDS and not self.explicit:
             self.open = False
+
+
+def step_details(event, code: int) -> dict:
+    """What `TransactionState.step` needs of a decoded event besides its code."""
+    if code in QUERY_EVENTS and isinstance(event, QueryEvent):
+        return {"query_kind": classify_query(event.query)}
+    if isinstance(event, RowsEvent):
+        return {"stmt_end": bool(event.flags & STMT_END_F)}
+    if isinstance(event, MariadbGtidEvent):
+        return {"standalone": bool(event.flags2 & FL_STANDALONE)}
+    return {}
 
 
 @dataclass

@@ -77,17 +77,17 @@ const TAKE_BYTES: usize = 16 << 10;
 const TABLE_CACHE_LIMIT: usize = 4096;
 
 /// A table map as the changes view uses it, shared by every equal map.
-struct TableEntry {
+pub(super) struct TableEntry {
     /// The table map's body after its post-header (equal bytes, equal entry).
     signature: Vec<u8>,
     /// `TableMapEvent.qualified_name`, for errors.
-    qualified: String,
-    width: u64,
-    layout: Layout,
+    pub(super) qualified: String,
+    pub(super) width: u64,
+    pub(super) layout: Layout,
     /// Plans and map keys by the event's bitmaps (built once, shared by every row).
     views: Mutex<Views>,
     codecs: Vec<TextCodec>,
-    codec_names: Vec<Option<Py<PyString>>>,
+    pub(super) codec_names: Vec<Option<Py<PyString>>>,
     wanted: bool,
 }
 
@@ -152,7 +152,7 @@ impl Views {
 
 /// The row images of a rows event: held, or (huge events) left in the file
 /// from `rows_offset` to `end`.
-enum RowsBytes {
+pub(super) enum RowsBytes {
     /// The bytes and where the row images start in them.
     Held(Vec<u8>, usize),
     InFile {
@@ -170,32 +170,34 @@ impl RowsItem {
 }
 
 /// A wanted rows event of the transaction being read.
-struct RowsItem {
-    pos: u64,
+pub(super) struct RowsItem {
+    pub(super) pos: u64,
+    /// The event's length (`EventHeader.next_pos` is `pos` + this).
+    pub(super) length: u32,
     sub: i32,
-    timestamp: u32,
-    server_id: u32,
-    type_code: u8,
-    table_id: u64,
-    table: Option<Arc<TableEntry>>,
-    width: u64,
-    before: Vec<u8>,
-    after: Option<Vec<u8>>,
-    rows_offset: u64,
-    data: RowsBytes,
+    pub(super) timestamp: u32,
+    pub(super) server_id: u32,
+    pub(super) type_code: u8,
+    pub(super) table_id: u64,
+    pub(super) table: Option<Arc<TableEntry>>,
+    pub(super) width: u64,
+    pub(super) before: Vec<u8>,
+    pub(super) after: Option<Vec<u8>>,
+    pub(super) rows_offset: u64,
+    pub(super) data: RowsBytes,
 }
 
 /// The events from one boundary to the next (only what the view needs of them).
 #[derive(Default)]
-struct Transaction {
+pub(super) struct Transaction {
     events: usize,
-    rows: Vec<RowsItem>,
-    gtid: Option<String>,
-    xid: Option<u64>,
+    pub(super) rows: Vec<RowsItem>,
+    pub(super) gtid: Option<String>,
+    pub(super) xid: Option<u64>,
     /// The last event's header timestamp and where the next top-level event starts.
-    last: (u32, u64),
+    pub(super) last: (u32, u64),
     /// Set when an event closed it.
-    commit: Option<(u32, u64)>,
+    pub(super) commit: Option<(u32, u64)>,
     cut_off: bool,
     /// Its events, for the events view.
     event_rows: Vec<EventRow>,
@@ -213,7 +215,7 @@ enum Decoded {
 }
 
 /// How reading stopped.
-enum Stop {
+pub(super) enum Stop {
     /// The range ends here without an error.
     Quiet,
     Raise(PyErr),
@@ -228,7 +230,7 @@ impl From<PyErr> for Stop {
 #[pyclass(module = "binlake._native", unsendable)]
 pub struct ChangesReader {
     framer: Framer<Box<dyn Source + Send>>,
-    path: Arc<str>,
+    pub(super) path: Arc<str>,
     start: u64,
     end: Option<u64>,
     force: bool,
@@ -266,13 +268,17 @@ pub struct ChangesReader {
     job_bytes: usize,
     /// Set: the loop feeds the events view instead (`EventsReader`).
     events: Option<EventsView>,
+    /// A partial last event when reading to the end of a file ends it
+    /// quietly (a range: the server may still be writing it); else it is
+    /// raised, as the reader raises it (`binlake.changes`).
+    partial_is_quiet: bool,
 }
 
 impl ChangesReader {
     /// How a core error ends the range (`read_split`'s rules).
     fn stop(&self, py: Python<'_>, error: Error) -> Stop {
         if error.kind == ErrorKind::PartialEvent {
-            if self.end.is_none() {
+            if self.end.is_none() && self.partial_is_quiet {
                 return Stop::Quiet;
             }
         } else if self.end.is_some_and(|end| error.offset >= end) {
@@ -293,7 +299,7 @@ impl ChangesReader {
             .is_instance(self.partial_event.bind(py))
             .unwrap_or(false)
         {
-            if self.end.is_none() {
+            if self.end.is_none() && self.partial_is_quiet {
                 return Stop::Quiet;
             }
         } else if value
@@ -587,6 +593,7 @@ impl ChangesReader {
         };
         let item = RowsItem {
             pos: frame.pos,
+            length: frame.length,
             sub: self.sub,
             timestamp: frame.timestamp,
             server_id: frame.server_id,
@@ -675,7 +682,7 @@ impl ChangesReader {
     }
 
     /// The next transaction of the range (None: no more events).
-    fn next_transaction(&mut self, py: Python<'_>) -> Result<Option<Transaction>, Stop> {
+    pub(super) fn next_transaction(&mut self, py: Python<'_>) -> Result<Option<Transaction>, Stop> {
         loop {
             let frame = match self.framer.next() {
                 Ok(Some(frame)) => frame,
@@ -769,7 +776,7 @@ impl ChangesReader {
         finished
     }
 
-    fn end_of_events(&mut self) -> Option<Transaction> {
+    pub(super) fn end_of_events(&mut self) -> Option<Transaction> {
         if self.current.events == 0 {
             return None;
         }
@@ -940,6 +947,7 @@ impl ChangesReader {
             pending_rows: 0,
             job_bytes,
             events: None,
+            partial_is_quiet: true,
         })
     }
 
@@ -1002,6 +1010,13 @@ impl ChangesReader {
 }
 
 impl ChangesReader {
+    /// The same loop read for Python values (`ChangeValues`): a partial last
+    /// event is raised, as the reader raises it.
+    pub(super) fn raising_partial_events(mut self) -> Self {
+        self.partial_is_quiet = false;
+        self
+    }
+
     /// The same loop feeding the events view (`EventsReader`).
     pub(super) fn into_events_view(mut self, view: EventsView) -> Self {
         self.events = Some(view);
@@ -1080,15 +1095,15 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 }
 
 /// The row images of a huge event, left in its file (`LazyRowData`).
-struct Window<'a> {
-    path: &'a str,
-    start: u64,
-    total: u64,
+pub(super) struct Window<'a> {
+    pub(super) path: &'a str,
+    pub(super) start: u64,
+    pub(super) total: u64,
 }
 
 impl Window<'_> {
     /// Up to `size` bytes from `offset` into the row images (fewer at their end).
-    fn read(&self, offset: u64, size: u64) -> std::io::Result<Vec<u8>> {
+    pub(super) fn read(&self, offset: u64, size: u64) -> std::io::Result<Vec<u8>> {
         let file = File::open(self.path)?;
         let want = size.min(self.total.saturating_sub(offset)) as usize;
         let mut buf = vec![0u8; want];
@@ -1163,12 +1178,16 @@ enum Piece {
 const PIECES_AHEAD: usize = 1;
 
 /// Worker threads decoding jobs of transactions; outputs are taken in job order.
+/// The threads start with the first job: a reader whose transactions are
+/// decoded elsewhere (`ChangeValues`) never starts them.
 struct Pool {
     workers: usize,
+    shared: Arc<Shared>,
     jobs: Option<mpsc::Sender<(usize, Vec<Transaction>)>>,
     results: Option<mpsc::Receiver<(usize, Piece)>>,
     done: HashMap<usize, VecDeque<Piece>>,
     handles: Vec<std::thread::JoinHandle<()>>,
+    stopped: bool,
 }
 
 impl Pool {
@@ -1176,10 +1195,23 @@ impl Pool {
         let workers = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .clamp(1, 4);
+        Pool {
+            workers,
+            shared,
+            jobs: None,
+            results: None,
+            done: HashMap::new(),
+            handles: Vec::new(),
+            stopped: false,
+        }
+    }
+
+    fn start(&mut self) {
         let (jobs, queue) = mpsc::channel::<(usize, Vec<Transaction>)>();
         let (send, results) = mpsc::sync_channel(PIECES_AHEAD);
         let queue = Arc::new(Mutex::new(queue));
-        let handles = (0..workers)
+        let shared = &self.shared;
+        self.handles = (0..self.workers)
             .map(|_| {
                 let (queue, send, shared) = (queue.clone(), send.clone(), shared.clone());
                 // one builder per worker: each job starts with the last one's capacity
@@ -1195,16 +1227,14 @@ impl Pool {
                 })
             })
             .collect();
-        Pool {
-            workers,
-            jobs: Some(jobs),
-            results: Some(results),
-            done: HashMap::new(),
-            handles,
-        }
+        self.jobs = Some(jobs);
+        self.results = Some(results);
     }
 
     fn submit(&mut self, index: usize, job: Vec<Transaction>) {
+        if self.handles.is_empty() && !self.stopped {
+            self.start();
+        }
         if let Some(jobs) = &self.jobs {
             // a closed queue means the workers are gone: `take` then never sees this job
             let _ = jobs.send((index, job));
@@ -1241,6 +1271,7 @@ impl Pool {
     /// No more jobs: the workers end once their queue is empty.
     fn stop(&mut self) {
         self.jobs = None;
+        self.stopped = true;
     }
 }
 

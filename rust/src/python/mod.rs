@@ -9,6 +9,7 @@ use pyo3::types::PyModule;
 use crate::error::Error;
 
 mod arrow;
+mod change_values;
 mod changes;
 mod dump;
 mod events;
@@ -44,6 +45,7 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     dump::register(m)?;
     arrow::register(m)?;
     changes::register(m)?;
+    change_values::register(m)?;
     events::register(m)?;
     reader::register(m)?;
     replica::register(m)?;

@@ -135,7 +135,7 @@ fn names(py: Python<'_>, values: &Option<Vec<String>>) -> Option<Vec<Py<PyString
 impl RowLayout {
     /// Decode rows into a list; on failure also the failing row's offset and its error.
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-    fn decode<'py>(
+    pub(super) fn decode<'py>(
         &mut self,
         py: Python<'py>,
         operation: &str,
@@ -206,6 +206,41 @@ impl RowLayout {
         self.templates
             .insert(plan.columns.clone(), template.clone().unbind());
         Ok(template)
+    }
+
+    /// The layout of a table map the native changes loop completed, as
+    /// `rows.native_columns` makes it: keys are names, else `@N`.
+    pub(super) fn of_layout(
+        py: Python<'_>,
+        layout: &Layout,
+        codecs: &[Option<Py<PyString>>],
+    ) -> PyResult<Self> {
+        let columns = layout
+            .columns
+            .iter()
+            .zip(codecs)
+            .map(|(c, codec)| {
+                let codec = match codec {
+                    Some(name) => Some(name.bind(py).to_str()?.to_owned()),
+                    None => None,
+                };
+                let key = c
+                    .name
+                    .clone()
+                    .unwrap_or_else(|| format!("@{}", c.index + 1));
+                Ok((
+                    c.type_code,
+                    c.meta,
+                    c.nullable,
+                    c.unsigned,
+                    codec,
+                    key,
+                    c.enum_values.clone(),
+                    c.set_values.clone(),
+                ))
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        Self::new(py, layout.database.clone(), layout.table.clone(), columns)
     }
 
     /// The core layout (its columns), for the other sinks' glue.

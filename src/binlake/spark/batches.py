@@ -13,7 +13,7 @@ decodes the events it needs, groups transactions with the same rules as
 `transactions()`, and builds the Arrow buffers (rust/src/sink/arrow.rs) on
 worker threads, imported through the Arrow C data interface with no Python
 object per event or value. Every split is read that way: events it does not
-decode itself go through the reference decoders (`_EventChecker`), so there
+decode itself go through the reference decoders (`EventChecker`), so there
 is no case that needs a fallback decided in advance. The Python lists below
 remain the reference (BINLAKE_PURE=1, or no native core), which the
 differential tests hold equal to it, batch boundaries and errors included.
@@ -36,12 +36,11 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from ..charsets import CODEC_BY_COLLATION, codec_for
-from ..constants import LOG_EVENT_MINIMAL_HEADER_LEN, ColumnType as T, EventType as E
-from ..events import (EventHeader, FormatDescription, LoadEvent, QueryEvent, RowsEvent,
-                      RowsQueryEvent, TableMapEvent, UnknownEvent)
+from ..charsets import collation_codecs
+from ..constants import ColumnType as T
+from ..events import LoadEvent, QueryEvent, RowsEvent, RowsQueryEvent, TableMapEvent, UnknownEvent
 from .. import core, reader
-from ..reader import BinlogReader, DecodeContext, FileInfo, old_format
+from ..reader import EventChecker
 from ..errors import CorruptEvent
 from ..events.rows import DELETE, UPDATE, WRITE
 from ..jsonable import event_json
@@ -356,62 +355,21 @@ def _native_change_batches(native, split: Split, options: dict,
     (`_native.ChangesReader`, rust/src/python/changes.rs): framing, the
     events the view needs, transaction grouping and row images all in Rust.
     Python is called back for what stays decided here: the `tables` filter,
-    the schema history (table maps completed by `_EventChecker`'s reader),
+    the schema history (table maps completed by `EventChecker`'s reader),
     charsets, JSON texts, and the events the loop does not decode itself
-    (checked by the reference decoders, `_EventChecker`)."""
+    (checked by the reference decoders, `EventChecker`)."""
     opts = reader_options(options)
     wanted = TableFilter(options.get("tables"))
-    check = _EventChecker(split.path, schema=split_schema(split, options), **opts)
+    check = EventChecker(split.path, schema=split_schema(split, options), **opts)
     return _native_batches(split, lambda stream: native.ChangesReader(
         split.path, split.file, split.file_seq, split.start, split.end, stream,
         opts["verify_checksums"], opts["force"], check,
         wanted if wanted.patterns else None, True,
-        _collation_codecs(), lambda: stream is None and _still_written(split.path),
+        collation_codecs(), lambda: stream is None and _still_written(split.path),
         reader.LARGE_EVENT_BYTES, LazyRowData.WINDOW, NATIVE_JOB_BYTES), stream)
 
 
-class _EventChecker:
-    """The reference decoders for the events the native loop leaves to them
-    (QUERY, format descriptions, ROTATE, LOAD, ...): their errors are raised
-    as the reader raises them, and under `force` an event that fails comes
-    back as None. The reader's own decode step is reused, so the rules
-    (error wording, unread bytes, the FDE's checksum byte) are its own; so
-    is its schema history, which follows the QUERY events checked here and
-    completes the table maps given (the changes loop's `follow_schema`)."""
-
-    def __init__(self, path: str, *, verify_checksums: bool, force: bool, schema=False):
-        self.path = path
-        self.reader = BinlogReader([path], verify_checksums=verify_checksums, force=force,
-                                   schema=schema)
-        self.info = FileInfo(path)
-        self.ctx: DecodeContext | None = None
-
-    def __call__(self, *frame):
-        event = self.decode(*frame)
-        return None if isinstance(event, UnknownEvent) else event
-
-    def decode(self, type_code, pos, timestamp, server_id, length, log_pos, flags, checksum,
-               header_len, raw, pending_alg, binlog_version):
-        """The event as the reader makes it (an UnknownEvent when it failed under `force`)."""
-        ctx = self.ctx
-        if ctx is None:  # as reader.py frames a file before its first FDE
-            fde = (old_format(binlog_version) if binlog_version in (1, 3) else
-                   FormatDescription(4, "", LOG_EVENT_MINIMAL_HEADER_LEN, b"", None, None))
-            ctx = self.ctx = DecodeContext(self.path, fde)
-        header = EventHeader(self.path, pos, timestamp, type_code, server_id, length, log_pos,
-                             flags, checksum)
-        description = type_code == E.FORMAT_DESCRIPTION_EVENT
-        if description:
-            self.reader._pending_alg = pending_alg
-        event = self.reader._decode(header, raw, header_len, len(raw), ctx)
-        if description and not isinstance(event, UnknownEvent):
-            self.reader._update_state(event, ctx, self.info)
-        if self.reader.schema is not None:
-            event = self.reader._learn(event)
-        return event
-
-
-class _EventDescriber(_EventChecker):
+class _EventDescriber(EventChecker):
     """The checker of the events view: it also keeps, in `last`, the row
     facts of the event it decoded last (database, table, query, info), the
     UnknownEvent's when it failed under `force`."""
@@ -422,18 +380,6 @@ class _EventDescriber(_EventChecker):
         event = self.decode(*frame)
         self.last = (*_event_subject(event), event_json(event, header=False, rows=False))
         return None if isinstance(event, UnknownEvent) else event
-
-
-_CODECS: dict | None = None
-
-
-def _collation_codecs() -> dict:
-    """Collation id -> Python codec, as `charsets.codec_for` answers (binary ones left out)."""
-    global _CODECS
-    if _CODECS is None:
-        _CODECS = {cid: codec for cid in CODEC_BY_COLLATION
-                   if (codec := codec_for(cid)) is not None}
-    return _CODECS
 
 
 def _python_change_batches(split: Split, options: dict, stream=None) -> Iterator[pa.RecordBatch]:

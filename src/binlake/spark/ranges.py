@@ -28,11 +28,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
-from ..constants import BINLOG_MAGIC, FL_STANDALONE, STMT_END_F, EventType as E
+from ..constants import BINLOG_MAGIC, EventType as E
 from ..errors import BinlogError, PartialEvent
-from ..events import (Event, GtidEvent, MariadbGtidEvent, QueryEvent, RowsEvent, XidEvent)
+from ..events import Event, GtidEvent, MariadbGtidEvent, XidEvent
 from ..reader import GZIP_MAGIC, BinlogReader
-from ..scan import QUERY_EVENTS, TransactionState, classify_query, scan
+from ..scan import TransactionState, scan, step_details
 
 DEFAULT_SPLIT_BYTES = 32 << 20
 FIRST_EVENT = 4  #: offset of the first event, after the magic number
@@ -255,7 +255,7 @@ def transactions(events: Iterable[Positioned]) -> Iterator[Transaction]:
         event = item.event
         header = event.header
         code = header.type_code
-        details = _step_details(event, code)
+        details = step_details(event, code)
         if current.events and state.starts(code, details.get("query_kind")):
             yield _unterminated(current, False)  # it never ended: crash-recovery leftovers
             current = Transaction()
@@ -281,13 +281,3 @@ def _unterminated(txn: Transaction, cut_off: bool) -> Transaction:
     txn.commit_timestamp = last.event.header.timestamp
     txn.commit_pos = last.end_pos
     return txn
-
-
-def _step_details(event: Event, code: int) -> dict:
-    if code in QUERY_EVENTS and isinstance(event, QueryEvent):
-        return {"query_kind": classify_query(event.query)}
-    if isinstance(event, RowsEvent):
-        return {"stmt_end": bool(event.flags & STMT_END_F)}
-    if isinstance(event, MariadbGtidEvent):
-        return {"standalone": bool(event.flags2 & FL_STANDALONE)}
-    return {}

@@ -1,0 +1,477 @@
+//! `binlake.changes` natively: `ChangeValues`, the changes loop read into
+//! Python values.
+//!
+//! Strategy: the transactions are those of the changes view
+//! (`ChangesReader`: framing, the events a change needs, the schema history's
+//! table maps and transaction grouping, all without a Python object per
+//! event). Their row images are decoded on the reading thread into the dicts
+//! of `RowsEvent.rows()` (`RowLayout`, one per distinct table map), and each
+//! row becomes a `binlake.Change` made straight into its slots (`SlotClass`).
+//! So a GTID, BEGIN, table map or XID event costs no Python object at all,
+//! and a one-row transaction costs one dict per image and one Change.
+//!
+//! Rows come out one rows event at a time, and a huge event's (one whose
+//! row images stay in the file, `RowsBytes::InFile`) a window of row images
+//! at a time (`WINDOW` bytes), so it never has all its Change objects alive
+//! at once. There a row cut by a window's end fails to decode and is read
+//! again from its start in the next window (doubled when one row outgrows
+//! it); a failure in a window that reaches the end of the images is the
+//! event's error, raised after the rows before it, as `rows.iter_rows`
+//! raises it (`native_failure`); a held event with a bad row gives no row.
+//! An error that ends the read inside a transaction comes after the rows of
+//! that transaction read before it (and after their own errors), as
+//! `binlake.changes` yields rows as it reads.
+//!
+//! Per transaction (`per_transaction`), each transaction is one tuple:
+//! (changes, gtid, xid, commit position, commit timestamp, complete), its
+//! rows decoded whole.
+
+use std::borrow::Cow;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyString, PyTuple, PyType};
+
+use super::changes::{ChangesReader, RowsBytes, RowsItem, Stop, TableEntry, Transaction, Window};
+use super::raise;
+use super::slots::SlotClass;
+use super::values::RowLayout;
+use crate::constants::PARTIAL_UPDATE_ROWS_EVENT;
+use crate::error::{Error, ErrorKind};
+use crate::events::rows::{is_pre_ga, operation};
+use crate::rowimage::Operation;
+
+/// A huge event's read window (its first size; `LazyRowData.WINDOW`'s).
+const WINDOW: u64 = 8 << 20;
+/// Table layouts kept (the changes loop's own table cache bounds the maps).
+const LAYOUT_LIMIT: usize = 4096;
+/// `binlake.records.Change`'s fields, in order (`SlotClass` checks them).
+const CHANGE_FIELDS: [&str; 12] = [
+    "file",
+    "pos",
+    "next_pos",
+    "row_index",
+    "timestamp",
+    "server_id",
+    "gtid",
+    "database",
+    "table",
+    "op",
+    "before",
+    "after",
+];
+
+/// A table map's Python-side facts, made once per distinct map.
+struct TableValues {
+    /// Keeps the map's address (the key) from being reused while cached.
+    _entry: Arc<TableEntry>,
+    layout: RowLayout,
+    database: Py<PyString>,
+    table: Py<PyString>,
+}
+
+/// Where the transaction being decoded stands.
+struct Cursor {
+    txn: Transaction,
+    gtid: Option<Py<PyAny>>,
+    item: usize,
+    /// Offset into the item's row images, the index of the row there, the window.
+    base: u64,
+    first: usize,
+    window: u64,
+}
+
+#[pyclass(module = "binlake._native", unsendable)]
+pub struct ChangeValues {
+    inner: ChangesReader,
+    change: SlotClass,
+    file: Py<PyString>,
+    ops: [Py<PyString>; 3],
+    layouts: HashMap<usize, TableValues>,
+    cursor: Option<Cursor>,
+    /// Changes made and not yet handed out.
+    ready: VecDeque<Py<PyAny>>,
+    /// Transactions made (per transaction).
+    transactions: VecDeque<Py<PyAny>>,
+    /// The error that ended the read, raised once the rows before it are out.
+    after_rows: Option<PyErr>,
+    failed: Option<PyErr>,
+    finished: bool,
+    per_transaction: bool,
+    /// A huge event's first read window (`LazyRowData.WINDOW`).
+    window: u64,
+}
+
+#[pymethods]
+impl ChangeValues {
+    /// `path` names the file (`Change.file`); `stream` is read instead when
+    /// given (gzip, standard input, a live server's binlog). `check`, `wanted`,
+    /// `follow_schema`, `codecs`: as `ChangesReader` takes them. `start`: the
+    /// reader's start_position (4: the first event).
+    #[new]
+    #[pyo3(signature = (path, start, stream, verify_checksums, force, check, wanted,
+                        follow_schema, codecs, change_class, per_transaction=false,
+                        large_event_bytes=crate::framing::LARGE_EVENT_BYTES,
+                        lazy_window=WINDOW))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        path: String,
+        start: u64,
+        stream: Option<Py<PyAny>>,
+        verify_checksums: bool,
+        force: bool,
+        check: Py<PyAny>,
+        wanted: Option<Py<PyAny>>,
+        follow_schema: bool,
+        codecs: HashMap<u64, String>,
+        change_class: Bound<'_, PyType>,
+        per_transaction: bool,
+        large_event_bytes: u64,
+        lazy_window: u64,
+    ) -> PyResult<Self> {
+        let never_written = py.eval(c"lambda: False", None, None)?.unbind();
+        let inner = ChangesReader::new(
+            py,
+            path.clone(),
+            path.clone(),
+            0,
+            start,
+            None,
+            stream,
+            verify_checksums,
+            force,
+            check,
+            wanted,
+            follow_schema,
+            codecs,
+            never_written,
+            large_event_bytes,
+            lazy_window,
+            usize::MAX,
+        )?
+        .raising_partial_events();
+        let name = |s: &str| PyString::intern(py, s).unbind();
+        Ok(ChangeValues {
+            inner,
+            change: SlotClass::new(&change_class, &CHANGE_FIELDS)?,
+            file: PyString::new(py, &path).unbind(),
+            ops: [name("insert"), name("update"), name("delete")],
+            layouts: HashMap::new(),
+            cursor: None,
+            ready: VecDeque::new(),
+            transactions: VecDeque::new(),
+            after_rows: None,
+            failed: None,
+            finished: false,
+            per_transaction,
+            window: lazy_window.max(1),
+        })
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    /// The next Change (per transaction: the next transaction's tuple), None at the end.
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        loop {
+            let made = if self.per_transaction {
+                self.transactions.pop_front()
+            } else {
+                self.ready.pop_front()
+            };
+            if made.is_some() {
+                return Ok(made);
+            }
+            if let Some(error) = self.failed.take() {
+                self.finished = true;
+                return Err(error);
+            }
+            if self.finished {
+                return Ok(None);
+            }
+            if let Err(error) = self.step(py) {
+                self.cursor = None;
+                if self.per_transaction {
+                    self.ready.clear(); // a transaction that failed is not handed out in part
+                }
+                self.failed = Some(error);
+            }
+        }
+    }
+}
+
+impl ChangeValues {
+    /// One window of the current transaction's rows, or the next transaction.
+    fn step(&mut self, py: Python<'_>) -> PyResult<()> {
+        if self.cursor.is_none() {
+            return self.next_transaction(py);
+        }
+        if self.decode_window(py)? {
+            return Ok(());
+        }
+        // the transaction is done
+        let cursor = self.cursor.take().expect("a transaction being decoded");
+        if let Some(error) = self.after_rows.take() {
+            return Err(error); // per transaction, the one it cut off is dropped (`__next__`)
+        }
+        if self.per_transaction {
+            let txn = &cursor.txn;
+            let changes = PyList::new(py, self.ready.drain(..))?;
+            let (timestamp, pos) = txn.commit.unwrap_or(txn.last);
+            let made = PyTuple::new(
+                py,
+                [
+                    changes.into_any(),
+                    cursor
+                        .gtid
+                        .map_or_else(|| py.None().into_bound(py), |g| g.into_bound(py)),
+                    txn.xid.into_pyobject(py)?.into_any(),
+                    pos.into_pyobject(py)?.into_any(),
+                    timestamp.into_pyobject(py)?.into_any(),
+                    pyo3::types::PyBool::new(py, txn.commit.is_some())
+                        .to_owned()
+                        .into_any(),
+                ],
+            )?;
+            self.transactions.push_back(made.into_any().unbind());
+        }
+        Ok(())
+    }
+
+    fn next_transaction(&mut self, py: Python<'_>) -> PyResult<()> {
+        let txn = match self.inner.next_transaction(py) {
+            Ok(Some(txn)) => txn,
+            Ok(None) | Err(Stop::Quiet) => {
+                self.finished = true;
+                return Ok(());
+            }
+            Err(Stop::Raise(error)) => {
+                // the rows read before the error come first (their own errors too)
+                match self.inner.end_of_events() {
+                    Some(txn) if !txn.rows.is_empty() => {
+                        self.after_rows = Some(error);
+                        txn
+                    }
+                    _ => return Err(error),
+                }
+            }
+        };
+        if txn.rows.is_empty() && !self.per_transaction {
+            return Ok(());
+        }
+        let gtid = txn
+            .gtid
+            .as_ref()
+            .map(|g| PyString::new(py, g).into_any().unbind());
+        self.cursor = Some(Cursor {
+            txn,
+            gtid,
+            item: 0,
+            base: 0,
+            first: 0,
+            window: self.window,
+        });
+        Ok(())
+    }
+
+    /// Decode the next window of rows; false when the transaction has no more.
+    fn decode_window(&mut self, py: Python<'_>) -> PyResult<bool> {
+        let path = self.inner.path.clone();
+        let cursor = self.cursor.as_mut().expect("a transaction being decoded");
+        let Some(item) = cursor.txn.rows.get(cursor.item) else {
+            return Ok(false);
+        };
+        let table = checked_table(item).map_err(|e| raise(py, &path, e))?;
+        let key = Arc::as_ptr(table) as usize;
+        if !self.layouts.contains_key(&key) {
+            if self.layouts.len() >= LAYOUT_LIMIT {
+                self.layouts.clear();
+            }
+            let values = TableValues {
+                _entry: table.clone(),
+                layout: RowLayout::of_layout(py, &table.layout, &table.codec_names)?,
+                database: PyString::new(py, &table.layout.database).unbind(),
+                table: PyString::new(py, &table.layout.table).unbind(),
+            };
+            self.layouts.insert(key, values);
+        }
+        let values = self.layouts.get_mut(&key).expect("just made");
+        let op = operation(item.type_code).unwrap_or(Operation::Insert);
+        let (op_name, op_text) = match op {
+            Operation::Insert => (&self.ops[0], "insert"),
+            Operation::Update => (&self.ops[1], "update"),
+            Operation::Delete => (&self.ops[2], "delete"),
+        };
+        let (buf, total) = images(item, &path, cursor.base, cursor.window)?;
+        let (rows, failure) = values.layout.decode(
+            py,
+            op_text,
+            &buf,
+            &item.before,
+            item.after.as_deref(),
+            item.type_code == PARTIAL_UPDATE_ROWS_EVENT,
+            is_pre_ga(item.type_code),
+        )?;
+        let reached_end = cursor.base + buf.len() as u64 >= total;
+        let held = matches!(item.data, RowsBytes::Held(..));
+        if let (Some((offset, error)), true) = (&failure, held) {
+            // `iter_rows` decodes a held event whole: none of its rows come out
+            let at = item.rows_offset + *offset as u64;
+            let error = error.clone_ref(py);
+            return Err(row_failure(py, &path, table, at, 0, error));
+        }
+        let count = rows.len();
+        if count > 0 {
+            // what every row of the event shares, made once
+            let shared = [
+                self.file.bind(py).clone().into_any(),
+                item.pos.into_pyobject(py)?.into_any(),
+                (item.pos + u64::from(item.length))
+                    .into_pyobject(py)?
+                    .into_any(),
+                item.timestamp.into_pyobject(py)?.into_any(),
+                item.server_id.into_pyobject(py)?.into_any(),
+                match &cursor.gtid {
+                    Some(g) => g.bind(py).clone(),
+                    None => py.None().into_bound(py),
+                },
+                values.database.bind(py).clone().into_any(),
+                values.table.bind(py).clone().into_any(),
+                op_name.bind(py).clone().into_any(),
+            ];
+            for (index, pair) in rows.iter().enumerate() {
+                let pair = pair.cast_into::<PyTuple>()?;
+                let [file, pos, next_pos, timestamp, server_id, gtid, database, table, op] =
+                    shared.clone();
+                let change = self.change.make(
+                    py,
+                    [
+                        file,
+                        pos,
+                        next_pos,
+                        (cursor.first + index).into_pyobject(py)?.into_any(),
+                        timestamp,
+                        server_id,
+                        gtid,
+                        database,
+                        table,
+                        op,
+                        pair.get_item(0)?,
+                        pair.get_item(1)?,
+                    ],
+                )?;
+                self.ready.push_back(change.unbind());
+            }
+        }
+        let window_first = cursor.first;
+        cursor.first += count;
+        match failure {
+            Some((offset, error)) if reached_end => {
+                let at = item.rows_offset + cursor.base + offset as u64;
+                return Err(row_failure(py, &path, table, at, window_first, error));
+            }
+            Some((offset, _)) => {
+                // a row cut by the window's end: read again from its start
+                if offset == 0 {
+                    cursor.window *= 2;
+                }
+                cursor.base += offset as u64;
+            }
+            None if reached_end => {
+                cursor.item += 1;
+                (cursor.base, cursor.first, cursor.window) = (0, 0, self.window);
+            }
+            None => cursor.base += buf.len() as u64,
+        }
+        Ok(true)
+    }
+}
+
+/// The event's table map, which must exist and be as wide as the event (`rows.checked_table`).
+fn checked_table(item: &RowsItem) -> Result<&Arc<TableEntry>, Error> {
+    let Some(table) = &item.table else {
+        return Err(Error::corrupt(
+            item.pos,
+            format!(
+                "rows event for table id {} without a table map before it \
+                 (start reading at an earlier position)",
+                item.table_id
+            ),
+        ));
+    };
+    if table.width < item.width {
+        return Err(Error::corrupt(
+            item.pos,
+            format!(
+                "rows event has {} columns, its table map {} has {}",
+                item.width, table.qualified, table.width
+            ),
+        ));
+    }
+    Ok(table)
+}
+
+/// An item's row images from `base`: all of them when held (`iter_rows`
+/// decodes a held event whole), else up to `window` bytes; and their total size.
+fn images<'a>(
+    item: &'a RowsItem,
+    path: &str,
+    base: u64,
+    window: u64,
+) -> PyResult<(Cow<'a, [u8]>, u64)> {
+    match &item.data {
+        RowsBytes::Held(data, start) => {
+            let all = data.get(*start..).unwrap_or(&[]);
+            let from = usize::try_from(base).unwrap_or(usize::MAX).min(all.len());
+            Ok((Cow::Borrowed(&all[from..]), all.len() as u64))
+        }
+        RowsBytes::InFile { end } => {
+            let file = Window {
+                path,
+                start: item.rows_offset,
+                total: end.saturating_sub(item.rows_offset),
+            };
+            Ok((Cow::Owned(file.read(base, window)?), file.total))
+        }
+    }
+}
+
+/// `rows.native_failure`: the reference's error for a row that failed at
+/// file offset `at`, in a window whose first row has index `window_first`.
+fn row_failure(
+    py: Python<'_>,
+    path: &str,
+    table: &TableEntry,
+    at: u64,
+    window_first: usize,
+    error: PyErr,
+) -> PyErr {
+    let facts = error
+        .value(py)
+        .getattr("args")
+        .and_then(|a| a.extract::<(usize, usize, bool, String)>());
+    let Ok((_, index, unsupported, detail)) = facts else {
+        return error;
+    };
+    let name = &table.qualified;
+    let row = window_first + index;
+    let (kind, text) = if unsupported {
+        (ErrorKind::UnsupportedFeature, format!("{name}: {detail}"))
+    } else {
+        (
+            ErrorKind::CorruptEvent,
+            format!("row {row} of {name}: {detail}"),
+        )
+    };
+    let e = raise(py, path, Error::new(kind, at, text));
+    e.set_cause(py, error.cause(py));
+    e
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<ChangeValues>()?;
+    Ok(())
+}
