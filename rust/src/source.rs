@@ -164,17 +164,18 @@ impl<R: Read> Source for StreamSource<R> {
             self.start = pos;
         }
         let end = pos.saturating_add(n as u64);
-        let mut chunk = vec![0u8; STREAM_CHUNK];
         while self.start + (self.buf.len() as u64) < end {
-            let got = match self.reader.read(&mut chunk) {
-                Ok(n) => n,
+            // read straight into the buffer's tail (most calls need no read at all)
+            let old = self.buf.len();
+            self.buf.resize(old + STREAM_CHUNK, 0);
+            let read = self.reader.read(&mut self.buf[old..]);
+            self.buf.truncate(old + *read.as_ref().unwrap_or(&0));
+            match read {
+                Ok(0) => break,
+                Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(io_error(pos, e)),
-            };
-            if got == 0 {
-                break;
             }
-            self.buf.extend_from_slice(&chunk[..got]);
         }
         let lo = (pos.saturating_sub(self.start) as usize).min(self.buf.len());
         let hi = lo.saturating_add(n).min(self.buf.len());

@@ -559,7 +559,26 @@ class LiveStream:
     def __init__(self, options: LiveOptions, reader_options: dict):
         self.source = LiveSource(options)
         self.reader_options = reader_options
-        self.resume_token: ResumeToken | None = None
+        self._after: tuple | None = None   # (file, position) after the last transaction given
+        self._gtids: dict = {}             # MariaDB's GTID state there, per domain
+
+    @property
+    def resume_token(self) -> ResumeToken | None:
+        if self._after is None:
+            return None
+        gtids = self._gtids
+        return ResumeToken(*self._after,
+                           ",".join(gtids[d] for d in sorted(gtids, key=int)) or None)
+
+    def _passed(self, group) -> bool:
+        """Move the token past a transaction group that ended (False if it did not)."""
+        if not group.complete:
+            return False
+        gtid = group.gtid
+        if gtid is not None and "-" in gtid and ":" not in gtid:
+            self._gtids[gtid.split("-", 1)[0]] = gtid
+        self._after = (group.file, group.end_pos)
+        return True
 
     def __iter__(self):
         from .reader import BinlogReader
@@ -569,35 +588,18 @@ class LiveStream:
         """Each committed transaction with its changes and resume token.
         Statements and events outside transactions (DDL, rotations) move
         the token past them too, without a Transaction of their own."""
-        for group, token in self._groups():
-            if token is not None:
-                self.resume_token = token
+        from .records import transaction_groups
+        for group in transaction_groups(self.source, **self.reader_options):
+            self._passed(group)
             if group.changes:
                 yield Transaction(group.gtid, group.changes, self.resume_token)
 
     def changes(self):
-        """Every row change, in order; a transaction's once it has committed.
-        `resume_token` moves past a transaction once all its changes have
-        been handed out (at the next request)."""
-        for group, token in self._groups():
-            yield from group.changes
-            if token is not None:
-                self.resume_token = token
-
-    def _groups(self):
-        """(transaction group, the resume token after it, or None when it
-        did not end), read by the changes loop (`records.transaction_groups`)."""
-        from .records import transaction_groups
-        gtids: dict = {}
-        for group in transaction_groups(self.source, **self.reader_options):
-            token = None
-            if group.complete:
-                gtid = group.gtid
-                if gtid is not None and "-" in gtid and ":" not in gtid:
-                    gtids[gtid.split("-", 1)[0]] = gtid   # MariaDB: the state per domain
-                token = ResumeToken(group.file, group.end_pos,
-                                    ",".join(gtids[d] for d in sorted(gtids, key=int)) or None)
-            yield group, token
+        """Every row change, in order, as it is read; `resume_token` moves
+        past each transaction once all its changes have been handed out
+        (at the next request, before anything more is read)."""
+        from .records import changes
+        return changes(self.source, on_commit=self._passed, **self.reader_options)
 
     def close(self) -> None:
         self.source.close()

@@ -76,17 +76,24 @@ def rows_changes(event: RowsEvent, gtid: str | None) -> Iterator[Change]:
                      header.server_id, gtid, database, name, event.operation, before, after)
 
 
-def changes_from_events(events: Iterable[Event]) -> Iterator[Change]:
-    """The changes of the rows events in `events`, as they come."""
-    for item in _grouped(events):
+def changes_from_events(events: Iterable[Event], on_commit=None,
+                        start_position: int | None = None) -> Iterator[Change]:
+    """The changes of the rows events in `events`, as they come; `on_commit`
+    as `changes` calls it (the events of a reader from `start_position`)."""
+    for item in _grouped(events, start_position):
         if item.__class__ is not Transaction:
             yield from rows_changes(*item)
+        elif on_commit is not None:
+            on_commit(item)
 
 
-def _grouped(events: Iterable[Event]):
+def _grouped(events: Iterable[Event], start_position: int | None = None):
     """(rows event, GTID) for each rows event, and a Transaction (its
     changes left empty) where one ends; the reference of the native loop's
-    grouping (`ChangesReader.group`)."""
+    grouping (`ChangesReader.group`). From `start_position`, the format
+    description the reader frames the file with belongs to no group."""
+    if start_position:
+        events = (e for e in events if e.header.pos >= start_position)
     state = TransactionState()
     gtid = xid = last = None
     pending = False
@@ -116,13 +123,20 @@ def _grouped(events: Iterable[Event]):
         yield Transaction(last.file, gtid, xid, last_end, last.timestamp, False, [])
 
 
-def changes(paths, **reader_options) -> Iterator[Change]:
+def changes(paths, on_commit=None, **reader_options) -> Iterator[Change]:
     """Every row change in the binlog file(s), in order; column names as the
-    binlog or the schema history (`schema`, see BinlogReader) knows them."""
+    binlog or the schema history (`schema`, see BinlogReader) knows them.
+
+    `on_commit(transaction)`: called with each group of events from one
+    boundary to the next (a `Transaction`, its `changes` left empty) once
+    its changes have all been handed out, before anything more is read:
+    where a consumer may checkpoint (`end_pos`)."""
     native = core.native()
     if native is None or not set(reader_options) <= _NATIVE_OPTIONS:
-        return changes_from_events(BinlogReader(paths, **reader_options))
-    return _native_loop(native, paths, reader_options, per_transaction=False)
+        return changes_from_events(BinlogReader(paths, **reader_options), on_commit,
+                                   reader_options.get("start_position"))
+    return _native_loop(native, paths, reader_options, per_transaction=False,
+                        on_commit=on_commit)
 
 
 def transactions(paths, **reader_options) -> Iterator[Transaction]:
@@ -145,12 +159,9 @@ def transaction_groups(paths, **reader_options) -> Iterator[Transaction]:
 
 def _reference_transactions(events: Iterable[Event],
                             start_position: int | None = None) -> Iterator[Transaction]:
-    """`transaction_groups` by the reference; from `start_position`, the
-    format description the reader frames the file with is no group of it."""
-    if start_position:
-        events = (e for e in events if e.header.pos >= start_position)
+    """`transaction_groups` by the reference."""
     rows: list = []
-    for item in _grouped(events):
+    for item in _grouped(events, start_position):
         if item.__class__ is Transaction:
             yield replace(item, changes=rows)
             rows = []
@@ -158,7 +169,14 @@ def _reference_transactions(events: Iterable[Event],
             rows.extend(rows_changes(*item))
 
 
-def _native_loop(native, paths, options: dict, per_transaction: bool):
+def _committed(on_commit, file: str):
+    """The native loop's commit callback, as `on_commit` takes it."""
+    def committed(gtid, xid, end_pos, timestamp, complete):
+        on_commit(Transaction(file, gtid, xid, end_pos, timestamp, complete, []))
+    return committed
+
+
+def _native_loop(native, paths, options: dict, per_transaction: bool, on_commit=None):
     """Each file's changes (per transaction: (file, transaction tuple)) from
     the native loop; files as `BinlogReader` takes them."""
     if isinstance(paths, (str, os.PathLike)) or hasattr(paths, "read"):
@@ -178,13 +196,14 @@ def _native_loop(native, paths, options: dict, per_transaction: bool):
             with open(path, "rb") as probe:
                 if probe.read(2) == GZIP_MAGIC:
                     stream = opened = gzip.open(path, "rb")
+        committed = None if on_commit is None else _committed(on_commit, path)
         try:
             check = EventChecker(path, verify_checksums=verify, force=force,
                                  schema=schema if schema is not None else False)
             loop = native.ChangeValues(path, start if index == 0 else 4, stream, verify, force,
                                        check, None, schema is not None, codecs, Change,
                                        per_transaction, reader.LARGE_EVENT_BYTES,
-                                       LazyRowData.WINDOW)
+                                       LazyRowData.WINDOW, committed)
             if per_transaction:
                 for txn in loop:
                     yield path, txn

@@ -34,6 +34,25 @@ def reference_changes(paths, **options):
     return records.changes_from_events(BinlogReader(paths, **options))
 
 
+def with_commits(changes):
+    """The changes and, where `on_commit` was called, its transaction: the
+    calls must come at the same places on both sides."""
+    def run(paths, **options):
+        committed: list = []
+        for change in changes(paths, on_commit=committed.append, **options):
+            yield from committed
+            committed.clear()
+            yield change
+        yield from committed
+    return run
+
+
+native_commits = with_commits(records.changes)
+reference_commits = with_commits(
+    lambda paths, on_commit, **options: records.changes_from_events(
+        BinlogReader(paths, **options), on_commit, options.get("start_position")))
+
+
 def reference_groups(paths, **options):
     return records._reference_transactions(BinlogReader(paths, **options),
                                            options.get("start_position"))
@@ -60,6 +79,7 @@ def assert_same(paths, options: dict, what: str = "", pure: bool = False) -> int
     what = what or f"{paths} {options}"
     total = 0
     for loop, reference in ((records.changes, reference_changes),
+                            (native_commits, reference_commits),
                             (records.transaction_groups, reference_groups)):
         got, got_error = outcome(loop, paths, options)
         expected, expected_error = outcome(reference, paths, options, pure)

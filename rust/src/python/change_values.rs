@@ -22,16 +22,19 @@
 //! that transaction read before it (and after their own errors), as
 //! `binlake.changes` yields rows as it reads.
 //!
-//! Per transaction (`per_transaction`), each transaction is one tuple:
-//! (changes, gtid, xid, commit position, commit timestamp, complete), its
-//! rows decoded whole.
+//! Per transaction (`per_transaction`), each group of events from one
+//! boundary to the next is one tuple: (changes, gtid, xid, end position,
+//! commit timestamp, complete), its rows decoded whole. One change at a
+//! time, `on_commit` is called with the same facts once a group's changes
+//! have all been handed out, before anything more is read: a live reader
+//! moves its resume token there.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString, PyTuple, PyType};
+use pyo3::types::{PyBool, PyList, PyString, PyTuple, PyType};
 
 use super::changes::{ChangesReader, RowsBytes, RowsItem, Stop, TableEntry, Transaction, Window};
 use super::raise;
@@ -101,6 +104,9 @@ pub struct ChangeValues {
     per_transaction: bool,
     /// A huge event's first read window (`LazyRowData.WINDOW`).
     window: u64,
+    /// Called with (gtid, xid, end position, timestamp, complete) once a
+    /// transaction's changes have all been handed out (one change at a time).
+    on_commit: Option<Py<PyAny>>,
 }
 
 #[pymethods]
@@ -113,7 +119,7 @@ impl ChangeValues {
     #[pyo3(signature = (path, start, stream, verify_checksums, force, check, wanted,
                         follow_schema, codecs, change_class, per_transaction=false,
                         large_event_bytes=crate::framing::LARGE_EVENT_BYTES,
-                        lazy_window=WINDOW))]
+                        lazy_window=WINDOW, on_commit=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -130,6 +136,7 @@ impl ChangeValues {
         per_transaction: bool,
         large_event_bytes: u64,
         lazy_window: u64,
+        on_commit: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let never_written = py.eval(c"lambda: False", None, None)?.unbind();
         let inner = ChangesReader::new(
@@ -167,6 +174,7 @@ impl ChangeValues {
             finished: false,
             per_transaction,
             window: lazy_window.max(1),
+            on_commit,
         })
     }
 
@@ -217,26 +225,35 @@ impl ChangeValues {
         if let Some(error) = self.after_rows.take() {
             return Err(error); // per transaction, the one it cut off is dropped (`__next__`)
         }
+        self.ended(py, &cursor.txn, cursor.gtid)
+    }
+
+    /// A transaction whose rows have all been made: its tuple (per
+    /// transaction), else `on_commit` is told, before anything more is read.
+    fn ended(
+        &mut self,
+        py: Python<'_>,
+        txn: &Transaction,
+        gtid: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
+        if !self.per_transaction && self.on_commit.is_none() {
+            return Ok(());
+        }
+        let (timestamp, pos) = txn.commit.unwrap_or(txn.last);
+        let facts = [
+            gtid.map_or_else(|| py.None().into_bound(py), |g| g.into_bound(py)),
+            txn.xid.into_pyobject(py)?.into_any(),
+            pos.into_pyobject(py)?.into_any(),
+            timestamp.into_pyobject(py)?.into_any(),
+            PyBool::new(py, txn.commit.is_some()).to_owned().into_any(),
+        ];
         if self.per_transaction {
-            let txn = &cursor.txn;
-            let changes = PyList::new(py, self.ready.drain(..))?;
-            let (timestamp, pos) = txn.commit.unwrap_or(txn.last);
-            let made = PyTuple::new(
-                py,
-                [
-                    changes.into_any(),
-                    cursor
-                        .gtid
-                        .map_or_else(|| py.None().into_bound(py), |g| g.into_bound(py)),
-                    txn.xid.into_pyobject(py)?.into_any(),
-                    pos.into_pyobject(py)?.into_any(),
-                    timestamp.into_pyobject(py)?.into_any(),
-                    pyo3::types::PyBool::new(py, txn.commit.is_some())
-                        .to_owned()
-                        .into_any(),
-                ],
-            )?;
+            let changes = PyList::new(py, self.ready.drain(..))?.into_any();
+            let [gtid, xid, pos, timestamp, complete] = facts;
+            let made = PyTuple::new(py, [changes, gtid, xid, pos, timestamp, complete])?;
             self.transactions.push_back(made.into_any().unbind());
+        } else if let Some(on_commit) = &self.on_commit {
+            on_commit.call1(py, PyTuple::new(py, facts)?)?;
         }
         Ok(())
     }
@@ -260,7 +277,11 @@ impl ChangeValues {
             }
         };
         if txn.rows.is_empty() && !self.per_transaction {
-            return Ok(());
+            let gtid = txn
+                .gtid
+                .as_ref()
+                .map(|g| PyString::new(py, g).into_any().unbind());
+            return self.ended(py, &txn, gtid);
         }
         let gtid = txn
             .gtid
