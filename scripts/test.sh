@@ -26,3 +26,5 @@ BINLAKE_PURE=1 .venv/bin/python -m pytest -q tests/corpus tests/test_values.py \
   tests/test_errors.py tests/test_versions.py tests/test_large_events.py tests/test_scan.py
 echo "--- the native core's own tests (cargo test)"
 ( cd rust && cargo test --quiet )
+echo "--- fuzz smoke: 4 000 mutated binlogs through every entry point on both cores"
+PYTHONPATH=src .venv/bin/python scripts/fuzz_files.py -n 4000 --seed 100 --out fuzz/found

@@ -263,6 +263,8 @@ enum Payload {
         compression: u64,
         data: Vec<u8>,
         offset: u64,
+        /// The most bytes it may decompress to (`TransactionPayload::decompressed_limit`).
+        limit: u64,
         outer_pos: u64,
     },
     Open {
@@ -691,7 +693,12 @@ impl<S: Source> Framer<S> {
     fn after_event(&mut self, frame: &Frame) {
         let body = self.raw.get(frame.header_len..).unwrap_or(&[]);
         match frame.type_code {
-            FORMAT_DESCRIPTION_EVENT if body.len() > 2 + ST_SERVER_VER_LEN + 4 => {
+            // a header length under 19 fails the Python decoder (and would
+            // make every event zero bytes long): the state stays as it was
+            FORMAT_DESCRIPTION_EVENT
+                if body.len() > 2 + ST_SERVER_VER_LEN + 4
+                    && body[56] as usize >= LOG_EVENT_MINIMAL_HEADER_LEN =>
+            {
                 let binlog_version = le_uint(&body[0..2]) as u16;
                 let server_version = until_nul(&body[2..2 + ST_SERVER_VER_LEN]).to_vec();
                 let header_length = body[56] as usize;
@@ -747,6 +754,7 @@ impl<S: Source> Framer<S> {
                 compression,
                 data,
                 offset,
+                limit,
                 outer_pos,
             }) = self.payload.take()
             else {
@@ -757,7 +765,10 @@ impl<S: Source> Framer<S> {
                 PAYLOAD_ZSTD => {
                     let decoder = zstd::stream::read::Decoder::with_buffer(io::Cursor::new(data))
                         .map_err(|e| zstd_error(outer_pos, e))?;
-                    Box::new(EndOfInput(decoder.single_frame()))
+                    Box::new(Bounded {
+                        inner: EndOfInput(decoder.single_frame()),
+                        left: limit,
+                    })
                 }
                 other => {
                     return Err(Error::new(
@@ -843,12 +854,42 @@ impl<R: Read> Read for EndOfInput<R> {
     }
 }
 
+/// A decompressing reader that fails once it gives more than `left` bytes:
+/// a payload never decompresses past the size its header claims.
+struct Bounded<R> {
+    inner: R,
+    left: u64,
+}
+
+/// The words of the reader's error past the bound (events/payload.py's).
+const PAST_CLAIMED_SIZE: &str = "decompresses past the size its header claims";
+
+impl<R: Read> Read for Bounded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        match self.left.checked_sub(n as u64) {
+            Some(left) => {
+                self.left = left;
+                Ok(n)
+            }
+            None => Err(io::Error::other(PAST_CLAIMED_SIZE)),
+        }
+    }
+}
+
 fn zstd_error(outer_pos: u64, e: io::Error) -> Error {
     Error::corrupt(outer_pos, format!("transaction payload: zstd: {e}"))
 }
 
-/// A read error inside a payload stream is the decompressor's, not the disk's.
+/// A read error inside a payload stream is the decompressor's (or the
+/// bound's), not the disk's.
 fn zstd_read(outer_pos: u64, e: Error) -> Error {
+    if e.detail.ends_with(PAST_CLAIMED_SIZE) {
+        return Error::corrupt(
+            outer_pos,
+            format!("transaction payload: {PAST_CLAIMED_SIZE}"),
+        );
+    }
     Error::corrupt(
         outer_pos,
         format!("transaction payload: zstd: {}", e.detail),
@@ -857,35 +898,15 @@ fn zstd_read(outer_pos: u64, e: Error) -> Error {
 
 /// TRANSACTION_PAYLOAD's TLV header, accepted exactly when
 /// events/payload.py decodes it (else the reader keeps it undecoded and
-/// does not unpack it).
+/// does not unpack it): `events::decode_transaction_payload`.
 fn parse_payload(body: &[u8], base: u64, outer_pos: u64) -> Option<Payload> {
     let mut cur = Cursor::new(body, base);
-    let (mut size, mut compression) = (0u64, PAYLOAD_NONE);
-    loop {
-        let field = cur.packed_len().ok()?;
-        if field == 0 {
-            break;
-        }
-        let n = cur.packed_len().ok()?;
-        if n > cur.remaining() as u64 {
-            return None;
-        }
-        let value = cur.sub(n as usize).ok()?.packed_len().ok()?;
-        match field {
-            1 => size = value,
-            2 => compression = value,
-            _ => {}
-        }
-    }
-    let offset = cur.offset();
-    let data = cur.rest();
-    if size != 0 && size != data.len() as u64 {
-        return None;
-    }
+    let payload = crate::events::decode_transaction_payload(&mut cur).ok()?;
     Some(Payload::Pending {
-        compression,
-        data: data.to_vec(),
-        offset,
+        compression: payload.compression_type,
+        data: payload.payload.to_vec(),
+        offset: payload.payload_offset,
+        limit: payload.decompressed_limit(),
         outer_pos,
     })
 }

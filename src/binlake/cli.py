@@ -83,3 +83,7 @@ def main(argv=None, out=None, err=None) -> int:
         return ExitStatus.INTERRUPTED
     except BrokenPipeError:
         return ExitStatus.OK
+    except OSError as exc:  # a full disk, a missing directory: one line, as the C tools say it
+        err.write(f"binlake: {exc.strerror or exc}"
+                  f"{f': {exc.filename}' if exc.filename else ''}\n")
+        return ExitStatus.ERROR

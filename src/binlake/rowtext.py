@@ -28,6 +28,7 @@ import struct
 
 from . import core
 from .constants import ColumnType as T
+from .rows import _packed_len
 from .values import (_DATETIME_HIRES_BYTES, _SEC_PART_BYTES, _TIME_HIRES_BYTES,
                      _decimal_groups as decimal_groups, datetime_hires_parts, decimal_size,
                      time2_parts, time_hires_parts)
@@ -424,12 +425,10 @@ def _json_diff(buf: bytes, pos: int, index: int) -> tuple[str, int]:
 
 def _partial_columns(table, buf: bytes, pos: int) -> tuple[frozenset, int]:
     """PARTIAL_UPDATE_ROWS: value options, then one bit per JSON column of the table."""
-    first = buf[pos]
-    if first < 251:
-        options, pos = first, pos + 1
-    else:
-        width = {252: 2, 253: 3, 254: 8}[first]
-        options, pos = int.from_bytes(buf[pos + 1:pos + 1 + width], "little"), pos + 1 + width
+    try:
+        options, pos = _packed_len(buf, pos)
+    except (IndexError, ValueError) as exc:
+        raise RowFormatError(f"partial update value options: {exc}") from None
     if not options & 1:  # PARTIAL_JSON_UPDATES
         return frozenset(), pos
     json_columns = [c.index for c in table.columns if c.type == T.MYSQL_TYPE_JSON]

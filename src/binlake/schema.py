@@ -400,13 +400,12 @@ class Schema:
                            for (db, name), versions in self.versions.items()]}
 
     def save(self, path: str) -> None:
-        """Written whole to a temporary file, then renamed: a killed run leaves
+        """Written whole, then renamed (`atomic.replaced`): a killed run leaves
         the previous history, never half of a new one."""
-        tmp = f"{path}.tmp{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as handle:
+        from .atomic import replaced
+        with replaced(path, "w", encoding="utf-8") as handle:
             json.dump(self.to_json(), handle, indent=1)
             handle.write("\n")
-        os.replace(tmp, path)
 
     @classmethod
     def from_json(cls, data: dict) -> Schema:

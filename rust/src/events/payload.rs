@@ -15,6 +15,19 @@ pub const OTW_PAYLOAD_HEADER_END_MARK: u64 = 0;
 pub const OTW_PAYLOAD_SIZE_FIELD: u64 = 1;
 pub const OTW_PAYLOAD_COMPRESSION_TYPE_FIELD: u64 = 2;
 pub const OTW_PAYLOAD_UNCOMPRESSED_SIZE_FIELD: u64 = 3;
+/// A payload may claim at most this many uncompressed bytes per stored byte,
+/// and may not decompress past what it claims (events/payload.py's bound).
+pub const MAX_PAYLOAD_RATIO: u64 = 4096;
+
+impl TransactionPayload<'_> {
+    /// The most bytes the payload may decompress to (`decompressed_limit`).
+    pub fn decompressed_limit(&self) -> u64 {
+        if self.uncompressed_size != self.payload_size {
+            return self.uncompressed_size;
+        }
+        MAX_PAYLOAD_RATIO.saturating_mul(self.payload_size)
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TransactionPayload<'a> {
@@ -55,6 +68,12 @@ pub fn decode_transaction_payload<'a>(cur: &mut Cursor<'a>) -> Result<Transactio
     let len = payload.len() as u64;
     if size != 0 && size != len {
         return Err(cur.error(format!("payload is {len} bytes, header says {size}")));
+    }
+    if uncompressed > MAX_PAYLOAD_RATIO.saturating_mul(len.max(1)) {
+        return Err(cur.error(format!(
+            "payload of {len} bytes claims {uncompressed} uncompressed: \
+             more than {MAX_PAYLOAD_RATIO} times its size"
+        )));
     }
     Ok(TransactionPayload {
         compression_type: compression,

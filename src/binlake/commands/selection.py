@@ -9,6 +9,7 @@ import shutil
 import sys
 import tempfile
 
+from ..atomic import replaced
 from ..filters import (EventSelection, GtidSet, SelectionOptions, is_gtid_list, parse_datetime,
                        parse_gtid_list)
 
@@ -177,12 +178,16 @@ def spool_stdin(files: list[str]):
 
 @contextlib.contextmanager
 def open_output(args, out):
-    """--result-file, or the given stream."""
+    """--result-file (written whole or not at all: `atomic.replaced`), or the
+    given stream. Following a server for ever (--stop-never), the file is the
+    stream itself, written as it comes, for `tail -f` and the like."""
     path = getattr(args, "result_file", None)
     if not path:
         yield out
         return
-    with open(path, "w", encoding="utf-8", errors="surrogateescape", newline="") as handle:
+    options = {"encoding": "utf-8", "errors": "surrogateescape", "newline": ""}
+    opener = open if getattr(args, "stop_never", False) else replaced
+    with opener(path, "w", **options) as handle:
         yield handle
 
 

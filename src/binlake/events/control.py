@@ -8,7 +8,9 @@ Layouts: MySQL `libbinlog_events/src/control_events.cpp`,
 
 from __future__ import annotations
 
-from ..constants import ST_SERVER_VER_LEN, EventType
+import struct
+
+from ..constants import LOG_EVENT_MINIMAL_HEADER_LEN, ST_SERVER_VER_LEN, EventType
 from ..cursor import Cursor, text
 from .base import Event, EventHeader, frozen_dataclass
 
@@ -153,6 +155,10 @@ def decode_format_description(header: EventHeader, cur: Cursor, ctx) -> FormatDe
     server_version = text(cur.fixed_string(ST_SERVER_VER_LEN))
     created = cur.u32()
     header_length = cur.u8()
+    if header_length < LOG_EVENT_MINIMAL_HEADER_LEN:
+        # every event would then take no bytes: reading on would never end
+        raise cur.error(f"event header length {header_length} is shorter than "
+                        f"{LOG_EVENT_MINIMAL_HEADER_LEN} bytes")
     post_header = cur.rest()
     return FormatDescriptionEvent(header, binlog_version, server_version, created,
                                   header_length, post_header, ctx.pending_checksum_alg)
@@ -189,14 +195,18 @@ def decode_user_var(header, cur: Cursor, ctx) -> UserVarEvent:
     raw_value = cur.bytes(cur.u32())
     is_unsigned = bool(cur.u8() & 1) if not cur.at_end() else False
     value: object = raw_value
-    if value_type == REAL_RESULT:
-        value = Cursor(raw_value).f64()
-    elif value_type == INT_RESULT:
-        value = int.from_bytes(raw_value[:8], "little", signed=not is_unsigned)
-    elif value_type == DECIMAL_RESULT:
-        from ..values import decode_decimal
-        precision, scale = raw_value[0], raw_value[1]
-        value = decode_decimal(raw_value, 2, precision, scale)[0]
+    try:
+        if value_type == REAL_RESULT:
+            value = struct.unpack_from("<d", raw_value)[0]
+        elif value_type == INT_RESULT:
+            value = int.from_bytes(raw_value[:8], "little", signed=not is_unsigned)
+        elif value_type == DECIMAL_RESULT:
+            from ..values import decode_decimal
+            precision, scale = raw_value[0], raw_value[1]
+            value = decode_decimal(raw_value, 2, precision, scale)[0]
+    except (IndexError, ValueError, struct.error) as exc:
+        raise cur.error(f"user variable @{name}: a value of {len(raw_value)} bytes that is "
+                        f"not one of type {value_type}: {exc}") from None
     return UserVarEvent(header, name, False, value_type, charset, value, is_unsigned)
 
 

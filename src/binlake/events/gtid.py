@@ -202,7 +202,10 @@ def decode_gtid_tagged(header: EventHeader, cur: Cursor, ctx) -> GtidEvent:
     while not body.at_end():
         field_id = read_varlen_uint(body)
         if field_id == 1:
-            values["sid"] = _uuid(bytes(read_varlen_uint(body) for _ in range(16)))
+            sid = [read_varlen_uint(body) for _ in range(16)]
+            if max(sid) > 0xFF:
+                raise body.error(f"UUID byte {max(sid)} is not a byte")
+            values["sid"] = _uuid(bytes(sid))
         elif field_id == 3:
             values["tag"] = text(body.bytes(read_varlen_uint(body)))
         elif field_id in _TAGGED_FIELDS:

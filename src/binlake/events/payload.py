@@ -19,6 +19,10 @@ OTW_PAYLOAD_COMPRESSION_TYPE_FIELD = 2
 OTW_PAYLOAD_UNCOMPRESSED_SIZE_FIELD = 3
 
 COMPRESSION_NAMES = {ZSTD: "ZSTD", NONE: "NONE"}
+#: A payload may claim at most this many uncompressed bytes per stored byte
+#: (zstd on binlog events stays far below it), and may not decompress past
+#: what it claims: the work of reading a payload is bounded by its own size.
+MAX_PAYLOAD_RATIO = 4096
 
 
 @frozen_dataclass
@@ -37,6 +41,15 @@ class TransactionPayloadEvent(Event):
         return {"compression_type": self.compression_name, "payload_size": self.payload_size,
                 "uncompressed_size": self.uncompressed_size}
 
+    @property
+    def decompressed_limit(self) -> int:
+        """The most bytes the payload may decompress to: the size its header
+        claims (at most MAX_PAYLOAD_RATIO times its own; a header that
+        claims none gets that bound)."""
+        if self.uncompressed_size != self.payload_size:
+            return self.uncompressed_size
+        return MAX_PAYLOAD_RATIO * self.payload_size
+
     def open_payload(self):
         """A file-like reader of the uncompressed payload (streamed, not held)."""
         import io
@@ -51,7 +64,7 @@ class TransactionPayloadEvent(Event):
             raise UnsupportedFeature(self.header.file, self.payload_offset,
                                      "zstd-compressed transaction: install binlake[zstd]") from None
         return _CheckedStream(zstandard.ZstdDecompressor().stream_reader(self.payload),
-                              zstandard.ZstdError, self.header)
+                              zstandard.ZstdError, self.header, self.decompressed_limit)
 
     def uncompressed(self) -> bytes:
         """The whole uncompressed payload (open_payload() streams it instead)."""
@@ -63,19 +76,27 @@ class TransactionPayloadEvent(Event):
 
 
 class _CheckedStream:
-    """A decompressing reader whose failures are the payload event's CorruptEvent."""
+    """A decompressing reader whose failures are the payload event's
+    CorruptEvent; it gives no more than the `limit` bytes the header claims."""
 
-    def __init__(self, stream, error_type: type, header: EventHeader):
+    def __init__(self, stream, error_type: type, header: EventHeader, limit: int):
         self._stream, self._error_type, self._header = stream, error_type, header
+        self._left = limit
 
     def read(self, size: int = -1) -> bytes:
         try:
-            return self._stream.read(size)
+            data = self._stream.read(size)
         except self._error_type as exc:
             # libzstd's own words, as the native core gives them
             reason = str(exc).removeprefix("zstd decompress error: ")
             raise CorruptEvent(self._header.file, self._header.pos,
                                f"transaction payload: zstd: {reason}") from None
+        self._left -= len(data)
+        if self._left < 0:
+            raise CorruptEvent(self._header.file, self._header.pos,
+                               "transaction payload: decompresses past the size its header "
+                               "claims") from None
+        return data
 
     def close(self) -> None:
         self._stream.close()
@@ -95,6 +116,10 @@ def decode_transaction_payload(header: EventHeader, cur: Cursor, ctx) -> Transac
     size = values[OTW_PAYLOAD_SIZE_FIELD]
     if size and size != len(payload):
         raise cur.error(f"payload is {len(payload)} bytes, header says {size}")
-    uncompressed = values[OTW_PAYLOAD_UNCOMPRESSED_SIZE_FIELD] or len(payload)
+    claimed = values[OTW_PAYLOAD_UNCOMPRESSED_SIZE_FIELD]
+    if claimed > MAX_PAYLOAD_RATIO * max(len(payload), 1):
+        raise cur.error(f"payload of {len(payload)} bytes claims {claimed} uncompressed: "
+                        f"more than {MAX_PAYLOAD_RATIO} times its size")
+    uncompressed = claimed or len(payload)
     return TransactionPayloadEvent(header, values[OTW_PAYLOAD_COMPRESSION_TYPE_FIELD],
                                    len(payload), uncompressed, payload, offset)

@@ -1,0 +1,48 @@
+"""Output files that are whole or not there: what a killed run leaves behind.
+
+Strategy: the output is written to `FILE.partial` beside its final name,
+flushed and fsynced, then renamed over FILE (and the directory fsynced, so
+the rename itself survives a power cut). A run killed at any moment leaves
+at most `FILE.partial`, which says what it is, and FILE as it was before;
+the next run writes `FILE.partial` again from the start. A run that fails
+while writing (a full disk, an interrupt) removes its partial file: nothing
+half-written is left in place. A run that ends, even after reporting bad
+input, puts what it wrote in place, as mysqlbinlog does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+PARTIAL_SUFFIX = ".partial"
+
+
+@contextlib.contextmanager
+def replaced(path, mode: str = "w", **open_options):
+    """An open file whose contents become `path` when the block ends."""
+    path = os.fspath(path)
+    partial = path + PARTIAL_SUFFIX
+    handle = open(partial, mode, **open_options)
+    try:
+        yield handle
+        handle.flush()
+        os.fsync(handle.fileno())
+        handle.close()
+        os.replace(partial, path)
+        fsync_directory(path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            handle.close()  # its last flush may fail again (the disk is still full)
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise
+
+
+def fsync_directory(path: str) -> None:
+    """Make a rename or a new file in `path`'s directory durable."""
+    fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

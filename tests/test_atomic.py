@@ -1,0 +1,99 @@
+"""Outputs that are whole or not there (`binlake.atomic`): `dump -r` and
+`sql -r` killed with SIGKILL at random moments leave either the whole
+result or none (at most `FILE.partial`), and the next run writes exactly the
+uninterrupted output; a
+full disk (a file-size limit on the process, which fails writes as ENOSPC
+would, without mounting anything) is a one-line error with nothing left.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import resource
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from binlake.atomic import PARTIAL_SUFFIX, replaced
+from corpus.manifest import corpus_dir
+
+ROOT = Path(__file__).resolve().parent.parent
+#: The corpus's biggest plain binlog (7 754 events), read several times over:
+#: a run long enough to be killed in the middle of its writing.
+BIG = "mariadb-10.11.19/std_data/mdev6020-mysql-bin.000001"
+COMMANDS = {"dump": ["dump", "-vv"], "sql": ["sql"]}
+KILLS = 20
+
+
+def command(name: str, out: Path) -> list[str]:
+    source = corpus_dir() / BIG
+    if not source.exists():
+        pytest.fail(f"corpus file {source} missing (set BINLAKE_CORPUS)")
+    return [sys.executable, "-m", "binlake", *COMMANDS[name], *[str(source)] * 4, "-r", str(out)]
+
+
+def environment() -> dict:
+    return {**os.environ, "PYTHONPATH": str(ROOT / "src"), "TZ": "UTC"}
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_killed_runs_leave_no_result_and_the_rerun_is_whole(name, tmp_path):
+    reference = tmp_path / "reference.out"
+    start = time.perf_counter()
+    subprocess.run(command(name, reference), env=environment(), check=True)
+    duration = time.perf_counter() - start
+    expected = reference.read_bytes()
+    assert expected
+    rng = random.Random(name)
+    target = tmp_path / "killed.out"
+    for kill in range(KILLS):
+        process = subprocess.Popen(command(name, target), env=environment(),
+                                   stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.0, duration))
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        if target.exists():  # the kill came after the rename (or the run had ended)
+            assert target.read_bytes() == expected, f"kill {kill}: a partial result in place"
+            target.unlink()
+        else:
+            assert process.returncode == -signal.SIGKILL
+    # the run after a kill starts its partial file again and ends whole
+    subprocess.run(command(name, target), env=environment(), check=True)
+    assert target.read_bytes() == expected
+    assert not Path(str(target) + PARTIAL_SUFFIX).exists()
+
+
+def _small_file_limit():
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 10, 64 << 10))
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_a_full_disk_is_one_line_and_leaves_nothing(name, tmp_path):
+    target = tmp_path / "full.out"
+    done = subprocess.run(command(name, target), env=environment(), capture_output=True,
+                          text=True, preexec_fn=_small_file_limit)
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("binlake: "), done.stderr
+    assert "File too large" in lines[0]
+    assert not target.exists() and not Path(str(target) + PARTIAL_SUFFIX).exists()
+
+
+def test_replaced_keeps_the_old_file_until_the_new_one_is_whole(tmp_path):
+    target = tmp_path / "history.json"
+    target.write_text("old")
+    with pytest.raises(RuntimeError):
+        with replaced(target) as handle:
+            handle.write("half")
+            raise RuntimeError("killed")
+    assert target.read_text() == "old"
+    assert not Path(str(target) + PARTIAL_SUFFIX).exists()
+    with replaced(target) as handle:
+        handle.write("new")
+    assert target.read_text() == "new"
