@@ -18,6 +18,7 @@ differential tests hold the two equal, errors and their order included.
 from __future__ import annotations
 
 import gzip
+import itertools
 import os
 import sys
 from dataclasses import dataclass, replace
@@ -92,8 +93,8 @@ def _grouped(events: Iterable[Event], start_position: int | None = None):
     changes left empty) where one ends; the reference of the native loop's
     grouping (`ChangesReader.group`). From `start_position`, the format
     description the reader frames the file with belongs to no group."""
-    if start_position:
-        events = (e for e in events if e.header.pos >= start_position)
+    if start_position:  # the description comes first, then the event at the position
+        events = itertools.dropwhile(lambda e: e.header.pos < start_position, events)
     state = TransactionState()
     gtid = xid = last = None
     pending = False

@@ -114,6 +114,9 @@ def test_several_files_share_one_schema_history():
     files = [corpus_path(p) for p in corpus_binlogs() if "mysql-8.0.40/std_data" in p][:6]
     assert files
     assert_same(files, {})
+    # a start position is the first file's alone
+    start = list(scan(files[0]).positions)[-1]
+    assert assert_same(files, {"start_position": start}) > 0
 
 
 @pytest.mark.parametrize("relpath", MUTATION_FILES)

@@ -1,0 +1,100 @@
+//! A whole binlog through the native core: the framer (format description
+//! state, checksums, payload streams), every event body the core decodes,
+//! table maps and the row images of every rows event whose table map came
+//! before it, printed by the text sink. Any input must end in `Ok` or an
+//! `Error`, never a panic, a hang or an allocation the input did not pay for.
+#![no_main]
+
+use std::collections::HashMap;
+
+use binlake_native::constants::*;
+use binlake_native::events::{self, rows::is_pre_ga};
+use binlake_native::framing::{Framer, Options};
+use binlake_native::layout::Layout;
+use binlake_native::rowimage::{PlanCache, RowsData};
+use binlake_native::sink::text::{write_rows, NoJson, TextColumns, TextRequest};
+use binlake_native::source::StreamSource;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    for verify_checksums in [true, false] {
+        read(data, verify_checksums);
+    }
+});
+
+fn read(data: &[u8], verify_checksums: bool) {
+    let options = Options {
+        verify_checksums,
+        force: !verify_checksums,
+        large_event_bytes: 1 << 12, // huge-event framing on small inputs too
+        ..Options::default()
+    };
+    let mut framer = Framer::new(StreamSource::new(data), options);
+    // each table's layout with its own plans (plans index its columns)
+    let mut maps: HashMap<u64, (Layout, PlanCache)> = HashMap::new();
+    let mut out = Vec::new();
+    while let Ok(Some(frame)) = framer.next() {
+        let code = frame.type_code;
+        let post = framer.format().post_header_len(code);
+        let raw = framer.raw();
+        let mut cur = events::body(raw, &frame);
+        match code {
+            GTID_LOG_EVENT | ANONYMOUS_GTID_LOG_EVENT => {
+                let _ = events::decode_gtid(&mut cur);
+            }
+            GTID_EVENT => {
+                let _ = events::decode_mariadb_gtid(&mut cur);
+            }
+            XID_EVENT => {
+                let _ = events::decode_xid(&mut cur);
+            }
+            QUERY_EVENT | QUERY_COMPRESSED_EVENT | EXECUTE_LOAD_QUERY_EVENT => {
+                let _ = events::decode_query(&mut cur, code, post);
+            }
+            TRANSACTION_PAYLOAD_EVENT => {
+                let _ = events::decode_transaction_payload(&mut cur);
+            }
+            TABLE_MAP_EVENT => {
+                if let Ok(map) = events::decode_table_map(&mut cur, post) {
+                    maps.insert(map.table_id, (map.layout(None), PlanCache::default()));
+                }
+            }
+            c if events::rows::operation(c).is_some() => {
+                let large = frame.large_end.is_some();
+                let Ok(header) = events::decode_rows_header(&mut cur, c, post, large) else {
+                    continue;
+                };
+                let Some((layout, plans)) = maps.get_mut(&header.table_id) else {
+                    continue;
+                };
+                let pre_ga = is_pre_ga(c);
+                let before = plans.get(layout, header.present, pre_ga);
+                let after = match header.present_after {
+                    Some(bitmap) => plans.get(layout, bitmap, false),
+                    None => before.clone(),
+                };
+                let request = TextRequest {
+                    rows: RowsData {
+                        operation: header.operation(),
+                        partial: c == PARTIAL_UPDATE_ROWS_EVENT,
+                        before: &before,
+                        after: &after,
+                        data: &header.data,
+                    },
+                    verbose: 2,
+                    name: b"`db`.`t`",
+                    after_empty: false,
+                };
+                out.clear();
+                let _ = write_rows(
+                    layout,
+                    &TextColumns::new(layout),
+                    &request,
+                    &mut NoJson,
+                    &mut out,
+                );
+            }
+            _ => {}
+        }
+    }
+}
