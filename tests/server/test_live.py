@@ -246,6 +246,12 @@ def test_a_stalled_connection_is_noticed_and_replaced(server):
     thread = threading.Thread(target=consume)
     thread.start()
     write(server, 1, 100)
+    # stop the server only once the stream is connected and reading (on a
+    # busy machine the connect itself may come later than the writes)
+    deadline = time.monotonic() + 60
+    while not received and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert received, "the stream never started"
     server._process.send_signal(signal.SIGSTOP)
     time.sleep(4)
     server._process.send_signal(signal.SIGCONT)
