@@ -133,13 +133,14 @@ def main() -> int:
     scratch = out / f".case-{os.getpid()}.bin"
     out.mkdir(parents=True, exist_ok=True)
     found = 0
+    slowest: dict = {}
     started = time.perf_counter()
     try:
         for case in range(args.first, args.first + args.cases):
             rng = random.Random(f"{args.seed}:{case}")
             data = mutate(seeds, rng)
             scratch.write_bytes(data)
-            w, problems = check(w, str(scratch), len(data))
+            w, problems = check(w, str(scratch), len(data), slowest)
             if problems:
                 found += 1
                 target = out / f"seed{args.seed}-case{case}.bin"
@@ -154,6 +155,9 @@ def main() -> int:
         w.conn.send(None)
     print(f"{args.cases} cases ({len(ENTRY_POINTS) * 2} runs each) in "
           f"{time.perf_counter() - started:.0f} s: {found} failing inputs in {out}")
+    print("slowest run of each entry point: " + ", ".join(
+        f"{name} {seconds * 1000:.0f} ms ({size} B)"
+        for name, (seconds, size) in sorted(slowest.items())))
     return 1 if found else 0
 
 

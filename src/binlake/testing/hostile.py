@@ -90,8 +90,10 @@ class Worker:
         self.process.join()
 
 
-def check(worker_: Worker, path: str, size: int) -> tuple[Worker, list[str]]:
-    """Every entry point on both cores; what went wrong."""
+def check(worker_: Worker, path: str, size: int,
+          slowest: dict | None = None) -> tuple[Worker, list[str]]:
+    """Every entry point on both cores; what went wrong. `slowest` keeps,
+    per entry point and core, the longest run seen (seconds, input bytes)."""
     problems = []
     limit = budget(size)
     for pure in (False, True):
@@ -104,6 +106,8 @@ def check(worker_: Worker, path: str, size: int) -> tuple[Worker, list[str]]:
                 continue
             if result.startswith("escaped"):
                 problems.append(f"{entry}/{core}: {result}")
+            if slowest is not None and seconds > slowest.get(f"{entry}/{core}", (0, 0))[0]:
+                slowest[f"{entry}/{core}"] = (seconds, size)
             if seconds > limit:
                 problems.append(f"{entry}/{core}: slow, {seconds:.2f} s for {size} bytes")
             if worker_.base_mb is None:
