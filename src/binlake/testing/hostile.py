@@ -27,6 +27,7 @@ def budget(size: int) -> float:
     """Seconds one entry point may take on an input of `size` bytes."""
     return max(BUDGET_FLOOR, size / 1e6 + 0.05)
 
+
 def run_entry(name: str, path: str) -> None:
     import binlake
     from binlake.cli import main as cli
@@ -67,6 +68,8 @@ def worker(conn) -> None:
 
 
 class Worker:
+    """A process that reads inputs on request (`worker`); replaced when killed."""
+
     def __init__(self):
         self.conn, child = Pipe()
         self.process = Process(target=worker, args=(child,), daemon=True)
