@@ -156,3 +156,24 @@ def test_a_length_that_claims_gigabytes_is_refused_fast_and_small(claim, tmp_pat
             list(binlake.open(target))
     _, problems = check(worker, str(target), len(data))
     assert problems == []
+
+
+def _shared_value_document(depth: int) -> bytes:
+    """A binary JSON array of two entries that both point at the next array,
+    `depth` times: 10 bytes a level, 2**depth paths through it."""
+    import struct
+    small_array = 0x02
+    doc = bytearray([small_array])
+    for level in range(depth):
+        doc += struct.pack("<HH", 2, 10 * (depth - level) + 4)
+        doc += (bytes([small_array]) + struct.pack("<H", 10)) * 2
+    return bytes(doc + struct.pack("<HH", 0, 4))
+
+
+@pytest.mark.parametrize("depth", [22, 200])
+def test_a_json_document_of_shared_values_is_refused_in_linear_time(depth):
+    """225 bytes took 11 s (and 60 levels would take years): the entries a
+    document's containers visit may not outnumber its bytes."""
+    from binlake.mysql_json import JsonError, binary_to_text
+    with pytest.raises(JsonError, match="refer to more values than the document has bytes"):
+        binary_to_text(_shared_value_document(depth))

@@ -82,7 +82,7 @@ def _opaque(field_type: int, data: bytes):
     return JsonOpaque(field_type, f"base64:type{field_type}:{base64.b64encode(data).decode()}")
 
 
-def _scalar(kind: int, buf: bytes, pos: int, end: int):
+def _scalar(kind: int, buf: bytes, pos: int, end: int, budget: list):
     if kind == LITERAL:
         return {LITERAL_NULL: None, LITERAL_TRUE: True, LITERAL_FALSE: False}[buf[pos]]
     if kind == INT16:
@@ -107,15 +107,22 @@ def _scalar(kind: int, buf: bytes, pos: int, end: int):
         n, p = _varlen(buf, pos + 1)
         return _opaque(field_type, bytes(buf[p:p + n]))
     if kind in (SMALL_OBJECT, LARGE_OBJECT, SMALL_ARRAY, LARGE_ARRAY):
-        return _container(kind, buf, pos, end)
+        return _container(kind, buf, pos, end, budget)
     raise JsonError(f"unknown JSON value type 0x{kind:02x}")
 
 
-def _container(kind: int, buf: bytes, base: int, end: int):
+def _container(kind: int, buf: bytes, base: int, end: int, budget: list):
     large = kind in (LARGE_OBJECT, LARGE_ARRAY)
     unpack = struct.Struct("<I" if large else "<H").unpack_from
     width = 4 if large else 2
     count = unpack(buf, base)[0]
+    # Each entry of a document takes bytes of its own; entries that point at
+    # one shared value (or back at their container) would make the work grow
+    # with the paths through the document, not its size: the entries visited
+    # may not outnumber its bytes.
+    budget[0] -= count
+    if budget[0] < 0:
+        raise JsonError("JSON containers refer to more values than the document has bytes")
     size = unpack(buf, base + width)[0]
     if base + size > end:
         raise JsonError("JSON container longer than its value")
@@ -133,10 +140,10 @@ def _container(kind: int, buf: bytes, base: int, end: int):
     for _ in range(count):
         value_kind = buf[pos]
         if value_kind in inline:
-            values.append(_scalar(value_kind, buf, pos + 1, end))
+            values.append(_scalar(value_kind, buf, pos + 1, end, budget))
         else:
             offset = unpack(buf, pos + 1)[0]
-            values.append(_scalar(value_kind, buf, base + offset, base + size))
+            values.append(_scalar(value_kind, buf, base + offset, base + size, budget))
         pos += 1 + width
     return dict(zip(keys, values)) if is_object else values
 
@@ -147,7 +154,7 @@ def parse_binary(raw: bytes):
     if not raw:
         return None
     try:
-        return _scalar(raw[0], raw, 1, len(raw))
+        return _scalar(raw[0], raw, 1, len(raw), [len(raw)])
     except (IndexError, struct.error, KeyError, RecursionError) as exc:
         # RecursionError: a container whose value offsets lead back into itself
         raise JsonError(f"malformed binary JSON: {exc}") from None
