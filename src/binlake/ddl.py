@@ -213,7 +213,7 @@ def _statements(text: str) -> list[list[_Token]]:
     from sqlglot.dialects.mysql import MySQL
     from sqlglot.errors import TokenError
     try:
-        raw = MySQL().tokenize(_VERSION_COMMENT.sub(_version_text, text))
+        raw = MySQL().tokenize(_run_version_comments(text))
     except TokenError as exc:
         if might_change_tables(text):
             raise DdlError(f"cannot tokenize: {exc}") from None
@@ -245,15 +245,29 @@ _FIRST_WORD = re.compile(
 _TABLE_VERBS = {"CREATE", "ALTER", "RENAME", "DROP", "TRUNCATE", "USE"}
 #: MySQL's /*!NNNNN text */ and MariaDB's /*M!NNNNNN text */: the server runs
 #: the text (every server binlake reads is new enough), the tokenizer would drop it.
-_VERSION_COMMENT = re.compile(r"/\*M?!(\d*)(.*?)\*/", re.DOTALL)
+_VERSION_COMMENT_START = re.compile(r"/\*M?!(\d*)")
 #: ... except mariadb-dump's `/*M!999999\- enable the sandbox mode */`: a
 #: version no server reaches, a command for the mariadb client only.
 _NEVER = 999999
 
 
-def _version_text(match: re.Match) -> str:
-    version = match.group(1)
-    return " " if version and int(version) >= _NEVER else f" {match.group(2)} "
+def _run_version_comments(text: str) -> str:
+    """The statement with each version comment replaced by its text (or by
+    nothing, for _NEVER). One pass: a start whose comment never ends means
+    no later one ends either (a regex's lazy `.*?` would try again from
+    every start, quadratic in a statement of many unterminated `/*!`)."""
+    out, pos = [], 0
+    while (start := _VERSION_COMMENT_START.search(text, pos)) is not None:
+        end = text.find("*/", start.end())
+        if end < 0:
+            break
+        version = start.group(1)
+        never = version and (len(version) > len(str(_NEVER)) or int(version) >= _NEVER)
+        out.append(text[pos:start.start()])
+        out.append(" " if never else f" {text[start.end():end]} ")
+        pos = end + 2
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def might_change_tables(statement: str) -> bool:
