@@ -193,3 +193,20 @@ def test_a_statement_of_unterminated_version_comments_is_read_in_linear_time():
     assert ddl._run_version_comments(
         "CREATE /*!50100 TABLE */ t /*M!999999\\- sandbox */ x /*!99999999 y */ z /*! w */"
     ) == "CREATE   TABLE   t   x   z   w  "
+
+
+def test_a_mariadb_compressed_body_is_bounded_by_its_header():
+    """MariaDB's compressed events say their uncompressed size: no more is
+    ever inflated, and a size deflate cannot reach from the bytes given is
+    corrupt before anything is inflated."""
+    import zlib
+
+    from binlake.cursor import Cursor
+    from binlake.events.query import uncompress_mariadb
+    bomb = zlib.compress(bytes(50 << 20), 9)   # 50 MB of zeros in about 50 KB
+    cur = Cursor(b"", 0, 0, 100, "bomb")
+    for claimed, reason in ((1000, "uncompresses past the 1000 bytes"),
+                            ((1 << 32) - 1, "cannot hold the")):
+        raw = bytes([0x80 | 4]) + claimed.to_bytes(4, "big") + bomb  # zlib, 4 length bytes
+        with pytest.raises(CorruptEvent, match=reason):
+            uncompress_mariadb(raw, cur)

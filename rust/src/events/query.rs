@@ -86,6 +86,9 @@ pub fn decode_query<'a>(
     })
 }
 
+/// deflate's best case is about 1032:1; a header claiming more is corrupt.
+const MAX_DEFLATE_RATIO: u64 = 1032;
+
 /// MariaDB `binlog_buf_uncompress`: 1 header byte (0x80 | alg << 4 | lenlen),
 /// the uncompressed length big-endian in lenlen bytes, then zlib data.
 /// Errors are reported at `offset` (where query.py's cursor stands).
@@ -106,11 +109,29 @@ pub fn uncompress_mariadb(raw: &[u8], offset: u64) -> Result<Vec<u8>> {
     }
     let len_end = (1 + lenlen).min(raw.len());
     let expected = be_uint(&raw[1..len_end]);
+    let compressed = &raw[len_end..];
+    if expected > MAX_DEFLATE_RATIO * compressed.len() as u64 + 64 {
+        return Err(Error::corrupt(
+            offset,
+            format!(
+                "{} compressed bytes cannot hold the {expected} the header says",
+                compressed.len()
+            ),
+        ));
+    }
     let mut data = Vec::new();
-    // zlib.decompress: one zlib stream; bytes after its end are ignored
-    flate2::bufread::ZlibDecoder::new(&raw[len_end..])
+    // one zlib stream, bytes after its end ignored; never more than the
+    // header says, plus one byte to tell
+    flate2::bufread::ZlibDecoder::new(compressed)
+        .take(expected + 1)
         .read_to_end(&mut data)
         .map_err(|e| Error::corrupt(offset, format!("zlib: {e}")))?;
+    if data.len() as u64 > expected {
+        return Err(Error::corrupt(
+            offset,
+            format!("uncompresses past the {expected} bytes the header says"),
+        ));
+    }
     if data.len() as u64 != expected {
         return Err(Error::corrupt(
             offset,

@@ -95,6 +95,10 @@ def decode_status_vars(cur: Cursor) -> tuple[dict, bytes]:
     return values, b""
 
 
+#: deflate's best case is about 1032:1; a header claiming more is corrupt.
+MAX_DEFLATE_RATIO = 1032
+
+
 def uncompress_mariadb(raw: bytes, cur: Cursor) -> bytes:
     """MariaDB `binlog_buf_uncompress`: 1 header byte (0x80 | alg << 4 | lenlen),
     the uncompressed length big-endian in lenlen bytes, then zlib data."""
@@ -105,10 +109,19 @@ def uncompress_mariadb(raw: bytes, cur: Cursor) -> bytes:
     if alg != 0:
         raise cur.error(f"unknown MariaDB compression algorithm {alg}")
     expected = int.from_bytes(raw[1:1 + lenlen], "big")
-    try:
-        data = zlib.decompress(raw[1 + lenlen:])
+    compressed = raw[1 + lenlen:]
+    if expected > MAX_DEFLATE_RATIO * len(compressed) + 64:
+        raise cur.error(f"{len(compressed)} compressed bytes cannot hold the {expected} "
+                        "the header says")
+    stream = zlib.decompressobj()
+    try:  # never more than the header says, plus one byte to tell
+        data = stream.decompress(compressed, expected + 1)
     except zlib.error as exc:
         raise cur.error(f"zlib: {exc}") from None
+    if len(data) > expected:
+        raise cur.error(f"uncompresses past the {expected} bytes the header says")
+    if not stream.eof:
+        raise cur.error("zlib: incomplete or truncated stream")
     if len(data) != expected:
         raise cur.error(f"uncompressed {len(data)} bytes, header says {expected}")
     return data
