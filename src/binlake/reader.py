@@ -72,7 +72,9 @@ def _permutation(server_version: str, post_header: bytes):
         return None, post_header
     permuted = bytearray(len(post_header))
     for old_code in range(1, min(len(post_header) + 1, len(WL2325_EVENT_PERMUTATION))):
-        permuted[WL2325_EVENT_PERMUTATION[old_code] - 1] = post_header[old_code - 1]
+        new = WL2325_EVENT_PERMUTATION[old_code] - 1
+        if 0 <= new < len(permuted):  # a short table has no room for the later codes
+            permuted[new] = post_header[old_code - 1]
     return WL2325_EVENT_PERMUTATION, bytes(permuted)
 
 
