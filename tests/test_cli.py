@@ -17,3 +17,15 @@ def test_h_is_the_host_and_help_is_long():
                                       "--stop-never-slave-server-id", "9", "bin.000001"])
     assert (args.remote, args.host, args.port, args.to_last_log) == (True, "db1", 3307, True)
     assert args.connection_server_id == 9 and args.files == ["bin.000001"]
+
+
+def test_a_spark_failure_is_one_line_naming_the_root_cause():
+    from binlake.commands.pipeline import failure_line
+    trace = ("An error occurred while calling o95.parquet.\n"
+             ": org.apache.spark.SparkException: Job aborted due to stage failure: ...\n"
+             "\tat org.apache.spark.Foo(Foo.scala:1)\n"
+             "Caused by: java.io.IOException: No space left on device\n"
+             "\tat java.base/java.io.FileOutputStream.writeBytes(Native Method)\n")
+    assert failure_line(RuntimeError(trace)) == "java.io.IOException: No space left on device"
+    task = "py4j trace\nbinlake.errors.CorruptEvent: f: offset 9: bad\nmore"
+    assert failure_line(RuntimeError(task)) == "f: offset 9: bad"

@@ -12,15 +12,22 @@ from .common import add_schema_arguments, report, seed_schema, server_address
 
 #: How a task's BinlogError reads inside the trace Spark hands back.
 _TASK_ERROR = re.compile(r"^binlake\.errors\.\w+: (.+)$", re.MULTILINE)
+#: A JVM exception line of that trace (the last one is the root cause).
+_JAVA_CAUSE = re.compile(r"^(?:Caused by: )?([a-z]\w*(?:\.\w+)+(?:Exception|Error)(?:: .*)?)$",
+                         re.MULTILINE)
 
 
 def failure_line(exc: BaseException) -> str:
     """One line for a failure of a Spark job: a task's BinlogError as
-    `FILE: offset N: reason`, else the first line of what Spark said."""
+    `FILE: offset N: reason`, else the JVM's root cause, else the first
+    line of what Spark said."""
     text = str(exc)
     found = _TASK_ERROR.findall(text)
     if found:
         return found[-1].strip()
+    causes = _JAVA_CAUSE.findall(text)
+    if causes:  # the JVM's own words on what went wrong (a full disk, ...)
+        return causes[-1].strip()
     first = next((line.strip() for line in text.splitlines() if line.strip()), "")
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
