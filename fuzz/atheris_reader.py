@@ -1,19 +1,25 @@
-"""Coverage-guided fuzzing of the pure-Python reference with atheris.
+"""Coverage-guided fuzzing of the Python layers with atheris.
 
-    .venv/bin/python fuzz/atheris_reader.py CORPUS_DIR [SEED_DIR] -runs=1000000 -max_len=16384 -timeout=5
+    .venv/bin/python fuzz/atheris_reader.py [--native] CORPUS_DIR [SEED_DIR] -runs=1000000 -max_len=16384 -timeout=5
 
-Each input is a whole binlog, read as `binlake.open` reads a stream, on the
-pure-Python core: every event decoded (the schema history following its
-DDL), every rows event's rows decoded, and `binlake.changes` over the same
-bytes. It must end cleanly or with a `BinlogError`; anything else escaping
-is a crash, and libFuzzer's -timeout catches a hang. Seed it with the heads
-of the corpus files (`scripts/fuzz_files.py` loads the same ones).
+Each input is a whole binlog, read as `binlake.open` reads a stream: every
+event decoded (the schema history following its DDL), every rows event's
+rows decoded to Python values, `binlake.changes` and `binlake.arrow_changes`
+over the same bytes. By default on the pure-Python reference; with
+`--native` on the native core, whose values and Arrow sinks need an
+interpreter (the libFuzzer target covers the rest of it; coverage then
+guides by the Python layers around it). It must end cleanly or with a
+`BinlogError`; anything else escaping is a crash, and libFuzzer's -timeout
+catches a hang. Seed it with the heads of the corpus files
+(`scripts/fuzz_files.py` loads the same ones).
 """
 
 from __future__ import annotations
 
 import io
+import os
 import sys
+import tempfile
 
 import atheris
 
@@ -23,7 +29,9 @@ with atheris.instrument_imports(include=["binlake"]):
     from binlake.errors import BinlogError
     from binlake.events import RowsEvent
 
-core.use_pure(True)
+NATIVE = "--native" in sys.argv
+ARROW_INPUT = os.path.join(tempfile.gettempdir(), f"binlake-atheris-{os.getpid()}.bin")
+core.use_pure(not NATIVE)
 
 
 class _Input(io.BytesIO):
@@ -43,8 +51,15 @@ def test_one_input(data: bytes) -> None:
             pass
     except BinlogError:
         pass
+    with open(ARROW_INPUT, "wb") as f:  # arrow_changes reads files (splits)
+        f.write(data)
+    try:
+        for _ in binlake.arrow_changes(ARROW_INPUT, verify_checksums=False):
+            pass
+    except BinlogError:
+        pass
 
 
 if __name__ == "__main__":
-    atheris.Setup(sys.argv, test_one_input)
+    atheris.Setup([a for a in sys.argv if a != "--native"], test_one_input)
     atheris.Fuzz()

@@ -2,7 +2,7 @@
 with a clock and a memory meter.
 
     PYTHONPATH=src .venv/bin/python scripts/fuzz_files.py -n 20000 [--seed 1] [--jobs 2]
-    PYTHONPATH=src .venv/bin/python scripts/fuzz_files.py --replay FILE
+    PYTHONPATH=src .venv/bin/python scripts/fuzz_files.py --replay FILE|DIR ...
 
 Strategy: each case is a small corpus file changed the way damaged and
 hostile binlogs are (fuzz/README.md: bits flipped, an event length or a
@@ -120,14 +120,13 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--first", type=int, default=0, help="first case number")
     parser.add_argument("--out", default=str(ROOT / "fuzz" / "found"))
-    parser.add_argument("--replay", help="run one input file and say how it ends")
+    parser.add_argument("--replay", nargs="+", metavar="PATH",
+                        help="run these inputs (files, or every file of a directory, such "
+                             "as another fuzzer's corpus) and say how each ends")
     args = parser.parse_args()
     w = Worker()
     if args.replay:
-        size = os.path.getsize(args.replay)
-        w, problems = check(w, args.replay, size)
-        print("\n".join(problems) or "clean")
-        return 1 if problems else 0
+        return replay(w, args.replay)
     seeds = load_seeds()
     out = Path(args.out)
     scratch = out / f".case-{os.getpid()}.bin"
@@ -155,10 +154,29 @@ def main() -> int:
         w.conn.send(None)
     print(f"{args.cases} cases ({len(ENTRY_POINTS) * 2} runs each) in "
           f"{time.perf_counter() - started:.0f} s: {found} failing inputs in {out}")
+    print_slowest(slowest)
+    return 1 if found else 0
+
+
+def replay(w: Worker, paths: list[str]) -> int:
+    files = [str(p) for path in map(Path, paths)
+             for p in (sorted(path.iterdir()) if path.is_dir() else [path]) if p.is_file()]
+    failing = 0
+    slowest: dict = {}
+    for path in files:
+        w, problems = check(w, path, os.path.getsize(path), slowest)
+        if problems or len(files) == 1:
+            print(f"{path}: {'; '.join(problems) or 'clean'}", flush=True)
+        failing += bool(problems)
+    print(f"{len(files)} inputs, {failing} failing")
+    print_slowest(slowest)
+    return 1 if failing else 0
+
+
+def print_slowest(slowest: dict) -> None:
     print("slowest run of each entry point: " + ", ".join(
         f"{name} {seconds * 1000:.0f} ms ({size} B)"
         for name, (seconds, size) in sorted(slowest.items())))
-    return 1 if found else 0
 
 
 if __name__ == "__main__":

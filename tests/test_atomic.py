@@ -2,15 +2,14 @@
 `sql -r` killed with SIGKILL at random moments leave either the whole
 result or none (at most `FILE.partial`), and the next run writes exactly the
 uninterrupted output; a
-full disk (a file-size limit on the process, which fails writes as ENOSPC
-would, without mounting anything) is a one-line error with nothing left.
+full disk (a small tmpfs, `full_disk`) is a one-line error with nothing left.
 """
 
 from __future__ import annotations
 
 import os
 import random
-import resource
+import shlex
 import signal
 import subprocess
 import sys
@@ -21,6 +20,7 @@ import pytest
 
 from binlake.atomic import PARTIAL_SUFFIX, replaced
 from corpus.manifest import corpus_dir
+from full_disk import on_a_small_disk
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The corpus's biggest plain binlog (7 754 events), read several times over:
@@ -68,21 +68,18 @@ def test_killed_runs_leave_no_result_and_the_rerun_is_whole(name, tmp_path):
     assert not Path(str(target) + PARTIAL_SUFFIX).exists()
 
 
-def _small_file_limit():
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG
-    resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 10, 64 << 10))
-
-
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_a_full_disk_is_one_line_and_leaves_nothing(name, tmp_path):
-    target = tmp_path / "full.out"
-    done = subprocess.run(command(name, target), env=environment(), capture_output=True,
-                          text=True, preexec_fn=_small_file_limit)
-    assert done.returncode != 0
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    run = shlex.join(command(name, disk / "full.out"))
+    done = on_a_small_disk(disk, 64, f"{run}; echo \"exit $?\"; ls -A \"$DISK\"",
+                           env=environment())
+    assert done.stdout.startswith("exit 1\n"), (done.stdout, done.stderr)
+    assert done.stdout == "exit 1\n", f"left on the full disk: {done.stdout.split()[2:]}"
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("binlake: "), done.stderr
-    assert "File too large" in lines[0]
-    assert not target.exists() and not Path(str(target) + PARTIAL_SUFFIX).exists()
+    assert lines[0].endswith(f"No space left on device: {disk / 'full.out'}"), lines[0]
 
 
 def test_replaced_keeps_the_old_file_until_the_new_one_is_whole(tmp_path):

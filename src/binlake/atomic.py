@@ -31,7 +31,9 @@ def replaced(path, mode: str = "w", **open_options):
         handle.close()
         os.replace(partial, path)
         fsync_directory(path)
-    except BaseException:
+    except BaseException as exc:
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = path  # a failed write names no file: the user's is this one
         with contextlib.suppress(OSError):
             handle.close()  # its last flush may fail again (the disk is still full)
         with contextlib.suppress(OSError):

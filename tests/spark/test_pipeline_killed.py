@@ -1,14 +1,16 @@
-"""`binlake pipeline` killed with SIGKILL at random moments, run after run,
-then run once more: its output (events/, changes/, tables/ and the manifest)
-equals that of one uninterrupted run. The commit order of pipeline.py
-(staging, the staging manifest, the move, the manifest last) is what makes
-any moment safe; these runs are whole processes (JVM and all), as a user's.
+"""`binlake pipeline` stopped hard: killed with SIGKILL at random moments,
+run after run, or out of disk, then run once more, its output (events/,
+changes/, tables/ and the manifest) equals that of one uninterrupted run.
+The commit order of pipeline.py (staging, the staging manifest, the move,
+the manifest last) is what makes any moment safe; these runs are whole
+processes (JVM and all), as a user's.
 """
 from __future__ import annotations
 
 import json
 import os
 import random
+import shlex
 import signal
 import subprocess
 import sys
@@ -19,6 +21,8 @@ import pytest
 
 pytest.importorskip("pyspark")
 pq = pytest.importorskip("pyarrow.parquet")
+
+from full_disk import on_a_small_disk  # noqa: E402
 
 from .test_pipeline import dataset  # noqa: E402
 
@@ -45,12 +49,17 @@ def output(out: Path) -> dict:
             "tables": tables, "files": manifest["files"]}
 
 
-def test_runs_killed_at_random_moments_end_as_one_run_would(tmp_path):
-    reference = tmp_path / "reference"
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    """One whole run: its output and how long it took."""
+    reference = tmp_path_factory.mktemp("pipeline") / "reference"
     start = time.perf_counter()
     subprocess.run(pipeline(reference), env=environment(), check=True, capture_output=True)
-    duration = time.perf_counter() - start
-    expected = output(reference)
+    return output(reference), time.perf_counter() - start
+
+
+def test_runs_killed_at_random_moments_end_as_one_run_would(uninterrupted, tmp_path):
+    expected, duration = uninterrupted
     out = tmp_path / "killed"
     rng = random.Random(7)
     for _ in range(KILLS):
@@ -62,3 +71,24 @@ def test_runs_killed_at_random_moments_end_as_one_run_would(tmp_path):
     done = subprocess.run(pipeline(out), env=environment(), capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert output(out) == expected
+
+
+def test_a_full_disk_is_one_line_leaves_nothing_complete_and_the_rerun_is_whole(
+        uninterrupted, tmp_path):
+    expected, _ = uninterrupted
+    disk, kept = tmp_path / "disk", tmp_path / "kept"
+    disk.mkdir()
+    run = shlex.join(pipeline(disk / "out"))
+    # The whole output takes about 600 KB: 256 KB fill up half-way. Then room
+    # is made, and the next run must finish the work (the tmpfs goes with
+    # the script: the result is copied out).
+    script = (f"{run} 2>\"$DISK/../full.err\"; echo \"exit $?\"\n"
+              "test -e \"$DISK/out/_binlake/manifest.json\" && echo 'manifest written'\n"
+              f"grow 65536 && {run} >/dev/null 2>\"$DISK/../rerun.err\"; echo \"exit $?\"\n"
+              f"cp -a \"$DISK/out\" {shlex.quote(str(kept))}")
+    done = on_a_small_disk(disk, 256, script, env=environment())
+    assert done.stdout.splitlines() == ["exit 1", "exit 0"], (
+        done.stdout, done.stderr, (tmp_path / "rerun.err").read_text()[-2000:])
+    lines = (tmp_path / "full.err").read_text().strip().splitlines()
+    assert lines[-1] == "binlake pipeline: java.io.IOException: No space left on device", lines
+    assert output(kept) == expected

@@ -1,7 +1,10 @@
 //! A whole binlog through the native core: the framer (format description
 //! state, checksums, payload streams), every event body the core decodes,
 //! table maps and the row images of every rows event whose table map came
-//! before it, printed by the text sink. Any input must end in `Ok` or an
+//! before it, printed by the text sink and appended to the Arrow changes
+//! builder (every text codec, batches finished as the reader finishes
+//! them). The values sink needs an interpreter: `fuzz/atheris_reader.py
+//! --native` covers it. Any input must end in `Ok` or an
 //! `Error`, never a panic, a hang or an allocation the input did not pay for.
 #![no_main]
 
@@ -10,8 +13,9 @@ use std::collections::HashMap;
 use binlake_native::constants::*;
 use binlake_native::events::{self, rows::is_pre_ga};
 use binlake_native::framing::{Framer, Options};
-use binlake_native::layout::Layout;
-use binlake_native::rowimage::{PlanCache, RowsData};
+use binlake_native::layout::{Column, Layout};
+use binlake_native::rowimage::{PlanCache, RowsData, ValueError, ValueResult};
+use binlake_native::sink::arrow::{ChangesBuilder, EventFields, RowKeys, TextCodec, TextHelper};
 use binlake_native::sink::text::{write_rows, NoJson, TextColumns, TextRequest};
 use binlake_native::source::StreamSource;
 use libfuzzer_sys::fuzz_target;
@@ -33,6 +37,7 @@ fn read(data: &[u8], verify_checksums: bool) {
     // each table's layout with its own plans (plans index its columns)
     let mut maps: HashMap<u64, (Layout, PlanCache)> = HashMap::new();
     let mut out = Vec::new();
+    let mut arrow = ChangesBuilder::new();
     while let Ok(Some(frame)) = framer.next() {
         let code = frame.type_code;
         let post = framer.format().post_header_len(code);
@@ -93,8 +98,91 @@ fn read(data: &[u8], verify_checksums: bool) {
                     &mut NoJson,
                     &mut out,
                 );
+                append_arrow(&mut arrow, layout, &request.rows);
             }
             _ => {}
         }
+    }
+}
+
+/// Every text codec in turn, by column: the Python glue picks one per charset.
+const CODECS: [TextCodec; 5] = [
+    TextCodec::Utf8,
+    TextCodec::Binary,
+    TextCodec::Cp1252,
+    TextCodec::Ascii,
+    TextCodec::Other,
+];
+
+/// The Arrow sink's helper without an interpreter: JSON is refused (the
+/// JSON decoders are fuzzed through the text sink), other charsets pass.
+struct Helper;
+
+impl TextHelper for Helper {
+    fn json(&mut self, _: &Column, _: &[u8], _: &mut Vec<u8>) -> ValueResult {
+        Err(ValueError::corrupt("no JSON here"))
+    }
+
+    fn json_diff(
+        &mut self,
+        _: &Column,
+        _: &[u8],
+        _: Option<Option<&str>>,
+        _: &mut Vec<u8>,
+    ) -> ValueResult {
+        Err(ValueError::corrupt("no JSON here"))
+    }
+
+    fn decode(&mut self, _: &Column, raw: &[u8], out: &mut Vec<u8>) -> ValueResult<bool> {
+        out.extend(raw.iter().filter(|b| b.is_ascii()));
+        Ok(raw.len() % 7 != 3)
+    }
+}
+
+/// A rows event's rows into the Arrow builder, in blocks as the reader
+/// appends them, resuming after a bad row as the reader's window does.
+fn append_arrow(builder: &mut ChangesBuilder, layout: &Layout, rows: &RowsData) {
+    let codecs: Vec<TextCodec> = (0..layout.columns.len())
+        .map(|i| CODECS[i % CODECS.len()].clone())
+        .collect();
+    let keys = RowKeys::of(layout, rows.before, rows.after);
+    let fields = EventFields {
+        path: "fuzz",
+        file: "fuzz",
+        file_seq: 0,
+        pos: 4,
+        sub: 0,
+        timestamp: 0,
+        commit_timestamp: 0,
+        commit_pos: 0,
+        gtid: None,
+        xid: None,
+        server_id: 0,
+    };
+    let (mut pos, mut first) = (0, 0);
+    while pos < rows.data.len() {
+        match builder.append_rows(
+            layout,
+            rows,
+            pos,
+            3,
+            first,
+            &fields,
+            &codecs,
+            &keys,
+            &mut Helper,
+        ) {
+            Ok(done) => {
+                first += done.rows;
+                if done.end <= pos {
+                    break;
+                }
+                pos = done.end;
+            }
+            Err(_) => break,
+        }
+    }
+    if builder.rows() >= 64 {
+        let _ = builder.finish();
     }
 }
