@@ -20,6 +20,7 @@ import io
 import os
 import sys
 import tempfile
+import time
 
 import atheris
 
@@ -39,6 +40,28 @@ class _Input(io.BytesIO):
 
 
 def test_one_input(data: bytes) -> None:
+    start = time.thread_time()
+    read(data)
+    clock(len(data), time.thread_time() - start)
+
+
+_slowest = 0.0
+
+
+def clock(size: int, seconds: float) -> None:
+    """The issue's budget, 1 s per MB plus 50 ms of CPU: an input over it is a
+    finding; each new slowest is printed, so the log ends with the slowest."""
+    global _slowest
+    budget = size / 1e6 + 0.05
+    if seconds > budget:
+        raise AssertionError(f"slow: {seconds * 1e3:.1f} ms of CPU for {size} bytes "
+                             f"(budget {budget * 1e3:.1f} ms)")
+    if seconds > _slowest:
+        _slowest = seconds
+        print(f"#slowest {seconds * 1e3:.3f} ms of CPU for {size} bytes", file=sys.stderr)
+
+
+def read(data: bytes) -> None:
     try:
         for event in binlake.open(_Input(data), verify_checksums=False):
             if isinstance(event, RowsEvent):
@@ -61,5 +84,11 @@ def test_one_input(data: bytes) -> None:
 
 
 if __name__ == "__main__":
+    # what the first inputs would import or cache (codecs, the DDL parser),
+    # done before the clock runs: read the seeds once
+    for directory in (a for a in sys.argv[1:] if os.path.isdir(a)):
+        for name in sorted(os.listdir(directory))[:500]:
+            with open(os.path.join(directory, name), "rb") as f:
+                read(f.read())
     atheris.Setup([a for a in sys.argv if a != "--native"], test_one_input)
     atheris.Fuzz()

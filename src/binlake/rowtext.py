@@ -189,6 +189,8 @@ def value_formatter(column_type: int, meta: int, mysql_flavour: bool = False):
         return _integer(8, "LONGINT")
     if column_type == T.MYSQL_TYPE_NEWDECIMAL:
         precision, scale = meta >> 8, meta & 0xFF
+        if not 0 < precision <= 65 or scale > 30 or scale > precision:  # as values.py refuses
+            return None, f"!! Bad DECIMAL({precision},{scale})"
         return _decimal_formatter(precision, scale), f"DECIMAL({precision},{scale})"
     if column_type == T.MYSQL_TYPE_FLOAT:
         return (lambda buf, pos: ("%-20g" % _F32(buf, pos)[0], pos + 4)), "FLOAT"
@@ -363,7 +365,7 @@ def format_image(out: list, table, bitmap: int, buf: bytes, pos: int, prefix: st
                 new_pos = image(buf, pos, out)
                 if new_pos <= end:
                     return new_pos
-            except (IndexError, struct.error, ValueError):
+            except (IndexError, struct.error, ValueError, OverflowError):
                 pass
             del out[mark:]  # the reference path below writes what mysqlbinlog writes
     plan = _column_plan(table)
@@ -387,7 +389,7 @@ def format_image(out: list, table, bitmap: int, buf: bytes, pos: int, prefix: st
                     text, pos = _json_diff(buf, pos, index)
                 else:
                     text, pos = fmt(buf, pos)
-            except (IndexError, struct.error, ValueError) as exc:
+            except (IndexError, struct.error, ValueError, OverflowError) as exc:
                 raise RowFormatError(f"corrupt row image: {exc}") from None
             if pos > end:
                 out.append(line + "***Corrupted replication event was detected. "

@@ -9,6 +9,7 @@
 #![no_main]
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use binlake_native::constants::*;
 use binlake_native::events::{self, rows::is_pre_ga};
@@ -21,10 +22,41 @@ use binlake_native::source::StreamSource;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
+    let start = thread_cpu_seconds();
     for verify_checksums in [true, false] {
         read(data, verify_checksums);
     }
+    clock(data.len(), thread_cpu_seconds() - start);
 });
+
+/// The CPU time of this thread: what the input cost, whatever else the machine runs.
+fn thread_cpu_seconds() -> f64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given, nothing else.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+    now.tv_sec as f64 + now.tv_nsec as f64 * 1e-9
+}
+
+/// The budget: 1 s per MB plus 50 ms (both readings together). An
+/// input over it is a finding; each new slowest is printed, so the run's
+/// log ends with the slowest input's time.
+fn clock(size: usize, seconds: f64) {
+    static SLOWEST_NS: AtomicU64 = AtomicU64::new(0);
+    let budget = size as f64 / 1e6 + 0.05;
+    assert!(
+        seconds <= budget,
+        "slow: {:.1} ms of CPU for {size} bytes (budget {:.1} ms)",
+        seconds * 1e3,
+        budget * 1e3
+    );
+    let ns = (seconds * 1e9) as u64;
+    if SLOWEST_NS.fetch_max(ns, Ordering::Relaxed) < ns {
+        eprintln!("#slowest {:.3} ms of CPU for {size} bytes", seconds * 1e3);
+    }
+}
 
 fn read(data: &[u8], verify_checksums: bool) {
     let options = Options {
