@@ -3,6 +3,7 @@ event before it, and nothing already read is lost."""
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 
@@ -123,3 +124,33 @@ def test_unknown_event_type_is_kept_raw_and_counted(tmp_path, sample_bytes):
     assert len(unknown) == 1 and unknown[0].header.pos == pos
     assert unknown[0].raw == bytes(sample_bytes[pos + 19:pos + length - 4])
     assert reader.stats.undecoded == {"UNKNOWN_EVENT_200": 1}
+
+
+def _gzip_cases(sample_bytes):
+    whole = gzip.compress(sample_bytes)
+    bad_method = bytearray(whole)
+    bad_method[2] = 0xFE  # not deflate: gzip's "Unknown compression method"
+    damaged = bytearray(whole)
+    damaged[len(whole) // 2] ^= 0xFF
+    return {"cut": (whole[:len(whole) // 2], TruncatedEvent),
+            "not deflate": (bytes(bad_method), CorruptEvent),
+            "damaged": (bytes(damaged), binlake.BinlogError)}
+
+
+@pytest.mark.parametrize("case", ["cut", "not deflate", "damaged"])
+def test_a_damaged_gzip_binlog_is_a_binlog_error_after_every_whole_event(tmp_path, sample_bytes,
+                                                                        case):
+    data, kind = _gzip_cases(sample_bytes)[case]
+    path = tmp_path / "binlog.000001.gz"
+    path.write_bytes(data)
+    good, _ = _read_all_bytes(tmp_path, sample_bytes)
+    events, error = _read_all(path)
+    assert isinstance(error, kind), error
+    assert str(path) in str(error)
+    assert [e.header.pos for e in events] == [e.header.pos for e in good[:len(events)]]
+    for entry in (["dump", "-vv"], ["sql"], ["events"]):
+        err = io.StringIO()
+        assert main([*entry, str(path)], out=io.StringIO(), err=err) == 1
+        assert str(path) in err.getvalue().strip().splitlines()[-1], (entry, err.getvalue())
+    with pytest.raises(binlake.BinlogError):
+        list(binlake.changes(path))

@@ -15,6 +15,7 @@ import zlib
 
 from .constants import EventType as E
 from .events import Event, QueryEvent, RowsEvent, RowsQueryEvent, TransactionPayloadEvent
+from .gzipped import GzipBinlog, is_gzip
 from .rowtext import raw_text
 
 #: Compressed MariaDB rows events and the plain type their base64 is rewritten to.
@@ -159,14 +160,11 @@ class RawEvents:
         stream = live_file(path)
         if stream is not None:  # a live server's binlog: its recent events' bytes
             return stream
-        with open(path, "rb") as probe:
-            gz = probe.read(2) == b"\x1f\x8b"
-        if gz:  # a gzip stream cannot seek cheaply; unpack once to a spool file
-            import gzip
+        if is_gzip(path):  # a gzip stream cannot seek cheaply; unpack once to a spool file
             import shutil
             import tempfile
             spool = tempfile.TemporaryFile()
-            with gzip.open(path, "rb") as src:
+            with GzipBinlog(path) as src:
                 shutil.copyfileobj(src, spool)
             return spool
         return open(path, "rb")

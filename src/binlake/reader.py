@@ -42,6 +42,7 @@ from .events import (DECODERS, Event, EventHeader, FormatDescription, MariadbGti
                      QueryEvent, RowsEvent, TableMapEvent, TransactionPayloadEvent, UnknownEvent,
                      XidEvent)
 from .events.control import has_checksum_field
+from .gzipped import GzipBinlog, is_gzip
 
 _HEADER = struct.Struct("<IBIIIH")
 _HEADER_V1 = struct.Struct("<IBII")
@@ -168,9 +169,6 @@ class _StreamSource:
             self._stream.close()
 
 
-GZIP_MAGIC = b"\x1f\x8b"
-
-
 class _SparseStreamSource(_StreamSource):
     """A stream whose bytes may continue past a gap (a live server's binlog
     sent from a requested position: binlake.live.LiveFile says where)."""
@@ -194,11 +192,8 @@ def open_source(path):
         return _StreamSource(path, getattr(path, "name", "-"))
     if path == "-":
         return _StreamSource(sys.stdin.buffer)
-    with open(path, "rb") as probe:
-        is_gzip = probe.read(2) == GZIP_MAGIC
-    if is_gzip:
-        import gzip
-        return _StreamSource(gzip.open(path, "rb"), path)
+    if is_gzip(path):
+        return _StreamSource(GzipBinlog(path), path)
     return _FileSource(path)
 
 
@@ -351,10 +346,8 @@ class BinlogReader:
         elif path == "-":
             stream = sys.stdin.buffer
         else:
-            with open(path, "rb") as probe:
-                if probe.read(2) == GZIP_MAGIC:
-                    import gzip
-                    stream = gzip.open(path, "rb")
+            if is_gzip(path):
+                stream = GzipBinlog(path)
         info = FileInfo(path)
         self.files.append(info)
         # The framer makes the headers, and the commonest small events whole

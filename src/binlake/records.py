@@ -17,7 +17,6 @@ differential tests hold the two equal, errors and their order included.
 
 from __future__ import annotations
 
-import gzip
 import itertools
 import os
 import sys
@@ -29,7 +28,8 @@ from .charsets import collation_codecs
 from .constants import EventType as E
 from .events import Event, GtidEvent, MariadbGtidEvent, RowsEvent
 from . import reader
-from .reader import GZIP_MAGIC, BinlogReader, EventChecker, _history
+from .gzipped import GzipBinlog, is_gzip
+from .reader import BinlogReader, EventChecker, _history
 from .rows import LazyRowData
 from .scan import TransactionState, step_details
 
@@ -194,9 +194,8 @@ def _native_loop(native, paths, options: dict, per_transaction: bool, on_commit=
             path, stream = "-", sys.stdin.buffer
         else:
             path = os.fspath(path)
-            with open(path, "rb") as probe:
-                if probe.read(2) == GZIP_MAGIC:
-                    stream = opened = gzip.open(path, "rb")
+            if is_gzip(path):
+                stream = opened = GzipBinlog(path)
         committed = None if on_commit is None else _committed(on_commit, path)
         try:
             check = EventChecker(path, verify_checksums=verify, force=force,

@@ -33,7 +33,8 @@ from .constants import (BINLOG_CHECKSUM_LEN, BINLOG_MAGIC, FL_STANDALONE,
 from .events import MariadbGtidEvent, QueryEvent, RowsEvent
 from .events.control import has_checksum_field
 from .events.rows import ROWS_OPERATION
-from .reader import GZIP_MAGIC, _permutation  # the reader's own wl2325 renumbering
+from .gzipped import GZIP_MAGIC, GzipBinlog
+from .reader import _permutation  # the reader's own wl2325 renumbering
 
 _HEADER = struct.Struct("<IBIIIH")
 _HEADER_V1 = struct.Struct("<IBII")
@@ -223,9 +224,8 @@ def scan(path: str | os.PathLike, start: int | None = None, stop: int | None = N
         if size == 0:
             return ScanResult(path, 0, None, stopped="empty file")
         if f.read(2) == GZIP_MAGIC:  # the reader streams these; here they are inflated whole
-            import gzip
-            f.seek(0)
-            data = gzip.GzipFile(fileobj=f).read()
+            with GzipBinlog(path) as inflated:
+                data = inflated.read()
             return _scan_buffer(path, data, len(data), start, stop)
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
             return _scan_buffer(path, buf, size, start, stop)

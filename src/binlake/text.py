@@ -35,6 +35,7 @@ from .events import (BinlogCheckpointEvent, Event, FileBlockEvent, FormatDescrip
                      TableMapEvent, TransactionPayloadEvent, UnknownEvent, UserVarEvent,
                      XaPrepareEvent, XidEvent)
 from .events.control import server_version_tuple
+from .gzipped import is_gzip
 from .events.rows import PRE_GA_ROWS_EVENTS
 from .rawevents import RawEvents, rewrite_table_map_db
 from .rows import LazyRowData
@@ -283,9 +284,8 @@ class TextPrinter:
         before it prints anything. `start`/`stop`: --start-position and
         --stop-position as they apply to this file (filters.py)."""
         native = _native_dump()
-        with open(path, "rb") as probe:
-            if probe.read(2) == b"\x1f\x8b":  # gzip: the reader streams those
-                return False
+        if is_gzip(path):  # the reader streams those
+            return False
         o = self.options
         refused, printed_mysql_gtid = native(
             path, min(o.verbose, 2), o.short_form, o.base64_output, o.print_row_count,

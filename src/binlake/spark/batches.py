@@ -30,7 +30,6 @@ Spark DDL is derived from them, and docs/spark.md documents them.
 from __future__ import annotations
 
 import fnmatch
-import gzip
 from itertools import islice, repeat
 from typing import Iterator
 
@@ -47,7 +46,8 @@ from ..jsonable import event_json
 from ..rows import LazyRowData, row_start
 from ..scan import read_framing
 from .exact import column_texts, row_texts, value_text
-from .ranges import Split, is_gzip, read_split, transactions
+from ..gzipped import GzipBinlog, is_gzip
+from .ranges import Split, read_split, transactions
 
 BATCH_ROWS = 8192
 #: Rows data the native loop hands each worker thread at a time.
@@ -222,7 +222,7 @@ def _native_batches(split: Split, make, stream=None) -> Iterator[pa.RecordBatch]
     server's binlog) is read as it is."""
     opened = None
     if stream is None and is_gzip(split.path):
-        stream = opened = gzip.open(split.path, "rb")
+        stream = opened = GzipBinlog(split.path)
     try:
         for batch in make(stream):
             yield pa.record_batch(batch)

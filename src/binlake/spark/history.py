@@ -26,7 +26,8 @@ from ..events import QueryEvent
 from ..scan import query_head, scan
 from ..schema import SEED, Schema
 from .layouts import TEXT_TYPES, ddl_layout_column, qualified
-from .ranges import Split, is_gzip, read_split
+from ..gzipped import is_gzip
+from .ranges import Split, read_split
 from .typed import spark_type
 
 #: Enough of a statement to see past leading comments to its first word.

@@ -21,7 +21,8 @@ from ..ddl import TEXT_TYPES
 from ..cursor import text
 from ..events import TableMapEvent
 from ..scan import ScanResult, scan
-from .ranges import Split, is_gzip, read_split
+from ..gzipped import is_gzip
+from .ranges import Split, read_split
 
 
 def layout_of(table_map: TableMapEvent) -> dict:

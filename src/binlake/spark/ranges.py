@@ -31,7 +31,8 @@ from typing import Iterable, Iterator
 from ..constants import BINLOG_MAGIC, EventType as E
 from ..errors import BinlogError, PartialEvent
 from ..events import Event, GtidEvent, MariadbGtidEvent, XidEvent
-from ..reader import GZIP_MAGIC, BinlogReader
+from ..gzipped import GZIP_MAGIC, GzipBinlog, is_gzip
+from ..reader import BinlogReader
 from ..scan import TransactionState, scan, step_details
 
 DEFAULT_SPLIT_BYTES = 32 << 20
@@ -74,18 +75,12 @@ def is_binlog(path: str) -> bool:
     """A regular file starting with the binlog magic number, or a gzipped one."""
     head = _head(path)
     if head[:2] == GZIP_MAGIC:
-        import gzip
         try:
-            with gzip.open(path, "rb") as f:
+            with GzipBinlog(path) as f:
                 head = f.read(4)
-        except (OSError, EOFError):
+        except (OSError, BinlogError):
             return False
     return head == BINLOG_MAGIC
-
-
-def is_gzip(path: str) -> bool:
-    """Gzipped binlogs are read whole: offsets are in the inflated stream."""
-    return _head(path)[:2] == GZIP_MAGIC
 
 
 def expand_inputs(inputs: str | os.PathLike | Iterable) -> list[str]:
