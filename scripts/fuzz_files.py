@@ -3,6 +3,7 @@ with a clock and a memory meter.
 
     PYTHONPATH=src .venv/bin/python scripts/fuzz_files.py -n 20000 [--seed 1] [--jobs 2]
     PYTHONPATH=src .venv/bin/python scripts/fuzz_files.py --replay FILE|DIR ...
+    PYTHONPATH=src .venv/bin/python scripts/fuzz_files.py --write-seeds DIR
 
 Strategy: each case is a small corpus file changed the way damaged and
 hostile binlogs are (fuzz/README.md: bits flipped, an event length or a
@@ -123,7 +124,16 @@ def main() -> int:
     parser.add_argument("--replay", nargs="+", metavar="PATH",
                         help="run these inputs (files, or every file of a directory, such "
                              "as another fuzzer's corpus) and say how each ends")
+    parser.add_argument("--write-seeds", metavar="DIR",
+                        help="write the seed inputs (the corpus files' heads) to DIR, as the "
+                             "coverage-guided fuzzers' seed corpus, and stop")
     args = parser.parse_args()
+    if args.write_seeds:
+        target = Path(args.write_seeds)
+        target.mkdir(parents=True, exist_ok=True)
+        for number, (data, _) in enumerate(load_seeds()):
+            (target / f"seed-{number:03d}.bin").write_bytes(data)
+        return 0
     w = Worker()
     if args.replay:
         return replay(w, args.replay)
