@@ -74,6 +74,13 @@ def spark_session(master: str | None = None, app: str = "binlake pipeline"):
         # one machine; a few per core keep every core busy.
         builder = (builder.config("spark.sql.shuffle.partitions", str(4 * cores))
                    .config("spark.ui.showConsoleProgress", "false"))
+        # Quiet: the JVM logs errors only (a normal run prints binlake's lines
+        # alone), and a host name that resolves to a loopback address is no
+        # reason to warn when everything runs on this machine.
+        log4j = os.path.join(os.path.dirname(__file__), "log4j2.properties")
+        builder = builder.config("spark.driver.extraJavaOptions",
+                                 f"-Dlog4j2.configurationFile=file:{log4j}")
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     return builder.config("spark.sql.session.timeZone", "UTC").getOrCreate()
 
 
