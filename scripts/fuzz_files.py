@@ -7,7 +7,8 @@ with a clock and a memory meter.
 
 Strategy: each case is a small corpus file changed the way damaged and
 hostile binlogs are (fuzz/README.md: bits flipped, an event length or a
-post-header overwritten with 0, tiny or huge values, table-map metadata and
+post-header overwritten with 0, tiny or huge values, the format
+description's header length and post-header lengths, table-map metadata and
 column bitmaps rewritten, the file cut, events spliced in from another file or
 repeated). A worker process reads it through `binlake.open` + every row,
 `binlake.changes`, `dump -vv` and `sql`, first on the native core then on the
@@ -39,6 +40,10 @@ ROOT = Path(__file__).resolve().parent.parent
 #: inputs make fast cases and a hang stands out.
 MAX_SEED_BYTES = 16 << 10
 INTERESTING = (0, 1, 2, 0x7F, 0x80, 0xFF, 0xFFFF, 0x7FFFFFFF, 0xFFFFFFFF)
+#: A v4 format description's header-length byte, from its event's start: the
+#: common header (19), binlog version (2), server version (50), timestamp (4).
+#: The post-header lengths of the event types follow it.
+FDE_HEADER_LENGTH_AT = 19 + 2 + 50 + 4
 
 
 def corpus_dir() -> Path:
@@ -110,6 +115,17 @@ def mutate(seeds, rng: random.Random) -> bytes:
             src = rng.choice(other_positions)
             src_end = next((p for p in other_positions if p > src), len(other))
             out[pos:pos] = other[src:src_end]
+        elif kind < 0.92 and positions[0] == 4:          # a description's lengths
+            # The first description, or a copy of it further on (relay logs and
+            # rotated files carry several): its header length or one event
+            # type's post-header length.
+            fde, end = positions[0], next((p for p in positions if p > 4), len(out))
+            if rng.random() < 0.5:
+                out[end:end] = out[fde:end]
+                fde = end
+            at = fde + FDE_HEADER_LENGTH_AT + rng.choice((0, 0, rng.randrange(1, 40)))
+            if at < len(out):
+                out[at] = rng.choice((0, 1, 2, 8, 13, 18, 19, 20, 0x7F, 0xFF, rng.randrange(256)))
         else:                                             # repeat an event
             out[nxt:nxt] = out[pos:nxt]
     return bytes(out)
