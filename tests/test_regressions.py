@@ -1,4 +1,4 @@
-"""Inputs the whole-file fuzzer found (`scripts/fuzz_files.py`), kept for good.
+"""Inputs the fuzzers found (fuzz/README.md says which and how), kept for good.
 
 Each file in tests/regressions/ once hung a reader or escaped it with an
 exception other than `BinlogError`. Every one is read through every entry
