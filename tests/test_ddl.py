@@ -206,3 +206,12 @@ def test_partitions_converted_to_tables_and_back():
     assert parse("ALTER TABLE pt CONVERT TABLE x.pt_p0 TO PARTITION p2 VALUES LESS THAN (200)",
                  "p") == [AlterTable("p", "pt", ()), DropTables((("x", "pt_p0"),))]
     assert one("ALTER TABLE t CONVERT TO CHARACTER SET latin1").actions == (("charset", "latin1"),)
+
+
+@pytest.mark.parametrize("column", ["a DATETIME('\x14')", "a DECIMAL(10, x)", "a VARCHAR(n)"])
+def test_a_type_whose_size_is_not_a_number_is_unreadable(column):
+    """Found by fuzzing: a damaged CREATE TABLE gave DATETIME a string size,
+    and its fractional digits were read as int('\\x14')."""
+    with pytest.raises(DdlError, match="takes numbers"):
+        parse(f"CREATE TABLE t ({column})")
+    assert parse("CREATE TABLE t (a ENUM('x', 'y'), b DATETIME(6))")

@@ -484,6 +484,9 @@ def _column(spec: _Words) -> tuple[ColumnSpec, bool]:
     args: tuple = ()
     if spec.upper() == "(":
         args = tuple(_type_arg(a) for a in _split(spec.group()))
+        if kind not in ("ENUM", "SET") and not all(isinstance(a, int) for a in args):
+            # lengths, precisions and fractional digits are integer literals
+            raise DdlError(f"column `{name}`: {kind} takes numbers in parentheses, not {args!r}")
     if original in ("BOOL", "BOOLEAN"):
         args = (1,)
     charset, nullable, default, primary = None, True, None, False

@@ -41,7 +41,8 @@ class GzipBinlog:
         try:
             data = self._file.read(size)
         except EOFError as exc:   # the compressed stream was cut
-            raise TruncatedEvent(self.name, self._offset, f"the gzip stream ends early ({exc})") from None
+            raise TruncatedEvent(self.name, self._offset,
+                                 f"the gzip stream ends early ({exc})") from None
         except (gzip.BadGzipFile, zlib.error) as exc:
             raise CorruptEvent(self.name, self._offset, f"damaged gzip stream: {exc}") from None
         self._offset += len(data)

@@ -14,9 +14,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use binlake_native::constants::*;
 use binlake_native::events::{self, rows::is_pre_ga};
 use binlake_native::framing::{Framer, Options};
-use binlake_native::layout::{Column, Layout};
-use binlake_native::rowimage::{PlanCache, RowsData, ValueError, ValueResult};
-use binlake_native::sink::arrow::{ChangesBuilder, EventFields, RowKeys, TextCodec, TextHelper};
+use binlake_native::layout::Layout;
+use binlake_native::rowimage::{PlanCache, RowsData};
+use binlake_native::sink::arrow::{ChangesBuilder, EventFields, NoInterpreter, RowKeys, TextCodec};
 use binlake_native::sink::text::{write_rows, NoJson, TextColumns, TextRequest};
 use binlake_native::source::StreamSource;
 use libfuzzer_sys::fuzz_target;
@@ -146,31 +146,6 @@ const CODECS: [TextCodec; 5] = [
     TextCodec::Other,
 ];
 
-/// The Arrow sink's helper without an interpreter: JSON is refused (the
-/// JSON decoders are fuzzed through the text sink), other charsets pass.
-struct Helper;
-
-impl TextHelper for Helper {
-    fn json(&mut self, _: &Column, _: &[u8], _: &mut Vec<u8>) -> ValueResult {
-        Err(ValueError::corrupt("no JSON here"))
-    }
-
-    fn json_diff(
-        &mut self,
-        _: &Column,
-        _: &[u8],
-        _: Option<Option<&str>>,
-        _: &mut Vec<u8>,
-    ) -> ValueResult {
-        Err(ValueError::corrupt("no JSON here"))
-    }
-
-    fn decode(&mut self, _: &Column, raw: &[u8], out: &mut Vec<u8>) -> ValueResult<bool> {
-        out.extend(raw.iter().filter(|b| b.is_ascii()));
-        Ok(raw.len() % 7 != 3)
-    }
-}
-
 /// A rows event's rows into the Arrow builder, in blocks as the reader
 /// appends them, resuming after a bad row as the reader's window does.
 fn append_arrow(builder: &mut ChangesBuilder, layout: &Layout, rows: &RowsData) {
@@ -202,7 +177,7 @@ fn append_arrow(builder: &mut ChangesBuilder, layout: &Layout, rows: &RowsData) 
             &fields,
             &codecs,
             &keys,
-            &mut Helper,
+            &mut NoInterpreter,
         ) {
             Ok(done) => {
                 first += done.rows;

@@ -32,6 +32,7 @@ import uuid
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..scan import read_framing, scan
 from .batches import CHANGES, EVENTS, TableFilter, spark_ddl
@@ -77,9 +78,9 @@ def spark_session(master: str | None = None, app: str = "binlake pipeline"):
         # Quiet: the JVM logs errors only (a normal run prints binlake's lines
         # alone), and a host name that resolves to a loopback address is no
         # reason to warn when everything runs on this machine.
-        log4j = os.path.join(os.path.dirname(__file__), "log4j2.properties")
+        log4j = Path(__file__).with_name("log4j2.properties").as_uri()  # spaces escaped
         builder = builder.config("spark.driver.extraJavaOptions",
-                                 f"-Dlog4j2.configurationFile=file:{log4j}")
+                                 f"-Dlog4j2.configurationFile={log4j}")
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     return builder.config("spark.sql.session.timeZone", "UTC").getOrCreate()
 
