@@ -255,10 +255,7 @@ def _append(spark, out: str, segments: list, options: dict, new_manifest: dict, 
         target = os.path.join(staging, view)
         # The writer wants its partition columns sorted; commit order within them.
         frame.sortWithinPartitions(*parts, "commit_key").write.partitionBy(*parts).parquet(target)
-        # From the Parquet footers; a range without rows of this view writes no file.
-        written = any(name.endswith(".parquet") for _, _, names in os.walk(target)
-                      for name in names)
-        rows = spark.read.parquet(target).count() if written else 0
+        rows = _parquet_rows(target)
         log(f"{view}: {rows} rows from {len(segments)} range(s)")
         return rows
 
@@ -269,6 +266,15 @@ def _append(spark, out: str, segments: list, options: dict, new_manifest: dict, 
     _write_json(os.path.join(staging, "manifest.json"), new_manifest)
     _commit_staging(out)
     return events, changes
+
+
+def _parquet_rows(folder: str) -> int:
+    """The rows Spark just wrote under `folder`, from the Parquet footers (no
+    Spark job reads them back); a range without rows of a view writes no file."""
+    import pyarrow.parquet as pq
+    return sum(pq.ParquetFile(os.path.join(root, name)).metadata.num_rows
+               for root, _, names in os.walk(folder) for name in names
+               if name.endswith(".parquet"))
 
 
 def _concurrently(function, arguments: list, workers: int = 4) -> list:
