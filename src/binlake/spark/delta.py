@@ -1,0 +1,96 @@
+"""Lake tables as Delta tables, kept in step by one MERGE per table and run
+(delta-rs through the `deltalake` package: no JVM, so the embedded default
+works on a fresh machine, and Spark with Delta Lake reads the same tables).
+
+Strategy: a run hands each table the net effect of its new changes, one row
+per primary key: the key's last image, flagged `DELETED` where its last
+change removed it. One MERGE applies it: a deleted key's row is deleted, a
+present key's row is replaced, a new key is inserted. The cost follows the
+new changes and the files they touch, not the table's history.
+
+Exactly once: every commit carries an application transaction (`APP_ID`
+per table, version = the run's number) and the binlog position the table
+now reflects (commit metadata `binlake.through`). A run killed after some
+tables committed is run again: the tables whose transaction version already
+reached the run's number are left as they are, the others are merged. A
+commit is atomic (the Delta log's next entry), so a kill at any moment
+leaves each table at its previous version or its next.
+"""
+
+from __future__ import annotations
+
+import json
+
+#: The column of a net-change row that says the key's last change deleted it.
+DELETED = "_binlake_deleted"
+#: Application id of binlake's commits to a table (one per table: tables commit apart).
+APP_ID = "binlake:{table}"
+#: Commit metadata key: the binlog position (file -> offset) the table reflects.
+THROUGH = "binlake.through"
+
+
+def committed_run(uri: str, table: str) -> int | None:
+    """The number of the last run whose changes this table holds (None: none)."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+    try:
+        found = DeltaTable(uri).transaction_version(APP_ID.format(table=table))
+    except TableNotFoundError:
+        return None
+    return found
+
+
+def merge_net_changes(uri: str, table: str, net, keys: list[str], *, run: int,
+                      through: dict) -> str:
+    """Apply `net` (a pyarrow Table: one row per key, the table's columns plus
+    `DELETED`) to the Delta table at `uri` as run number `run`. Returns what
+    was done: "created", "merged", or "already" (this run committed it before)."""
+    import pyarrow.compute as pc
+    from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+
+    if not keys:
+        raise ValueError(f"{table}: a MERGE needs the table's primary key")
+    done = committed_run(uri, table)
+    if done is not None and done >= run:
+        return "already"
+    commit = CommitProperties(
+        custom_metadata={THROUGH: json.dumps(through, sort_keys=True)},
+        app_transactions=[Transaction(APP_ID.format(table=table), run)])
+    if done is None and not _exists(uri):
+        present = net.filter(pc.invert(net[DELETED])).drop_columns([DELETED])
+        write_deltalake(uri, present, mode="error", commit_properties=commit)
+        return "created"
+    on = " AND ".join(f"t.{_quoted(k)} = s.{_quoted(k)}" for k in keys)
+    deleted = f"s.{_quoted(DELETED)}"
+    # Every column named by us, quoted: delta-rs's update_all/insert_all
+    # cannot name a column with a backtick in it, which MySQL allows.
+    values = {_quoted(name): f"s.{_quoted(name)}" for name in net.column_names
+              if name != DELETED}
+    (DeltaTable(uri)
+     .merge(net, on, source_alias="s", target_alias="t", merge_schema=True,
+            commit_properties=commit)
+     .when_matched_delete(predicate=deleted)
+     .when_matched_update(values, predicate=f"NOT {deleted}")
+     .when_not_matched_insert(values, predicate=f"NOT {deleted}")
+     .execute())
+    return "merged"
+
+
+def through_of(uri: str) -> dict | None:
+    """The binlog position the table's latest commit says it reflects."""
+    from deltalake import DeltaTable
+    for entry in DeltaTable(uri).history(1):
+        if THROUGH in entry:
+            return json.loads(entry[THROUGH])
+    return None
+
+
+def _exists(uri: str) -> bool:
+    from deltalake import DeltaTable
+    return DeltaTable.is_deltatable(uri)
+
+
+def _quoted(name: str) -> str:
+    """A column name as the MERGE predicate's SQL reads it: delta-rs parses
+    double-quoted identifiers ("" for a quote), in which a backtick is plain."""
+    return '"' + name.replace('"', '""') + '"'

@@ -1,0 +1,78 @@
+"""Delta tables kept by MERGE (`binlake.spark.delta`): a run's net changes
+per key applied once, whatever was committed before a kill."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+deltalake = pytest.importorskip("deltalake")
+
+from binlake.spark.delta import (DELETED, committed_run, merge_net_changes,  # noqa: E402
+                                 through_of)
+
+
+def net(rows: list[tuple], deleted: list[bool], names=("id", "name")):
+    columns = {name: [row[i] for row in rows] for i, name in enumerate(names)}
+    return pa.table({**columns, DELETED: deleted})
+
+
+def rows(dicts: list[dict]) -> list[str]:
+    """Rows in an order of their own, as a table has none."""
+    return sorted(json.dumps(row, sort_keys=True) for row in dicts)
+
+
+def state(uri) -> list[str]:
+    return rows(deltalake.DeltaTable(str(uri)).to_pyarrow_table().to_pylist())
+
+
+def test_a_first_run_creates_then_merges_replace_delete_and_insert(tmp_path):
+    uri = str(tmp_path / "db.t")
+    first = net([(1, "a"), (2, "b"), (3, "gone")], [False, False, True])
+    assert merge_net_changes(uri, "db.t", first, ["id"], run=1, through={"b.1": 100}) == "created"
+    assert state(uri) == rows([{"id": 1, "name": "a"}, {"id": 2, "name": "b"}])
+    second = net([(1, "A"), (2, None), (4, "d"), (5, "never there")], [False, True, False, True])
+    assert merge_net_changes(uri, "db.t", second, ["id"], run=2, through={"b.1": 200}) == "merged"
+    assert state(uri) == rows([{"id": 1, "name": "A"}, {"id": 4, "name": "d"}])
+    assert committed_run(uri, "db.t") == 2 and through_of(uri) == {"b.1": 200}
+
+
+def test_a_run_committed_before_a_kill_is_not_applied_twice(tmp_path):
+    uri = str(tmp_path / "db.t")
+    merge_net_changes(uri, "db.t", net([(1, "a")], [False]), ["id"], run=1, through={})
+    again = net([(1, "b"), (2, "c")], [False, False])
+    assert merge_net_changes(uri, "db.t", again, ["id"], run=2, through={"f": 2}) == "merged"
+    version = deltalake.DeltaTable(uri).version()
+    # the rerun after a kill that came after this table's commit
+    assert merge_net_changes(uri, "db.t", again, ["id"], run=2, through={"f": 2}) == "already"
+    assert deltalake.DeltaTable(uri).version() == version
+    assert committed_run(uri, "db.other") is None
+
+
+def test_keys_of_any_name_and_composite_keys(tmp_path):
+    uri = str(tmp_path / "db.odd")
+    names = ("order", "my `col`", "value")
+    first = [(1, "x", "a"), (1, "y", "b"), (2, "x", "c")]
+    merge_net_changes(uri, "db.odd", net(first, [False] * 3, names), ["order", "my `col`"],
+                      run=1, through={})
+    change = net([(1, "y", "B"), (2, "x", None)], [False, True], names)
+    merge_net_changes(uri, "db.odd", change, ["order", "my `col`"], run=2, through={})
+    assert state(uri) == rows([{"order": 1, "my `col`": "x", "value": "a"},
+                          {"order": 1, "my `col`": "y", "value": "B"}])
+
+
+def test_a_table_without_a_key_is_refused():
+    with pytest.raises(ValueError, match="primary key"):
+        merge_net_changes("unused", "db.t", net([(1, "a")], [False]), [], run=1, through={})
+
+
+def test_a_column_added_since_the_last_run_is_added_to_the_table(tmp_path):
+    uri = str(tmp_path / "db.t")
+    merge_net_changes(uri, "db.t", net([(1, "a"), (2, "b")], [False, False]), ["id"], run=1,
+                      through={})
+    wider = net([(2, "B", 7), (3, "c", 8)], [False, False], ("id", "name", "added"))
+    merge_net_changes(uri, "db.t", wider, ["id"], run=2, through={})
+    assert state(uri) == rows([{"id": 1, "name": "a", "added": None},
+                          {"id": 2, "name": "B", "added": 7},
+                          {"id": 3, "name": "c", "added": 8}])
