@@ -76,3 +76,43 @@ def test_a_column_added_since_the_last_run_is_added_to_the_table(tmp_path):
     assert state(uri) == rows([{"id": 1, "name": "a", "added": None},
                           {"id": 2, "name": "B", "added": 7},
                           {"id": 3, "name": "c", "added": 8}])
+
+
+def test_files_written_elsewhere_become_the_whole_table_in_one_commit(tmp_path):
+    import pyarrow.parquet as pq
+
+    from binlake.spark.delta import commit_table, read_table
+    uri = tmp_path / "db.t"
+    uri.mkdir()
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
+    pq.write_table(pa.table({"id": [1, 2], "name": ["a", "b"]}, schema=schema), uri / "part-1.parquet")
+    commit_table(str(uri), "db.t", ["part-1.parquet"], schema, run=1, through={"f": 1})
+    assert rows(read_table(str(uri)).to_pylist()) == rows([{"id": 1, "name": "a"},
+                                                           {"id": 2, "name": "b"}])
+    pq.write_table(pa.table({"id": [3], "name": ["c"]}, schema=schema), uri / "part-2.parquet")
+    pq.write_table(pa.table({"id": [9], "name": ["never committed"]}, schema=schema),
+                   uri / "part-3.parquet")
+    commit_table(str(uri), "db.t", ["part-2.parquet"], schema, run=2, through={"f": 2})
+    assert read_table(str(uri)).to_pylist() == [{"id": 3, "name": "c"}]
+    assert committed_run(str(uri), "db.t") == 2 and through_of(str(uri)) == {"f": 2}
+    # time travel: the first commit's rows are still there
+    first = deltalake.DeltaTable(str(uri), version=1).to_pyarrow_table().to_pylist()
+    assert rows(first) == rows([{"id": 1, "name": "a"}, {"id": 2, "name": "b"}])
+
+
+def test_a_datetime_column_added_later_gets_its_table_feature(tmp_path):
+    import datetime as dt
+
+    import pyarrow.parquet as pq
+
+    from binlake.spark.delta import commit_table, read_table
+    uri = tmp_path / "db.t"
+    uri.mkdir()
+    plain = pa.schema([("id", pa.int64())])
+    pq.write_table(pa.table({"id": [1]}, schema=plain), uri / "part-1.parquet")
+    commit_table(str(uri), "db.t", ["part-1.parquet"], plain, run=1, through={})
+    wider = pa.schema([("id", pa.int64()), ("at", pa.timestamp("us"))])  # DATETIME: no zone
+    when = dt.datetime(2024, 2, 29, 12, 30)
+    pq.write_table(pa.table({"id": [1], "at": [when]}, schema=wider), uri / "part-2.parquet")
+    commit_table(str(uri), "db.t", ["part-2.parquet"], wider, run=2, through={})
+    assert read_table(str(uri)).to_pylist() == [{"id": 1, "at": when}]

@@ -19,7 +19,7 @@ import pytest
 pq = pytest.importorskip("pyarrow.parquet")
 pytest.importorskip("pyspark")
 from binlake.cli import main  # noqa: E402
-from binlake.spark.pipeline import load_manifest, run_pipeline  # noqa: E402
+from binlake.spark.pipeline import load_manifest, read_table, run_pipeline  # noqa: E402
 
 from .truth import canonical_rows, typed_rows  # noqa: E402
 
@@ -27,7 +27,7 @@ DB = "binlake_test"
 
 
 def table_rows(out, table: str) -> list[dict]:
-    return pq.read_table(os.path.join(out, "tables", f"{DB}.{table}")).to_pylist()
+    return read_table(out, f"{DB}.{table}").to_pylist()
 
 
 def assert_tables_equal(out, expected: dict, columns: dict) -> None:

@@ -22,6 +22,7 @@ import pytest
 pytest.importorskip("pyspark")
 pq = pytest.importorskip("pyarrow.parquet")
 
+from binlake.spark.pipeline import read_table  # noqa: E402
 from full_disk import on_a_small_disk  # noqa: E402
 
 from .test_pipeline import dataset  # noqa: E402
@@ -42,7 +43,7 @@ def environment() -> dict:
 def output(out: Path) -> dict:
     """What a run leaves, independent of file names and of the input's path."""
     tables = {name: sorted(json.dumps(row, default=str, sort_keys=True)
-                           for row in pq.read_table(out / "tables" / name).to_pylist())
+                           for row in read_table(str(out), name).to_pylist())
               for name in sorted(os.listdir(out / "tables"))}
     manifest = json.loads((out / "_binlake" / "manifest.json").read_text())
     return {"events": dataset(out, "events"), "changes": dataset(out, "changes"),

@@ -23,7 +23,7 @@ pytest.importorskip("pyspark")
 from binlake.cli import main  # noqa: E402
 from binlake.constants import EventType as E  # noqa: E402
 from binlake.scan import scan  # noqa: E402
-from binlake.spark.pipeline import run_pipeline  # noqa: E402
+from binlake.spark.pipeline import read_table, run_pipeline  # noqa: E402
 from binlake.testing.mariadb import MariaDBServer, ensure_mariadb_installed  # noqa: E402
 
 DB = "evolve"
@@ -155,7 +155,7 @@ def _rebuilt(out) -> dict:
     for name in os.listdir(os.path.join(out, "tables")):
         database, table = name.split(".", 1)
         assert database == DB
-        tables[table] = pq.read_table(os.path.join(out, "tables", name)).to_pylist()
+        tables[table] = read_table(out, name).to_pylist()
     return tables
 
 
@@ -220,7 +220,7 @@ def schema_workload(request, tmp_path_factory):
 def _state_rows(out) -> dict:
     found = {}
     for name in os.listdir(os.path.join(out, "tables")):
-        table = pq.read_table(os.path.join(out, "tables", name))
+        table = read_table(out, name)
         found[name] = (tuple(table.column_names), table.to_pylist())
     return found
 

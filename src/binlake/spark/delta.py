@@ -20,6 +20,7 @@ leaves each table at its previous version or its next.
 from __future__ import annotations
 
 import json
+import os
 
 #: The column of a net-change row that says the key's last change deleted it.
 DELETED = "_binlake_deleted"
@@ -74,6 +75,54 @@ def merge_net_changes(uri: str, table: str, net, keys: list[str], *, run: int,
      .when_not_matched_insert(values, predicate=f"NOT {deleted}")
      .execute())
     return "merged"
+
+
+def commit_table(uri: str, table: str, files: list[str], schema, *, run: int,
+                 through: dict) -> None:
+    """Make the Parquet `files` (paths inside `uri`, written by Spark's
+    executors: no row passes through here) the whole of the Delta table at
+    `uri`, as run number `run`: one atomic commit that removes what the table
+    held and adds these. Files written but never committed (a kill before
+    the commit) are not part of any version; `vacuum` removes them."""
+    import pyarrow.parquet as pq
+    from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+    from deltalake.transaction import AddAction
+
+    if not _exists(uri):  # version 0: the schema, no rows
+        write_deltalake(uri, schema.empty_table(), mode="error")
+    _allow_timestamp_ntz(uri, schema)
+    actions = []
+    for path in files:
+        full = os.path.join(uri, path)
+        meta = pq.ParquetFile(full).metadata
+        stat = os.stat(full)
+        actions.append(AddAction(path, stat.st_size, {}, int(stat.st_mtime * 1000), True,
+                                 json.dumps({"numRecords": meta.num_rows})))
+    commit = CommitProperties(
+        custom_metadata={THROUGH: json.dumps(through, sort_keys=True)},
+        app_transactions=[Transaction(APP_ID.format(table=table), run)])
+    DeltaTable(uri).create_write_transaction(actions, "overwrite", schema,
+                                             commit_properties=commit)
+
+
+def _allow_timestamp_ntz(uri: str, schema) -> None:
+    """DATETIME columns are timestamps without a time zone, which a Delta
+    table may hold only once it declares the `timestampNtz` feature: declared
+    when such a column first appears (a table can gain one by ALTER)."""
+    import pyarrow as pa
+    from deltalake import DeltaTable, TableFeatures
+    if not any(pa.types.is_timestamp(f.type) and f.type.tz is None for f in schema):
+        return
+    table = DeltaTable(uri)
+    if "timestampNtz" not in (table.protocol().writer_features or []):
+        table.alter.add_feature(TableFeatures.TimestampWithoutTimezone,
+                                allow_protocol_versions_increase=True)
+
+
+def read_table(uri: str):
+    """The table's current version as a pyarrow Table."""
+    from deltalake import DeltaTable
+    return DeltaTable(uri).to_pyarrow_table()
 
 
 def through_of(uri: str) -> dict | None:

@@ -185,7 +185,7 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
         order = PositionOrder(manifest["files"])
         plans = [plan for plan in table_plans(history, layouts, order, _before(point, order))
                  if wanted(plan["database"], plan["table"])]
-        result.tables = _rebuild_tables(spark, out, plans, point, log)
+        result.tables = _rebuild_tables(spark, out, plans, point, log, wanted_tables)
         result.tables_rebuilt = True
         manifest = dict(manifest, tables=wanted_tables)
         _write_json(_state(out, "manifest.json"), manifest)
@@ -325,11 +325,20 @@ def read_events(spark, out: str):
     return spark.read.schema(schema).parquet(os.path.join(out, "events"))
 
 
-def _rebuild_tables(spark, out: str, plans: list, as_of: AsOf | None, log) -> dict:
+def _rebuild_tables(spark, out: str, plans: list, as_of: AsOf | None, log,
+                    through: dict) -> dict:
+    """Each table's state as of the end (or `as_of`), written by Spark's
+    executors as Parquet, then made the table's next Delta version by one
+    commit (`delta.commit_table`) that records `through`. A kill leaves every
+    table at its last committed version; files written but never committed
+    are in no version."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from .delta import commit_table, committed_run
     tables_dir = os.path.join(out, "tables")
     staged = _state(out, "tables.new")
     shutil.rmtree(staged, ignore_errors=True)
-    counts = {}
+    counts, schemas = {}, {}
     if plans and os.path.isdir(os.path.join(out, "changes")):
         layouts = {qualified(p["database"], p["table"]): p["layout"] for p in plans}
         # Kept: each table is written by a job of its own over all of them.
@@ -340,21 +349,45 @@ def _rebuild_tables(spark, out: str, plans: list, as_of: AsOf | None, log) -> di
             counts = {key: found.get(key, 0) for key in sorted(layouts)}
 
             def write(key: str) -> None:
-                typed_state(states, layouts[key], counts[key]).write.parquet(
-                    os.path.join(staged, key))
+                frame = typed_state(states, layouts[key], counts[key])
+                schemas[key] = to_arrow_schema(frame.schema, timezone="UTC")
+                frame.write.parquet(os.path.join(staged, key))
 
             _concurrently(write, [(key,) for key in counts])
         finally:
             states.unpersist()
-    os.makedirs(staged, exist_ok=True)
-    old = _state(out, "tables.old")
-    shutil.rmtree(old, ignore_errors=True)
-    if os.path.isdir(tables_dir):
-        os.replace(tables_dir, old)
-    os.replace(staged, tables_dir)
-    shutil.rmtree(old, ignore_errors=True)
+    os.makedirs(tables_dir, exist_ok=True)
+    for key in counts:
+        target = os.path.join(tables_dir, key)
+        os.makedirs(target, exist_ok=True)
+        run = (committed_run(target, key) or 0) + 1
+        names = []
+        for name in sorted(os.listdir(os.path.join(staged, key))):
+            if name.endswith(".parquet"):  # Spark's names are unique (a UUID each)
+                os.replace(os.path.join(staged, key, name), os.path.join(target, name))
+                names.append(name)
+        schema = _parquet_schema(target, names) or schemas[key]
+        commit_table(target, key, names, schema, run=run, through=through)
+    for name in os.listdir(tables_dir):
+        if name not in counts:  # dropped, or no longer selected: out of the lake whole
+            gone = _state(out, f"dropped-{uuid.uuid4().hex}")
+            os.replace(os.path.join(tables_dir, name), gone)
+            shutil.rmtree(gone)
+    shutil.rmtree(staged, ignore_errors=True)
     log(f"tables: {len(counts)} rebuilt" + (f" as of {as_of.describe()}" if as_of else ""))
     return counts
+
+
+def _parquet_schema(folder: str, names: list[str]):
+    """The Arrow schema of the files Spark wrote (their exact types), if any."""
+    import pyarrow.parquet as pq
+    return pq.read_schema(os.path.join(folder, names[0])).remove_metadata() if names else None
+
+
+def read_table(out: str, table: str):
+    """A lake table's current version as a pyarrow Table (`table`: "db.table")."""
+    from .delta import read_table as read
+    return read(os.path.join(out, "tables", table))
 
 
 _POSITION = re.compile(r"(?P<file>.+):(?P<pos>\d+)")
@@ -377,5 +410,5 @@ def parse_as_of(text: str, manifest: dict) -> AsOf:
     return AsOf(time=moment)
 
 
-__all__ = ["run_pipeline", "spark_session", "load_manifest", "parse_as_of", "read_changes",
+__all__ = ["run_pipeline", "spark_session", "load_manifest", "parse_as_of", "read_changes", "read_table",
            "read_events", "PipelineResult"]
