@@ -1,4 +1,5 @@
-"""`binlake pipeline`: binlogs into Parquet tables with Spark (see binlake.spark.pipeline)."""
+"""`binlake pipeline`: binlogs into Parquet events and changes and Delta tables with Spark
+(see binlake.spark.pipeline)."""
 
 from __future__ import annotations
 

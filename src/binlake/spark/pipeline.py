@@ -1,8 +1,9 @@
-"""`binlake pipeline`: binlog files into Parquet events/, changes/ and tables/.
+"""`binlake pipeline`: binlog files into Parquet events/ and changes/, and
+Delta tables/.
 
     out/events/date=YYYY-MM-DD/...                      the events view
     out/changes/database=D/table=T/date=YYYY-MM-DD/...  the changes view
-    out/tables/D.T/...                                  each table's rows, typed
+    out/tables/D.T/                                     each table's rows, typed (Delta)
     out/_binlake/manifest.json                          what has been read
 
 Strategy: the manifest records, per file, how far it has been read (always
@@ -10,7 +11,8 @@ a transaction boundary found by the header scan) and a fingerprint of its
 format description. A run scans each input from there, reads only the new
 byte ranges through the `binlog` data source, and appends them; the table
 layouts seen so far are kept in the manifest too. tables/ is then rebuilt
-from all of changes/ (binlake.spark.tables), as of the end or `as_of`.
+from all of changes/ (binlake.spark.tables), as of the end or `as_of`, each
+table committed as its next Delta version (binlake.spark.delta).
 
 Rule: output is committed in a fixed order so that a run that dies leaves
 either the old state or a state the next run completes: new files are
