@@ -47,16 +47,14 @@ def merge_net_changes(uri: str, table: str, net, keys: list[str], *, run: int,
     `DELETED`) to the Delta table at `uri` as run number `run`. Returns what
     was done: "created", "merged", or "already" (this run committed it before)."""
     import pyarrow.compute as pc
-    from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+    from deltalake import DeltaTable, write_deltalake
 
     if not keys:
         raise ValueError(f"{table}: a MERGE needs the table's primary key")
     done = committed_run(uri, table)
     if done is not None and done >= run:
         return "already"
-    commit = CommitProperties(
-        custom_metadata={THROUGH: json.dumps(through, sort_keys=True)},
-        app_transactions=[Transaction(APP_ID.format(table=table), run)])
+    commit = _commit_properties(table, run, through)
     if done is None and not _exists(uri):
         present = net.filter(pc.invert(net[DELETED])).drop_columns([DELETED])
         write_deltalake(uri, present, mode="error", commit_properties=commit)
@@ -85,7 +83,7 @@ def commit_table(uri: str, table: str, files: list[str], schema, *, run: int,
     held and adds these. Files written but never committed (a kill before
     the commit) are not part of any version; `vacuum` removes them."""
     import pyarrow.parquet as pq
-    from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+    from deltalake import DeltaTable, write_deltalake
     from deltalake.transaction import AddAction
 
     if not _exists(uri):  # version 0: the schema, no rows
@@ -98,9 +96,7 @@ def commit_table(uri: str, table: str, files: list[str], schema, *, run: int,
         stat = os.stat(full)
         actions.append(AddAction(path, stat.st_size, {}, int(stat.st_mtime * 1000), True,
                                  json.dumps({"numRecords": meta.num_rows})))
-    commit = CommitProperties(
-        custom_metadata={THROUGH: json.dumps(through, sort_keys=True)},
-        app_transactions=[Transaction(APP_ID.format(table=table), run)])
+    commit = _commit_properties(table, run, through)
     DeltaTable(uri).create_write_transaction(actions, "overwrite", schema,
                                              commit_properties=commit)
 
@@ -132,6 +128,15 @@ def through_of(uri: str) -> dict | None:
         if THROUGH in entry:
             return json.loads(entry[THROUGH])
     return None
+
+
+def _commit_properties(table: str, run: int, through: dict):
+    """What every commit of run `run` to `table` carries: the position it
+    reflects, and the application transaction that makes a rerun skip it."""
+    from deltalake import CommitProperties, Transaction
+    return CommitProperties(
+        custom_metadata={THROUGH: json.dumps(through, sort_keys=True)},
+        app_transactions=[Transaction(APP_ID.format(table=table), run)])
 
 
 def _exists(uri: str) -> bool:
