@@ -35,8 +35,8 @@ from .events import (BinlogCheckpointEvent, Event, FileBlockEvent, FormatDescrip
                      TableMapEvent, TransactionPayloadEvent, UnknownEvent, UserVarEvent,
                      XaPrepareEvent, XidEvent)
 from .events.control import server_version_tuple
-from .gzipped import is_gzip
 from .events.rows import PRE_GA_ROWS_EVENTS
+from .gzipped import is_gzip
 from .rawevents import RawEvents, rewrite_table_map_db
 from .rows import LazyRowData
 from .rowtext import (RowFormatError, format_rows, format_rows_windowed, identifier,
