@@ -203,7 +203,8 @@ def task_argv(name: str, *params: str) -> list[str]:
 def bench_server(workdir: Path):
     from binlake.testing.mariadb import MariaDBServer
     return MariaDBServer(workdir, max_binlog_size=1 << 30,
-                         extra={"innodb_buffer_pool_size": "2G"})
+                         extra={"innodb_buffer_pool_size": "2G",
+                                "innodb_log_file_size": "256M"})
 
 
 def shape_binlog(shape: str, size_mb: int) -> dict:
