@@ -181,24 +181,34 @@ def _error_code(exc: Exception) -> int | None:
     return args[0] if args and isinstance(args[0], int) else None
 
 
-def schema_from_server(address: ServerAddress) -> Schema:
-    """Seeds from a live server's tables."""
+def connect(address: ServerAddress, purpose: str = "--schema-from"):
+    """A pymysql connection as the mysql client would make it (SchemaSourceError if not)."""
     try:
         import pymysql
     except ImportError:
-        raise SchemaSourceError("--schema-from needs pymysql: pip install 'binlake[server]'") from None
+        raise SchemaSourceError(f"{purpose} needs pymysql: pip install 'binlake[server]'") from None
     settings = connection_settings(address)
-    where = settings.get("unix_socket") or f"{settings['host']}:{settings['port']}"
     mode = settings.pop("_binlake_ssl_mode", None)
     try:
         connection = pymysql.connect(**settings)
     except pymysql.err.MySQLError as exc:
-        raise SchemaSourceError(f"cannot connect to {where}: {_message(exc)}") from None
+        raise SchemaSourceError(f"cannot connect to {server_name(settings)}: {_message(exc)}") from None
     require_tls(connection, mode)
+    return connection
+
+
+def server_name(settings: dict) -> str:
+    return settings.get("unix_socket") or f"{settings['host']}:{settings['port']}"
+
+
+def schema_from_server(address: ServerAddress) -> Schema:
+    """Seeds from a live server's tables."""
+    connection = connect(address)
+    import pymysql  # present: connect() says what to install otherwise
     try:
         text = server_ddl(connection)
     except pymysql.err.MySQLError as exc:
-        raise SchemaSourceError(f"{where}: {_message(exc)}") from None
+        raise SchemaSourceError(f"{connection.host_info}: {_message(exc)}") from None
     finally:
         connection.close()
     return parse_schema(text)

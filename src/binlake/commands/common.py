@@ -108,14 +108,19 @@ _CONNECTION_OPTIONS = ("host", "port", "user", "password", "socket", "defaults_f
 _FLAGS = ("ask_pass",)
 
 
-def server_address(args, *, for_schema: bool = True):
-    """The ServerAddress of --schema-from (or of -R when not `for_schema`), or
-    None; connection options without either are a usage error."""
+def server_address(args, *, for_schema: bool = True, for_snapshot: bool = False):
+    """The ServerAddress of --schema-from (of -R when not `for_schema`, of
+    --snapshot-from with `for_snapshot`), or None; connection options
+    without any of them are a usage error."""
     from ..schema_source import ASK, ServerAddress
     given = [name for name in _CONNECTION_OPTIONS if getattr(args, name, None) is not None]
     given += [name for name in _FLAGS if getattr(args, name, False)]
-    wanted = getattr(args, "schema_from", False) if for_schema else getattr(args, "remote", False)
+    wanted = (getattr(args, "snapshot_from", False) if for_snapshot
+              else getattr(args, "schema_from", False) if for_schema
+              else getattr(args, "remote", False))
     if not wanted:
+        if getattr(args, "snapshot_from", False):
+            return None
         if given and not getattr(args, "remote", False):
             options = ", ".join("--" + name.replace("_", "-") for name in given)
             raise ValueError(f"{options}: connection options are for -R and --schema-from")

@@ -56,6 +56,12 @@ def add_arguments(parser) -> None:
                         help="read in at least N partitions where the files allow "
                              "(default: Spark's default parallelism)")
     add_schema_arguments(parser)
+    parser.add_argument("--snapshot-from", action="store_true",
+                        help="start the lake from a consistent snapshot of the server's tables "
+                             "(connecting as --schema-from does): every selected table read "
+                             "under one read view, with the binlog position and GTID state it "
+                             "is at; the binlogs are read from that position on. Only for a new "
+                             "output directory")
     parser.add_argument("--tables", metavar="PATTERNS",
                         help="only these tables: comma-separated db.table patterns (db.*, *.orders)")
     parser.add_argument("--force-read", action="store_true",
@@ -67,7 +73,8 @@ def add_arguments(parser) -> None:
 def _schema_path(args) -> str | None:
     """--schema as given; with --schema-from, the seed (server, and --schema's
     tables) saved as a history next to the output, read by every task as --schema is."""
-    if server_address(args) is None:  # (connection options alone are refused)
+    if not args.schema_from:
+        server_address(args)  # connection options without a use are refused
         return args.schema
     path = os.path.join(args.out, "_binlake", "schema-from-server.json")
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -87,6 +94,7 @@ def run(args, out, err) -> int:
 
     try:
         schema = _schema_path(args)
+        snapshot = server_address(args, for_snapshot=True) if args.snapshot_from else None
     except (ValueError, OSError) as exc:
         err.write(f"binlake pipeline: {exc}\n")
         return ExitStatus.ERROR
@@ -99,7 +107,7 @@ def run(args, out, err) -> int:
             split_bytes=args.split_bytes or DEFAULT_SPLIT_BYTES, min_partitions=args.partitions,
             schema=schema, tables=args.tables,
             reader_options={"force": args.force_read, "verify_checksums": args.verify_checksums},
-            log=log)
+            snapshot=snapshot, log=log)
     except BinlogError as exc:
         report(exc, err)
         return ExitStatus.ERROR
@@ -116,7 +124,9 @@ def run(args, out, err) -> int:
     else:
         out.write("nothing new to read\n")
     if result.tables_rebuilt:
-        out.write(f"tables/: {len(result.tables)} table(s) rebuilt"
+        work = ", ".join(f"{len(tables)} {how}" for how, tables in result.table_work.items()
+                         if tables) or "none changed"
+        out.write(f"tables/: {len(result.tables)} table(s), {work}"
                   + (f" as of {args.as_of}" if args.as_of else "") + "\n")
         for name, rows in sorted(result.tables.items()):
             out.write(f"  {name}: {rows} rows\n")

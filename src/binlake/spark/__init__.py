@@ -5,6 +5,7 @@
     events = spark.read.format("binlog").load("/var/lib/mysql/binlog.*")
     changes = spark.read.format("binlog").option("view", "changes").load(folder)
     orders = binlake.spark.table_changes(spark, folder, "shop", "orders")
+    state = binlake.spark.read_table(spark, "lake", "shop.orders")  # binlake pipeline's tables/
 
 pyspark is imported by the functions that need it, so `binlake.spark.ranges`
 and friends stay usable without it. The schemas are documented in docs/spark.md.
@@ -25,4 +26,12 @@ def table_changes(spark, path, db: str, table: str, schema=None, **options):
     return build(spark, path, db, table, schema=schema, **options)
 
 
-__all__ = ["register", "table_changes"]
+def read_table(spark, out: str, table: str, as_of=None):
+    """A lake table (`table`: "db.table") of `binlake pipeline --out out` as a
+    DataFrame: its current version, or `as_of` a Delta version number or a
+    datetime. Spark needs no Delta Lake jars: delta-rs names the version's files."""
+    from .lake import spark_table
+    return spark_table(spark, out, table, as_of)
+
+
+__all__ = ["register", "table_changes", "read_table"]

@@ -63,7 +63,7 @@ def merge_net_changes(uri: str, table: str, net, keys: list[str], *, run: int,
     deleted = f"s.{_quoted(DELETED)}"
     # Every column named by us, quoted: delta-rs's update_all/insert_all
     # cannot name a column with a backtick in it, which MySQL allows.
-    values = {_quoted(name): f"s.{_quoted(name)}" for name in net.column_names
+    values = {_quoted(name): f"s.{_quoted(name)}" for name in net.schema.names
               if name != DELETED}
     (DeltaTable(uri)
      .merge(net, on, source_alias="s", target_alias="t", merge_schema=True,
@@ -76,12 +76,13 @@ def merge_net_changes(uri: str, table: str, net, keys: list[str], *, run: int,
 
 
 def commit_table(uri: str, table: str, files: list[str], schema, *, run: int,
-                 through: dict) -> None:
+                 through: dict, mode: str = "overwrite") -> None:
     """Make the Parquet `files` (paths inside `uri`, written by Spark's
     executors: no row passes through here) the whole of the Delta table at
-    `uri`, as run number `run`: one atomic commit that removes what the table
-    held and adds these. Files written but never committed (a kill before
-    the commit) are not part of any version; `vacuum` removes them."""
+    `uri` (`mode` "overwrite": one atomic commit removes what the table held
+    and adds these) or add them to it ("append"), as run number `run`. Files
+    written but never committed (a kill before the commit) are not part of
+    any version; `vacuum` removes them."""
     import pyarrow.parquet as pq
     from deltalake import DeltaTable, write_deltalake
     from deltalake.transaction import AddAction
@@ -97,7 +98,7 @@ def commit_table(uri: str, table: str, files: list[str], schema, *, run: int,
         actions.append(AddAction(path, stat.st_size, {}, int(stat.st_mtime * 1000), True,
                                  json.dumps({"numRecords": meta.num_rows})))
     commit = _commit_properties(table, run, through)
-    DeltaTable(uri).create_write_transaction(actions, "overwrite", schema,
+    DeltaTable(uri).create_write_transaction(actions, mode, schema,
                                              commit_properties=commit)
 
 
@@ -119,6 +120,14 @@ def read_table(uri: str):
     """The table's current version as a pyarrow Table."""
     from deltalake import DeltaTable
     return DeltaTable(uri).to_pyarrow_table()
+
+
+def row_count(uri: str) -> int:
+    """Rows in the table's current version, from its log (no file is read)."""
+    import pyarrow as pa
+    from deltalake import DeltaTable
+    actions = pa.table(DeltaTable(uri).get_add_actions(flatten=True))
+    return sum(actions.column("num_records").to_pylist()) if actions.num_rows else 0
 
 
 def through_of(uri: str) -> dict | None:

@@ -19,7 +19,7 @@ import re
 
 from pyspark.sql.types import BinaryType
 
-from ..charsets import BINARY_COLLATION
+from ..charsets import BINARY_COLLATION, collation_of
 from ..constants import ColumnType as T
 from ..ddl import might_change_tables
 from ..events import QueryEvent
@@ -191,7 +191,10 @@ def _final_layout(database: str, table: str, definition, lineage, entry, order,
                 # (binlog_row_metadata=MINIMAL and FULL say it, NO_LOG does not).
                 known = next((c for c in (by_key.get(spec.name), *by_key.values())
                               if c and c["charset"] not in (None, BINARY_COLLATION)), None)
-                column["charset"] = known["charset"] if known else None
+                column["charset"] = (known["charset"] if known
+                                     # else the table's default, as SHOW CREATE TABLE says it
+                                     else collation_of(definition.charset) if definition.charset
+                                     else None)
         columns.append(dict(column, key=spec.name))
     return {"database": database, "table": table, "columns": columns,
             "primary_key": list(definition.primary_key)}

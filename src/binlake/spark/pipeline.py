@@ -10,9 +10,14 @@ Strategy: the manifest records, per file, how far it has been read (always
 a transaction boundary found by the header scan) and a fingerprint of its
 format description. A run scans each input from there, reads only the new
 byte ranges through the `binlog` data source, and appends them; the table
-layouts seen so far are kept in the manifest too. tables/ is then rebuilt
-from all of changes/ (binlake.spark.tables), as of the end or `as_of`, each
-table committed as its next Delta version (binlake.spark.delta).
+layouts seen so far are kept in the manifest too, and the change files each
+run appended until every table took them in (`pending`). tables/ is then
+brought in step with them (binlake.spark.lake: appended, merged by key, or
+rebuilt where a table's definition changed or `as_of` asks), each table
+committed as its next Delta version. `snapshot` (a server address) starts a
+new lake from a consistent snapshot of its tables (binlake.spark.snapshot):
+their rows become the first changes, and the binlogs are read from the
+snapshot's position on.
 
 Rule: output is committed in a fixed order so that a run that dies leaves
 either the old state or a state the next run completes: new files are
@@ -25,23 +30,25 @@ staging data without one discards it.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
+import operator
 import os
 import re
 import shutil
 import sys
 import uuid
 import zlib
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..scan import read_framing, scan
 from .batches import CHANGES, EVENTS, TableFilter, spark_ddl
 from .history import PositionOrder, follow_ranges, load_history, table_plans
-from .layouts import find_layouts, qualified
+from .layouts import find_layouts
 from .ranges import DEFAULT_SPLIT_BYTES, FIRST_EVENT, Split, expand_inputs, number_files
-from .tables import AsOf, rebuild_states, typed_state
+from .lake import TABLES, concurrently, update_tables
+from .tables import AsOf
 
 FORMAT = 1
 STATE_DIR = "_binlake"
@@ -55,7 +62,8 @@ class PipelineResult:
     events: int = 0                                #: rows appended to events/
     changes: int = 0                               #: rows appended to changes/
     tables: dict = field(default_factory=dict)     #: "db.table" -> rows in tables/
-    tables_rebuilt: bool = False
+    tables_rebuilt: bool = False                   #: tables/ was brought in step
+    table_work: dict = field(default_factory=dict)  #: "appended"|"merged"|"rebuilt" -> [tables]
     warnings: list = field(default_factory=list)
 
 
@@ -137,7 +145,8 @@ def fingerprint(path: str) -> str:
 def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
                  split_bytes: int = DEFAULT_SPLIT_BYTES, min_partitions: int | None = None,
                  schema: str | None = None, tables: str | None = None,
-                 reader_options: dict | None = None, log=None) -> PipelineResult:
+                 reader_options: dict | None = None, snapshot=None,
+                 snapshot_chunk_rows: int | None = None, log=None) -> PipelineResult:
     from . import register
     register(spark)
     # Spark's default INT96 timestamps read back as naive times outside Spark.
@@ -153,6 +162,16 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
     options.update({k: str(v) for k, v in (reader_options or {}).items()})
     if tables:
         options["tables"] = tables
+    wanted = TableFilter(tables)
+    staged_snapshot = None
+    if snapshot is not None and "snapshot" not in manifest:
+        if manifest["files"]:
+            raise ValueError(f"--snapshot-from starts a lake, and {out} has read binlogs "
+                             "already: use a new output directory")
+        # The seed is the snapshot's DDL (then --schema's tables, by name).
+        staged_snapshot, point, schema = _take_snapshot(snapshot, wanted, out, schema,
+                                                        snapshot_chunk_rows, log)
+        manifest = dict(manifest, snapshot=point)
     # The schema history of everything read so far; `schema` seeds the first run.
     history = load_history(_state(out, "schema.json"), schema)
 
@@ -163,8 +182,7 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
         log(f"warning: {message}")
 
     layouts = dict(manifest["layouts"])
-    wanted = TableFilter(tables)
-    if segments:
+    if segments or staged_snapshot:
         follow_ranges(history, segments, scans)
         found = find_layouts(segments, history=history, wanted=wanted, scans=scans)
         for key, (order, layout) in found.items():
@@ -175,36 +193,64 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
         # Each task takes the history as it was where its range starts.
         options["schema"] = json.dumps(history.to_json())
         result.events, result.changes = _append(spark, out, segments, options, new_manifest,
-                                                history, log)
+                                                history, log, staged_snapshot)
         manifest = new_manifest
     for message in history.warnings:
         log(f"warning: {message}")
     result.warnings.extend(history.warnings)
 
     point = parse_as_of(as_of, manifest) if as_of else None
-    wanted_tables = {"as_of": as_of, "through": _through(manifest)}
-    if segments or manifest.get("tables") != wanted_tables or not os.path.isdir(os.path.join(out, "tables")):
+    state = manifest.get("tables") or {}
+    if (manifest.get("pending") or "plans" not in state
+            or state.get("as_of") != (point.describe() if point else None)
+            or not os.path.isdir(os.path.join(out, TABLES))):
         order = PositionOrder(manifest["files"])
         plans = [plan for plan in table_plans(history, layouts, order, _before(point, order))
                  if wanted(plan["database"], plan["table"])]
-        result.tables = _rebuild_tables(spark, out, plans, point, log, wanted_tables)
+
+        def save_state(entry: dict) -> None:
+            _write_json(_state(out, "manifest.json"), dict(manifest, tables=entry))
+
+        result.tables, entry, result.table_work = update_tables(
+            spark, out, plans, manifest, as_of=point, staged=_state(out, "tables.new"),
+            read_changes=lambda files=None, only=None: _changes_of(spark, out, files, only),
+            save_state=save_state, log=log)
         result.tables_rebuilt = True
-        manifest = dict(manifest, tables=wanted_tables)
+        manifest = dict(manifest, tables=entry, pending={})
         _write_json(_state(out, "manifest.json"), manifest)
     return result
 
 
-def _through(manifest: dict) -> dict:
-    return {name: entry["end"] for name, entry in sorted(manifest["files"].items())}
+def _changes_of(spark, out: str, files: list | None, only: set | None):
+    """changes/ whole, the `files` of it, or the partitions of the tables
+    `only` names ((database, table) pairs); None when there is none yet."""
+    from pyspark.sql import functions as F
+    root = os.path.join(out, "changes")
+    if not os.path.isdir(root):
+        return None
+    if files is not None:
+        return read_changes(spark, out, files)
+    frame = read_changes(spark, out)
+    if only is not None:
+        # Plain comparisons: Spark prunes partitions by them.
+        frame = frame.where(functools.reduce(operator.or_, [
+            (F.col("database") == db) & (F.col("table") == table) for db, table in sorted(only)]))
+    return frame
 
 
 def _new_segments(files, manifest: dict, warnings: list):
     """The byte ranges not read yet: from where the manifest left each file
     to its last transaction boundary."""
     segments, scans, entries = [], {}, {}
+    floor = manifest.get("snapshot")
     for path, seq in files:
         name = os.path.basename(path)
         known = manifest["files"].get(name)
+        if known is None and floor is not None and seq <= floor["file_seq"]:
+            # A lake started from a snapshot reads from the snapshot's position on.
+            if seq < floor["file_seq"]:
+                continue
+            known = {"fingerprint": fingerprint(path), "end": floor["pos"]}
         mark = fingerprint(path)
         if known is not None and known["fingerprint"] != mark:
             raise ValueError(f"{path} is not the {name} read before (its format description "
@@ -240,11 +286,35 @@ def _before(point: AsOf | None, order: PositionOrder):
     return lambda version: order(version.position) < (point.file_seq, point.pos)
 
 
-def _append(spark, out: str, segments: list, options: dict, new_manifest: dict, history, log):
-    """Read the segments, stage events and changes, then commit them."""
+def _take_snapshot(address, wanted, out: str, schema: str | None, chunk_rows, log):
+    """(the folder of the snapshot's changes, its point for the manifest, the
+    schema seed to start the history with)."""
+    from ..schema import load_schema, parse_schema
+    from ..schema_source import filled_in
+    from .ranges import name_sequence
+    from .snapshot import CHUNK_ROWS, take_snapshot
+    folder = _state(out, "snapshot")
+    shutil.rmtree(folder, ignore_errors=True)
+    point, ddl = take_snapshot(address, wanted, folder, file_seq_of=name_sequence,
+                               chunk_rows=chunk_rows or CHUNK_ROWS, log=log)
+    seed = parse_schema(ddl)
+    if schema:
+        seed = filled_in(load_schema(schema), seed)
+    seed_path = _state(out, "schema-from-snapshot.json")
+    seed.save(seed_path)
+    return folder, {**point.to_json(), "file_seq": name_sequence(point.file)}, seed_path
+
+
+def _append(spark, out: str, segments: list, options: dict, new_manifest: dict, history, log,
+            snapshot_folder: str | None = None):
+    """Read the segments, stage events and changes (and a snapshot's rows),
+    then commit them."""
     from pyspark.sql import functions as F
     staging = _state(out, "staging")
     shutil.rmtree(staging, ignore_errors=True)
+    os.makedirs(staging)
+    if snapshot_folder:
+        os.replace(snapshot_folder, os.path.join(staging, "snapshot"))
     ranges = json.dumps([{"path": s.path, "file_seq": s.file_seq, "start": s.start, "end": s.end}
                          for s in segments])
     # Days in UTC, whatever the session time zone.
@@ -262,8 +332,17 @@ def _append(spark, out: str, segments: list, options: dict, new_manifest: dict, 
         return rows
 
     # Two jobs at once: each keeps the cores busy while the other waits on its tail.
-    events, changes = _concurrently(write, [("events", EVENT_PARTITIONS),
-                                            ("changes", CHANGE_PARTITIONS)])
+    events, changes = concurrently(write, [("events", EVENT_PARTITIONS),
+                                           ("changes", CHANGE_PARTITIONS)]) if segments else (0, 0)
+    if snapshot_folder:  # its rows are changes like the others (op "r")
+        changes += _parquet_rows(os.path.join(staging, "snapshot"))
+        _move_tree(os.path.join(staging, "snapshot"), os.path.join(staging, "changes"))
+    # The change files tables/ has yet to take in, by run (binlake.spark.lake).
+    run = new_manifest.get("run", 0) + 1
+    written = sorted(os.path.relpath(os.path.join(folder, name), os.path.join(staging, "changes"))
+                     for folder, _, names in os.walk(os.path.join(staging, "changes"))
+                     for name in names if name.endswith(".parquet"))
+    new_manifest.update(run=run, pending={**new_manifest.get("pending", {}), str(run): written})
     history.save(os.path.join(staging, "schema.json"))
     _write_json(os.path.join(staging, "manifest.json"), new_manifest)
     _commit_staging(out)
@@ -279,25 +358,22 @@ def _parquet_rows(folder: str) -> int:
                if name.endswith(".parquet"))
 
 
-def _concurrently(function, arguments: list, workers: int = 4) -> list:
-    """Spark jobs submitted from several threads run side by side; small jobs
-    are mostly scheduling latency, which this overlaps."""
-    with ThreadPoolExecutor(workers) as pool:
-        return list(pool.map(lambda args: function(*args), arguments))
+def _move_tree(root: str, target: str) -> None:
+    """Every data file under `root` to the same place under `target`."""
+    for folder, _dirs, names in os.walk(root):
+        for name in names:
+            if name.startswith(("_", ".")):  # _SUCCESS, Hadoop's .crc files
+                continue
+            target_dir = os.path.join(target, os.path.relpath(folder, root))
+            os.makedirs(target_dir, exist_ok=True)
+            os.replace(os.path.join(folder, name), os.path.join(target_dir, name))
 
 
 def _commit_staging(out: str) -> None:
     """Move staged data files into place, then install their manifest."""
     staging = _state(out, "staging")
     for view in ("events", "changes"):
-        root = os.path.join(staging, view)
-        for folder, _dirs, names in os.walk(root):
-            for name in names:
-                if name.startswith(("_", ".")):  # _SUCCESS, Hadoop's .crc files
-                    continue
-                target_dir = os.path.join(out, view, os.path.relpath(folder, root))
-                os.makedirs(target_dir, exist_ok=True)
-                os.replace(os.path.join(folder, name), os.path.join(target_dir, name))
+        _move_tree(os.path.join(staging, view), os.path.join(out, view))
     if os.path.exists(os.path.join(staging, "schema.json")):
         os.replace(os.path.join(staging, "schema.json"), _state(out, "schema.json"))
     os.replace(os.path.join(staging, "manifest.json"), _state(out, "manifest.json"))
@@ -316,74 +392,19 @@ def _recover(out: str, log) -> None:
         shutil.rmtree(staging)
 
 
-def read_changes(spark, out: str):
-    """The changes/ dataset, with its partition columns typed as written."""
+def read_changes(spark, out: str, files: list | None = None):
+    """The changes/ dataset (or those `files` of it), with its partition
+    columns typed as written."""
     schema = spark_ddl(CHANGES) + ", `date` DATE"
-    return spark.read.schema(schema).parquet(os.path.join(out, "changes"))
+    root = os.path.join(out, "changes")
+    if files is None:
+        return spark.read.schema(schema).parquet(root)
+    return spark.read.schema(schema).option("basePath", root).parquet(*files)
 
 
 def read_events(spark, out: str):
     schema = spark_ddl(EVENTS) + ", `date` DATE"
     return spark.read.schema(schema).parquet(os.path.join(out, "events"))
-
-
-def _rebuild_tables(spark, out: str, plans: list, as_of: AsOf | None, log,
-                    through: dict) -> dict:
-    """Each table's state as of the end (or `as_of`), written by Spark's
-    executors as Parquet, then made the table's next Delta version by one
-    commit (`delta.commit_table`) that records `through`. A kill leaves every
-    table at its last committed version; files written but never committed
-    are in no version."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    from .delta import commit_table, committed_run
-    tables_dir = os.path.join(out, "tables")
-    staged = _state(out, "tables.new")
-    shutil.rmtree(staged, ignore_errors=True)
-    counts, schemas = {}, {}
-    if plans and os.path.isdir(os.path.join(out, "changes")):
-        layouts = {qualified(p["database"], p["table"]): p["layout"] for p in plans}
-        # Kept: each table is written by a job of its own over all of them.
-        states = rebuild_states(read_changes(spark, out), plans, as_of).persist()
-        try:
-            found = {qualified(db, table): n for db, table, n in
-                     states.groupBy("database", "table").count().collect()}
-            counts = {key: found.get(key, 0) for key in sorted(layouts)}
-
-            def write(key: str) -> None:
-                frame = typed_state(states, layouts[key], counts[key])
-                schemas[key] = to_arrow_schema(frame.schema, timezone="UTC")
-                frame.write.parquet(os.path.join(staged, key))
-
-            _concurrently(write, [(key,) for key in counts])
-        finally:
-            states.unpersist()
-    os.makedirs(tables_dir, exist_ok=True)
-    for key in counts:
-        target = os.path.join(tables_dir, key)
-        os.makedirs(target, exist_ok=True)
-        run = (committed_run(target, key) or 0) + 1
-        names = []
-        for name in sorted(os.listdir(os.path.join(staged, key))):
-            if name.endswith(".parquet"):  # Spark's names are unique (a UUID each)
-                os.replace(os.path.join(staged, key, name), os.path.join(target, name))
-                names.append(name)
-        schema = _parquet_schema(target, names) or schemas[key]
-        commit_table(target, key, names, schema, run=run, through=through)
-    for name in os.listdir(tables_dir):
-        if name not in counts:  # dropped, or no longer selected: out of the lake whole
-            gone = _state(out, f"dropped-{uuid.uuid4().hex}")
-            os.replace(os.path.join(tables_dir, name), gone)
-            shutil.rmtree(gone)
-    shutil.rmtree(staged, ignore_errors=True)
-    log(f"tables: {len(counts)} rebuilt" + (f" as of {as_of.describe()}" if as_of else ""))
-    return counts
-
-
-def _parquet_schema(folder: str, names: list[str]):
-    """The Arrow schema of the files Spark wrote (their exact types), if any."""
-    import pyarrow.parquet as pq
-    return pq.read_schema(os.path.join(folder, names[0])).remove_metadata() if names else None
 
 
 def read_table(out: str, table: str):

@@ -32,6 +32,10 @@ from .layouts import latest_layouts, qualified
 from .ranges import Split, expand_inputs, number_files
 from .typed import typed_columns
 
+#: Ops that add a row: an insert ("c"), a snapshot's row ("r", as Debezium's read).
+INSERTS = ("c", "r")
+
+
 @dataclass(frozen=True)
 class AsOf:
     """A point in the binlog: a UTC time, or (file_seq, pos)."""
@@ -83,7 +87,7 @@ def table_changes(spark, path, db: str, table: str, schema=None, **options) -> D
 
 def typed_change_feed(changes: DataFrame, layout: dict) -> DataFrame:
     images = F.explode(
-        F.when(F.col("op") == "c", F.array(_image("insert", "after")))
+        F.when(F.col("op").isin(*INSERTS), F.array(_image("insert", "after")))
          .when(F.col("op") == "d", F.array(_image("delete", "before")))
          .otherwise(F.array(_image("update_preimage", "before"),
                             _image("update_postimage", "after"))))
@@ -103,10 +107,13 @@ def _image(change_type: str, side: str) -> Column:
 
 # -- table states -------------------------------------------------------------------
 
-def rebuild_states(changes: DataFrame, plans: list[dict], as_of: AsOf | None = None) -> DataFrame:
+def rebuild_states(changes: DataFrame, plans: list[dict], as_of: AsOf | None = None,
+                   net: bool = False) -> DataFrame:
     """(database, table, row) of every table as of `as_of` (default: the
     end), `row` being the exact text of the row's values in the table's
     column order (arrays: smaller to shuffle than maps, and groupable).
+    `net` (tables with a primary key only): what `changes` do to each key,
+    (database, table, key, row), `row` NULL where they delete it.
 
     A plan (`history.table_plans`) names a table as it is at that point, its
     primary key (column indexes) and its stretches: the spans of changes its rows
@@ -131,7 +138,9 @@ def rebuild_states(changes: DataFrame, plans: list[dict], as_of: AsOf | None = N
                .select(F.col("final_database").alias("database"),
                        F.col("final_table").alias("table"), "op", "commit_key", "pk",
                        _values("before").alias("before"), _values("after").alias("after")))
-    keyed = _states_by_key(changes.where(F.col("pk").isNotNull()))
+    keyed = _states_by_key(changes.where(F.col("pk").isNotNull()), net)
+    if net:
+        return keyed
     multiset = _states_as_multiset(changes.where(F.col("pk").isNull()))
     return keyed.unionByName(multiset)
 
@@ -161,27 +170,28 @@ def _with_fraction(text: Column, digits: Column) -> Column:
         F.concat(whole, F.lit("."), F.rpad(fraction, digits, "0")))
 
 
-def _states_by_key(changes: DataFrame) -> DataFrame:
+def _states_by_key(changes: DataFrame, net: bool = False) -> DataFrame:
     before_key = F.transform("pk", lambda i: F.col("before")[i])
     after_key = F.transform("pk", lambda i: F.col("after")[i])
     no_row = F.lit(None).cast("array<string>")
     sets = F.struct(after_key.alias("key"), F.col("after").alias("row"))
     clears = F.struct(before_key.alias("key"), no_row.alias("row"))
-    touches = (F.when(F.col("op") == "c", F.array(sets))
+    touches = (F.when(F.col("op").isin(*INSERTS), F.array(sets))
                 .when(F.col("op") == "d", F.array(clears))
                 .when(before_key == after_key, F.array(sets))
                 .otherwise(F.array(clears, sets)))
-    return (changes.select("database", "table", "commit_key", F.explode(touches).alias("t"))
+    last = (changes.select("database", "table", "commit_key", F.explode(touches).alias("t"))
             .groupBy("database", "table", F.col("t.key").alias("key"))
-            .agg(F.max_by("t.row", "commit_key").alias("row"))
-            .where(F.col("row").isNotNull())
-            .select("database", "table", "row"))
+            .agg(F.max_by("t.row", "commit_key").alias("row")))
+    if net:
+        return last
+    return last.where(F.col("row").isNotNull()).select("database", "table", "row")
 
 
 def _states_as_multiset(changes: DataFrame) -> DataFrame:
     plus = F.struct(F.lit(1).alias("n"), F.col("after").alias("row"))
     minus = F.struct(F.lit(-1).alias("n"), F.col("before").alias("row"))
-    deltas = (F.when(F.col("op") == "c", F.array(plus))
+    deltas = (F.when(F.col("op").isin(*INSERTS), F.array(plus))
                .when(F.col("op") == "d", F.array(minus))
                .otherwise(F.array(minus, plus)))
     counted = (changes.select("database", "table", F.explode(deltas).alias("d"))
@@ -195,12 +205,18 @@ def _states_as_multiset(changes: DataFrame) -> DataFrame:
 ROWS_PER_FILE = 1_000_000
 
 
+def typed_rows(frame: DataFrame, layout: dict, extra: tuple = ()) -> DataFrame:
+    """`frame`'s `row` (exact text in column order) as the table's typed
+    columns, then the columns named in `extra`."""
+    return frame.select(*typed_columns(layout, F.col("row"), by_position=True), *extra)
+
+
 def typed_state(states: DataFrame, layout: dict, rows: int) -> DataFrame:
     """One table's `rows` rows, typed, sorted by primary key (else by every
     column) into files of about ROWS_PER_FILE rows."""
     table = states.where((F.col("database") == layout["database"])
                          & (F.col("table") == layout["table"]))
-    typed = table.select(*typed_columns(layout, F.col("row"), by_position=True))
+    typed = typed_rows(table, layout)
     order = [F.col(f"`{key}`") for key in layout["primary_key"] or
              [c["key"] for c in layout["columns"]]]
     files = max(1, -(-rows // ROWS_PER_FILE))

@@ -367,14 +367,17 @@ BULK_TABLES: dict[str, str] = {
 }
 
 
-def generate_bulk(server, database: str, target_bytes: int, seed: int = 0, batch_rows: int = 50000) -> dict[str, int]:
+def generate_bulk(server, database: str, target_bytes: int, seed: int = 0, batch_rows: int = 50000,
+                  more: bool = False) -> dict[str, int]:
     """Write at least ``target_bytes`` of row-based binlog; returns row counts and bytes written.
 
     Each batch inserts ``batch_rows`` orders and a quarter as many events, updates 30%
     and deletes 9% of the batch's orders (the mix of the 1 GB benchmark: 3.5M inserts,
     1M updates, 300k deletes). Values depend only on ``seed`` and row ids. Expressions
     are kept cheap (JSON built with CONCAT, updates of small columns; full row images
-    are logged anyway), which makes about 40-60 MB/s of binlog.
+    are logged anyway), which makes about 40-60 MB/s of binlog. ``more``: keep the
+    tables and their rows, and go on after the highest id (a second batch of the
+    same tables).
     """
     rng = random.Random(seed)
     connection = _session(server)
@@ -383,11 +386,15 @@ def generate_bulk(server, database: str, target_bytes: int, seed: int = 0, batch
         with connection.cursor() as c:
             c.execute(f"CREATE DATABASE IF NOT EXISTS {database} CHARACTER SET utf8mb4")
             c.execute(f"USE {database}")
-            for table, create in BULK_TABLES.items():
-                c.execute(f"DROP TABLE IF EXISTS {table}")
-                c.execute(create)
-            start = _binlog_bytes(c)
             base = 0
+            for table, create in BULK_TABLES.items():
+                if not more:
+                    c.execute(f"DROP TABLE IF EXISTS {table}")
+                c.execute(create.replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1))
+            if more:
+                c.execute("SELECT COALESCE(MAX(id), 0) FROM bulk_orders")
+                base = -(-int(c.fetchone()[0]) // batch_rows) * batch_rows  # a DECIMAL
+            start = _binlog_bytes(c)
             while _binlog_bytes(c) - start < target_bytes:
                 counts["inserts"] += _bulk_insert(c, base, batch_rows, seed)
                 first = base + 1 + rng.randrange(batch_rows // 10)

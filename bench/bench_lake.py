@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""The lake's costs (issue 18's targets): `binlake pipeline` against bare
+PySpark jobs, run in the same session of this script, each a fresh process
+as a user runs it (JVM start included).
+
+    .venv/bin/python bench/bench_lake.py [--mb 100] [--masters local[1],local[2]]
+
+Strategy: three binlog files of the same two tables are written once by a
+private MariaDB (binlake.testing.workload.generate_bulk, cached under
+bench/data/lake-<MB>MB/): binlog.000001 a bulk batch, binlog.000002 a few
+KB, binlog.000003 a second bulk batch that updates and deletes rows of the
+first. Then, timed:
+- fixed cost: the pipeline over the bundled sample, against a bare PySpark
+  job (session start, one tiny Parquet write, one tiny aggregate write);
+- marginal cost: the pipeline over the first bulk file minus the sample's,
+  against Spark reading the pipeline's own changes/ and writing it again
+  with the same partitioning minus the bare job (Spark's part alone);
+- incremental: on that lake, a run with nothing new; adding the small file;
+  adding the second bulk file (against the first);
+- local[2] over local[1] on the first bulk file.
+Targets: fixed <= 1.3x, marginal <= 1.5x, small increment <= 1.5x nothing
+new, second bulk <= first, local[2]/local[1] >= 1.7x.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+DATA = HERE / "data"
+PYTHON = sys.executable
+
+BARE_JOB = """
+import sys
+from pyspark.sql import SparkSession
+spark = (SparkSession.builder.master(sys.argv[2]).appName("bare")
+         .config("spark.sql.shuffle.partitions", "8").getOrCreate())
+frame = spark.createDataFrame([(1, "a"), (2, "b"), (3, "a")], "id INT, k STRING")
+frame.write.parquet(sys.argv[1] + "/rows")
+frame.groupBy("k").count().write.parquet(sys.argv[1] + "/counts")
+spark.stop()
+"""
+
+COPY_JOB = """
+import sys
+from binlake.spark.pipeline import read_changes, spark_session
+spark = spark_session(sys.argv[3], "copy")
+(read_changes(spark, sys.argv[1]).sortWithinPartitions("database", "table", "date")
+ .write.partitionBy("database", "table", "date").parquet(sys.argv[2]))
+spark.stop()
+"""
+
+
+def lake_binlogs(megabytes: int) -> list[Path]:
+    folder = DATA / f"lake-{megabytes}MB"
+    done = folder / "lake.json"
+    if not done.exists():
+        from binlake.testing.mariadb import MariaDBServer
+        from binlake.testing.workload import generate_bulk
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        counts = {}
+        with tempfile.TemporaryDirectory(prefix="binlake-bench-") as work:
+            with MariaDBServer(work, max_binlog_size=1 << 30,
+                               extra={"innodb_buffer_pool_size": "1G",
+                                      "innodb_log_file_size": "256M"}) as server:
+                counts["first"] = generate_bulk(server, "bench", megabytes << 20)
+                server.flush_logs()
+                server.execute("UPDATE bench.bulk_orders SET amount = amount + 1 WHERE id <= 20")
+                server.execute("DELETE FROM bench.bulk_events WHERE id <= 5")
+                server.flush_logs()
+                counts["second"] = generate_bulk(server, "bench", megabytes << 20, seed=1,
+                                                 more=True)
+                server.flush_logs()
+            for path in server.binlog_files()[:3]:
+                shutil.copyfile(path, folder / path.name)
+        done.write_text(json.dumps(counts, indent=1))
+    return sorted(folder.glob("binlog.[0-9]*"))
+
+
+def timed(argv: list[str]) -> float:
+    env = {**os.environ, "TZ": "UTC", "PYTHONPATH": str(ROOT / "src"),
+           "PYSPARK_PYTHON": PYTHON, "PYSPARK_DRIVER_PYTHON": PYTHON}
+    started = time.perf_counter()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed:\n{done.stderr[-3000:]}")
+    return seconds
+
+
+def pipeline(inputs, out: Path, master: str) -> float:
+    return timed([PYTHON, "-m", "binlake", "pipeline", *map(str, inputs), "--out", str(out),
+                  "--master", master])
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--mb", type=int, default=100, help="size of each bulk binlog")
+    parser.add_argument("--master", default="local[*]")
+    parser.add_argument("--masters", default="local[1],local[2]",
+                        help="the two masters of the scaling ratio")
+    args = parser.parse_args(argv)
+    first, small, second = lake_binlogs(args.mb)
+    sizes = {p.name: p.stat().st_size for p in (first, small, second)}
+    print(f"binlogs: {sizes}", flush=True)
+    figures = {}
+    with tempfile.TemporaryDirectory(prefix="binlake-lake-") as scratch:
+        work = Path(scratch)
+        figures["bare PySpark job"] = timed([PYTHON, "-c", BARE_JOB, str(work / "bare"), args.master])
+        figures["pipeline, sample"] = timed([PYTHON, "-m", "binlake", "pipeline", "--sample",
+                                             "--out", str(work / "sample"), "--master", args.master])
+        lake = work / "lake"
+        figures["pipeline, first bulk"] = pipeline([first], lake, args.master)
+        figures["Spark copy of its changes/"] = timed([PYTHON, "-c", COPY_JOB, str(lake),
+                                                       str(work / "copy"), args.master])
+        figures["nothing new"] = pipeline([first], lake, args.master)
+        figures["+ small binlog"] = pipeline([first, small], lake, args.master)
+        figures["+ second bulk"] = pipeline([first, small, second], lake, args.master)
+        for master in args.masters.split(","):
+            figures[f"first bulk, {master}"] = pipeline([first], work / master, master)
+    for name, seconds in figures.items():
+        print(f"{name:32} {seconds:7.1f} s", flush=True)
+    one, two = args.masters.split(",")
+    ratios = {
+        "fixed: sample / bare (<= 1.3)":
+            figures["pipeline, sample"] / figures["bare PySpark job"],
+        "marginal: (bulk - sample) / (copy - bare) (<= 1.5)":
+            (figures["pipeline, first bulk"] - figures["pipeline, sample"])
+            / (figures["Spark copy of its changes/"] - figures["bare PySpark job"]),
+        "small increment / nothing new (<= 1.5)":
+            figures["+ small binlog"] / figures["nothing new"],
+        "second bulk / first bulk (<= 1.0)":
+            figures["+ second bulk"] / figures["pipeline, first bulk"],
+        f"{one} / {two} (>= 1.7)": figures[f"first bulk, {one}"] / figures[f"first bulk, {two}"],
+    }
+    for name, ratio in ratios.items():
+        print(f"{name:52} {ratio:5.2f}x", flush=True)
+    (DATA / "lake_results.json").write_text(json.dumps({"figures": figures, "ratios": ratios,
+                                                         "sizes": sizes}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,184 @@
+"""The lake fed in increments (binlake.spark.lake): binlog files arrive one by
+one from a server that keeps writing (and is restarted once), the pipeline
+runs after each, and tables/ equals the server's `SELECT *` every time.
+
+The steps exercise each way a run brings a table in step: inserts appended,
+updates and deletes merged by key, a keyless table's deletes (rebuilt), and
+DDL (ADD COLUMN with a default, TRUNCATE, RENAME, DROP: rebuilt). Then the
+same increments again with the pipeline SIGKILLed at random moments of the
+runs that merge: each rerun must end where one uninterrupted run would.
+"""
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("deltalake")
+
+import binlake.spark  # noqa: E402
+from binlake.spark.pipeline import load_manifest, run_pipeline  # noqa: E402
+from binlake.testing.mariadb import MariaDBServer  # noqa: E402
+from binlake.testing.workload import (DATABASE, SESSION_SETUP,  # noqa: E402
+                                      expected_final_state, run_basic_workload)
+
+from .test_pipeline import assert_tables_equal  # noqa: E402
+from .truth import _columns  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+RESTART = "RESTART"
+KILLS_PER_STEP = 3
+
+#: After the basic workload, one binlog file per step.
+STEPS = [
+    ["INSERT INTO ints (id, ti) VALUES (5001, 1), (5002, 2), (5003, 3)",
+     "INSERT INTO no_pk (a, b, c) VALUES (9, 'more', 1.5), (9, 'more', 1.5)"],
+    ["UPDATE probe SET amount = amount + 1 WHERE id <= 2",
+     "UPDATE ints SET id = 6001 WHERE id = 5001",
+     "DELETE FROM ints WHERE id = 5002"],
+    ["DELETE FROM no_pk WHERE a = 9 LIMIT 1", "UPDATE no_pk SET c = 7 WHERE b = 'dup' LIMIT 1"],
+    ["ALTER TABLE probe ADD COLUMN extra INT NOT NULL DEFAULT 5",
+     "INSERT INTO probe (id, label, amount, extra) VALUES (300, 'wide', 2.5, 6)"],
+    [RESTART, "UPDATE probe SET extra = extra + 1 WHERE id = 300", "DELETE FROM ints WHERE id = 6001"],
+    ["TRUNCATE TABLE strings", "INSERT INTO strings (id, vc_utf8) VALUES (1, 'after truncate')"],
+    ["RENAME TABLE enums TO enums_renamed", "UPDATE enums_renamed SET e = 'x y' WHERE id = 1"],
+    ["DROP TABLE geo", "INSERT INTO ints (id, ti) VALUES (7001, 7)"],
+    ["START TRANSACTION", "UPDATE ints SET id = id + 100000 WHERE id BETWEEN 1050 AND 1055",
+     "INSERT INTO ints (id, ti) VALUES (1050, 50)", "DELETE FROM probe WHERE id = 300", "COMMIT"],
+]
+
+
+@dataclass
+class Step:
+    files: list[str]     #: every closed binlog file so far
+    tables: dict         #: SELECT * of every table
+    columns: dict        #: information_schema facts per table
+
+
+@pytest.fixture(scope="module")
+def steps(tmp_path_factory) -> list[Step]:
+    from binlake.testing.mariadb import ensure_mariadb_installed
+    try:
+        ensure_mariadb_installed()
+    except RuntimeError as error:
+        pytest.skip(f"MariaDB server unavailable: {error}")
+    found = []
+    with MariaDBServer(tmp_path_factory.mktemp("increments"), server_id=11) as server:
+        run_basic_workload(server, DATABASE)
+        server.flush_logs()
+        found.append(_capture(server))
+        for statements in STEPS:
+            connection = None
+            for statement in statements:
+                if statement == RESTART:  # a restart opens a new binlog file
+                    server.stop()
+                    server.start()
+                    continue
+                if connection is None:
+                    connection = server.connect(DATABASE)
+                    with connection.cursor() as cursor:
+                        for setup in SESSION_SETUP:
+                            cursor.execute(setup)
+                with connection.cursor() as cursor:
+                    cursor.execute(statement)
+            connection.close()
+            server.flush_logs()
+            found.append(_capture(server))
+    return found
+
+
+def _capture(server) -> Step:
+    closed = [str(p) for p in server.binlog_files()][:-1]  # the last one is in use
+    return Step(closed, expected_final_state(server, DATABASE), _columns(server))
+
+
+def arrive(step: Step, incoming: Path) -> None:
+    for path in step.files:
+        if not (incoming / os.path.basename(path)).exists():
+            shutil.copy(path, incoming)
+
+
+def test_ten_increments_each_equal_to_the_server(spark, steps, tmp_path):
+    incoming, out = tmp_path / "incoming", tmp_path / "out"
+    incoming.mkdir()
+    assert len(steps) == 10
+    work = []
+    for number, step in enumerate(steps):
+        arrive(step, incoming)
+        result = run_pipeline(spark, [str(incoming)], str(out))
+        assert result.segments, number
+        assert_tables_equal(out, step.tables, step.columns)
+        assert load_manifest(str(out))["pending"] == {}
+        work.append({how: sorted(t.split(".")[1] for t in tables)
+                     for how, tables in result.table_work.items() if tables})
+    # Each table took the cheapest way its changes allow.
+    assert work[1] == {"appended": ["ints", "no_pk"]}
+    assert work[2] == {"merged": ["ints", "probe"]}
+    assert work[3] == {"rebuilt": ["no_pk"]}  # no key: a delete is a rebuild
+    assert work[4] == {"rebuilt": ["probe"]}  # ADD COLUMN
+    assert work[5] == {"merged": ["ints", "probe"]}
+    assert work[6] == {"rebuilt": ["strings"]}  # TRUNCATE
+    assert work[7] == {"rebuilt": ["enums_renamed"]}
+    assert work[8] == {"appended": ["ints"]}
+    assert work[9] == {"merged": ["ints", "probe"]}
+    # Nothing new: nothing done.
+    assert not run_pipeline(spark, [str(incoming)], str(out)).tables_rebuilt
+    # Spark reads the Delta tables, now and as of an earlier version (the
+    # table's versions: 0 its schema, 1 the first run, 2 the first increment).
+    ids = lambda rows: sorted(row["id"] for row in rows)  # noqa: E731
+    now = binlake.spark.read_table(spark, str(out), f"{DATABASE}.ints")
+    assert ids(r.asDict() for r in now.collect()) == ids(steps[-1].tables["ints"])
+    then = binlake.spark.read_table(spark, str(out), f"{DATABASE}.ints", as_of=2)
+    assert ids(r.asDict() for r in then.collect()) == ids(steps[1].tables["ints"])
+
+
+def pipeline(incoming: Path, out: Path) -> list[str]:
+    return [sys.executable, "-m", "binlake", "pipeline", str(incoming), "--out", str(out),
+            "--master", "local[2]"]
+
+
+def environment() -> dict:
+    return {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PYSPARK_PYTHON": sys.executable,
+            "PYSPARK_DRIVER_PYTHON": sys.executable}
+
+
+def test_runs_killed_while_merging_end_as_uninterrupted_runs(steps, tmp_path):
+    """Each kill comes at a random moment of the tables step (the run says
+    when it starts appending and merging), run after run; a rerun then
+    completes the work once."""
+    incoming, out = tmp_path / "incoming", tmp_path / "out"
+    incoming.mkdir()
+    arrive(steps[0], incoming)
+    subprocess.run(pipeline(incoming, out), env=environment(), check=True, capture_output=True)
+    rng = random.Random(18)
+    kills = 0
+    for step in (steps[1], steps[2], steps[5]):  # appends; merges; merges after a restart
+        arrive(step, incoming)
+        for _ in range(KILLS_PER_STEP):
+            process = subprocess.Popen(pipeline(incoming, out), env=environment(),
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                       text=True, start_new_session=True)
+            for line in process.stderr:
+                if line.startswith("tables: appending"):
+                    time.sleep(rng.uniform(0, 3))
+                    break
+            try:
+                os.killpg(process.pid, signal.SIGKILL)  # the JVM and its Python workers too
+            except ProcessLookupError:  # it had finished: the next run has nothing to do
+                pass
+            process.wait()
+            kills += 1
+        done = subprocess.run(pipeline(incoming, out), env=environment(),
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert_tables_equal(out, step.tables, step.columns)
+    assert kills == 3 * KILLS_PER_STEP
