@@ -126,7 +126,8 @@ def main(argv=None) -> int:
         figures["+ small binlog"] = pipeline([first, small], lake, args.master)
         figures["+ second bulk"] = pipeline([first, small, second], lake, args.master)
         for master in args.masters.split(","):
-            figures[f"first bulk, {master}"] = pipeline([first], work / master, master)
+            folder = work / "".join(c for c in master if c.isalnum())
+            figures[f"first bulk, {master}"] = pipeline([first], folder, master)
     for name, seconds in figures.items():
         print(f"{name:32} {seconds:7.1f} s", flush=True)
     one, two = args.masters.split(",")

@@ -46,12 +46,16 @@ def spark():
 
 
 @pytest.fixture(scope="session")
-def truth(tmp_path_factory):
+def mariadb():
+    """The server tests' MariaDB, installed if it can be; a skip that says why if not."""
     from binlake.testing.mariadb import ensure_mariadb_installed
-
-    from .truth import run_phases
     try:
         ensure_mariadb_installed()
     except RuntimeError as error:
         pytest.skip(f"MariaDB server unavailable: {error}")
+
+
+@pytest.fixture(scope="session")
+def truth(mariadb, tmp_path_factory):
+    from .truth import run_phases
     return run_phases(tmp_path_factory.mktemp("mariadb"))

@@ -65,12 +65,7 @@ class Step:
 
 
 @pytest.fixture(scope="module")
-def steps(tmp_path_factory) -> list[Step]:
-    from binlake.testing.mariadb import ensure_mariadb_installed
-    try:
-        ensure_mariadb_installed()
-    except RuntimeError as error:
-        pytest.skip(f"MariaDB server unavailable: {error}")
+def steps(mariadb, tmp_path_factory) -> list[Step]:
     found = []
     with MariaDBServer(tmp_path_factory.mktemp("increments"), server_id=11) as server:
         run_basic_workload(server, DATABASE)

@@ -137,13 +137,22 @@ def test_a_rerun_over_the_same_input_changes_nothing(one_partition, truth, spark
 
 def test_cli_on_the_sample_data_rebuilds_its_tables(spark, tmp_path):
     out, err = io.StringIO(), io.StringIO()
-    assert main(["pipeline", "--sample", "--out", str(tmp_path / "out")], out, err) == 0, err.getvalue()
+    # Spark's readers expand glob patterns: a name like this must still be itself.
+    lake = tmp_path / "lake{a,b}*"
+    assert main(["pipeline", "--sample", "--out", str(lake)], out, err) == 0, err.getvalue()
     assert "3 file(s)" in out.getvalue()
     from binlake.commands.pipeline import sample_dir
     with gzip.open(os.path.join(sample_dir(), "expected_state.json.gz"), "rt") as f:
         expected = json.load(f)["tables"]
     for table, rows in expected.items():
-        got = table_rows(tmp_path / "out", table)
+        got = table_rows(lake, table)
         assert len(got) == len(rows), table
         if rows and "id" in rows[0]:
             assert sorted(r["id"] for r in got) == sorted(r["id"] for r in rows), table
+
+
+def test_an_output_path_delta_cannot_address_is_refused_in_one_line(tmp_path):
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["pipeline", "--sample", "--out", str(tmp_path / "lake[1]")], out, err) == 1
+    assert "cannot address a path containing [ ]" in err.getvalue()
+    assert not (tmp_path / "lake[1]").exists()

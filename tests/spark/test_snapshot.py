@@ -25,12 +25,7 @@ ACCOUNTS = 3000
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    from binlake.testing.mariadb import ensure_mariadb_installed
-    try:
-        ensure_mariadb_installed()
-    except RuntimeError as error:
-        pytest.skip(f"MariaDB server unavailable: {error}")
+def server(mariadb, tmp_path_factory):
     with MariaDBServer(tmp_path_factory.mktemp("snapshot"), server_id=21) as server:
         run_basic_workload(server, DATABASE)
         server.execute(f"CREATE TABLE {DATABASE}.accounts (id INT PRIMARY KEY, "

@@ -61,11 +61,11 @@ def update_tables(spark, out: str, plans: list, manifest: dict, *, as_of: AsOf |
     through = {name: entry["end"] for name, entry in sorted(manifest["files"].items())}
     by_key = {qualified(p["database"], p["table"]): p for p in plans}
     signatures = {key: plan_signature(plan) for key, plan in by_key.items()}
-    whole = (as_of is None and state.get("as_of") is None and "plans" in state
-             and os.path.isdir(tables_dir))
+    in_step = (as_of is None and state.get("as_of") is None and "plans" in state
+               and os.path.isdir(tables_dir))
     shutil.rmtree(staged, ignore_errors=True)
     lake = _Lake(spark, tables_dir, staged, run, through, log)
-    if not whole:
+    if not in_step:
         # A kill in the middle leaves tables of two points: rebuild all next time.
         save_state({"rebuilding": True})
         lake.rebuild(read_changes(), list(by_key.values()), as_of)
@@ -229,7 +229,8 @@ def spark_table(spark, out: str, table: str, as_of=None):
     files = delta.file_uris()
     if not files:
         return spark.createDataFrame([], schema)
-    return spark.read.schema(schema).parquet(*files)
+    from .pipeline import hadoop_literal
+    return spark.read.schema(schema).parquet(*map(hadoop_literal, files))
 
 
 def concurrently(function, arguments: list, workers: int = 4) -> list:

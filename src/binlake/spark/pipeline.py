@@ -53,6 +53,8 @@ from .tables import AsOf
 FORMAT = 1
 STATE_DIR = "_binlake"
 CHANGE_PARTITIONS = ("database", "table", "date")
+#: Characters delta-rs takes for URL syntax in a local path (it fails on them).
+DELTA_UNSAFE = "[]%#?"
 EVENT_PARTITIONS = ("date",)
 
 
@@ -153,6 +155,10 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
     spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
     log = log or (lambda message: None)
     out = os.path.abspath(out)
+    unusable = sorted(set(out) & set(DELTA_UNSAFE))
+    if unusable:
+        raise ValueError(f"--out {out}: the Delta tables' writer (delta-rs) cannot address a "
+                         f"path containing {' '.join(unusable)}: choose another directory")
     os.makedirs(_state(out), exist_ok=True)
     _recover(out, log)
     manifest = load_manifest(out)
@@ -398,13 +404,20 @@ def read_changes(spark, out: str, files: list | None = None):
     schema = spark_ddl(CHANGES) + ", `date` DATE"
     root = os.path.join(out, "changes")
     if files is None:
-        return spark.read.schema(schema).parquet(root)
-    return spark.read.schema(schema).option("basePath", root).parquet(*files)
+        return spark.read.schema(schema).parquet(hadoop_literal(root))
+    return (spark.read.schema(schema).option("basePath", root)
+            .parquet(*map(hadoop_literal, files)))
 
 
 def read_events(spark, out: str):
     schema = spark_ddl(EVENTS) + ", `date` DATE"
-    return spark.read.schema(schema).parquet(os.path.join(out, "events"))
+    return spark.read.schema(schema).parquet(hadoop_literal(os.path.join(out, "events")))
+
+
+def hadoop_literal(path: str) -> str:
+    """A path Spark's readers take as it is: they expand glob patterns, so
+    an output directory named like `lake[1]` would otherwise match nothing."""
+    return re.sub(r"([\\\[\]{}*?])", r"\\\1", path)
 
 
 def read_table(out: str, table: str):
