@@ -32,14 +32,16 @@ import uuid
 from dataclasses import asdict, dataclass
 from decimal import Decimal
 
+from ..constants import ColumnType as T
 from ..schema_source import SchemaSourceError, connect, server_ddl
 from .exact import decimal_text, float32_text, value_text
 
 #: Rows per keyset page, and per Parquet file written.
 CHUNK_ROWS = 50_000
-#: Field types of the text protocol's result metadata (the server's own).
-_FLOAT, _DOUBLE, _DECIMAL, _NEWDECIMAL, _BIT = 4, 5, 0, 246, 16
-_INTEGERS = {1, 2, 3, 8, 9, 13}  # TINY, SHORT, LONG, LONGLONG, INT24, YEAR
+#: Field types of the text protocol's result metadata whose text is a number.
+_INTEGERS = {T.MYSQL_TYPE_TINY, T.MYSQL_TYPE_SHORT, T.MYSQL_TYPE_LONG, T.MYSQL_TYPE_LONGLONG,
+             T.MYSQL_TYPE_INT24, T.MYSQL_TYPE_YEAR}
+_DECIMALS = {T.MYSQL_TYPE_DECIMAL, T.MYSQL_TYPE_NEWDECIMAL}
 #: Columns stored as fixed binary strings: the bytes of the server's value.
 _FIXED_BINARY = {
     "binary": bytes,
@@ -197,19 +199,20 @@ def _columns(connection, database: str, table: str) -> list[tuple[str, str]]:
 
 def _texts(description, columns) -> list:
     """Per column, the function from the server's value to the exact text."""
-    return [_text_function(field[1], kind, field) for field, (_, kind) in zip(description, columns)]
+    return [_text_function(field[1], kind) for field, (_, kind) in zip(description, columns)]
 
 
-def _text_function(field_type: int, kind: str, field):
+def _text_function(field_type: int, kind: str):
+    """`field_type` as the result metadata says; `kind` the column's DATA_TYPE."""
     if kind == "float":
         return lambda v: float32_text(float(v))
-    if field_type == _DOUBLE:
+    if field_type == T.MYSQL_TYPE_DOUBLE:
         return lambda v: value_text(float(v))
-    if field_type in (_DECIMAL, _NEWDECIMAL):
+    if field_type in _DECIMALS:
         return lambda v: decimal_text(Decimal(v))
     if field_type in _INTEGERS:
         return lambda v: str(int(v))
-    if field_type == _BIT:
+    if field_type == T.MYSQL_TYPE_BIT:
         return lambda v: str(int.from_bytes(v, "big"))
     if kind in _FIXED_BINARY:
         # The binlog holds these as fixed binary strings without their
