@@ -160,19 +160,21 @@ def server_ddl(connection) -> str:
         parts, current = [], None
         for database, table in tables:
             try:
-                cursor.execute(f"SHOW CREATE TABLE {_quote(database)}.{_quote(table)}")
+                name = f"{quote_identifier(database)}.{quote_identifier(table)}"
+                cursor.execute(f"SHOW CREATE TABLE {name}")
             except Exception as exc:  # dropped since the listing, or no privilege on it
                 if _error_code(exc) in (1146, 1142, 1044):
                     continue
                 raise
             if database != current:
-                parts.append(f"USE {_quote(database)};\n")
+                parts.append(f"USE {quote_identifier(database)};\n")
                 current = database
             parts.append(cursor.fetchone()[1] + ";\n")
     return "".join(parts)
 
 
-def _quote(name: str) -> str:
+def quote_identifier(name: str) -> str:
+    """A MySQL identifier in backquotes, whatever it holds."""
     return "`" + name.replace("`", "``") + "`"
 
 

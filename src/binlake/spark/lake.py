@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -59,7 +60,7 @@ def update_tables(spark, out: str, plans: list, manifest: dict, *, as_of: AsOf |
     state = manifest.get("tables") or {}
     run = manifest.get("run", 0)
     through = {name: entry["end"] for name, entry in sorted(manifest["files"].items())}
-    by_key = {qualified(p["database"], p["table"]): p for p in plans}
+    by_key = _by_table(plans)
     signatures = {key: plan_signature(plan) for key, plan in by_key.items()}
     in_step = (as_of is None and state.get("as_of") is None and "plans" in state
                and os.path.isdir(tables_dir))
@@ -108,7 +109,7 @@ class _Lake:
         written but never committed are in no version."""
         if not plans:
             return
-        layouts = {qualified(p["database"], p["table"]): p["layout"] for p in plans}
+        layouts = {key: p["layout"] for key, p in _by_table(plans).items()}
         counts = {key: 0 for key in layouts}
         if changes is not None:
             # Kept: each table is written by a job of its own over all of them.
@@ -148,11 +149,10 @@ class _Lake:
             self.log(f"tables: appending to {len(appended)}, merging into {len(merged)}")
         if appended:
             rows = rebuild_states(changes, appended)
-            layouts = {qualified(p["database"], p["table"]): p["layout"] for p in appended}
+            layouts = {key: p["layout"] for key, p in _by_table(appended).items()}
             # At most as many rows as changes: enough to size the files by.
-            most = {qualified(p["database"], p["table"]): sum(sizes.get((s["database"], s["table"]), 0)
-                                                              for s in p["stretches"])
-                    for p in appended}
+            most = {key: sum(sizes.get((s["database"], s["table"]), 0) for s in p["stretches"])
+                    for key, p in _by_table(appended).items()}
             self._each(lambda key: self._write(key, typed_state(rows, layouts[key], most[key])),
                        list(layouts))
             for key, layout in layouts.items():
@@ -161,7 +161,7 @@ class _Lake:
         if merged:
             net = rebuild_states(changes, merged, net=True).persist()
             try:
-                by_key = {qualified(p["database"], p["table"]): p for p in merged}
+                by_key = _by_table(merged)
                 self._each(lambda key: self._write(key, _net_rows(net, by_key[key])),
                            list(by_key))
             finally:
@@ -192,8 +192,7 @@ class _Lake:
         """Move what Spark wrote for `key` into the table's folder (Spark's
         names are unique: a UUID each); the names, relative to it."""
         folder = os.path.join(self.staged, key)
-        names = sorted(n for n in os.listdir(folder) if n.endswith(".parquet")) \
-            if os.path.isdir(folder) else []
+        names = _parquet_names(folder)
         os.makedirs(target, exist_ok=True)
         for name in names:
             os.replace(os.path.join(folder, name), os.path.join(target, name))
@@ -208,8 +207,8 @@ class _Lake:
     def _merge(self, key: str, layout: dict) -> None:
         import pyarrow.dataset as ds
         folder = os.path.join(self.staged, key)
-        names = [os.path.join(folder, n) for n in sorted(os.listdir(folder)) if n.endswith(".parquet")]
-        net = ds.dataset(names, format="parquet")
+        files = [os.path.join(folder, name) for name in _parquet_names(folder)]
+        net = ds.dataset(files, format="parquet")
         merge_net_changes(os.path.join(self.tables_dir, key), key, net.scanner().to_reader(),
                           layout["primary_key"], run=self.run, through=self.through)
 
@@ -229,8 +228,25 @@ def spark_table(spark, out: str, table: str, as_of=None):
     files = delta.file_uris()
     if not files:
         return spark.createDataFrame([], schema)
-    from .pipeline import hadoop_literal
     return spark.read.schema(schema).parquet(*map(hadoop_literal, files))
+
+
+def hadoop_literal(path: str) -> str:
+    """A path Spark's readers take as it is: they expand glob patterns, so
+    an output directory named like `lake{a,b}` would otherwise match others."""
+    return re.sub(r"([\\\[\]{}*?])", r"\\\1", path)
+
+
+def _by_table(plans: list) -> dict:
+    """{"db.table": plan}."""
+    return {qualified(p["database"], p["table"]): p for p in plans}
+
+
+def _parquet_names(folder: str) -> list[str]:
+    """The data files Spark wrote in `folder` (none if it wrote nothing)."""
+    if not os.path.isdir(folder):
+        return []
+    return sorted(n for n in os.listdir(folder) if n.endswith(".parquet"))
 
 
 def concurrently(function, arguments: list, workers: int = 4) -> list:

@@ -47,7 +47,7 @@ from .batches import CHANGES, EVENTS, TableFilter, spark_ddl
 from .history import PositionOrder, follow_ranges, load_history, table_plans
 from .layouts import find_layouts
 from .ranges import DEFAULT_SPLIT_BYTES, FIRST_EVENT, Split, expand_inputs, number_files
-from .lake import TABLES, concurrently, update_tables
+from .lake import TABLES, concurrently, hadoop_literal, update_tables
 from .tables import AsOf
 
 FORMAT = 1
@@ -413,11 +413,6 @@ def read_events(spark, out: str):
     schema = spark_ddl(EVENTS) + ", `date` DATE"
     return spark.read.schema(schema).parquet(hadoop_literal(os.path.join(out, "events")))
 
-
-def hadoop_literal(path: str) -> str:
-    """A path Spark's readers take as it is: they expand glob patterns, so
-    an output directory named like `lake[1]` would otherwise match nothing."""
-    return re.sub(r"([\\\[\]{}*?])", r"\\\1", path)
 
 
 def read_table(out: str, table: str):

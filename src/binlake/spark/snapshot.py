@@ -33,7 +33,8 @@ from dataclasses import asdict, dataclass
 from decimal import Decimal
 
 from ..constants import ColumnType as T
-from ..schema_source import SchemaSourceError, connect, server_ddl
+from ..schema_source import (SYSTEM_DATABASES, SchemaSourceError, connect,
+                             quote_identifier as _quote, server_ddl)
 from .exact import decimal_text, float32_text, value_text
 
 #: Rows per keyset page, and per Parquet file written.
@@ -130,7 +131,6 @@ def _open_read_view(cursor) -> SnapshotPoint:
 
 def _tables(connection, wanted) -> list[tuple[str, str, list[str]]]:
     """(database, table, primary key columns) of the selected base tables."""
-    from ..schema_source import SYSTEM_DATABASES
     with connection.cursor() as cursor:
         marks = ", ".join(["%s"] * len(SYSTEM_DATABASES))
         cursor.execute(
@@ -146,10 +146,6 @@ def _tables(connection, wanted) -> list[tuple[str, str, list[str]]]:
                 if column is not None:
                     found[(database, table)].append(column)
     return [(db, table, key) for (db, table), key in found.items()]
-
-
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _chunks(connection, database: str, table: str, key: list[str], chunk_rows: int):
