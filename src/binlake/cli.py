@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from enum import IntEnum
 
@@ -72,6 +73,13 @@ def client_password_syntax(argv: list) -> list:
     return result
 
 
+def os_error_text(exc: OSError) -> str:
+    """`reason: file` as the C tools say it (pyarrow's errors carry the
+    errno in their text only: "[Errno 28] No space left on device")."""
+    reason = exc.strerror or re.sub(r"^\[Errno \d+\] ", "", str(exc))
+    return f"{reason}: {exc.filename}" if exc.filename else reason
+
+
 def main(argv=None, out=None, err=None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
@@ -84,6 +92,5 @@ def main(argv=None, out=None, err=None) -> int:
     except BrokenPipeError:
         return ExitStatus.OK
     except OSError as exc:  # a full disk, a missing directory: one line, as the C tools say it
-        err.write(f"binlake: {exc.strerror or exc}"
-                  f"{f': {exc.filename}' if exc.filename else ''}\n")
+        err.write(f"binlake: {os_error_text(exc)}\n")
         return ExitStatus.ERROR

@@ -96,11 +96,13 @@ def test_as_of_the_middle_equals_the_server_then(one_partition, truth, tmp_path,
     assert truth.middle != truth.final
 
 
-def test_same_output_split_into_ranges_and_read_in_several_runs(one_partition, truth, spark, tmp_path):
-    single = one_partition[0]
-    # Many partitions: files cut into ranges of about 4 kB at transaction boundaries.
+def test_same_output_read_by_executors_in_ranges_and_read_in_several_runs(one_partition, truth,
+                                                                         spark, tmp_path):
+    single = one_partition[0]  # read in the driver (a local master's default)
+    # Read by Spark's executors in many partitions: files cut into ranges of
+    # about 4 kB at transaction boundaries.
     ranges = tmp_path / "ranges"
-    result = run_pipeline(spark, truth.files, str(ranges), split_bytes=4096)
+    result = run_pipeline(spark, truth.files, str(ranges), split_bytes=4096, read_in="executors")
     assert len(result.segments) == len(truth.files)
     # Several runs over input that grows as a server writes it: the second file
     # first appears cut in the middle of an event, then whole, then the third.

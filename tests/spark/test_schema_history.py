@@ -181,18 +181,19 @@ def test_tables_equal_the_server_at_the_end_and_between_every_change(workload, s
         _assert_equal(_rebuilt(out), tables, backup["seeded"])
 
 
-def test_pipeline_failures_are_one_line(workload, tmp_path):
+@pytest.mark.parametrize("read_in", ["driver", "executors"])
+def test_pipeline_failures_are_one_line(workload, tmp_path, read_in):
     files, seed, _backup, _points = workload
     broken = tmp_path / os.path.basename(files[0])
     data = bytearray(open(files[0], "rb").read())
     found = scan(files[0])
     rows_at = [p for p, t in zip(found.positions, found.types) if t in (E.WRITE_ROWS_EVENT_V1, E.WRITE_ROWS_EVENT)][-1]
-    data[rows_at + 25] ^= 0xFF  # a rows event's body: a checksum mismatch, found by a task
+    data[rows_at + 25] ^= 0xFF  # a rows event's body: a checksum mismatch
     broken.write_bytes(bytes(data))
     import io
     out, err = io.StringIO(), io.StringIO()
-    status = main(["pipeline", str(broken), "--out", str(tmp_path / "o"), "--schema", str(seed)],
-                  out=out, err=err)
+    status = main(["pipeline", str(broken), "--out", str(tmp_path / "o"), "--schema", str(seed),
+                   "--read-in", read_in], out=out, err=err)
     assert status == 1
     last = err.getvalue().strip().splitlines()[-1]
     assert last.startswith(f"binlake pipeline: {broken}: offset {rows_at}: "), err.getvalue()

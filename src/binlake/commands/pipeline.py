@@ -6,9 +6,10 @@ from __future__ import annotations
 import os
 import re
 
-from ..cli import ExitStatus
+from ..cli import ExitStatus, os_error_text
 from ..errors import BinlogError
-from .common import add_schema_arguments, report, seed_schema, server_address
+from ..spark.ranges import READ_IN
+from .common import add_schema_arguments, seed_schema, server_address
 
 
 #: How a task's BinlogError reads inside the trace Spark hands back.
@@ -55,6 +56,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--partitions", type=int, default=None, metavar="N",
                         help="read in at least N partitions where the files allow "
                              "(default: Spark's default parallelism)")
+    parser.add_argument("--read-in", choices=READ_IN, default="auto",
+                        help="where new binlog ranges are decoded: in this process (the "
+                             "driver), or by the binlog data source in Spark's executors; "
+                             "auto (default): the driver with a local master or when the new "
+                             "ranges are small, the executors of a cluster otherwise")
     add_schema_arguments(parser)
     parser.add_argument("--snapshot-from", action="store_true",
                         help="start the lake from a consistent snapshot of the server's tables "
@@ -107,11 +113,14 @@ def run(args, out, err) -> int:
             split_bytes=args.split_bytes or DEFAULT_SPLIT_BYTES, min_partitions=args.partitions,
             schema=schema, tables=args.tables,
             reader_options={"force": args.force_read, "verify_checksums": args.verify_checksums},
-            snapshot=snapshot, log=log)
-    except BinlogError as exc:
-        report(exc, err)
+            snapshot=snapshot, read_in=args.read_in, log=log)
+    except BinlogError as exc:  # read in the driver; a task's comes wrapped (failure_line)
+        err.write(f"binlake pipeline: {exc}\n")
         return ExitStatus.ERROR
-    except (ValueError, LookupError, OSError) as exc:
+    except OSError as exc:
+        err.write(f"binlake pipeline: {os_error_text(exc)}\n")
+        return ExitStatus.ERROR
+    except (ValueError, LookupError) as exc:
         err.write(f"binlake pipeline: {exc}\n")
         return ExitStatus.ERROR
     except Exception as exc:  # noqa: BLE001 - whatever Spark raised, as one line

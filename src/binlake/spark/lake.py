@@ -2,11 +2,10 @@
 
 Strategy: a run that appended new changes hands every table only those
 (the change files it wrote, listed in the manifest under `pending`):
-- a table whose new changes are all inserts gets them appended: Spark's
-  executors write the typed rows as Parquet, the driver adds the files in
-  one Delta commit (an insert never meets a row already there: the server
-  would have refused a duplicate key, and a table without a key is a
-  multiset);
+- a table whose new changes are all inserts gets them appended: Spark
+  types the rows, the driver adds their files in one Delta commit (an
+  insert never meets a row already there: the server would have refused a
+  duplicate key, and a table without a key is a multiset);
 - a table with a primary key and updates or deletes gets its net change
   per key (the key's last image, or its deletion), written the same way
   and applied by one MERGE (binlake.spark.delta);
@@ -17,6 +16,15 @@ Strategy: a run that appended new changes hands every table only those
 `--as-of` rebuilds every table as of that point; the next run without it
 rebuilds them as of the end.
 
+Jobs: the driver decides each table's way from the change files alone
+(`ChangeFiles`: footers, and the `op` column of new files), without a Spark
+job. A table with many changes gets a job of its own, whose executors write
+its files; small tables are computed together in one job per group and
+collected to the driver, which writes their files (Spark's fixed cost per
+job, per stage and per output file is what small tables would otherwise
+spend their time on). Nothing is cached: each job reads its tables'
+partitions of changes/ only.
+
 Exactly once: every commit records the run whose changes it holds (the
 application transaction binlake.spark.delta sets), so a run killed after
 some tables committed is completed by the next one, each table taking the
@@ -26,19 +34,27 @@ only after every table committed.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import operator
 import os
 import re
 import shutil
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
 from .delta import DELETED, commit_table, committed_run, merge_net_changes, row_count
 from .layouts import qualified
-from .tables import INSERTS, AsOf, rebuild_states, typed_rows, typed_state
+from .partitioned import escape_partition_value, unescape_partition_value
+from .tables import INSERTS, AsOf, rebuild_states, typed_state
+from .typed import typed_columns
 
 TABLES = "tables"
 
@@ -65,11 +81,12 @@ def update_tables(spark, out: str, plans: list, manifest: dict, *, as_of: AsOf |
     in_step = (as_of is None and state.get("as_of") is None and "plans" in state
                and os.path.isdir(tables_dir))
     shutil.rmtree(staged, ignore_errors=True)
-    lake = _Lake(spark, tables_dir, staged, run, through, log)
+    lake = _Lake(spark, tables_dir, staged, run, through, log,
+                 ChangeFiles(os.path.join(out, "changes")))
     if not in_step:
         # A kill in the middle leaves tables of two points: rebuild all next time.
         save_state({"rebuilding": True})
-        lake.rebuild(read_changes(), list(by_key.values()), as_of)
+        lake.rebuild(read_changes, list(by_key.values()), as_of)
     else:
         rebuild, groups = [], {}
         for key, plan in by_key.items():
@@ -84,10 +101,8 @@ def update_tables(spark, out: str, plans: list, manifest: dict, *, as_of: AsOf |
             files = [os.path.join(out, "changes", name)
                      for r in runs for name in manifest["pending"][str(r)]]
             if files:
-                rebuild += lake.apply(read_changes(files), group)
-        if rebuild:
-            wanted = {(s["database"], s["table"]) for p in rebuild for s in p["stretches"]}
-            lake.rebuild(read_changes(only=wanted), rebuild, None)
+                rebuild += lake.apply(read_changes(files), files, group)
+        lake.rebuild(read_changes, rebuild, None)
     lake.drop_all_but(by_key)
     shutil.rmtree(staged, ignore_errors=True)
     counts = {key: row_count(os.path.join(tables_dir, key)) for key in sorted(by_key)}
@@ -95,51 +110,57 @@ def update_tables(spark, out: str, plans: list, manifest: dict, *, as_of: AsOf |
                     "plans": signatures}, lake.work
 
 
+#: A table with at most this many change rows is computed in a job with
+#: others and collected to the driver (Spark's cost per job and per file is
+#: then paid once for many small tables); a larger one has a job of its own
+#: whose executors write its files.
+SMALL_TABLE_ROWS = 250_000
+#: At most this many change rows, and tables, in one collected job.
+COLLECTED_ROWS = 1_000_000
+COLLECTED_TABLES = 32
+
+
 class _Lake:
     """The Spark and Delta work on tables/ of one run."""
 
-    def __init__(self, spark, tables_dir: str, staged: str, run: int, through: dict, log):
+    def __init__(self, spark, tables_dir: str, staged: str, run: int, through: dict, log,
+                 changes: "ChangeFiles"):
         self.spark, self.tables_dir, self.staged = spark, tables_dir, staged
+        self.changes = changes
         self.run, self.through, self.log = run, through, log
         self.work = {"appended": [], "merged": [], "rebuilt": []}
 
-    def rebuild(self, changes, plans: list, as_of: AsOf | None) -> None:
-        """Each table's state as of the end (or `as_of`) written whole by
-        Spark's executors, then committed as the table's next version. Files
-        written but never committed are in no version."""
+    def rebuild(self, read_changes, plans: list, as_of: AsOf | None) -> None:
+        """Each table's state as of the end (or `as_of`), computed from its
+        partitions of changes/ and committed whole as the table's next
+        version. Files written but never committed are in no version."""
         if not plans:
             return
-        layouts = {key: p["layout"] for key, p in _by_table(plans).items()}
-        counts = {key: 0 for key in layouts}
-        if changes is not None:
-            # Kept: each table is written by a job of its own over all of them.
-            states = rebuild_states(changes, plans, as_of).persist()
-            try:
-                counts.update({qualified(db, table): n for db, table, n in
-                               states.groupBy("database", "table").count().collect()})
-                self._each(lambda key: self._write(key, typed_state(states, layouts[key],
-                                                                    counts[key])),
-                           list(layouts))
-            finally:
-                states.unpersist()
-        for key in layouts:
-            self._commit(key, layouts[key], "overwrite")
-        self.work["rebuilt"] += list(layouts)
-        self.log(f"tables: {len(layouts)} rebuilt" + (f" as of {as_of.describe()}" if as_of else ""))
+        by_key = _by_table(plans)
+        sizes = {key: self.changes.rows(_sources(plan)) for key, plan in by_key.items()}
 
-    def apply(self, changes, plans: list) -> list:
-        """Add new changes to tables whose definition did not change; returns
-        the plans that need a rebuild instead (no key, and more than inserts)."""
-        found = changes.groupBy("database", "table").agg(
-            F.bool_and(F.col("op").isin(*INSERTS)), F.count(F.lit(1))).collect()
-        inserts_only = {(db, table): flag for db, table, flag, _ in found}
-        sizes = {(db, table): n for db, table, _, n in found}
+        def job(keys: list) -> None:
+            group = [by_key[key] for key in keys]
+            changes = read_changes(only=set().union(*map(_sources, group)))
+            if changes is not None:
+                self._write(rebuild_states(changes, group, as_of), group, sizes)
+        self._each(job, self._jobs(sizes))
+        for key, plan in by_key.items():
+            self._commit(key, plan["layout"], "overwrite")
+        self.work["rebuilt"] += list(by_key)
+        self.log(f"tables: {len(by_key)} rebuilt" + (f" as of {as_of.describe()}" if as_of else ""))
+
+    def apply(self, changes, files: list, plans: list) -> list:
+        """Add new changes (`changes`, read from `files`) to tables whose
+        definition did not change; returns the plans that need a rebuild
+        instead (no key, and more than inserts)."""
+        found = self.changes.stats(files)
         appended, merged, rebuild = [], [], []
         for plan in plans:
-            sources = [(s["database"], s["table"]) for s in plan["stretches"]]
-            if not any(source in inserts_only for source in sources):
+            sources = _sources(plan)
+            if not any(source in found for source in sources):
                 continue  # nothing new
-            if all(inserts_only.get(source, True) for source in sources):
+            if all(found[source].inserts_only for source in sources if source in found):
                 appended.append(plan)
             elif plan["primary_key"]:
                 merged.append(plan)
@@ -147,28 +168,27 @@ class _Lake:
                 rebuild.append(plan)
         if appended or merged:
             self.log(f"tables: appending to {len(appended)}, merging into {len(merged)}")
-        if appended:
-            rows = rebuild_states(changes, appended)
-            layouts = {key: p["layout"] for key, p in _by_table(appended).items()}
-            # At most as many rows as changes: enough to size the files by.
-            most = {key: sum(sizes.get((s["database"], s["table"]), 0) for s in p["stretches"])
-                    for key, p in _by_table(appended).items()}
-            self._each(lambda key: self._write(key, typed_state(rows, layouts[key], most[key])),
-                       list(layouts))
-            for key, layout in layouts.items():
-                self._commit(key, layout, "append")
-            self.work["appended"] += list(layouts)
-        if merged:
-            net = rebuild_states(changes, merged, net=True).persist()
-            try:
-                by_key = _by_table(merged)
-                self._each(lambda key: self._write(key, _net_rows(net, by_key[key])),
-                           list(by_key))
-            finally:
-                net.unpersist()
-            for key, plan in by_key.items():
+        kinds = {**{key: "rows" for key in _by_table(appended)},
+                 **{key: "net" for key in _by_table(merged)}}
+        by_key = _by_table(appended + merged)
+        sizes = {key: sum(found[s].rows for s in _sources(plan) if s in found)
+                 for key, plan in by_key.items()}
+
+        def job(keys: list) -> None:
+            group = [by_key[key] for key in keys]
+            mine = changes.where(one_of(set().union(*map(_sources, group))))
+            net = kinds[keys[0]] == "net"
+            self._write(rebuild_states(mine, group, net=net), group, sizes, net=net)
+        jobs = [keys for kind in ("rows", "net")
+                for keys in self._jobs({k: n for k, n in sizes.items() if kinds[k] == kind})]
+        self._each(job, jobs)
+        for key, plan in by_key.items():
+            if kinds[key] == "rows":
+                self._commit(key, plan["layout"], "append")
+            else:
                 self._merge(key, plan["layout"])
-            self.work["merged"] += list(by_key)
+        self.work["appended"] += [key for key in by_key if kinds[key] == "rows"]
+        self.work["merged"] += [key for key in by_key if kinds[key] == "net"]
         return rebuild
 
     def drop_all_but(self, keep) -> None:
@@ -182,11 +202,54 @@ class _Lake:
                 shutil.rmtree(gone)
 
     # -- steps ------------------------------------------------------------------------
-    def _each(self, write, keys: list) -> None:
-        concurrently(write, [(key,) for key in keys])
+    def _jobs(self, sizes: dict) -> list[list[str]]:
+        """Tables in jobs: a large one alone, small ones together."""
+        jobs, group, rows = [], [], 0
+        for key in sorted(sizes, key=lambda k: (sizes[k], k)):
+            if sizes[key] > SMALL_TABLE_ROWS:
+                jobs.append([key])
+                continue
+            if group and (rows + sizes[key] > COLLECTED_ROWS or len(group) == COLLECTED_TABLES):
+                jobs.append(group)
+                group, rows = [], 0
+            group.append(key)
+            rows += sizes[key]
+        return jobs + ([group] if group else [])
 
-    def _write(self, key: str, frame) -> None:
-        frame.write.parquet(os.path.join(self.staged, key))
+    def _each(self, function, jobs: list) -> None:
+        concurrently(function, [(job,) for job in jobs])
+
+    def _write(self, states, plans: list, sizes: dict, net: bool = False) -> None:
+        """Stage the typed rows of `plans` from their `states` (net changes
+        with `net`): a large table by Spark's executors, small ones
+        collected in one job and written here."""
+        keys = list(_by_table(plans))
+        if len(plans) == 1 and sizes[keys[0]] > SMALL_TABLE_ROWS:
+            plan = plans[0]
+            frame = (_net_rows(states, plan) if net else
+                     typed_state(states, plan["layout"], sizes[keys[0]]))
+            frame.write.parquet(os.path.join(self.staged, keys[0]))
+            return
+        # Each table's columns side by side, set on its own rows only.
+        names = [[c["key"] for c in plan["layout"]["columns"]] + ([DELETED] if net else [])
+                 for plan in plans]
+        packed = [F.when(_is_table(plan), column).alias(f"t{i}_{j}")
+                  for i, plan in enumerate(plans)
+                  for j, column in enumerate(_typed_columns(plan, net))]
+        collected = states.select("database", "table", *packed).toArrow()
+        for i, (key, plan) in enumerate(zip(keys, plans)):
+            mine = pc.and_(pc.equal(collected["database"], plan["database"]),
+                           pc.equal(collected["table"], plan["table"]))
+            rows = (collected.select([f"t{i}_{j}" for j in range(len(names[i]))]).filter(mine)
+                    .rename_columns(names[i]))
+            order = [(name, "ascending") for name in plan["layout"]["primary_key"]]
+            if rows.num_rows == 0:
+                continue
+            if order and not net:
+                rows = rows.sort_by(order)
+            folder = os.path.join(self.staged, key)
+            os.makedirs(folder, exist_ok=True)
+            pq.write_table(rows, os.path.join(folder, f"part-{uuid.uuid4().hex}.parquet"))
 
     def _staged_files(self, key: str, target: str) -> list[str]:
         """Move what Spark wrote for `key` into the table's folder (Spark's
@@ -237,6 +300,59 @@ def hadoop_literal(path: str) -> str:
     return re.sub(r"([\\\[\]{}*?])", r"\\\1", path)
 
 
+def _sources(plan: dict) -> set:
+    """The (database, table) names a plan's rows come from in changes/."""
+    return {(s["database"], s["table"]) for s in plan["stretches"]}
+
+
+def one_of(tables: set):
+    """A condition on changes/ rows: of one of these (database, table) pairs
+    (plain comparisons, by which Spark prunes partitions)."""
+    return functools.reduce(operator.or_, [
+        (F.col("database") == db) & (F.col("table") == table) for db, table in sorted(tables)])
+
+
+@dataclass(frozen=True)
+class TableChanges:
+    rows: int
+    inserts_only: bool
+
+
+class ChangeFiles:
+    """What the driver learns of changes/ from its files alone, without a
+    Spark job: rows per table (Parquet footers) and whether new files hold
+    inserts only (their `op` column). It decides how each table is brought
+    in step; Spark computes the rows."""
+
+    def __init__(self, root: str):
+        self.root = root
+
+    def rows(self, tables: set) -> int:
+        """Change rows of these (database, table) pairs (at least their rows)."""
+        total = 0
+        for db, table in tables:
+            folder = os.path.join(self.root, f"database={escape_partition_value(db)}",
+                                  f"table={escape_partition_value(table)}")
+            total += sum(pq.ParquetFile(os.path.join(root, name)).metadata.num_rows
+                         for root, _, names in os.walk(folder) for name in names
+                         if name.endswith(".parquet"))
+        return total
+
+    def stats(self, files: list[str]) -> dict:
+        """{(database, table): TableChanges} of these files of changes/."""
+        found = {}
+        for path in files:
+            parts = dict(part.split("=", 1) for part in
+                         os.path.relpath(os.path.dirname(path), self.root).split(os.sep))
+            key = (unescape_partition_value(parts["database"]),
+                   unescape_partition_value(parts["table"]))
+            ops = pq.ParquetFile(path).read(columns=["op"]).column("op")
+            inserts = bool(pc.all(pc.is_in(ops, pa.array(INSERTS))).as_py()) if len(ops) else True
+            known = found.get(key, TableChanges(0, True))
+            found[key] = TableChanges(known.rows + len(ops), known.inserts_only and inserts)
+        return found
+
+
 def _by_table(plans: list) -> dict:
     """{"db.table": plan}."""
     return {qualified(p["database"], p["table"]): p for p in plans}
@@ -256,16 +372,27 @@ def concurrently(function, arguments: list, workers: int = 4) -> list:
         return list(pool.map(lambda args: function(*args), arguments))
 
 
-def _net_rows(net, plan: dict):
-    """One table's net changes, typed, with `DELETED`: a deleted key's row
-    holds its key columns alone (what the MERGE matches on)."""
-    layout, primary = plan["layout"], plan["primary_key"]
-    table = net.where((F.col("database") == plan["database"]) & (F.col("table") == plan["table"]))
+def _is_table(plan: dict):
+    return (F.col("database") == plan["database"]) & (F.col("table") == plan["table"])
+
+
+def _typed_columns(plan: dict, net: bool) -> list:
+    """A state row's typed columns (`row`: exact texts in column order);
+    with `net`, a net change's: a deleted key's row holds its key columns
+    alone (what the MERGE matches on), and `DELETED` says so."""
+    layout = plan["layout"]
+    if not net:
+        return typed_columns(layout, F.col("row"), by_position=True)
+    primary = plan["primary_key"]
     key_only = F.array(*[F.col("key")[primary.index(i)] if i in primary
                          else F.lit(None).cast("string") for i in range(len(layout["columns"]))])
-    rows = table.select(F.coalesce("row", key_only).alias("row"),
-                        F.col("row").isNull().alias(DELETED))
-    return typed_rows(rows, layout, extra=(DELETED,))
+    return [*typed_columns(layout, F.coalesce("row", key_only), by_position=True),
+            F.col("row").isNull().alias(DELETED)]
+
+
+def _net_rows(net, plan: dict):
+    """One table's net changes, typed, with `DELETED`."""
+    return net.where(_is_table(plan)).select(*_typed_columns(plan, net=True))
 
 
 def _parquet_schema(folder: str, names: list[str]):

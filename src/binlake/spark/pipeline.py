@@ -8,8 +8,10 @@ Delta tables/.
 
 Strategy: the manifest records, per file, how far it has been read (always
 a transaction boundary found by the header scan) and a fingerprint of its
-format description. A run scans each input from there, reads only the new
-byte ranges through the `binlog` data source, and appends them; the table
+format description. A run scans each input from there, decodes only the new
+byte ranges and appends them: in the driver, written straight to Parquet
+(binlake.spark.partitioned), or by the `binlog` data source in a cluster's
+executors when the new ranges are large (`read_in`); the table
 layouts seen so far are kept in the manifest too, and the change files each
 run appended until every table took them in (`pending`). tables/ is then
 brought in step with them (binlake.spark.lake: appended, merged by key, or
@@ -30,9 +32,7 @@ staging data without one discards it.
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import json
-import operator
 import os
 import re
 import shutil
@@ -43,11 +43,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..scan import read_framing, scan
-from .batches import CHANGES, EVENTS, TableFilter, spark_ddl
+from .batches import CHANGES, EVENTS, VIEWS, TableFilter, spark_ddl
 from .history import PositionOrder, follow_ranges, load_history, table_plans
 from .layouts import find_layouts
-from .ranges import DEFAULT_SPLIT_BYTES, FIRST_EVENT, Split, expand_inputs, number_files
-from .lake import TABLES, concurrently, hadoop_literal, update_tables
+from .ranges import (DEFAULT_SPLIT_BYTES, DRIVER_READ_BYTES, FIRST_EVENT, READ_IN, Split,
+                     expand_inputs, number_files, split_bytes_of)
+from .lake import TABLES, concurrently, hadoop_literal, one_of, update_tables
 from .tables import AsOf
 
 FORMAT = 1
@@ -56,6 +57,7 @@ CHANGE_PARTITIONS = ("database", "table", "date")
 #: Characters delta-rs takes for URL syntax in a local path (it fails on them).
 DELTA_UNSAFE = "[]%#?"
 EVENT_PARTITIONS = ("date",)
+VIEW_PARTITIONS = [("events", EVENT_PARTITIONS), ("changes", CHANGE_PARTITIONS)]
 
 
 @dataclass
@@ -148,7 +150,8 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
                  split_bytes: int = DEFAULT_SPLIT_BYTES, min_partitions: int | None = None,
                  schema: str | None = None, tables: str | None = None,
                  reader_options: dict | None = None, snapshot=None,
-                 snapshot_chunk_rows: int | None = None, log=None) -> PipelineResult:
+                 snapshot_chunk_rows: int | None = None, read_in: str = "auto",
+                 log=None) -> PipelineResult:
     from . import register
     register(spark)
     # Spark's default INT96 timestamps read back as naive times outside Spark.
@@ -199,7 +202,7 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
         # Each task takes the history as it was where its range starts.
         options["schema"] = json.dumps(history.to_json())
         result.events, result.changes = _append(spark, out, segments, options, new_manifest,
-                                                history, log, staged_snapshot)
+                                                history, log, staged_snapshot, read_in)
         manifest = new_manifest
     for message in history.warnings:
         log(f"warning: {message}")
@@ -230,18 +233,13 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
 def _changes_of(spark, out: str, files: list | None, only: set | None):
     """changes/ whole, the `files` of it, or the partitions of the tables
     `only` names ((database, table) pairs); None when there is none yet."""
-    from pyspark.sql import functions as F
     root = os.path.join(out, "changes")
     if not os.path.isdir(root):
         return None
     if files is not None:
         return read_changes(spark, out, files)
     frame = read_changes(spark, out)
-    if only is not None:
-        # Plain comparisons: Spark prunes partitions by them.
-        frame = frame.where(functools.reduce(operator.or_, [
-            (F.col("database") == db) & (F.col("table") == table) for db, table in sorted(only)]))
-    return frame
+    return frame if only is None else frame.where(one_of(only))
 
 
 def _new_segments(files, manifest: dict, warnings: list):
@@ -312,34 +310,24 @@ def _take_snapshot(address, wanted, out: str, schema: str | None, chunk_rows, lo
 
 
 def _append(spark, out: str, segments: list, options: dict, new_manifest: dict, history, log,
-            snapshot_folder: str | None = None):
+            snapshot_folder: str | None = None, read_in: str = "auto"):
     """Read the segments, stage events and changes (and a snapshot's rows),
     then commit them."""
-    from pyspark.sql import functions as F
     staging = _state(out, "staging")
     shutil.rmtree(staging, ignore_errors=True)
     os.makedirs(staging)
     if snapshot_folder:
         os.replace(snapshot_folder, os.path.join(staging, "snapshot"))
-    ranges = json.dumps([{"path": s.path, "file_seq": s.file_seq, "start": s.start, "end": s.end}
-                         for s in segments])
-    # Days in UTC, whatever the session time zone.
-    date = F.date_from_unix_date(F.floor(F.unix_seconds("timestamp") / 86400).cast("int"))
-
-    def write(view: str, parts: tuple) -> int:
-        # A reader of its own: DataFrameReader.option() changes the reader it is called on.
-        reader = spark.read.format("binlog").options(**options, ranges=ranges, view=view)
-        frame = reader.load().withColumn("date", date)
-        target = os.path.join(staging, view)
-        # The writer wants its partition columns sorted; commit order within them.
-        frame.sortWithinPartitions(*parts, "commit_key").write.partitionBy(*parts).parquet(target)
-        rows = _parquet_rows(target)
-        log(f"{view}: {rows} rows from {len(segments)} range(s)")
-        return rows
-
-    # Two jobs at once: each keeps the cores busy while the other waits on its tail.
-    events, changes = concurrently(write, [("events", EVENT_PARTITIONS),
-                                           ("changes", CHANGE_PARTITIONS)]) if segments else (0, 0)
+    if not segments:
+        events = changes = 0
+    elif _read_in_driver(spark, segments, read_in):
+        events, changes = (_write_in_driver(segments, options, staging, view, parts, log)
+                           for view, parts in VIEW_PARTITIONS)
+    else:
+        # Two jobs at once: each keeps the cores busy while the other waits on its tail.
+        events, changes = concurrently(
+            lambda view, parts: _write_in_spark(spark, segments, options, staging, view, parts,
+                                                log), VIEW_PARTITIONS)
     if snapshot_folder:  # its rows are changes like the others (op "r")
         changes += _parquet_rows(os.path.join(staging, "snapshot"))
         _move_tree(os.path.join(staging, "snapshot"), os.path.join(staging, "changes"))
@@ -353,6 +341,53 @@ def _append(spark, out: str, segments: list, options: dict, new_manifest: dict, 
     _write_json(os.path.join(staging, "manifest.json"), new_manifest)
     _commit_staging(out)
     return events, changes
+
+
+def _read_in_driver(spark, segments: list, read_in: str) -> bool:
+    """Where new ranges are read: "driver", "executors", or "auto": in the
+    driver when Spark runs on this machine anyway (a local master) or the
+    ranges are small; a cluster's executors read large ones in parallel."""
+    if read_in not in READ_IN:
+        raise ValueError(f"read_in {read_in!r}: one of {', '.join(READ_IN)}")
+    if read_in != "auto":
+        return read_in == "driver"
+    local = spark.sparkContext.master.startswith("local")
+    return local or sum(split_bytes_of(s) for s in segments) <= DRIVER_READ_BYTES
+
+
+def _write_in_driver(segments: list, options: dict, staging: str, view: str, parts: tuple,
+                     log) -> int:
+    """One view of the ranges, decoded here and written as Spark's layout
+    (binlake.spark.partitioned)."""
+    from .batches import change_batches, event_batches
+    from .partitioned import PartitionedParquet
+    batches = change_batches if view == "changes" else event_batches
+    sink = PartitionedParquet(os.path.join(staging, view), VIEWS[view], parts)
+    for split in segments:
+        for batch in batches(split, options):
+            sink.write(batch)
+    rows = sink.close()
+    log(f"{view}: {rows} rows from {len(segments)} range(s)")
+    return rows
+
+
+def _write_in_spark(spark, segments: list, options: dict, staging: str, view: str,
+                    parts: tuple, log) -> int:
+    """One view of the ranges, read by the `binlog` data source in Spark's tasks."""
+    from pyspark.sql import functions as F
+    ranges = json.dumps([{"path": s.path, "file_seq": s.file_seq, "start": s.start, "end": s.end}
+                         for s in segments])
+    # Days in UTC, whatever the session time zone.
+    date = F.date_from_unix_date(F.floor(F.unix_seconds("timestamp") / 86400).cast("int"))
+    # A reader of its own: DataFrameReader.option() changes the reader it is called on.
+    reader = spark.read.format("binlog").options(**options, ranges=ranges, view=view)
+    frame = reader.load().withColumn("date", date)
+    target = os.path.join(staging, view)
+    # The writer wants its partition columns sorted; commit order within them.
+    frame.sortWithinPartitions(*parts, "commit_key").write.partitionBy(*parts).parquet(target)
+    rows = _parquet_rows(target)
+    log(f"{view}: {rows} rows from {len(segments)} range(s)")
+    return rows
 
 
 def _parquet_rows(folder: str) -> int:

@@ -37,6 +37,11 @@ from ..scan import TransactionState, scan, step_details
 
 DEFAULT_SPLIT_BYTES = 32 << 20
 FIRST_EVENT = 4  #: offset of the first event, after the magic number
+#: Where the pipeline decodes new ranges: "auto" is the driver with a local
+#: master (the executors would use the same cores) or up to DRIVER_READ_BYTES,
+#: else a cluster's executors.
+READ_IN = ("auto", "driver", "executors")
+DRIVER_READ_BYTES = 256 << 20
 
 _SEQUENCE = re.compile(r"\.(\d+)$")
 
