@@ -3,7 +3,7 @@
 PySpark jobs, run in the same session of this script, each a fresh process
 as a user runs it (JVM start included).
 
-    .venv/bin/python bench/bench_lake.py [--mb 100] [--masters local[1],local[2]]
+    .venv/bin/python bench/bench_lake.py [--mb 100] [--masters local[1],local[2]] [--repeat 3]
 
 Strategy: three binlog files of the same two tables are written once by a
 private MariaDB (binlake.testing.workload.generate_bulk, cached under
@@ -18,7 +18,8 @@ first. Then, timed:
 - incremental: on that lake, a run with nothing new; adding the small file;
   adding the second bulk file (against the first);
 - local[2] over local[1] on the first bulk file.
-Targets: fixed <= 1.3x, marginal <= 1.5x, small increment <= 1.5x nothing
+Each figure is the median of `--repeat` rounds of the whole sequence (a
+shared machine's noise is per run). Targets: fixed <= 1.3x, marginal <= 1.5x, small increment <= 1.5x nothing
 new, second bulk <= first, local[2]/local[1] >= 1.7x.
 """
 from __future__ import annotations
@@ -27,6 +28,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -102,34 +104,46 @@ def pipeline(inputs, out: Path, master: str) -> float:
                   "--master", master])
 
 
+def one_round(work: Path, first: Path, small: Path, second: Path, args) -> dict:
+    """Every timed run once, in order (the incremental runs grow one lake)."""
+    figures = {}
+    figures["bare PySpark job"] = timed([PYTHON, "-c", BARE_JOB, str(work / "bare"), args.master])
+    figures["pipeline, sample"] = timed([PYTHON, "-m", "binlake", "pipeline", "--sample",
+                                         "--out", str(work / "sample"), "--master", args.master])
+    lake = work / "lake"
+    figures["pipeline, first bulk"] = pipeline([first], lake, args.master)
+    figures["Spark copy of its changes/"] = timed([PYTHON, "-c", COPY_JOB, str(lake),
+                                                   str(work / "copy"), args.master])
+    figures["nothing new"] = pipeline([first], lake, args.master)
+    figures["+ small binlog"] = pipeline([first, small], lake, args.master)
+    figures["+ second bulk"] = pipeline([first, small, second], lake, args.master)
+    for master in args.masters.split(","):
+        folder = work / "".join(c for c in master if c.isalnum())
+        figures[f"first bulk, {master}"] = pipeline([first], folder, master)
+    return figures
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mb", type=int, default=100, help="size of each bulk binlog")
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--masters", default="local[1],local[2]",
                         help="the two masters of the scaling ratio")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="rounds of every run; each figure is the median")
     args = parser.parse_args(argv)
     first, small, second = lake_binlogs(args.mb)
     sizes = {p.name: p.stat().st_size for p in (first, small, second)}
     print(f"binlogs: {sizes}", flush=True)
-    figures = {}
-    with tempfile.TemporaryDirectory(prefix="binlake-lake-") as scratch:
-        work = Path(scratch)
-        figures["bare PySpark job"] = timed([PYTHON, "-c", BARE_JOB, str(work / "bare"), args.master])
-        figures["pipeline, sample"] = timed([PYTHON, "-m", "binlake", "pipeline", "--sample",
-                                             "--out", str(work / "sample"), "--master", args.master])
-        lake = work / "lake"
-        figures["pipeline, first bulk"] = pipeline([first], lake, args.master)
-        figures["Spark copy of its changes/"] = timed([PYTHON, "-c", COPY_JOB, str(lake),
-                                                       str(work / "copy"), args.master])
-        figures["nothing new"] = pipeline([first], lake, args.master)
-        figures["+ small binlog"] = pipeline([first, small], lake, args.master)
-        figures["+ second bulk"] = pipeline([first, small, second], lake, args.master)
-        for master in args.masters.split(","):
-            folder = work / "".join(c for c in master if c.isalnum())
-            figures[f"first bulk, {master}"] = pipeline([first], folder, master)
+    rounds = []
+    for _ in range(args.repeat):
+        with tempfile.TemporaryDirectory(prefix="binlake-lake-") as scratch:
+            rounds.append(one_round(Path(scratch), first, small, second, args))
+    # Each figure's median over the rounds (the machine's noise is per run).
+    figures = {name: statistics.median(r[name] for r in rounds) for name in rounds[0]}
     for name, seconds in figures.items():
-        print(f"{name:32} {seconds:7.1f} s", flush=True)
+        spread = ", ".join(f"{r[name]:.1f}" for r in rounds)
+        print(f"{name:32} {seconds:7.1f} s   ({spread})", flush=True)
     one, two = args.masters.split(",")
     ratios = {
         "fixed: sample / bare (<= 1.3)":
@@ -146,7 +160,8 @@ def main(argv=None) -> int:
     for name, ratio in ratios.items():
         print(f"{name:52} {ratio:5.2f}x", flush=True)
     (DATA / "lake_results.json").write_text(json.dumps({"figures": figures, "ratios": ratios,
-                                                         "sizes": sizes}, indent=1))
+                                                         "rounds": rounds, "sizes": sizes},
+                                                        indent=1))
     return 0
 
 

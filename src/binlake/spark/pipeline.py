@@ -152,8 +152,6 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
                  reader_options: dict | None = None, snapshot=None,
                  snapshot_chunk_rows: int | None = None, read_in: str = "auto",
                  log=None) -> PipelineResult:
-    from . import register
-    register(spark)
     # Spark's default INT96 timestamps read back as naive times outside Spark.
     spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
     log = log or (lambda message: None)
@@ -324,6 +322,8 @@ def _append(spark, out: str, segments: list, options: dict, new_manifest: dict, 
         events, changes = (_write_in_driver(segments, options, staging, view, parts, log)
                            for view, parts in VIEW_PARTITIONS)
     else:
+        from . import register
+        register(spark)  # only here: registering a Python data source takes a second
         # Two jobs at once: each keeps the cores busy while the other waits on its tail.
         events, changes = concurrently(
             lambda view, parts: _write_in_spark(spark, segments, options, staging, view, parts,

@@ -120,46 +120,71 @@ def rebuild_states(changes: DataFrame, plans: list[dict], as_of: AsOf | None = N
     come from (under other table names before a RENAME), each with the key
     of every column in those changes or, for a column added later, its
     default. Changes outside every stretch (before a TRUNCATE or a re-CREATE,
-    of a dropped table) are left out."""
-    spark = changes.sparkSession
+    of a dropped table) are left out.
+
+    Every stretch becomes literal expressions (which stretch a change is in,
+    its values in column order, its key), so the plan is one scan and one
+    projection Spark compiles to code: no join, no per-row lambda."""
     if as_of is not None:
         changes = changes.where(as_of.condition())
-    rows = [(s["database"], s["table"], *s["after"], *s["before"], plan["database"],
-             plan["table"], plan["primary_key"] or None,
-             [(key, default, digits) for key, default, digits in
-              zip(s["sources"], s["defaults"], s["fractions"])])
-            for plan in plans for s in plan["stretches"]]
-    stretches = spark.createDataFrame(rows, _STRETCHES)
-    seq, pos = F.col("commit_key.file_seq"), F.col("commit_key.pos")
-    inside = (((seq > F.col("lo_seq")) | ((seq == F.col("lo_seq")) & (pos > F.col("lo_pos"))))
-              & (F.col("hi_seq").isNull() | (seq < F.col("hi_seq"))
-                 | ((seq == F.col("hi_seq")) & (pos < F.col("hi_pos")))))
-    changes = (changes.join(F.broadcast(stretches), ["database", "table"]).where(inside)
-               .select(F.col("final_database").alias("database"),
-                       F.col("final_table").alias("table"), "op", "commit_key", "pk",
-                       _values("before").alias("before"), _values("after").alias("after")))
-    keyed = _states_by_key(changes.where(F.col("pk").isNotNull()), net)
+    stretches = [(plan, s) for plan in plans for s in plan["stretches"]]
+    which = None
+    for i, (_, s) in enumerate(stretches):
+        which = (F.when if which is None else which.when)(_inside(s), F.lit(i))
+    if which is None:
+        which = F.lit(None).cast("int")
+    located = changes.select("op", "commit_key", "before", "after", which.alias("_stretch"))
+    located = located.where(F.col("_stretch").isNotNull())
+
+    def each(value) -> Column:  # CASE _stretch WHEN i THEN value(plan, stretch) ...
+        found = None
+        for i, (plan, s) in enumerate(stretches):
+            found = (F.when if found is None else found.when)(F.col("_stretch") == i, value(plan, s))
+        return found
+    keyed = [i for i, (plan, _) in enumerate(stretches) if plan["primary_key"]]
+    images = located.select(
+        each(lambda plan, s: F.lit(plan["database"])).alias("database"),
+        each(lambda plan, s: F.lit(plan["table"])).alias("table"),
+        "op", "commit_key", "_stretch", F.col("_stretch").isin(keyed).alias("keyed"),
+        each(lambda plan, s: _values("before", s)).alias("before"),
+        each(lambda plan, s: _values("after", s)).alias("after"))
+    # Keys from the images in column order (the select above made them).
+    images = images.select("*", each(lambda plan, s: _key("before", plan)).alias("before_key"),
+                           each(lambda plan, s: _key("after", plan)).alias("after_key"))
+    by_key = _states_by_key(images.where("keyed"), net)
     if net:
-        return keyed
-    multiset = _states_as_multiset(changes.where(F.col("pk").isNull()))
-    return keyed.unionByName(multiset)
+        return by_key
+    return by_key.unionByName(_states_as_multiset(images.where(~F.col("keyed"))))
 
 
-_STRETCHES = ("database string, table string, lo_seq long, lo_pos long, hi_seq long, "
-              "hi_pos long, final_database string, final_table string, pk array<int>, "
-              "sources array<struct<key:string,value:string,fraction:int>>")
+def _inside(s: dict) -> Column:
+    """A change is in stretch `s`: of its source table, after its start,
+    before its end."""
+    seq, pos = F.col("commit_key.file_seq"), F.col("commit_key.pos")
+    (lo_seq, lo_pos), (hi_seq, hi_pos) = s["after"], s["before"]
+    inside = ((F.col("database") == s["database"]) & (F.col("table") == s["table"])
+              & ((seq > lo_seq) | ((seq == lo_seq) & (pos > lo_pos))))
+    if hi_seq is not None:
+        inside &= (seq < hi_seq) | ((seq == hi_seq) & (pos < hi_pos))
+    return inside
 
 
-def _values(side: str) -> Column:
+def _values(side: str, s: dict) -> Column:
     """An image's values in the table's column order (a column it does not
     have yet: its default); NULL when the change has no such image."""
     image = F.col(side)
+    values = []
+    for key, default, digits in zip(s["sources"], s["defaults"], s["fractions"]):
+        text = image[key] if key is not None else F.lit(default).cast("string")
+        if digits is not None:
+            text = F.when(text.isNull(), text).otherwise(_with_fraction(text, F.lit(digits)))
+        values.append(text)
+    return F.when(image.isNotNull(), F.array(*values).cast("array<string>"))
 
-    def value(s: Column) -> Column:
-        text = F.when(s["key"].isNotNull(), image[s["key"]]).otherwise(s["value"])
-        return F.when(s["fraction"].isNull() | text.isNull(), text).otherwise(
-            _with_fraction(text, s["fraction"]))
-    return F.when(image.isNotNull(), F.transform("sources", value))
+
+def _key(side: str, plan: dict) -> Column:
+    """The primary key's texts of an image (of the values in column order)."""
+    return F.array(*[F.col(side)[i] for i in plan["primary_key"] or []]).cast("array<string>")
 
 
 def _with_fraction(text: Column, digits: Column) -> Column:
@@ -171,8 +196,7 @@ def _with_fraction(text: Column, digits: Column) -> Column:
 
 
 def _states_by_key(changes: DataFrame, net: bool = False) -> DataFrame:
-    before_key = F.transform("pk", lambda i: F.col("before")[i])
-    after_key = F.transform("pk", lambda i: F.col("after")[i])
+    before_key, after_key = F.col("before_key"), F.col("after_key")
     no_row = F.lit(None).cast("array<string>")
     sets = F.struct(after_key.alias("key"), F.col("after").alias("row"))
     clears = F.struct(before_key.alias("key"), no_row.alias("row"))
@@ -180,9 +204,12 @@ def _states_by_key(changes: DataFrame, net: bool = False) -> DataFrame:
                 .when(F.col("op") == "d", F.array(clears))
                 .when(before_key == after_key, F.array(sets))
                 .otherwise(F.array(clears, sets)))
+    # The last touch of each key: the greatest (commit_key, row), commit keys
+    # being unique (max of a struct compiles to code; max_by does not).
     last = (changes.select("database", "table", "commit_key", F.explode(touches).alias("t"))
             .groupBy("database", "table", F.col("t.key").alias("key"))
-            .agg(F.max_by("t.row", "commit_key").alias("row")))
+            .agg(F.max(F.struct("commit_key", "t.row")).alias("last"))
+            .select("database", "table", "key", F.col("last.row").alias("row")))
     if net:
         return last
     return last.where(F.col("row").isNotNull()).select("database", "table", "row")
