@@ -11,12 +11,16 @@ bench/data/lake-<MB>MB/): binlog.000001 a bulk batch, binlog.000002 a few
 KB, binlog.000003 a second bulk batch that updates and deletes rows of the
 first. Then, timed:
 - fixed cost: the pipeline over the bundled sample, against a bare PySpark
-  job (session start, one tiny Parquet write, one tiny aggregate write);
+  job (session start, one tiny Parquet write, one tiny aggregate write),
+  run as a user writes it and again with the JVM option binlake gives a
+  short run on a few cores (the JVM's share compared like for like);
 - marginal cost: the pipeline over the first bulk file minus the sample's,
   against Spark reading the pipeline's own changes/ and writing it again
   with the same partitioning minus the bare job (Spark's part alone);
 - incremental: on that lake, a run with nothing new; adding the small file;
-  adding the second bulk file (against the first);
+  adding the second bulk file (against the first); and the floor of any run
+  that queries at all: a Spark session with one tiny aggregate query
+  against the session alone;
 - local[2] over local[1] on the first bulk file.
 Each figure is the median of `--repeat` rounds of the whole sequence (a
 shared machine's noise is per run). Targets: fixed <= 1.3x, marginal <= 1.5x, small increment <= 1.5x nothing
@@ -48,6 +52,22 @@ spark = (SparkSession.builder.master(sys.argv[2]).appName("bare")
 frame = spark.createDataFrame([(1, "a"), (2, "b"), (3, "a")], "id INT, k STRING")
 frame.write.parquet(sys.argv[1] + "/rows")
 frame.groupBy("k").count().write.parquet(sys.argv[1] + "/counts")
+spark.stop()
+"""
+
+SESSION_ONLY = """
+import sys
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.master(sys.argv[2]).appName("session").getOrCreate()
+spark.stop()
+"""
+
+TINY_QUERY = """
+import sys
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.master(sys.argv[2]).appName("tiny").getOrCreate()
+frame = spark.range(25)
+frame.groupBy((frame.id % 2).alias("k")).count().collect()
 spark.stop()
 """
 
@@ -88,9 +108,15 @@ def lake_binlogs(megabytes: int) -> list[Path]:
     return sorted(folder.glob("binlog.[0-9]*"))
 
 
-def timed(argv: list[str]) -> float:
+#: binlake's JVM option for a short run on a few local cores (spark_session).
+SHORT_RUN_JVM = "--driver-java-options -XX:TieredStopAtLevel=1 pyspark-shell"
+
+
+def timed(argv: list[str], submit_args: str | None = None) -> float:
     env = {**os.environ, "TZ": "UTC", "PYTHONPATH": str(ROOT / "src"),
            "PYSPARK_PYTHON": PYTHON, "PYSPARK_DRIVER_PYTHON": PYTHON}
+    if submit_args:
+        env["PYSPARK_SUBMIT_ARGS"] = submit_args
     started = time.perf_counter()
     done = subprocess.run(argv, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - started
@@ -108,12 +134,20 @@ def one_round(work: Path, first: Path, small: Path, second: Path, args) -> dict:
     """Every timed run once, in order (the incremental runs grow one lake)."""
     figures = {}
     figures["bare PySpark job"] = timed([PYTHON, "-c", BARE_JOB, str(work / "bare"), args.master])
+    figures["bare job, short-run JVM"] = timed([PYTHON, "-c", BARE_JOB, str(work / "bare1"),
+                                                args.master], SHORT_RUN_JVM)
+    figures["Spark session alone"] = timed([PYTHON, "-c", SESSION_ONLY, "-", args.master],
+                                           SHORT_RUN_JVM)
+    figures["session + one tiny query"] = timed([PYTHON, "-c", TINY_QUERY, "-", args.master],
+                                                SHORT_RUN_JVM)
     figures["pipeline, sample"] = timed([PYTHON, "-m", "binlake", "pipeline", "--sample",
                                          "--out", str(work / "sample"), "--master", args.master])
     lake = work / "lake"
     figures["pipeline, first bulk"] = pipeline([first], lake, args.master)
     figures["Spark copy of its changes/"] = timed([PYTHON, "-c", COPY_JOB, str(lake),
                                                    str(work / "copy"), args.master])
+    figures["copy, short-run JVM"] = timed([PYTHON, "-c", COPY_JOB, str(lake), str(work / "copy1"),
+                                            args.master], SHORT_RUN_JVM)
     figures["nothing new"] = pipeline([first], lake, args.master)
     figures["+ small binlog"] = pipeline([first, small], lake, args.master)
     figures["+ second bulk"] = pipeline([first, small, second], lake, args.master)
@@ -145,17 +179,22 @@ def main(argv=None) -> int:
         spread = ", ".join(f"{r[name]:.1f}" for r in rounds)
         print(f"{name:32} {seconds:7.1f} s   ({spread})", flush=True)
     one, two = args.masters.split(",")
+    f = figures
     ratios = {
-        "fixed: sample / bare (<= 1.3)":
-            figures["pipeline, sample"] / figures["bare PySpark job"],
+        "fixed: sample / bare (<= 1.3)": f["pipeline, sample"] / f["bare PySpark job"],
+        "  the same, bare job with the short-run JVM":
+            f["pipeline, sample"] / f["bare job, short-run JVM"],
         "marginal: (bulk - sample) / (copy - bare) (<= 1.5)":
-            (figures["pipeline, first bulk"] - figures["pipeline, sample"])
-            / (figures["Spark copy of its changes/"] - figures["bare PySpark job"]),
-        "small increment / nothing new (<= 1.5)":
-            figures["+ small binlog"] / figures["nothing new"],
-        "second bulk / first bulk (<= 1.0)":
-            figures["+ second bulk"] / figures["pipeline, first bulk"],
-        f"{one} / {two} (>= 1.7)": figures[f"first bulk, {one}"] / figures[f"first bulk, {two}"],
+            (f["pipeline, first bulk"] - f["pipeline, sample"])
+            / (f["Spark copy of its changes/"] - f["bare PySpark job"]),
+        "  the same, peers with the short-run JVM":
+            (f["pipeline, first bulk"] - f["pipeline, sample"])
+            / (f["copy, short-run JVM"] - f["bare job, short-run JVM"]),
+        "small increment / nothing new (<= 1.5)": f["+ small binlog"] / f["nothing new"],
+        "  floor: one tiny query / session alone":
+            f["session + one tiny query"] / f["Spark session alone"],
+        "second bulk / first bulk (<= 1.0)": f["+ second bulk"] / f["pipeline, first bulk"],
+        f"{one} / {two} (>= 1.7)": f[f"first bulk, {one}"] / f[f"first bulk, {two}"],
     }
     for name, ratio in ratios.items():
         print(f"{name:52} {ratio:5.2f}x", flush=True)

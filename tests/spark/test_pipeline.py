@@ -158,3 +158,24 @@ def test_an_output_path_delta_cannot_address_is_refused_in_one_line(tmp_path):
     assert main(["pipeline", "--sample", "--out", str(tmp_path / "lake[1]")], out, err) == 1
     assert "cannot address a path containing [ ]" in err.getvalue()
     assert not (tmp_path / "lake[1]").exists()
+
+
+def test_unread_bytes_follow_the_manifest(one_partition, truth, tmp_path):
+    from binlake.spark.pipeline import unread_bytes
+    total = sum(os.path.getsize(p) for p in truth.files)
+    assert unread_bytes(truth.files, str(tmp_path / "new")) == total
+    manifest = load_manifest(str(one_partition[0]))
+    read = sum(manifest["files"][os.path.basename(p)]["end"] for p in truth.files)
+    assert unread_bytes(truth.files, str(one_partition[0])) == total - read
+    assert unread_bytes([str(tmp_path / "missing")], str(tmp_path / "new")) in (0, None)
+
+
+def test_only_a_short_run_on_few_cores_gets_the_first_jit_tier():
+    from binlake.spark.pipeline import FEW_CORES, SHORT_RUN_BYTES, local_java_options
+    quick = "-XX:TieredStopAtLevel=1"
+    assert "log4j2.configurationFile=" in local_java_options(2, None)
+    assert quick in local_java_options(2, 10_000)
+    assert quick in local_java_options(FEW_CORES, SHORT_RUN_BYTES)
+    assert quick not in local_java_options(2, SHORT_RUN_BYTES + 1)
+    assert quick not in local_java_options(FEW_CORES + 1, 10_000)
+    assert quick not in local_java_options(2, None)  # size unknown: a long run, maybe

@@ -89,7 +89,7 @@ def _schema_path(args) -> str | None:
 
 
 def run(args, out, err) -> int:
-    from ..spark.pipeline import run_pipeline, spark_session
+    from ..spark.pipeline import run_pipeline, spark_session, unread_bytes
     from ..spark.ranges import DEFAULT_SPLIT_BYTES
 
     inputs = args.inputs if args.inputs and not args.sample else [sample_dir()]
@@ -104,7 +104,8 @@ def run(args, out, err) -> int:
     except (ValueError, OSError) as exc:
         err.write(f"binlake pipeline: {exc}\n")
         return ExitStatus.ERROR
-    spark = spark_session(args.master)
+    spark = spark_session(args.master, work_bytes=None if snapshot or args.as_of
+                          else unread_bytes(inputs, args.out))
     # Failures are reported here, in one line; Spark's own traces would bury it.
     spark.sparkContext.setLogLevel("OFF")
     try:

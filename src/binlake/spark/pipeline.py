@@ -54,6 +54,10 @@ from .tables import AsOf
 FORMAT = 1
 STATE_DIR = "_binlake"
 CHANGE_PARTITIONS = ("database", "table", "date")
+#: A local session on at most FEW_CORES cores for at most SHORT_RUN_BYTES of
+#: binlogs compiles with the JVM's first JIT tier only.
+FEW_CORES = 4
+SHORT_RUN_BYTES = 256 << 20
 #: Characters delta-rs takes for URL syntax in a local path (it fails on them).
 DELTA_UNSAFE = "[]%#?"
 EVENT_PARTITIONS = ("date",)
@@ -71,9 +75,12 @@ class PipelineResult:
     warnings: list = field(default_factory=list)
 
 
-def spark_session(master: str | None = None, app: str = "binlake pipeline"):
+def spark_session(master: str | None = None, app: str = "binlake pipeline",
+                  work_bytes: int | None = None):
     """An embedded local[*] session; the cluster's with `master`; the one
-    spark-submit prepared when run under it."""
+    spark-submit prepared when run under it. `work_bytes`: the binlog bytes
+    the session is for, when known (a short run on a few local cores gets a
+    JVM tuned for starting fast)."""
     # Spark's Python workers must run this interpreter (it has binlake and pyarrow).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -92,11 +99,22 @@ def spark_session(master: str | None = None, app: str = "binlake pipeline"):
         # Quiet: the JVM logs errors only (a normal run prints binlake's lines
         # alone), and a host name that resolves to a loopback address is no
         # reason to warn when everything runs on this machine.
-        log4j = Path(__file__).with_name("log4j2.properties").as_uri()  # spaces escaped
         builder = builder.config("spark.driver.extraJavaOptions",
-                                 f"-Dlog4j2.configurationFile={log4j}")
+                                 local_java_options(cores, work_bytes))
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     return builder.config("spark.sql.session.timeZone", "UTC").getOrCreate()
+
+
+def local_java_options(cores: int, work_bytes: int | None) -> str:
+    """The JVM options of a local session: binlake's log4j configuration;
+    for a short run on a few cores, the JIT's first tier only (the optimizing
+    compiler's threads would take CPU from the work itself, while a long run
+    gains from its code: bench/README.md)."""
+    log4j = Path(__file__).with_name("log4j2.properties").as_uri()  # spaces escaped
+    options = f"-Dlog4j2.configurationFile={log4j}"
+    if cores <= FEW_CORES and work_bytes is not None and work_bytes <= SHORT_RUN_BYTES:
+        options += " -XX:TieredStopAtLevel=1"
+    return options
 
 
 def _local_cores(master: str | None) -> int | None:
@@ -105,6 +123,18 @@ def _local_cores(master: str | None) -> int | None:
     if not match:
         return None
     return (os.cpu_count() or 1) if match[1] in (None, "*") else int(match[1])
+
+
+def unread_bytes(inputs, out: str) -> int | None:
+    """About how many bytes of `inputs` a run over `out` has yet to read (from
+    the manifest, no scan): the size of a run, before its session starts."""
+    try:
+        known = load_manifest(os.path.abspath(out))["files"]
+        paths = expand_inputs(inputs)
+        return sum(max(0, os.path.getsize(path)
+                       - known.get(os.path.basename(path), {}).get("end", 0)) for path in paths)
+    except (OSError, ValueError):
+        return None  # the run itself says what is wrong
 
 
 # -- the manifest ------------------------------------------------------------------------
