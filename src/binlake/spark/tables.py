@@ -247,6 +247,8 @@ def typed_state(states: DataFrame, layout: dict, rows: int) -> DataFrame:
     order = [F.col(f"`{key}`") for key in layout["primary_key"] or
              [c["key"] for c in layout["columns"]]]
     files = max(1, -(-rows // ROWS_PER_FILE))
-    # One file needs no range sampling (a job of its own): most tables are small.
-    spread = typed.coalesce(1) if files == 1 else typed.repartitionByRange(files, *order)
+    # One file: repartition(1), not coalesce(1), which would pull the
+    # aggregation and the casts into the one task that writes the file.
+    # More: ranges of the key (range sampling costs a job of its own).
+    spread = typed.repartition(1) if files == 1 else typed.repartitionByRange(files, *order)
     return spread.sortWithinPartitions(*order)
