@@ -21,7 +21,9 @@ first. Then, timed:
   adding the second bulk file (against the first); and the floor of any run
   that queries at all: a Spark session with one tiny aggregate query
   against the session alone;
-- local[2] over local[1] on the first bulk file.
+- local[2] over local[1] on the first bulk file (local[1] also pinned to one
+  CPU with taskset: unpinned, its JVM and the native decoder's threads still
+  use every core).
 Each figure is the median of `--repeat` rounds of the whole sequence (a
 shared machine's noise is per run). Targets: fixed <= 1.3x, marginal <= 1.5x, small increment <= 1.5x nothing
 new, second bulk <= first, local[2]/local[1] >= 1.7x.
@@ -154,6 +156,11 @@ def one_round(work: Path, first: Path, small: Path, second: Path, args) -> dict:
     for master in args.masters.split(","):
         folder = work / "".join(c for c in master if c.isalnum())
         figures[f"first bulk, {master}"] = pipeline([first], folder, master)
+    if shutil.which("taskset"):  # local[1] where it has one CPU: what a busy machine gives it
+        one = args.masters.split(",")[0]
+        figures[f"first bulk, {one} on one CPU"] = timed(
+            ["taskset", "-c", "0", PYTHON, "-m", "binlake", "pipeline", str(first),
+             "--out", str(work / "pinned"), "--master", one])
     return figures
 
 
@@ -196,6 +203,9 @@ def main(argv=None) -> int:
         "second bulk / first bulk (<= 1.0)": f["+ second bulk"] / f["pipeline, first bulk"],
         f"{one} / {two} (>= 1.7)": f[f"first bulk, {one}"] / f[f"first bulk, {two}"],
     }
+    if f"first bulk, {one} on one CPU" in f:
+        ratios[f"  the same, {one} on one CPU"] = (f[f"first bulk, {one} on one CPU"]
+                                                  / f[f"first bulk, {two}"])
     for name, ratio in ratios.items():
         print(f"{name:52} {ratio:5.2f}x", flush=True)
     (DATA / "lake_results.json").write_text(json.dumps({"figures": figures, "ratios": ratios,

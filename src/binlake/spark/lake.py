@@ -116,7 +116,7 @@ def update_tables(spark, out: str, plans: list, manifest: dict, *, as_of: AsOf |
 #: whose executors write its files.
 SMALL_TABLE_ROWS = 250_000
 #: At most this many change rows, and tables, in one collected job.
-COLLECTED_ROWS = 1_000_000
+COLLECTED_ROWS = 500_000
 COLLECTED_TABLES = 32
 
 
@@ -242,11 +242,10 @@ class _Lake:
                            pc.equal(collected["table"], plan["table"]))
             rows = (collected.select([f"t{i}_{j}" for j in range(len(names[i]))]).filter(mine)
                     .rename_columns(names[i]))
-            order = [(name, "ascending") for name in plan["layout"]["primary_key"]]
             if rows.num_rows == 0:
                 continue
-            if order and not net:
-                rows = rows.sort_by(order)
+            if plan["layout"]["primary_key"] and not net:
+                rows = _sorted_by(rows, plan["layout"]["primary_key"])
             folder = os.path.join(self.staged, key)
             os.makedirs(folder, exist_ok=True)
             pq.write_table(rows, os.path.join(folder, f"part-{uuid.uuid4().hex}.parquet"))
@@ -298,6 +297,15 @@ def hadoop_literal(path: str) -> str:
     """A path Spark's readers take as it is: they expand glob patterns, so
     an output directory named like `lake{a,b}` would otherwise match others."""
     return re.sub(r"([\\\[\]{}*?])", r"\\\1", path)
+
+
+def _sorted_by(rows, key: list[str]):
+    """`rows` in key order, as a large table's files are (a key Arrow
+    cannot sort, such as a SET's list, leaves them as they came)."""
+    try:
+        return rows.sort_by([(name, "ascending") for name in key])
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return rows
 
 
 def _sources(plan: dict) -> set:
