@@ -18,9 +18,10 @@ first. Then, timed:
   against Spark reading the pipeline's own changes/ and writing it again
   with the same partitioning minus the bare job (Spark's part alone);
 - incremental: on that lake, a run with nothing new; adding the small file;
-  adding the second bulk file (against the first); and the floor of any run
-  that queries at all: a Spark session with one tiny aggregate query
-  against the session alone;
+  adding the second bulk file (against the first); and two floors against
+  a Spark session alone: the session with one tiny aggregate query (any run
+  that queries at all), and the session reading the small file's new
+  change files with one aggregate (Spark's part alone of that increment);
 - local[2] over local[1] on the first bulk file (local[1] also pinned to one
   CPU with taskset: unpinned, its JVM and the native decoder's threads still
   use every core).
@@ -70,6 +71,16 @@ from pyspark.sql import SparkSession
 spark = SparkSession.builder.master(sys.argv[2]).appName("tiny").getOrCreate()
 frame = spark.range(25)
 frame.groupBy((frame.id % 2).alias("k")).count().collect()
+spark.stop()
+"""
+
+READ_NEW_CHANGES = """
+import sys
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.master(sys.argv[2]).appName("increment").getOrCreate()
+files = sys.argv[3:]
+frame = spark.read.option("basePath", sys.argv[1]).parquet(*files)
+frame.groupBy("database", "table").count().collect()
 spark.stop()
 """
 
@@ -132,6 +143,10 @@ def pipeline(inputs, out: Path, master: str) -> float:
                   "--master", master])
 
 
+def change_files(lake: Path) -> set[str]:
+    return {str(p) for p in (lake / "changes").rglob("*.parquet")}
+
+
 def one_round(work: Path, first: Path, small: Path, second: Path, args) -> dict:
     """Every timed run once, in order (the incremental runs grow one lake)."""
     figures = {}
@@ -151,7 +166,12 @@ def one_round(work: Path, first: Path, small: Path, second: Path, args) -> dict:
     figures["copy, short-run JVM"] = timed([PYTHON, "-c", COPY_JOB, str(lake), str(work / "copy1"),
                                             args.master], SHORT_RUN_JVM)
     figures["nothing new"] = pipeline([first], lake, args.master)
+    before = change_files(lake)
     figures["+ small binlog"] = pipeline([first, small], lake, args.master)
+    # Spark's part alone of any increment: reading its new change files, one aggregate.
+    figures["session + its new changes read"] = timed(
+        [PYTHON, "-c", READ_NEW_CHANGES, str(lake / "changes"), args.master,
+         *sorted(change_files(lake) - before)], SHORT_RUN_JVM)
     figures["+ second bulk"] = pipeline([first, small, second], lake, args.master)
     for master in args.masters.split(","):
         folder = work / "".join(c for c in master if c.isalnum())
@@ -200,6 +220,8 @@ def main(argv=None) -> int:
         "small increment / nothing new (<= 1.5)": f["+ small binlog"] / f["nothing new"],
         "  floor: one tiny query / session alone":
             f["session + one tiny query"] / f["Spark session alone"],
+        "  floor: Spark reading the increment's changes / session alone":
+            f["session + its new changes read"] / f["Spark session alone"],
         "second bulk / first bulk (<= 1.0)": f["+ second bulk"] / f["pipeline, first bulk"],
         f"{one} / {two} (>= 1.7)": f[f"first bulk, {one}"] / f[f"first bulk, {two}"],
     }
