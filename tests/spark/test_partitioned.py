@@ -74,3 +74,16 @@ def test_spark_reads_back_every_row_in_order_when_buffers_spill(spark, tmp_path)
         names = sorted(n for n in os.listdir(folder))
         seqs = [s for n in names for s in pq.read_table(os.path.join(folder, n))["seq"].to_pylist()]
         assert seqs == sorted(seqs)
+
+
+def test_interleaved_folders_are_one_file_each_within_the_budget(tmp_path):
+    # Every batch touches every folder: held rows must count their own bytes
+    # only (not the batch they came from), or the buffers would spill early.
+    root = str(tmp_path / "out")
+    sink = PartitionedParquet(root, SCHEMA, ("database", "table", "date"), buffer_bytes=32 << 20)
+    for batch in _batches(50_000, 2000):
+        sink.write(batch)
+    assert sink.close() == 50_000
+    folders = {d: names for d, _, names in os.walk(root) if names}
+    assert len(folders) > 100
+    assert all(len(names) == 1 for names in folders.values())

@@ -88,11 +88,13 @@ class PartitionedParquet:
         order = pc.sort_indices(pa.table(keys, names=[str(i) for i in range(len(keys))]),
                                 [(str(i), "ascending") for i in range(len(keys))],
                                 )
-        data = batch.select(self.data_columns).take(order)
+        data = batch.select(self.data_columns)
         keys = [key.take(order) for key in keys]
         for start, end in _runs(keys):
             folder = tuple(key[start].as_py() for key in keys)
-            self._hold(folder, data.slice(start, end - start))
+            # Taken, not sliced: a slice would keep the whole batch alive for
+            # as long as its folder is held.
+            self._hold(folder, data.take(order.slice(start, end - start)))
         while self._held > self.buffer_bytes:
             self._flush(max(self._sizes, key=self._sizes.__getitem__))
 
