@@ -34,10 +34,8 @@ only after every table committed.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
-import operator
 import os
 import re
 import shutil
@@ -52,8 +50,8 @@ from pyspark.sql import functions as F
 
 from .delta import DELETED, commit_table, committed_run, merge_net_changes, row_count
 from .layouts import qualified
-from .partitioned import escape_partition_value, unescape_partition_value
-from .tables import INSERTS, AsOf, rebuild_states, typed_state
+from .partitioned import escape_partition_value, parquet_rows, unescape_partition_value
+from .tables import INSERTS, AsOf, one_of, rebuild_states, typed_state
 from .typed import typed_columns
 
 TABLES = "tables"
@@ -66,7 +64,7 @@ def plan_signature(plan: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-def update_tables(spark, out: str, plans: list, manifest: dict, *, as_of: AsOf | None,
+def update_tables(out: str, plans: list, manifest: dict, *, as_of: AsOf | None,
                   staged: str, read_changes, save_state, log) -> tuple[dict, dict, dict]:
     """Bring tables/ in step with the manifest; returns ({"db.table": rows},
     the manifest's new `tables` entry, {"appended"|"merged"|"rebuilt": [tables]}).
@@ -81,7 +79,7 @@ def update_tables(spark, out: str, plans: list, manifest: dict, *, as_of: AsOf |
     in_step = (as_of is None and state.get("as_of") is None and "plans" in state
                and os.path.isdir(tables_dir))
     shutil.rmtree(staged, ignore_errors=True)
-    lake = _Lake(spark, tables_dir, staged, run, through, log,
+    lake = _Lake(tables_dir, staged, run, through, log,
                  ChangeFiles(os.path.join(out, "changes")))
     if not in_step:
         # A kill in the middle leaves tables of two points: rebuild all next time.
@@ -123,9 +121,9 @@ COLLECTED_TABLES = 32
 class _Lake:
     """The Spark and Delta work on tables/ of one run."""
 
-    def __init__(self, spark, tables_dir: str, staged: str, run: int, through: dict, log,
+    def __init__(self, tables_dir: str, staged: str, run: int, through: dict, log,
                  changes: "ChangeFiles"):
-        self.spark, self.tables_dir, self.staged = spark, tables_dir, staged
+        self.tables_dir, self.staged = tables_dir, staged
         self.changes = changes
         self.run, self.through, self.log = run, through, log
         self.work = {"appended": [], "merged": [], "rebuilt": []}
@@ -233,7 +231,7 @@ class _Lake:
         # Each table's columns side by side, set on its own rows only.
         names = [[c["key"] for c in plan["layout"]["columns"]] + ([DELETED] if net else [])
                  for plan in plans]
-        packed = [F.when(_is_table(plan), column).alias(f"t{i}_{j}")
+        packed = [F.when(one_of({(plan["database"], plan["table"])}), column).alias(f"t{i}_{j}")
                   for i, plan in enumerate(plans)
                   for j, column in enumerate(_typed_columns(plan, net))]
         collected = states.select("database", "table", *packed).toArrow()
@@ -313,13 +311,6 @@ def _sources(plan: dict) -> set:
     return {(s["database"], s["table"]) for s in plan["stretches"]}
 
 
-def one_of(tables: set):
-    """A condition on changes/ rows: of one of these (database, table) pairs
-    (plain comparisons, by which Spark prunes partitions)."""
-    return functools.reduce(operator.or_, [
-        (F.col("database") == db) & (F.col("table") == table) for db, table in sorted(tables)])
-
-
 @dataclass(frozen=True)
 class TableChanges:
     rows: int
@@ -337,14 +328,9 @@ class ChangeFiles:
 
     def rows(self, tables: set) -> int:
         """Change rows of these (database, table) pairs (at least their rows)."""
-        total = 0
-        for db, table in tables:
-            folder = os.path.join(self.root, f"database={escape_partition_value(db)}",
-                                  f"table={escape_partition_value(table)}")
-            total += sum(pq.ParquetFile(os.path.join(root, name)).metadata.num_rows
-                         for root, _, names in os.walk(folder) for name in names
-                         if name.endswith(".parquet"))
-        return total
+        return sum(parquet_rows(os.path.join(self.root, f"database={escape_partition_value(db)}",
+                                             f"table={escape_partition_value(table)}"))
+                   for db, table in tables)
 
     def stats(self, files: list[str]) -> dict:
         """{(database, table): TableChanges} of these files of changes/."""
@@ -380,10 +366,6 @@ def concurrently(function, arguments: list, workers: int = 4) -> list:
         return list(pool.map(lambda args: function(*args), arguments))
 
 
-def _is_table(plan: dict):
-    return (F.col("database") == plan["database"]) & (F.col("table") == plan["table"])
-
-
 def _typed_columns(plan: dict, net: bool) -> list:
     """A state row's typed columns (`row`: exact texts in column order);
     with `net`, a net change's: a deleted key's row holds its key columns
@@ -400,7 +382,8 @@ def _typed_columns(plan: dict, net: bool) -> list:
 
 def _net_rows(net, plan: dict):
     """One table's net changes, typed, with `DELETED`."""
-    return net.where(_is_table(plan)).select(*_typed_columns(plan, net=True))
+    mine = net.where(one_of({(plan["database"], plan["table"])}))
+    return mine.select(*_typed_columns(plan, net=True))
 
 
 def _parquet_schema(folder: str, names: list[str]):

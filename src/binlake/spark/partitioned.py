@@ -57,6 +57,14 @@ def unescape_partition_value(name: str) -> str | None:
     return re.sub(r"%([0-9A-Fa-f]{2})", lambda m: chr(int(m[1], 16)), name)
 
 
+def parquet_rows(folder: str) -> int:
+    """The rows of the Parquet files under `folder` (from their footers: no
+    data read); none when it does not exist."""
+    return sum(pq.ParquetFile(os.path.join(root, name)).metadata.num_rows
+               for root, _, names in os.walk(folder) for name in names
+               if name.endswith(".parquet"))
+
+
 def utc_dates(timestamps: pa.Array) -> pa.Array:
     """The UTC day of each timestamp (as Spark's `date` partition column)."""
     return pc.cast(pc.cast(timestamps, pa.timestamp("us", tz="UTC")), pa.date32())

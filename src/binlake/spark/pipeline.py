@@ -48,8 +48,9 @@ from .history import PositionOrder, follow_ranges, load_history, table_plans
 from .layouts import find_layouts
 from .ranges import (DEFAULT_SPLIT_BYTES, DRIVER_READ_BYTES, FIRST_EVENT, READ_IN, Split,
                      expand_inputs, number_files, split_bytes_of)
-from .lake import TABLES, concurrently, hadoop_literal, one_of, update_tables
-from .tables import AsOf
+from .lake import TABLES, concurrently, hadoop_literal, update_tables
+from .partitioned import parquet_rows
+from .tables import AsOf, one_of
 
 FORMAT = 1
 STATE_DIR = "_binlake"
@@ -249,7 +250,7 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
             _write_json(_state(out, "manifest.json"), dict(manifest, tables=entry))
 
         result.tables, entry, result.table_work = update_tables(
-            spark, out, plans, manifest, as_of=point, staged=_state(out, "tables.new"),
+            out, plans, manifest, as_of=point, staged=_state(out, "tables.new"),
             read_changes=lambda files=None, only=None: _changes_of(spark, out, files, only),
             save_state=save_state, log=log)
         result.tables_rebuilt = True
@@ -359,7 +360,7 @@ def _append(spark, out: str, segments: list, options: dict, new_manifest: dict, 
             lambda view, parts: _write_in_spark(spark, segments, options, staging, view, parts,
                                                 log), VIEW_PARTITIONS)
     if snapshot_folder:  # its rows are changes like the others (op "r")
-        changes += _parquet_rows(os.path.join(staging, "snapshot"))
+        changes += parquet_rows(os.path.join(staging, "snapshot"))
         _move_tree(os.path.join(staging, "snapshot"), os.path.join(staging, "changes"))
     # The change files tables/ has yet to take in, by run (binlake.spark.lake).
     run = new_manifest.get("run", 0) + 1
@@ -415,18 +416,9 @@ def _write_in_spark(spark, segments: list, options: dict, staging: str, view: st
     target = os.path.join(staging, view)
     # The writer wants its partition columns sorted; commit order within them.
     frame.sortWithinPartitions(*parts, "commit_key").write.partitionBy(*parts).parquet(target)
-    rows = _parquet_rows(target)
+    rows = parquet_rows(target)
     log(f"{view}: {rows} rows from {len(segments)} range(s)")
     return rows
-
-
-def _parquet_rows(folder: str) -> int:
-    """The rows Spark just wrote under `folder`, from the Parquet footers (no
-    Spark job reads them back); a range without rows of a view writes no file."""
-    import pyarrow.parquet as pq
-    return sum(pq.ParquetFile(os.path.join(root, name)).metadata.num_rows
-               for root, _, names in os.walk(folder) for name in names
-               if name.endswith(".parquet"))
 
 
 def _move_tree(root: str, target: str) -> None:

@@ -19,8 +19,10 @@ position their commit event ends at, must not be past the point.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import glob
 import json
+import operator
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, functions as F
@@ -238,11 +240,18 @@ def typed_rows(frame: DataFrame, layout: dict, extra: tuple = ()) -> DataFrame:
     return frame.select(*typed_columns(layout, F.col("row"), by_position=True), *extra)
 
 
+def one_of(tables: set) -> Column:
+    """A condition on rows with `database` and `table` columns: of one of
+    these (database, table) pairs (plain comparisons, by which Spark prunes
+    partitions of changes/)."""
+    return functools.reduce(operator.or_, [
+        (F.col("database") == db) & (F.col("table") == table) for db, table in sorted(tables)])
+
+
 def typed_state(states: DataFrame, layout: dict, rows: int) -> DataFrame:
     """One table's `rows` rows, typed, sorted by primary key (else by every
     column) into files of about ROWS_PER_FILE rows."""
-    table = states.where((F.col("database") == layout["database"])
-                         & (F.col("table") == layout["table"]))
+    table = states.where(one_of({(layout["database"], layout["table"])}))
     typed = typed_rows(table, layout)
     order = [F.col(f"`{key}`") for key in layout["primary_key"] or
              [c["key"] for c in layout["columns"]]]
