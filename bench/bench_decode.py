@@ -20,6 +20,8 @@ tree) too:
                     the C reference every ratio is taken against (run before and
                     after the others; the faster of the two is the reference)
   binlake-dump-v    `binlake dump --base64-output=decode-rows -v` > /dev/null
+  binlake-dump-json `binlake dump --format json` > /dev/null (one JSON line per
+                    event, rows with their values)
   binlake-api       binlake.open + every RowsEvent's iter_rows, to Python values,
                     one core (the core in use is reported: native or pure); also
                     (binlake-api-call) the same loop timed inside the process,
@@ -72,7 +74,7 @@ MEMORY_LIMIT_MB = 300
 C_TOOL = ["mariadb-binlog", "--base64-output=decode-rows", "-v"]
 #: Every tool timed runs in this environment (the C tool at its best).
 BENCH_ENV = {"TZ": "UTC", "LC_ALL": "C.UTF-8"}
-MEASUREMENTS = ("mariadb-binlog", "binlake-dump-v", "binlake-api", "binlake-api-pure",
+MEASUREMENTS = ("mariadb-binlog", "binlake-dump-v", "binlake-dump-json", "binlake-api", "binlake-api-pure",
                 "binlake-changes",
                 "arrow-changes", "pipeline", "pipeline-floor", "header-scan", "pymysqlrepl")
 #: A binlog of a few dozen events: the pipeline on it is Spark's fixed cost.
@@ -305,6 +307,8 @@ def measure_file(path: Path, skip: list[str], rows_hint: int | None) -> dict:
     measure("mariadb-binlog", C_TOOL + [file], results, skip)
     measure("binlake-dump-v", [PYTHON, "-m", "binlake", "dump", "--base64-output=decode-rows",
                                "-v", file], results, skip, core=native_core)
+    measure("binlake-dump-json", [PYTHON, "-m", "binlake", "dump", "--format", "json", file],
+            results, skip, core=native_core)
     measure("binlake-api", task_argv("api", file), results, skip, parse=parse_json)
     measure("binlake-api-pure", task_argv("api", file), results, skip,
             env={"BINLAKE_PURE": "1"}, parse=parse_json)
@@ -423,6 +427,7 @@ def target_rows(shape: str, results: dict, size_mb: float) -> list[tuple[str, st
 
     rows = [
         ratio_row(f"{shape}: dump -v >= 1.0x C (stretch 2x)", "binlake-dump-v", 1.0, 2.0),
+        ratio_row(f"{shape}: dump --format json >= 1.5x C", "binlake-dump-json", 1.5),
         ratio_row(f"{shape}: API full decode >= 1.0x C (process wall time)", "binlake-api", 1.0),
         ratio_row(f"{shape}: API full decode >= 1.0x C (API call in-process)",
                   "binlake-api-call", 1.0),
@@ -458,7 +463,8 @@ def target_rows(shape: str, results: dict, size_mb: float) -> list[tuple[str, st
 def memory_row(label: str, results: dict) -> tuple[str, str, str]:
     """Largest peak of binlake's own decoders (not the pipeline's JVM)."""
     peaks = {name: results[name]["peak_mb"] for name in ("binlake-api", "binlake-changes",
-                                                          "binlake-dump-v", "arrow-changes")
+                                                          "binlake-dump-v", "binlake-dump-json",
+                                                          "arrow-changes")
              if name in results and not results[name].get("unavailable")}
     if not peaks:
         return (label, "-", "not measured")

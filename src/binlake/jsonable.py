@@ -12,9 +12,11 @@ import json
 import datetime as dt
 from decimal import Decimal
 
-from .events import Event, RowsEvent, TableMapEvent
+from .events import (Event, LoadEvent, QueryEvent, RowsEvent, RowsQueryEvent, TableMapEvent,
+                     UnknownEvent)
 from .events.table_map import Column
 from .mysql_json import JsonDiff, JsonOpaque, PartialJson
+from .reader import EventChecker
 
 
 def time_text(value: dt.timedelta) -> str:
@@ -106,3 +108,33 @@ def _json_default(value):
 
 
 _ENCODE = json.JSONEncoder(ensure_ascii=False, default=_json_default).encode
+
+
+def event_subject(event) -> tuple:
+    """(database, table, query text) of an event, where it has them."""
+    if isinstance(event, QueryEvent):
+        return event.database or None, None, event.query
+    if isinstance(event, RowsQueryEvent):
+        return None, None, event.query
+    if isinstance(event, TableMapEvent):
+        return event.database, event.table, None
+    if isinstance(event, RowsEvent):
+        table = event.table
+        return (table.database, table.table, None) if table else (None, None, None)
+    if isinstance(event, LoadEvent):
+        return event.database, event.table, None
+    return None, None, None
+
+
+class EventDescriber(EventChecker):
+    """The reference decoder of the native events loops (the events view,
+    `dump --format json`): it also keeps, in `last`, what it decoded last
+    (database, table, query, info: `event_json` without header or rows),
+    the UnknownEvent's when it failed under `force`."""
+
+    last: tuple | None = None
+
+    def __call__(self, *frame):
+        event = self.decode(*frame)
+        self.last = (*event_subject(event), event_json(event, header=False, rows=False))
+        return None if isinstance(event, UnknownEvent) else event

@@ -50,6 +50,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyModule, PyString};
 
 use super::arrow::{ArrowBatch, Helpers, PyHelper};
+
+mod json_lines;
 use super::events::{decoded_natively, described, Described, EventsView};
 use super::raise;
 use super::reader::{open_source, PyErrSlot};
@@ -65,6 +67,7 @@ use crate::sink::arrow::{
 use crate::sink::events::EventRow;
 use crate::source::Source;
 use crate::transaction::{is_query, StepDetails, TransactionState};
+pub use json_lines::JsonLinesReader;
 
 /// Rows per batch (`BATCH_ROWS` in spark/batches.py).
 const BATCH_ROWS: usize = 8192;
@@ -89,6 +92,13 @@ pub(super) struct TableEntry {
     codecs: Vec<TextCodec>,
     pub(super) codec_names: Vec<Option<Py<PyString>>>,
     wanted: bool,
+    /// The table map's database and table names.
+    names: (String, String),
+    /// Each column's key as JSON, for `dump --format json`'s rows.
+    json_keys: Vec<Vec<u8>>,
+    /// The fields of its JSON line after table_id and flags, as the
+    /// reference completed the map (JSON lines only).
+    json_fields: Option<Vec<u8>>,
 }
 
 /// A rows event's plans and map keys.
@@ -444,7 +454,11 @@ impl ChangesReader {
         };
         self.check_end(py, &cur, TABLE_MAP_EVENT)?;
         let map = self.completed(py, frame, map)?;
-        let entry = Arc::new(self.table_entry(py, &map)?);
+        let mut entry = self.table_entry(py, &map)?;
+        if self.events.is_some() && self.follow_schema {
+            entry.json_fields = json_lines::completed_fields(py, &self.check)?;
+        }
+        let entry = Arc::new(entry);
         if self.tables_by_bytes.len() > TABLE_CACHE_LIMIT {
             self.tables_by_bytes.clear(); // bounded: schema churn must not grow it
         }
@@ -525,11 +539,13 @@ impl ChangesReader {
                 (_, Some(id)) => self.codecs.get(&id),
             })
             .collect();
+        let layout = map.layout(None);
         Ok(TableEntry {
             signature: map.signature.to_vec(),
             qualified: format!("{database}.{table}"),
             width: map.columns.len() as u64,
-            layout: map.layout(None),
+            json_keys: crate::sink::json::column_keys(&layout),
+            layout,
             views: Mutex::new(Views::default()),
             codecs: codec_names
                 .iter()
@@ -540,6 +556,8 @@ impl ChangesReader {
                 .map(|c| c.map(|name| PyString::intern(py, name).unbind()))
                 .collect(),
             wanted,
+            names: (database, table),
+            json_fields: None,
         })
     }
 
@@ -1090,6 +1108,7 @@ fn arrow_error(e: arrow_schema::ArrowError) -> PyErr {
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<JsonLinesReader>()?;
     m.add_class::<ChangesReader>()?;
     Ok(())
 }

@@ -23,6 +23,7 @@ use crate::rowimage::{
     civil_from_days, decode_rows, DateTimeParts, DecimalValue, Operation, Plan, PlanCache, Role,
     RowSink, RowsData, TimeParts, ValueError, ValueResult, ValueSink,
 };
+use crate::sink::texts::valid_date;
 
 create_exception!(_native, RowDecodeError, PyException);
 
@@ -501,28 +502,6 @@ fn frac_text(micro: i32, fsp: u8) -> String {
     }
     let digits = format!("{micro:06}");
     format!(".{}", &digits[..(fsp as usize).min(digits.len())])
-}
-
-fn valid_date(year: u32, month: u32, day: u32) -> bool {
-    if !(1..=9999).contains(&year) || !(1..=12).contains(&month) || day == 0 {
-        return false;
-    }
-    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
-    let days = [
-        31,
-        if leap { 29 } else { 28 },
-        31,
-        30,
-        31,
-        30,
-        31,
-        31,
-        30,
-        31,
-        30,
-        31,
-    ];
-    day <= days[month as usize - 1]
 }
 
 impl<'py> ValueSink for PySink<'_, 'py> {

@@ -1014,7 +1014,7 @@ fn values<'m>(before: &'m mut TextMap, after: &'m mut TextMap, role: Role) -> &'
 
 /// Python's cp1252 decoding (MySQL latin1) as UTF-8; false (nothing kept) if
 /// a byte has no character in it, as Python's codec then fails.
-fn push_cp1252(out: &mut Vec<u8>, bytes: &[u8]) -> bool {
+pub(crate) fn push_cp1252(out: &mut Vec<u8>, bytes: &[u8]) -> bool {
     const HIGH: [u16; 32] = [
         0x20AC, 0, 0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021, 0x02C6, 0x2030, 0x0160, 0x2039,
         0x0152, 0, 0x017D, 0, 0, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022, 0x2013, 0x2014, 0x02DC,

@@ -4,5 +4,6 @@
 pub mod arrow;
 pub mod dump;
 pub mod events;
+pub mod json;
 pub mod text;
 pub(crate) mod texts;

@@ -67,3 +67,26 @@ pub fn push_base64(out: &mut Vec<u8>, bytes: &[u8]) {
         .unwrap_or(0);
     out.truncate(at + written);
 }
+
+/// Whether Python's `date` takes it (year 1-9999, a real day of the month).
+pub fn valid_date(year: u32, month: u32, day: u32) -> bool {
+    if !(1..=9999).contains(&year) || !(1..=12).contains(&month) || day == 0 {
+        return false;
+    }
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    day <= days[month as usize - 1]
+}

@@ -7,12 +7,16 @@ meanings of mysqlbinlog/mariadb-binlog (see filters.py).
 
 from __future__ import annotations
 
+import copy
 import os
 
+from .. import core
 from ..cli import ExitStatus
 from ..errors import BinlogError
 from ..filters import SelectionOptions, Verdict
+from ..gzipped import is_gzip
 from ..jsonable import event_json
+from ..rowtext import raw_text
 from ..text import TextError, TextOptions, TextPrinter
 from .common import add_input_arguments, add_schema_arguments, reader_options, report, seed_history
 from .selection import (add_selection_arguments, open_inputs, open_output, progress_bar,
@@ -158,12 +162,59 @@ NATIVE_PRINTER = True
 
 
 def _dump_json(args, files, selection, out, err, schema) -> int:
+    """Every event as a JSON line: each plain file (no selection, default
+    reading options) by the native core, which stops where it cannot write
+    an event as `event_json` does; the reference writes the rest of that
+    file (and every file that is not plain), so its output and errors stand."""
+    plain = (NATIVE_PRINTER and isinstance(files, list) and core.native() is not None
+             and reader_options(args) == {"force": False, "verify_checksums": True}
+             and selection.options == SelectionOptions())
     try:
-        for _, event, verdict in selected_events(args, files, selection, err, schema=schema):
-            if verdict is Verdict.SHOW:
-                out.write(event_json(event) + "\n")
+        if not plain:
+            _json_events(args, files, selection, out, err, schema)
+            return ExitStatus.OK
+        for path in files:
+            before = copy.deepcopy(schema)
+            written = _json_natively(path, out, schema) \
+                if os.path.isfile(path) and not is_gzip(path) else 0
+            if written is not None:
+                # the reference takes over at the first event not written, its
+                # schema history as it was when the file began
+                schema = before
+                _json_events(args, [path], selection, out, err, schema, skip=written)
     except BinlogError as exc:
         out.flush()
         report(exc, err)
         return ExitStatus.ERROR
     return ExitStatus.OK
+
+
+def _json_natively(path: str, out, schema) -> int | None:
+    """`path`'s lines from the native core; None when it wrote them all, else
+    how many events it wrote before the one it left to the reference."""
+    from .. import reader
+    from ..charsets import collation_codecs
+    from ..jsonable import EventDescriber
+    check = EventDescriber(path, schema=schema, verify_checksums=True, force=False)
+    lines = core.native().JsonLinesReader(path, path, check, True, collation_codecs(),
+                                          reader.LARGE_EVENT_BYTES)
+    # UTF-8 bytes go to a UTF-8 stream's buffer as they are (two copies fewer)
+    buffer = getattr(out, "buffer", None) \
+        if (getattr(out, "encoding", "") or "").lower().replace("-", "") == "utf8" else None
+    if buffer is not None:
+        out.flush()
+    for chunk in lines:
+        if buffer is not None:
+            buffer.write(chunk)
+        else:
+            out.write(raw_text(chunk))
+    return None if lines.refused is None else lines.events
+
+
+def _json_events(args, files, selection, out, err, schema, skip: int = 0) -> None:
+    """The reference's lines, after the first `skip` events."""
+    for _, event, verdict in selected_events(args, files, selection, err, schema=schema):
+        if skip:
+            skip -= 1
+        elif verdict is Verdict.SHOW:
+            out.write(event_json(event) + "\n")

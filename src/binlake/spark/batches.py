@@ -21,7 +21,7 @@ differential tests hold equal to it, batch boundaries and errors included.
 The events view is read by the same loop with a second consumer
 (`_native.EventsReader`, rust/src/python/events.rs), which writes each
 event's row and, for the common events, its `info` JSON natively; the
-others are described by the reference (`_EventDescriber`).
+others are described by the reference (`jsonable.EventDescriber`).
 
 Rule: the column lists below are the one definition of both schemas; the
 Spark DDL is derived from them, and docs/spark.md documents them.
@@ -37,12 +37,12 @@ import pyarrow as pa
 
 from ..charsets import collation_codecs
 from ..constants import ColumnType as T
-from ..events import LoadEvent, QueryEvent, RowsEvent, RowsQueryEvent, TableMapEvent, UnknownEvent
+from ..events import RowsEvent
 from .. import core, reader
 from ..reader import EventChecker
 from ..errors import CorruptEvent
 from ..events.rows import DELETE, UPDATE, WRITE
-from ..jsonable import event_json
+from ..jsonable import EventDescriber, event_json, event_subject
 from ..rows import LazyRowData, row_start
 from ..scan import read_framing
 from .exact import column_texts, row_texts, value_text
@@ -208,11 +208,11 @@ def _native_event_batches(native, split: Split, options: dict) -> Iterator[pa.Re
     loop feeding the events view (`_native.EventsReader`,
     rust/src/python/events.rs): `info` is written natively for the events
     every transaction has; the others are decoded and described here
-    (`_EventDescriber`)."""
+    (`jsonable.EventDescriber`)."""
     opts = reader_options(options)
     return _native_batches(split, lambda stream: native.EventsReader(
         split.path, split.file, split.file_seq, split.start, split.end, stream,
-        opts["verify_checksums"], opts["force"], _EventDescriber(split.path, schema=False, **opts),
+        opts["verify_checksums"], opts["force"], EventDescriber(split.path, schema=False, **opts),
         lambda: _still_written(split.path), BATCH_ROWS, reader.LARGE_EVENT_BYTES))
 
 
@@ -240,7 +240,7 @@ def _python_event_batches(split: Split, options: dict) -> Iterator[pa.RecordBatc
         for item in txn.events:
             event = item.event
             h = event.header
-            database, table, query = _event_subject(event)
+            database, table, query = event_subject(event)
             c["path"].append(split.path)
             c["file"].append(file)
             c["pos"].append(h.pos)
@@ -266,22 +266,6 @@ def _python_event_batches(split: Split, options: dict) -> Iterator[pa.RecordBatc
             yield out.batch()
     if out.rows:
         yield out.batch()
-
-
-def _event_subject(event) -> tuple:
-    """(database, table, query text) of an event, where it has them."""
-    if isinstance(event, QueryEvent):
-        return event.database or None, None, event.query
-    if isinstance(event, RowsQueryEvent):
-        return None, None, event.query
-    if isinstance(event, TableMapEvent):
-        return event.database, event.table, None
-    if isinstance(event, RowsEvent):
-        table = event.table
-        return (table.database, table.table, None) if table else (None, None, None)
-    if isinstance(event, LoadEvent):
-        return event.database, event.table, None
-    return None, None, None
 
 
 # -- changes view -------------------------------------------------------------------
@@ -367,19 +351,6 @@ def _native_change_batches(native, split: Split, options: dict,
         wanted if wanted.patterns else None, True,
         collation_codecs(), lambda: stream is None and _still_written(split.path),
         reader.LARGE_EVENT_BYTES, LazyRowData.WINDOW, NATIVE_JOB_BYTES), stream)
-
-
-class _EventDescriber(EventChecker):
-    """The checker of the events view: it also keeps, in `last`, the row
-    facts of the event it decoded last (database, table, query, info), the
-    UnknownEvent's when it failed under `force`."""
-
-    last: tuple | None = None
-
-    def __call__(self, *frame):
-        event = self.decode(*frame)
-        self.last = (*_event_subject(event), event_json(event, header=False, rows=False))
-        return None if isinstance(event, UnknownEvent) else event
 
 
 def _python_change_batches(split: Split, options: dict, stream=None) -> Iterator[pa.RecordBatch]:

@@ -1,0 +1,543 @@
+//! `binlake dump --format json` of one whole file, natively: `JsonLinesReader`.
+//!
+//! Strategy: the changes loop's framing, decoders and Python reference are
+//! reused as the events view uses them (`EventsView`), without grouping
+//! transactions: each event becomes its line as soon as it is read (header
+//! fields, then the `info` the events view writes or the reference's
+//! `last`, then its rows through `sink::json::JsonRows`), in chunks of
+//! about 1 MB. The reference (`check`) follows the schema: it sees every
+//! event not decoded here, the DDL among the QUERY events, and each distinct
+//! table map, whose completed fields it describes (`json_fields`).
+//!
+//! Rule: nothing is guessed. Where this reader cannot write an event as
+//! the reference does (a read or decode error, a partial JSON update, a
+//! huge event left in its file, a value the reference refuses) it stops
+//! before that event and says why (`refused`); `events` lines are written,
+//! and the caller has the reference dump the file from that event on, so
+//! its output and its errors are the reference's own.
+
+use std::collections::HashMap;
+use std::sync::{mpsc, Arc};
+
+use pyo3::prelude::*;
+
+use super::{
+    ChangesReader, Decoded, GilHelper, RowsBytes, RowsItem, Shared, Stop, TableEntry, View,
+};
+use crate::constants::*;
+use crate::events::{self, QueryKind};
+use crate::framing::{Frame, LARGE_EVENT_BYTES};
+use crate::rowimage::{decode_rows, Operation, RowsData};
+use crate::sink::arrow::TextHelper;
+use crate::sink::events as info;
+use crate::sink::json::{push_line_head, push_table_map_head, JsonRows};
+use crate::transaction::is_query;
+
+use super::super::arrow::PyHelper;
+use super::super::events::{decoded_natively, EventsView};
+
+/// Lines handed out at a time (about).
+const CHUNK: usize = 1 << 20;
+/// Rows data of a rows event from which a worker formats its rows.
+const JOB_BYTES: usize = 2 << 10;
+/// Rows data handed to the workers per chunk, at most (about).
+const CHUNK_JOB_BYTES: usize = 4 << 20;
+
+/// The completed table map's fields after table_id and flags, from the
+/// reference's description of it (`_EventDescriber.last`), if it has one.
+pub(super) fn completed_fields(py: Python<'_>, check: &Py<PyAny>) -> PyResult<Option<Vec<u8>>> {
+    let Ok(last) = check.getattr(py, "last") else {
+        return Ok(None);
+    };
+    let Ok((_, _, _, described)) =
+        last.extract::<(Option<String>, Option<String>, Option<String>, String)>(py)
+    else {
+        return Ok(None);
+    };
+    // `{["checksum": "0x..", ]"table_id": N, "flags": N, "database": ...}`:
+    // nothing before the database's key can contain it
+    Ok(described
+        .find(", \"database\": ")
+        .filter(|_| described.ends_with('}'))
+        .map(|at| described.as_bytes()[at + 2..described.len() - 1].to_vec()))
+}
+
+/// One rows event's rows, for a worker.
+struct RowsJob {
+    id: u64,
+    table: Arc<TableEntry>,
+    view: Arc<View>,
+    type_code: u8,
+    data: Vec<u8>,
+    start: usize,
+}
+
+/// Where a worker's rows go in a chunk's text.
+struct Hole {
+    /// Where the event's line starts (a refusal cuts the chunk there).
+    line_start: usize,
+    at: usize,
+    job: u64,
+    /// The event's number in the file.
+    event: u64,
+}
+
+/// Lines read but not handed out yet.
+#[derive(Default)]
+struct Chunk {
+    text: Vec<u8>,
+    holes: Vec<Hole>,
+    /// Its lines.
+    events: u64,
+    /// Why reading stopped after it, if the reference must go on from there.
+    refused: Option<String>,
+}
+
+/// The JSON lines of one file (`dump --format json`), in chunks.
+#[pyclass(module = "binlake._native", unsendable)]
+pub struct JsonLinesReader {
+    inner: ChangesReader,
+    /// The `file` of every line, as JSON: the path as the caller was given it.
+    file: Vec<u8>,
+    /// Lines handed out so far (every event of the file until `refused`).
+    #[pyo3(get)]
+    events: u64,
+    /// Why the reference must write the rest of the file, from event `events` on.
+    #[pyo3(get)]
+    refused: Option<String>,
+    /// Events read into chunks.
+    read: u64,
+    /// Nothing more is read (the end of the file, or a refusal).
+    reading_done: bool,
+    /// The chunk whose rows the workers are formatting.
+    pending: Option<Chunk>,
+    workers: Workers,
+    next_job: u64,
+    /// A rows event's info, written before it is merged into its line.
+    scratch: Vec<u8>,
+}
+
+#[pymethods]
+impl JsonLinesReader {
+    /// `check`: the reference (`jsonable.EventDescriber` with the dump's
+    /// schema history), called as `ChangesReader`'s is. `codecs`: collation
+    /// id -> Python codec.
+    #[new]
+    #[pyo3(signature = (path, file, check, verify_checksums, codecs,
+                        large_event_bytes=LARGE_EVENT_BYTES))]
+    fn new(
+        py: Python<'_>,
+        path: String,
+        file: String,
+        check: Py<PyAny>,
+        verify_checksums: bool,
+        codecs: HashMap<u64, String>,
+        large_event_bytes: u64,
+    ) -> PyResult<Self> {
+        let inner = ChangesReader::new(
+            py,
+            path,
+            file.clone(),
+            0,
+            4,
+            None,
+            None,
+            verify_checksums,
+            false,
+            check,
+            None,
+            true,
+            codecs,
+            py.None(),
+            large_event_bytes,
+            1,
+            1,
+        )?
+        .into_events_view(EventsView::new(file.clone(), 0, 1));
+        let mut file_json = Vec::new();
+        info::json_string(&mut file_json, &file);
+        let workers = Workers::new(inner.pool.shared.clone());
+        Ok(JsonLinesReader {
+            inner,
+            file: file_json,
+            events: 0,
+            refused: None,
+            read: 0,
+            reading_done: false,
+            pending: None,
+            workers,
+            next_job: 0,
+            scratch: Vec::with_capacity(256),
+        })
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    /// The next chunk of lines (UTF-8 bytes), None when the file is done or refused.
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Vec<u8>>> {
+        loop {
+            if self.pending.is_none() {
+                if self.reading_done {
+                    return Ok(None);
+                }
+                self.pending = Some(self.read_chunk(py));
+            }
+            // the next chunk is read while the workers format this one's rows
+            let next = (!self.reading_done).then(|| self.read_chunk(py));
+            let chunk = self.pending.take().unwrap_or_default();
+            self.pending = next;
+            let text = self.assemble(py, chunk);
+            if !text.is_empty() {
+                return Ok(Some(text));
+            }
+        }
+    }
+}
+
+impl Drop for JsonLinesReader {
+    fn drop(&mut self) {
+        self.workers.stop();
+    }
+}
+
+impl JsonLinesReader {
+    /// Lines up to CHUNK bytes (or CHUNK_JOB_BYTES of rows for the workers).
+    fn read_chunk(&mut self, py: Python<'_>) -> Chunk {
+        let mut chunk = Chunk::default();
+        let mut job_bytes = 0;
+        while chunk.text.len() < CHUNK && job_bytes < CHUNK_JOB_BYTES {
+            let at = chunk.text.len();
+            match self.line(py, &mut chunk, &mut job_bytes) {
+                Ok(true) => {
+                    chunk.events += 1;
+                    self.read += 1;
+                }
+                Ok(false) => {
+                    self.reading_done = true;
+                    break;
+                }
+                Err(why) => {
+                    chunk.text.truncate(at);
+                    chunk.refused = Some(why);
+                    self.reading_done = true;
+                    break;
+                }
+            }
+        }
+        chunk
+    }
+
+    /// A chunk's text with its rows in; a worker's refusal cuts it at that
+    /// event's line, and nothing after it is handed out.
+    fn assemble(&mut self, py: Python<'_>, chunk: Chunk) -> Vec<u8> {
+        if chunk.holes.is_empty() {
+            self.events += chunk.events;
+            self.refused = chunk.refused;
+            return chunk.text;
+        }
+        let mut out = Vec::with_capacity(chunk.text.len() * 3);
+        let mut from = 0;
+        for hole in &chunk.holes {
+            let workers = &mut self.workers;
+            let result = py.detach(|| workers.wait(hole.job));
+            match result {
+                Ok(rows) => {
+                    out.extend_from_slice(&chunk.text[from..hole.at]);
+                    out.extend_from_slice(&rows);
+                    from = hole.at;
+                }
+                Err(why) => {
+                    out.extend_from_slice(&chunk.text[from..hole.line_start]);
+                    self.events = hole.event;
+                    self.refused = Some(why);
+                    self.pending = None;
+                    self.reading_done = true;
+                    return out;
+                }
+            }
+        }
+        out.extend_from_slice(&chunk.text[from..]);
+        self.events += chunk.events;
+        self.refused = chunk.refused;
+        out
+    }
+
+    /// The next event's line; Ok(false) at the end of the file, Err(why) refused.
+    fn line(
+        &mut self,
+        py: Python<'_>,
+        chunk: &mut Chunk,
+        job_bytes: &mut usize,
+    ) -> Result<bool, String> {
+        let r = &mut self.inner;
+        let frame = match r.framer.next() {
+            Ok(Some(frame)) => frame,
+            Ok(None) => return Ok(false),
+            Err(e) => return Err(format!("{}: {}", e.offset, e.detail)),
+        };
+        if r.framer.warning().is_some() {
+            return Err("a checksum warning".into());
+        }
+        if r.last_pos == Some(frame.pos) {
+            r.sub += 1;
+        } else {
+            (r.last_pos, r.sub, r.end_pos) = (Some(frame.pos), 0, frame.next_pos());
+        }
+        let code = frame.type_code;
+        // a rows event's info first: decoding may move its bytes out of the framer
+        self.scratch.clear();
+        if events::is_rows_event(code) && frame.large_end.is_none() {
+            let mut cur = events::body(r.framer.raw(), &frame);
+            let post = r.framer.format().post_header_len(code);
+            if let Ok(header) = events::decode_rows_header(&mut cur, code, post, false) {
+                let table = r.table_maps.get(&header.table_id);
+                let names = table.map(|t| (t.names.0.as_str(), t.names.1.as_str()));
+                info::rows_info(&mut self.scratch, frame.checksum, &header, names);
+            }
+        }
+        let decoded = self.decode(py, &frame).map_err(|why| stop_text(py, why))?;
+        let r = &mut self.inner;
+        let out = &mut chunk.text;
+        let line_start = out.len();
+        match decoded {
+            Decoded::Rows(_, Some(item)) => {
+                let line = &self.scratch;
+                if line.is_empty() {
+                    return Err("a rows event's header".into());
+                }
+                push_line_head(out, &self.file, &frame, line, true);
+                out.extend_from_slice(b", \"rows\": ");
+                let job = rows_job(item, self.next_job)?;
+                if job.data.len() - job.start < JOB_BYTES {
+                    let mut helper = PyHelper {
+                        py,
+                        helpers: &self.inner.pool.shared.helpers,
+                        codec_names: &job.table.codec_names,
+                        error: None,
+                    };
+                    format_rows(&job, &mut helper, out)?;
+                } else {
+                    *job_bytes += job.data.len() - job.start;
+                    chunk.holes.push(Hole {
+                        line_start,
+                        at: out.len(),
+                        job: job.id,
+                        event: self.read,
+                    });
+                    self.next_job += 1;
+                    self.workers.submit(job);
+                }
+            }
+            _ if code == TABLE_MAP_EVENT => {
+                let entry = r.last_table.clone().ok_or("a table map not kept")?;
+                let fields = entry
+                    .json_fields
+                    .as_deref()
+                    .ok_or("a table map not described")?;
+                let mut head = events::body(r.framer.raw(), &frame);
+                let table_id = if r.framer.format().post_header_len(code) == 6 {
+                    head.u32().map(u64::from)
+                } else {
+                    head.u48()
+                };
+                let (Ok(table_id), Ok(flags)) = (table_id, head.u16()) else {
+                    return Err("a table map's head".into());
+                };
+                push_table_map_head(out, &self.file, &frame, table_id, flags, fields);
+            }
+            _ => {
+                // the events view's own infos have no header field but MySQL's GTID flags
+                let native = decoded_natively(code)
+                    && !matches!(code, GTID_LOG_EVENT | ANONYMOUS_GTID_LOG_EVENT);
+                let described = match r.events.as_mut() {
+                    Some(view) if native => {
+                        view.describe(r.framer.raw(), &frame, r.framer.format(), r.sub)
+                    }
+                    _ => None,
+                };
+                match described {
+                    Some(row) => {
+                        push_line_head(out, &self.file, &frame, row.info.as_bytes(), false)
+                    }
+                    None => {
+                        let row = r.event_row(py, &frame).map_err(|why| stop_text(py, why))?;
+                        push_line_head(out, &self.file, &frame, row.info.as_bytes(), true);
+                    }
+                }
+            }
+        }
+        chunk.text.extend_from_slice(b"}\n");
+        Ok(true)
+    }
+
+    /// The changes loop's decoding, with the DDL among QUERY events handed
+    /// to the reference (its schema history follows it) and rows kept.
+    fn decode(&mut self, py: Python<'_>, frame: &Frame) -> Result<Decoded, Stop> {
+        let r = &mut self.inner;
+        let code = frame.type_code;
+        if is_query(code) {
+            let raw = r.framer.raw();
+            let mut cur = events::body(raw, frame);
+            let kind = super::super::events::decode_query(&mut cur, code, r.framer.format())
+                .map(|(q, _)| events::classify_query(&q.query));
+            return match kind {
+                Some(kind) if kind != QueryKind::Other => Ok(Decoded::Query(kind)),
+                _ => r.other(py, frame),
+            };
+        }
+        if events::is_rows_event(code) && frame.large_end.is_some() {
+            return Err(Stop::Raise(pyo3::exceptions::PyValueError::new_err(
+                "a huge rows event",
+            )));
+        }
+        r.decode(py, frame, true)
+    }
+}
+
+/// A rows event's job, or why the reference must write its rows.
+fn rows_job(item: RowsItem, id: u64) -> Result<RowsJob, String> {
+    let table = item.table.ok_or("a rows event without its table map")?;
+    if table.width < item.width {
+        return Err("a rows event wider than its table map".into());
+    }
+    let RowsBytes::Held(data, start) = item.data else {
+        return Err("a huge rows event".into());
+    };
+    let pre_ga = events::rows::is_pre_ga(item.type_code);
+    let view = match table.views.lock() {
+        Ok(mut views) => views.get(&table.layout, &item.before, item.after.as_deref(), pre_ga),
+        Err(_) => return Err("a poisoned lock".into()),
+    };
+    Ok(RowsJob {
+        id,
+        table,
+        view,
+        type_code: item.type_code,
+        start: start.min(data.len()),
+        data,
+    })
+}
+
+/// The `rows` list of a job, or why the reference must write it.
+fn format_rows(
+    job: &RowsJob,
+    helper: &mut impl TextHelper,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
+    let rows = RowsData {
+        operation: events::rows::operation(job.type_code).unwrap_or(Operation::Insert),
+        partial: job.type_code == PARTIAL_UPDATE_ROWS_EVENT,
+        before: &job.view.before,
+        after: &job.view.after,
+        data: &job.data[job.start..],
+    };
+    let table = &job.table;
+    let mut sink = JsonRows::new(out, helper, &table.codecs, &table.json_keys);
+    decode_rows(&table.layout, &rows, &mut sink).map_err(|(_, _, e)| e.detail)?;
+    sink.finish();
+    Ok(())
+}
+
+type JobResult = (u64, Result<Vec<u8>, String>);
+
+/// Threads formatting the rows of big rows events, started with the first.
+struct Workers {
+    shared: Arc<Shared>,
+    jobs: Option<mpsc::Sender<RowsJob>>,
+    results: Option<mpsc::Receiver<JobResult>>,
+    done: HashMap<u64, Result<Vec<u8>, String>>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Workers {
+    fn new(shared: Arc<Shared>) -> Self {
+        Workers {
+            shared,
+            jobs: None,
+            results: None,
+            done: HashMap::new(),
+            handles: Vec::new(),
+        }
+    }
+
+    fn submit(&mut self, job: RowsJob) {
+        if self.jobs.is_none() {
+            self.start();
+        }
+        if let Some(jobs) = &self.jobs {
+            let _ = jobs.send(job);
+        }
+    }
+
+    fn start(&mut self) {
+        let (jobs, queue) = mpsc::channel::<RowsJob>();
+        let (send, results) = mpsc::channel::<JobResult>();
+        let queue = Arc::new(std::sync::Mutex::new(queue));
+        let count = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, 4);
+        self.handles = (0..count)
+            .map(|_| {
+                let (queue, send, shared) = (queue.clone(), send.clone(), self.shared.clone());
+                std::thread::spawn(move || loop {
+                    let next = queue.lock().ok().and_then(|q| q.recv().ok());
+                    let Some(job) = next else { return };
+                    let mut helper = GilHelper {
+                        helpers: &shared.helpers,
+                        codec_names: &job.table.codec_names,
+                        error: None,
+                    };
+                    let mut out = Vec::with_capacity((job.data.len() - job.start) * 3);
+                    let result = format_rows(&job, &mut helper, &mut out).map(|()| out);
+                    if send.send((job.id, result)).is_err() {
+                        return;
+                    }
+                })
+            })
+            .collect();
+        self.jobs = Some(jobs);
+        self.results = Some(results);
+    }
+
+    /// Job `id`'s rows (called without the GIL: a worker may need it).
+    fn wait(&mut self, id: u64) -> Result<Vec<u8>, String> {
+        loop {
+            if let Some(result) = self.done.remove(&id) {
+                return result;
+            }
+            match self.results.as_ref().map(|r| r.recv()) {
+                Some(Ok((i, result))) => {
+                    self.done.insert(i, result);
+                }
+                _ => return Err("the JSON workers stopped".into()),
+            }
+        }
+    }
+
+    /// No more jobs: the workers end once their queue is empty.
+    fn stop(&mut self) {
+        self.jobs = None;
+        self.results = None;
+        let handles = std::mem::take(&mut self.handles);
+        if handles.is_empty() {
+            return;
+        }
+        // a worker may wait for the GIL (a JSON text): join without holding it
+        Python::attach(|py| {
+            py.detach(|| {
+                for h in handles {
+                    let _ = h.join();
+                }
+            })
+        });
+    }
+}
+
+fn stop_text(py: Python<'_>, stop: Stop) -> String {
+    match stop {
+        Stop::Quiet => "the end of the range".into(),
+        Stop::Raise(e) => e.value(py).to_string(),
+    }
+}

@@ -1,0 +1,134 @@
+"""`binlake dump --format json` through the native core
+(rust/src/python/changes/json_lines.rs) equals the reference
+(`jsonable.event_json` over the Python events), byte for byte, exit status
+and errors included, on every corpus file, on server-written binlogs and on
+damaged copies.
+
+The rule under test (commands/dump.py `_dump_json`): a plain file is written
+by the native core until an event it cannot write as the reference does (a
+read error, a partial JSON update, a huge rows event); the reference then
+writes that file from that event on, its schema history as it was when the
+file began. The tests also count the files the core wrote whole, so that
+they cannot pass by leaving everything to the reference.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from binlake import core
+from binlake.cli import main
+from binlake.commands import dump
+from corpus.manifest import corpus_files
+
+pytestmark = pytest.mark.skipif(not core.available(), reason="native core not built")
+
+FILES = corpus_files()
+
+
+def _dump(paths, native: bool, monkeypatch, *options) -> tuple:
+    monkeypatch.setattr(dump, "NATIVE_PRINTER", native)
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", write_through=True)
+    err = io.StringIO()
+    status = main(["dump", "--format", "json", *options, *map(str, paths)], out=out, err=err)
+    out.flush()
+    return status, raw.getvalue(), err.getvalue()
+
+
+class _Whole:
+    """Counts the files the native core wrote whole, and those it handed over."""
+
+    def __init__(self, monkeypatch):
+        self.whole = self.handed_over = 0
+        original = dump._json_natively
+
+        def counting(path, out, schema):
+            written = original(path, out, schema)
+            if written is None:
+                self.whole += 1
+            else:
+                self.handed_over += 1
+            return written
+        monkeypatch.setattr(dump, "_json_natively", counting)
+
+
+def _differing(paths, monkeypatch, *options) -> list:
+    return [str(p) for p in paths
+            if _dump([p], True, monkeypatch, *options) != _dump([p], False, monkeypatch, *options)]
+
+
+def test_native_json_equals_the_reference_on_the_corpus(monkeypatch):
+    counted = _Whole(monkeypatch)
+    assert not _differing(FILES, monkeypatch)
+    # all but the damaged, encrypted and partial-JSON files (130 of 150 today)
+    assert counted.whole >= 120, (counted.whole, counted.handed_over)
+    assert counted.handed_over >= 10  # the hand-over itself is under test too
+
+
+def test_several_files_in_one_run(monkeypatch):
+    """One schema history across files, native and handed-over files mixed."""
+    paths = FILES[:50]
+    assert _dump(paths, True, monkeypatch) == _dump(paths, False, monkeypatch)
+
+
+def test_selections_are_the_reference_s(monkeypatch):
+    """Options the native core does not apply leave every file to the reference."""
+    counted = _Whole(monkeypatch)
+    assert not _differing(FILES[:40], monkeypatch, "--start-position=256")
+    assert not _differing(FILES[:40], monkeypatch, "--stop-position=1000")
+    assert counted.whole == counted.handed_over == 0
+
+
+def test_damaged_files_write_what_the_reference_writes(tmp_path, monkeypatch):
+    """A flipped byte near the end, a cut tail: the lines before the damage
+    from the core, the rest (the error, its exit status) from the reference."""
+    counted = _Whole(monkeypatch)
+    sources = [p for p in FILES if p.stat().st_size > 300][::4][:30]
+    for n, path in enumerate(sources):
+        data = path.read_bytes()
+        for kind, mutated in (("flip", data[:-40] + bytes([data[-40] ^ 0x5A]) + data[-39:]),
+                              ("cut", data[:-7])):
+            target = tmp_path / f"{n}-{kind}.bin"
+            target.write_bytes(mutated)
+            assert _dump([target], True, monkeypatch) == _dump([target], False, monkeypatch), \
+                (path, kind)
+    assert counted.handed_over >= 20
+
+
+def test_mutated_events_write_alike(tmp_path, monkeypatch):
+    """One changed byte in an event body, its checksum made right again, so
+    that the change reaches the decoders and the value writers."""
+    from differential.test_dump_native import _mutants
+    counted = _Whole(monkeypatch)
+    sources = [p for p in FILES if p.stat().st_size < 200_000][::3][:30]
+    mismatches = []
+    for n, path in enumerate(sources):
+        for at, mutated in _mutants(path, 12, seed=n):
+            target = tmp_path / "mutant.bin"
+            target.write_bytes(mutated)
+            if _dump([target], True, monkeypatch) != _dump([target], False, monkeypatch):
+                mismatches.append((str(path), at))
+    assert not mismatches, mismatches[:10]
+    assert counted.whole > 50
+
+
+def test_huge_rows_events_are_handed_over(monkeypatch):
+    """Every rows event taken as huge: the core hands each file over at its
+    first rows event, and the output is still the reference's."""
+    from binlake import reader
+    monkeypatch.setattr(reader, "LARGE_EVENT_BYTES", 64)
+    counted = _Whole(monkeypatch)
+    assert not _differing(FILES[::3], monkeypatch)
+    assert counted.handed_over >= 10
+
+
+@pytest.mark.server
+def test_server_binlogs_native_equals_the_reference(server_binlogs, monkeypatch):
+    """Every column type of the edge-value workload, under FULL and NO_LOG
+    metadata, MINIMAL images and compressed rows events."""
+    counted = _Whole(monkeypatch)
+    assert _dump(server_binlogs, True, monkeypatch) == _dump(server_binlogs, False, monkeypatch)
+    assert counted.whole == len(server_binlogs)
