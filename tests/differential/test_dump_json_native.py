@@ -6,7 +6,7 @@ damaged copies.
 
 The rule under test (commands/dump.py `_dump_json`): a plain file is written
 by the native core until an event it cannot write as the reference does (a
-read error, a partial JSON update, a huge rows event); the reference then
+read error, a partial JSON update); the reference then
 writes that file from that event on, its schema history as it was when the
 file began. The tests also count the files the core wrote whole, so that
 they cannot pass by leaving everything to the reference.
@@ -98,10 +98,17 @@ def test_damaged_files_write_what_the_reference_writes(tmp_path, monkeypatch):
     assert counted.handed_over >= 20
 
 
-def test_mutated_events_write_alike(tmp_path, monkeypatch):
+@pytest.mark.parametrize("huge", [False, True], ids=["events", "huge-events"])
+def test_mutated_events_write_alike(huge, tmp_path, monkeypatch):
     """One changed byte in an event body, its checksum made right again, so
-    that the change reaches the decoders and the value writers."""
+    that the change reaches the decoders and the value writers (huge: every
+    rows event read through a small window, checked before it is written)."""
     from differential.test_dump_native import _mutants
+    if huge:
+        from binlake import reader
+        from binlake.rows import LazyRowData
+        monkeypatch.setattr(reader, "LARGE_EVENT_BYTES", 64)
+        monkeypatch.setattr(LazyRowData, "WINDOW", 32)
     counted = _Whole(monkeypatch)
     sources = [p for p in FILES if p.stat().st_size < 200_000][::3][:30]
     mismatches = []
@@ -115,14 +122,17 @@ def test_mutated_events_write_alike(tmp_path, monkeypatch):
     assert counted.whole > 50
 
 
-def test_huge_rows_events_are_handed_over(monkeypatch):
-    """Every rows event taken as huge: the core hands each file over at its
-    first rows event, and the output is still the reference's."""
+def test_huge_rows_events_stream_alike(monkeypatch):
+    """Every rows event taken as huge, its rows read through a 16-byte
+    window that grows and refills: written natively, a window at a time,
+    and still the reference's bytes."""
     from binlake import reader
+    from binlake.rows import LazyRowData
     monkeypatch.setattr(reader, "LARGE_EVENT_BYTES", 64)
+    monkeypatch.setattr(LazyRowData, "WINDOW", 16)
     counted = _Whole(monkeypatch)
-    assert not _differing(FILES[::3], monkeypatch)
-    assert counted.handed_over >= 10
+    assert not _differing(FILES[::2], monkeypatch)
+    assert counted.whole >= 60, (counted.whole, counted.handed_over)
 
 
 @pytest.mark.server

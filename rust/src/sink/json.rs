@@ -312,6 +312,27 @@ impl<'a, H: TextHelper> JsonRows<'a, H> {
         }
     }
 
+    /// A writer that goes on with a list already holding `rows` rows (a
+    /// huge event's rows, written a window at a time).
+    pub fn continuing(
+        out: &'a mut Vec<u8>,
+        helper: &'a mut H,
+        codecs: &'a [TextCodec],
+        keys: &'a [Vec<u8>],
+        rows: usize,
+    ) -> Self {
+        JsonRows {
+            out,
+            helper,
+            codecs,
+            keys,
+            rows,
+            first_value: true,
+            had_before: false,
+            had_after: false,
+        }
+    }
+
     pub fn finish(self) {
         self.out.push(b']');
     }

@@ -195,9 +195,10 @@ def _json_natively(path: str, out, schema) -> int | None:
     from .. import reader
     from ..charsets import collation_codecs
     from ..jsonable import EventDescriber
+    from ..rows import LazyRowData
     check = EventDescriber(path, schema=schema, verify_checksums=True, force=False)
     lines = core.native().JsonLinesReader(path, path, check, True, collation_codecs(),
-                                          reader.LARGE_EVENT_BYTES)
+                                          reader.LARGE_EVENT_BYTES, LazyRowData.WINDOW)
     # UTF-8 bytes go to a UTF-8 stream's buffer as they are (two copies fewer)
     buffer = getattr(out, "buffer", None) \
         if (getattr(out, "encoding", "") or "").lower().replace("-", "") == "utf8" else None

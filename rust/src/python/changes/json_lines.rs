@@ -27,7 +27,7 @@ use super::{
 use crate::constants::*;
 use crate::events::{self, QueryKind};
 use crate::framing::{Frame, LARGE_EVENT_BYTES};
-use crate::rowimage::{decode_rows, Operation, RowsData};
+use crate::rowimage::{decode_row, decode_rows, Images, Operation, RowsData};
 use crate::sink::arrow::TextHelper;
 use crate::sink::events as info;
 use crate::sink::json::{push_line_head, push_table_map_head, JsonRows};
@@ -93,6 +93,105 @@ struct Chunk {
     refused: Option<String>,
 }
 
+/// What reading one event did.
+enum Line {
+    Written,
+    /// A huge rows event's line is begun: its rows follow (`Huge`).
+    Huge,
+    End,
+}
+
+/// A huge rows event's rows, read through a growing window from its file.
+struct Huge {
+    table: Arc<TableEntry>,
+    view: Arc<View>,
+    type_code: u8,
+    path: Arc<str>,
+    /// Where the row images start in the file, and their size.
+    start: u64,
+    total: u64,
+    /// The window: its size, its bytes, where they start in the images.
+    size: u64,
+    buf: Vec<u8>,
+    base: u64,
+    /// Where the next row starts in `buf`.
+    pos: usize,
+    rows: usize,
+}
+
+impl Huge {
+    fn read(&mut self, from: u64) -> Result<(), String> {
+        let window = super::Window {
+            path: &self.path,
+            start: self.start,
+            total: self.total,
+        };
+        self.buf = window.read(from, self.size).map_err(|e| e.to_string())?;
+        (self.base, self.pos) = (from, 0);
+        Ok(())
+    }
+
+    /// Write rows into `out` until it holds `limit` bytes (None: every row,
+    /// each dropped once written, to check that all write); Ok(true) when
+    /// the last row is written.
+    fn stream(
+        &mut self,
+        helper: &mut impl TextHelper,
+        out: &mut Vec<u8>,
+        limit: Option<usize>,
+    ) -> Result<bool, String> {
+        let operation = events::rows::operation(self.type_code).unwrap_or(Operation::Insert);
+        let partial = self.type_code == PARTIAL_UPDATE_ROWS_EVENT;
+        loop {
+            if self.base + self.pos as u64 >= self.total {
+                return Ok(true);
+            }
+            if self.pos >= self.buf.len() {
+                self.read(self.base + self.pos as u64)?;
+                if self.buf.is_empty() {
+                    return Err("the row images end early".into());
+                }
+            }
+            let rows = RowsData {
+                operation,
+                partial,
+                before: &self.view.before,
+                after: &self.view.after,
+                data: &self.buf[self.pos..],
+            };
+            let mut images = Images::new(rows.data);
+            let mark = out.len();
+            let table = &self.table;
+            let mut sink =
+                JsonRows::continuing(out, helper, &table.codecs, &table.json_keys, self.rows);
+            match decode_row(&table.layout, &rows, &mut images, &mut sink) {
+                Ok(()) if images.pos > 0 => {
+                    self.rows += 1;
+                    self.pos += images.pos;
+                }
+                Ok(()) => return Err("row images of no columns cannot hold the bytes left".into()),
+                Err(e) => {
+                    out.truncate(mark);
+                    if self.base + self.buf.len() as u64 >= self.total {
+                        return Err(e.detail);
+                    }
+                    // the row runs past the window: read again from its start
+                    // (a row that does not fit a whole window doubles it)
+                    if self.pos == 0 {
+                        self.size = self.size.saturating_mul(2);
+                    }
+                    self.read(self.base + self.pos as u64)?;
+                }
+            }
+            match limit {
+                None if out.len() >= CHUNK => out.clear(),
+                Some(limit) if out.len() >= limit => return Ok(false),
+                _ => {}
+            }
+        }
+    }
+}
+
 /// The JSON lines of one file (`dump --format json`), in chunks.
 #[pyclass(module = "binlake._native", unsendable)]
 pub struct JsonLinesReader {
@@ -111,6 +210,10 @@ pub struct JsonLinesReader {
     reading_done: bool,
     /// The chunk whose rows the workers are formatting.
     pending: Option<Chunk>,
+    /// The huge rows event whose line is being written (after `pending`).
+    huge: Option<Huge>,
+    /// The first window of a huge event's rows (`LazyRowData.WINDOW`).
+    window: u64,
     workers: Workers,
     next_job: u64,
     /// A rows event's info, written before it is merged into its line.
@@ -124,7 +227,7 @@ impl JsonLinesReader {
     /// id -> Python codec.
     #[new]
     #[pyo3(signature = (path, file, check, verify_checksums, codecs,
-                        large_event_bytes=LARGE_EVENT_BYTES))]
+                        large_event_bytes=LARGE_EVENT_BYTES, window=8 << 20))]
     fn new(
         py: Python<'_>,
         path: String,
@@ -133,6 +236,7 @@ impl JsonLinesReader {
         verify_checksums: bool,
         codecs: HashMap<u64, String>,
         large_event_bytes: u64,
+        window: u64,
     ) -> PyResult<Self> {
         let inner = ChangesReader::new(
             py,
@@ -165,6 +269,8 @@ impl JsonLinesReader {
             read: 0,
             reading_done: false,
             pending: None,
+            huge: None,
+            window: window.max(1),
             workers,
             next_job: 0,
             scratch: Vec::with_capacity(256),
@@ -179,13 +285,39 @@ impl JsonLinesReader {
     fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Vec<u8>>> {
         loop {
             if self.pending.is_none() {
+                if let Some(huge) = self.huge.as_mut() {
+                    let mut out = Vec::with_capacity(CHUNK + (64 << 10));
+                    let table = huge.table.clone();
+                    let mut helper = PyHelper {
+                        py,
+                        helpers: &self.inner.pool.shared.helpers,
+                        codec_names: &table.codec_names,
+                        error: None,
+                    };
+                    match huge.stream(&mut helper, &mut out, Some(CHUNK)) {
+                        Ok(true) => {
+                            out.extend_from_slice(b"]}\n");
+                            self.huge = None;
+                            self.events += 1;
+                        }
+                        Ok(false) => {}
+                        Err(why) => {
+                            // its rows all wrote a moment ago
+                            return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+                                "{}: the file changed while it was written ({why})",
+                                self.inner.path
+                            )));
+                        }
+                    }
+                    return Ok(Some(out));
+                }
                 if self.reading_done {
                     return Ok(None);
                 }
                 self.pending = Some(self.read_chunk(py));
             }
             // the next chunk is read while the workers format this one's rows
-            let next = (!self.reading_done).then(|| self.read_chunk(py));
+            let next = (!self.reading_done && self.huge.is_none()).then(|| self.read_chunk(py));
             let chunk = self.pending.take().unwrap_or_default();
             self.pending = next;
             let text = self.assemble(py, chunk);
@@ -210,11 +342,15 @@ impl JsonLinesReader {
         while chunk.text.len() < CHUNK && job_bytes < CHUNK_JOB_BYTES {
             let at = chunk.text.len();
             match self.line(py, &mut chunk, &mut job_bytes) {
-                Ok(true) => {
+                Ok(Line::Written) => {
                     chunk.events += 1;
                     self.read += 1;
                 }
-                Ok(false) => {
+                Ok(Line::Huge) => {
+                    self.read += 1;
+                    break;
+                }
+                Ok(Line::End) => {
                     self.reading_done = true;
                     break;
                 }
@@ -253,6 +389,7 @@ impl JsonLinesReader {
                     self.events = hole.event;
                     self.refused = Some(why);
                     self.pending = None;
+                    self.huge = None;
                     self.reading_done = true;
                     return out;
                 }
@@ -270,11 +407,11 @@ impl JsonLinesReader {
         py: Python<'_>,
         chunk: &mut Chunk,
         job_bytes: &mut usize,
-    ) -> Result<bool, String> {
+    ) -> Result<Line, String> {
         let r = &mut self.inner;
         let frame = match r.framer.next() {
             Ok(Some(frame)) => frame,
-            Ok(None) => return Ok(false),
+            Ok(None) => return Ok(Line::End),
             Err(e) => return Err(format!("{}: {}", e.offset, e.detail)),
         };
         if r.framer.warning().is_some() {
@@ -288,10 +425,11 @@ impl JsonLinesReader {
         let code = frame.type_code;
         // a rows event's info first: decoding may move its bytes out of the framer
         self.scratch.clear();
-        if events::is_rows_event(code) && frame.large_end.is_none() {
+        if events::is_rows_event(code) {
             let mut cur = events::body(r.framer.raw(), &frame);
             let post = r.framer.format().post_header_len(code);
-            if let Ok(header) = events::decode_rows_header(&mut cur, code, post, false) {
+            let large = frame.large_end.is_some();
+            if let Ok(header) = events::decode_rows_header(&mut cur, code, post, large) {
                 let table = r.table_maps.get(&header.table_id);
                 let names = table.map(|t| (t.names.0.as_str(), t.names.1.as_str()));
                 info::rows_info(&mut self.scratch, frame.checksum, &header, names);
@@ -309,6 +447,22 @@ impl JsonLinesReader {
                 }
                 push_line_head(out, &self.file, &frame, line, true);
                 out.extend_from_slice(b", \"rows\": ");
+                if let RowsBytes::InFile { end } = item.data {
+                    let mut huge = self.huge_rows(item, end)?;
+                    // every row must write before any is written
+                    let table = huge.table.clone();
+                    let mut helper = PyHelper {
+                        py,
+                        helpers: &self.inner.pool.shared.helpers,
+                        codec_names: &table.codec_names,
+                        error: None,
+                    };
+                    huge.stream(&mut helper, &mut Vec::new(), None)?;
+                    (huge.buf, huge.base, huge.pos, huge.rows) = (Vec::new(), 0, 0, 0);
+                    chunk.text.push(b'[');
+                    self.huge = Some(huge);
+                    return Ok(Line::Huge);
+                }
                 let job = rows_job(item, self.next_job)?;
                 if job.data.len() - job.start < JOB_BYTES {
                     let mut helper = PyHelper {
@@ -369,7 +523,33 @@ impl JsonLinesReader {
             }
         }
         chunk.text.extend_from_slice(b"}\n");
-        Ok(true)
+        Ok(Line::Written)
+    }
+
+    /// A huge rows event's state, or why the reference must write its rows.
+    fn huge_rows(&self, item: RowsItem, end: u64) -> Result<Huge, String> {
+        let table = item.table.ok_or("a rows event without its table map")?;
+        if table.width < item.width {
+            return Err("a rows event wider than its table map".into());
+        }
+        let pre_ga = events::rows::is_pre_ga(item.type_code);
+        let view = match table.views.lock() {
+            Ok(mut views) => views.get(&table.layout, &item.before, item.after.as_deref(), pre_ga),
+            Err(_) => return Err("a poisoned lock".into()),
+        };
+        Ok(Huge {
+            table,
+            view,
+            type_code: item.type_code,
+            path: self.inner.path.clone(),
+            start: item.rows_offset,
+            total: end.saturating_sub(item.rows_offset),
+            size: self.window,
+            buf: Vec::new(),
+            base: 0,
+            pos: 0,
+            rows: 0,
+        })
     }
 
     /// The changes loop's decoding, with the DDL among QUERY events handed
@@ -386,11 +566,6 @@ impl JsonLinesReader {
                 Some(kind) if kind != QueryKind::Other => Ok(Decoded::Query(kind)),
                 _ => r.other(py, frame),
             };
-        }
-        if events::is_rows_event(code) && frame.large_end.is_some() {
-            return Err(Stop::Raise(pyo3::exceptions::PyValueError::new_err(
-                "a huge rows event",
-            )));
         }
         r.decode(py, frame, true)
     }
