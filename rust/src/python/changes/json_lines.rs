@@ -228,6 +228,7 @@ impl JsonLinesReader {
     #[new]
     #[pyo3(signature = (path, file, check, verify_checksums, codecs,
                         large_event_bytes=LARGE_EVENT_BYTES, window=8 << 20))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         path: String,
