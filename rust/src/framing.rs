@@ -306,6 +306,11 @@ pub struct Framer<S: Source> {
 }
 
 impl<S: Source> Framer<S> {
+    /// Whether a TRANSACTION_PAYLOAD's events follow it (from the next payload on).
+    pub fn set_unpack_payloads(&mut self, unpack: bool) {
+        self.opts.unpack_payloads = unpack;
+    }
+
     pub fn new(src: S, opts: Options) -> Self {
         let pending_alg = opts.pending_alg;
         Framer {

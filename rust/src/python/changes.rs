@@ -51,7 +51,6 @@ use pyo3::types::{PyBytes, PyModule, PyString};
 
 use super::arrow::{ArrowBatch, Helpers, PyHelper};
 
-mod json_lines;
 use super::events::{decoded_natively, described, Described, EventsView};
 use super::raise;
 use super::reader::{open_source, PyErrSlot};
@@ -67,7 +66,11 @@ use crate::sink::arrow::{
 use crate::sink::events::EventRow;
 use crate::source::Source;
 use crate::transaction::{is_query, StepDetails, TransactionState};
+
+mod json_lines;
+mod listing;
 pub use json_lines::JsonLinesReader;
+pub use listing::EventListReader;
 
 /// Rows per batch (`BATCH_ROWS` in spark/batches.py).
 const BATCH_ROWS: usize = 8192;
@@ -1109,6 +1112,7 @@ fn arrow_error(e: arrow_schema::ArrowError) -> PyErr {
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<JsonLinesReader>()?;
+    m.add_class::<EventListReader>()?;
     m.add_class::<ChangesReader>()?;
     Ok(())
 }

@@ -12,17 +12,22 @@ import csv
 import json
 import os
 
+from .. import core
 from ..cli import ExitStatus
 from ..collation_names import charset_name, collation_name
-from ..constants import STMT_END_F, EventType as E
+from ..constants import EVENT_TYPE_STR, STMT_END_F, EventType as E
 from ..errors import BinlogError
 from ..events import (BinlogCheckpointEvent, Event, FileBlockEvent, FormatDescriptionEvent,
                       GtidEvent, IncidentEvent, IntvarEvent, LoadEvent, MariadbGtidEvent,
                       MariadbGtidListEvent, PreviousGtidsEvent, QueryEvent, RandEvent,
                       RotateEvent, RowsEvent, RowsQueryEvent, StartEventV3, TableMapEvent,
-                      TransactionPayloadEvent, UserVarEvent, XaPrepareEvent, XidEvent)
-from ..filters import Verdict
-from .common import add_input_arguments, report
+                      TransactionPayloadEvent, UnknownEvent, UserVarEvent, XaPrepareEvent,
+                      XidEvent)
+from ..filters import SelectionOptions, Verdict
+from ..gzipped import is_gzip
+from ..reader import EventChecker
+from ..rowtext import raw_text
+from .common import add_input_arguments, reader_options, report
 from .selection import (add_selection_arguments, open_inputs, open_output, progress_bar,
                         selected_events, selection_options)
 
@@ -122,28 +127,108 @@ def event_info(event: Event) -> str:
     return ""
 
 
-def _rows(args, files, selection, err, bar):
+def _rows(args, files, selection, err, bar, *, names=None, skip: int = 0, limit=None):
+    """The listing's rows of `files` (`names`: their Log_name, else from the
+    command line), after the first `skip` events, at most `limit` rows."""
     count = 0
+    limit = args.limit if limit is None else limit
     # Like SHOW BINLOG EVENTS, a compressed transaction is one row (no inner events).
     for index, event, verdict in selected_events(args, files, selection, err,
                                                  unpack_payloads=False):
         bar.update(event)
+        if skip:
+            skip -= 1
+            continue
         if verdict is Verdict.SKIP:
             continue
-        name = ("-" if args.files and args.files[index] == "-" else
-                os.path.basename(args.files[index]) if not args.remote else event.header.file)
+        name = names[index] if names is not None else _log_name(args, index, event)
         h = event.header
         yield (name, h.pos, h.type_str, h.server_id, h.log_pos, event_info(event))
         count += 1
-        if args.limit is not None and count >= args.limit:
+        if limit is not None and count >= limit:
             return
+
+
+def _log_name(args, index: int, event) -> str:
+    if args.remote:
+        return event.header.file
+    return "-" if args.files and args.files[index] == "-" else os.path.basename(args.files[index])
+
+
+class EventInfoDescriber(EventChecker):
+    """The reference decoder of the native listing (`_native.EventListReader`):
+    it keeps in `last` the Info of the event it decoded last."""
+
+    last: str = ""
+
+    def __call__(self, *frame):
+        event = self.decode(*frame)
+        self.last = event_info(event)
+        return None if isinstance(event, UnknownEvent) else event
+
+
+def _native_listing(args, files, selection) -> bool:
+    """Whether each file can be listed by the native core: the table or JSON
+    lines, no event selection, default reading options, files on disk."""
+    return (args.format in ("table", "json") and NATIVE_LISTING and core.native() is not None
+            and isinstance(files, list) and not args.remote
+            and reader_options(args) == {"force": False, "verify_checksums": True}
+            and selection.options == SelectionOptions())
+
+
+def _list_natively(args, files, selection, err, bar, target, widths) -> None:
+    """Each file listed by the native core until it leaves an event to the
+    reference, which lists the rest of that file (its rows, its errors)."""
+    from .. import reader
+    written = 0
+    buffer = getattr(target, "buffer", None) \
+        if (getattr(target, "encoding", "") or "").lower().replace("-", "") == "utf8" else None
+    write = _json_writer(target) if args.format == "json" else None
+    for index, path in enumerate(files):
+        limit = None if args.limit is None else args.limit - written
+        if limit is not None and limit <= 0:
+            return
+        name = _log_name(args, index, None)
+        listed = 0
+        if os.path.isfile(path) and not is_gzip(path):
+            check = EventInfoDescriber(path, schema=False, verify_checksums=True, force=False)
+            lines = core.native().EventListReader(
+                path, name, args.format, widths or (0,) * 5, EVENT_TYPE_STR, check, True, limit,
+                reader.LARGE_EVENT_BYTES)
+            if buffer is not None:
+                target.flush()
+            for chunk in lines:
+                if buffer is not None:
+                    buffer.write(chunk)
+                else:
+                    target.write(raw_text(chunk))
+            written += lines.events
+            if lines.refused is None:
+                continue
+            listed = lines.events
+        table = None if write is not None else _TableWriter(target, [], [], widths=widths)
+        for row in _rows(args, [path], selection, err, bar, names=[name], skip=listed,
+                         limit=None if limit is None else limit - listed):
+            (write or table.write)(row)
+            written += 1
+
+
+def _json_writer(target):
+    return lambda row: target.write(json.dumps(dict(zip(COLUMNS, row)), ensure_ascii=False) + "\n")
+
+
+#: Offer files to the native listing (tests turn it off to compare the two).
+NATIVE_LISTING = True
 
 
 class _TableWriter:
     """Fixed column widths, so rows stream out as they come."""
 
-    def __init__(self, out, files, names):
+    def __init__(self, out, files, names, widths=None):
         self.out = out
+        if widths is not None:  # going on with a table already begun
+            self.widths = widths
+            return
         # a live server's binlog can grow to 4 GB (COM_BINLOG_DUMP's positions)
         size = (max((os.path.getsize(f) for f in files), default=0)
                 if isinstance(files, list) else 1 << 32)
@@ -172,19 +257,24 @@ def run(args, out, err) -> int:
     bar = progress_bar(files, err)
     try:
         with open_output(args, out) as target:
-            rows = _rows(args, files, selection, err, bar)
+            native = _native_listing(args, files, selection)
             if args.format == "json":
-                write = lambda row: target.write(json.dumps(dict(zip(COLUMNS, row)), ensure_ascii=False) + "\n")  # noqa: E731
+                write = _json_writer(target)
             elif args.format == "csv":
                 writer = csv.writer(target, lineterminator="\n")
                 writer.writerow(COLUMNS)
                 write = writer.writerow
             else:
                 names = [os.path.basename(f) for f in args.files] or ["mysql-bin.000001"]
-                write = _TableWriter(target, files, names).write
+                table = _TableWriter(target, files, names)
+                write = table.write
             try:
-                for row in rows:
-                    write(row)
+                if native:
+                    _list_natively(args, files, selection, err, bar, target,
+                                   table.widths if args.format == "table" else None)
+                else:
+                    for row in _rows(args, files, selection, err, bar):
+                        write(row)
             except BinlogError as exc:
                 target.flush()
                 report(exc, err)
