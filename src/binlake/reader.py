@@ -26,6 +26,7 @@ import struct
 import sys
 import zlib
 from collections import Counter, _count_elements
+from itertools import chain
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
@@ -39,8 +40,8 @@ from .cursor import Cursor, text
 from .errors import (BinlogError, ChecksumMismatch, CorruptEvent, EncryptedBinlog,
                      NotABinlog, PartialEvent, TruncatedEvent)
 from .events import (DECODERS, Event, EventHeader, FormatDescription, MariadbGtidEvent,
-                     QueryEvent, RowsEvent, TableMapEvent, TransactionPayloadEvent, UnknownEvent,
-                     XidEvent)
+                     QueryEvent, RowsEvent, RowsQueryEvent, TableMapEvent, TransactionPayloadEvent,
+                     UnknownEvent, XidEvent)
 from .events.control import has_checksum_field
 from .gzipped import GzipBinlog, is_gzip
 
@@ -235,13 +236,17 @@ class BinlogReader:
         self.schema = _history(schema)
 
     def __iter__(self) -> Iterator[Event]:
-        for index, path in enumerate(self.paths):
-            start = self.start_position if index == 0 else None
-            native = core.native()
-            if native is not None:  # one generator less between the events and the caller
-                yield from self._native_events(native, path, start)
-            else:
-                yield from self._read_file(path, start)
+        # each file's generator handed to the caller through `chain`: no
+        # generator frame of ours between every event and the caller
+        return chain.from_iterable(self._file_events(index, path)
+                                   for index, path in enumerate(self.paths))
+
+    def _file_events(self, index: int, path) -> Iterator[Event]:
+        start = self.start_position if index == 0 else None
+        native = core.native()
+        if native is not None:
+            return self._native_events(native, path, start)
+        return self._read_file(path, start)
 
     # One file --------------------------------------------------------------
     def _read_file(self, path, start_position: int | None) -> Iterator[Event]:
@@ -351,18 +356,21 @@ class BinlogReader:
         info = FileInfo(path)
         self.files.append(info)
         # The framer makes the headers, and the commonest small events whole
-        # (rust/src/python/reader.rs `Makers`), with the table maps in force.
+        # (rust/src/python/reader.rs `Makers`), with the table maps in force;
+        # it hands those out alone and notes every event (`FileInfo.note`'s
+        # counts, timestamps and last type), merged into `info` at the end.
         table_maps: dict = {}
         framer = native.Framer(path, stream, self.verify_checksums, self.force, start_position,
                                self.unpack_payloads, LARGE_EVENT_BYTES, self._pending_alg,
-                               EventHeader, (MariadbGtidEvent, XidEvent, RowsEvent), table_maps)
-        decode, note, update = self._decode, info.note, self._update_state
+                               EventHeader, (MariadbGtidEvent, XidEvent, RowsEvent), table_maps,
+                               (RowsQueryEvent, TableMapEvent, self._table_caches), True)
+        decode, update = self._decode, self._update_state
         learn = self._learn if self.schema is not None else None
         # The common event's path, inlined (a million small events make the
-        # calls count): `_decode` and `info.note` do the same for the others.
-        decoders, names, must_consume = DECODERS, _TYPE_NAMES, _MUST_CONSUME
+        # calls count): `_decode` does the same for the others.
+        decoders, must_consume = DECODERS, _MUST_CONSUME
         count, one_of = _count_elements, _ONE_NAME
-        read_counts, file_counts = self.stats.events, info.counts
+        read_counts = self.stats.events
         try:
             framer.start()
             version = info.binlog_version = framer.binlog_version
@@ -370,52 +378,52 @@ class BinlogReader:
             fde = (old_format(version) if version in (1, 3) else
                    FormatDescription(4, "", LOG_EVENT_MINIMAL_HEADER_LEN, b"", None, None))
             ctx = DecodeContext(path, fde, table_maps, table_caches=self._table_caches)
-            for header, type_code, timestamp, header_len, raw, special, event in framer:
-                if event is None:  # not made by the framer: decoded here
-                    decoder = decoders.get(type_code)
-                    if special or decoder is None or type_code in _RARE_CODES:
-                        if special & _N_WARNING:
-                            self.stats.warnings.append(framer.warning)
-                        if special & _N_FDE:
-                            self._pending_alg = framer.pending_alg
-                        if special & _N_LARGE:
-                            ctx.large_event_end = framer.large_end
+            for item in framer:
+                if item.__class__ is not tuple:  # made and noted by the framer
+                    yield item
+                    continue
+                header, type_code, timestamp, header_len, raw, special, event = item
+                rare = large = False
+                try:
+                    if event is None:  # not made by the framer: decoded here
+                        decoder = decoders.get(type_code)
+                        rare = bool(special) or decoder is None or type_code in _RARE_CODES
+                        if rare:
+                            if special & _N_WARNING:
+                                self.stats.warnings.append(framer.warning)
+                            if special & _N_FDE:
+                                self._pending_alg = framer.pending_alg
+                            large = bool(special & _N_LARGE)
+                            if large:
+                                ctx.large_event_end = framer.large_end
                             try:
                                 event = decode(header, raw, header_len, len(raw), ctx)
                             finally:
                                 ctx.large_event_end = None
-                            note(event)
-                            yield event
-                            continue
-                        event = decode(header, raw, header_len, len(raw), ctx)
-                        if learn is not None and type_code in _SCHEMA_CODES:
-                            event = learn(event)
-                        note(event)
-                        yield event
-                        update(event, ctx, info)
-                        continue
-                    count(read_counts, one_of[type_code])
-                    cur = Cursor(raw, header_len, len(raw), header.pos, path)
-                    try:
-                        event = decoder(header, cur, ctx)
-                    except BinlogError as exc:
-                        event = self._failed(exc, header, raw, header_len, len(raw))
+                            if type_code == _START_V3:
+                                info.note_server_version(event)
+                        else:
+                            count(read_counts, one_of[type_code])
+                            cur = Cursor(raw, header_len, len(raw), header.pos, path)
+                            try:
+                                event = decoder(header, cur, ctx)
+                            except BinlogError as exc:
+                                event = self._failed(exc, header, raw, header_len, len(raw))
+                            else:
+                                if cur.pos < cur.end and type_code in must_consume:
+                                    self._unread(cur, header)
                     else:
-                        if cur.pos < cur.end and type_code in must_consume:
-                            self._unread(cur, header)
-                    if learn is not None and type_code in _SCHEMA_CODES:
+                        count(read_counts, one_of[type_code])
+                    if learn is not None and not large and type_code in _SCHEMA_CODES:
                         event = learn(event)
-                else:
-                    count(read_counts, one_of[type_code])
-                # What every common event notes (`info.note`, inlined).
-                count(file_counts, one_of[type_code])
-                if timestamp:
-                    if info.first_timestamp is None:
-                        info.first_timestamp = timestamp
-                    info.last_timestamp = timestamp
-                info.last_type = names[type_code]
+                except BaseException:
+                    framer.unnote()  # not read after all
+                    raise
                 yield event
-                if type_code == _TABLE_MAP and event.__class__ is TableMapEvent:
+                if rare:
+                    if not large:
+                        update(event, ctx, info)
+                elif type_code == _TABLE_MAP and event.__class__ is TableMapEvent:
                     table_maps[event.table_id] = event
             info.end_pos = framer.end_pos
         except EncryptedBinlog:
@@ -425,6 +433,7 @@ class BinlogReader:
             info.partial_tail = True
             raise
         finally:
+            info.add_notes(*framer.notes(), read_counts)
             if stream is not None and stream is not sys.stdin.buffer:
                 stream.close()
 
@@ -662,6 +671,26 @@ class FileInfo:
         self.checksum_alg = fde.checksum_alg
         self.header_length = fde.header_length
         self.in_use = bool(flags & LogEventFlag.LOG_EVENT_BINLOG_IN_USE_F)
+
+    def note_server_version(self, event: Event) -> None:
+        """What `note` learns of a START_EVENT_V3 besides the counts."""
+        if self.server_version is None:
+            self.server_version = getattr(event, "server_version", None)
+
+    def add_notes(self, counts, made, first_timestamp, last_timestamp, last_type,
+                  read_counts) -> None:
+        """The native framer's notes of the events it handed out (`note` for
+        each, in bulk); those it made are counted as read too."""
+        for code, n in counts:
+            self.counts[_TYPE_NAMES[code]] += n
+        for code, n in made:
+            read_counts[_TYPE_NAMES[code]] += n
+        if first_timestamp is not None and self.first_timestamp is None:
+            self.first_timestamp = first_timestamp
+        if last_timestamp is not None:
+            self.last_timestamp = last_timestamp
+        if last_type is not None:
+            self.last_type = _TYPE_NAMES[last_type]
 
     def note(self, event: Event) -> None:
         header = event.header

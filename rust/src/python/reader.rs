@@ -22,7 +22,7 @@ use super::raise;
 use super::slots::SlotClass;
 use crate::constants::*;
 use crate::error::{Error, ErrorKind};
-use crate::events::{body, decode_mariadb_gtid, decode_rows_header, decode_xid};
+use crate::events::{body, decode_mariadb_gtid, decode_rows_header, decode_xid, text};
 use crate::framing::{Frame, Framer, Options, LARGE_EVENT_BYTES};
 use crate::source::{FileSource, Source, StreamSource};
 
@@ -51,6 +51,18 @@ const MARIADB_GTID_FIELDS: [&str; 12] = [
     "extra_engines",
     "sa_seq_no",
     "thread_id",
+];
+const TABLE_MAP_FIELDS: [&str; 10] = [
+    "header",
+    "table_id",
+    "flags",
+    "database",
+    "table",
+    "columns",
+    "primary_key",
+    "default_charset",
+    "optional_metadata",
+    "cache",
 ];
 const ROWS_FIELDS: [&str; 10] = [
     "header",
@@ -158,6 +170,12 @@ struct BodyClasses {
     mariadb_gtid: SlotClass,
     xid: SlotClass,
     rows: SlotClass,
+    /// `RowsQueryEvent`, made for ANNOTATE_ROWS.
+    annotate: Option<SlotClass>,
+    /// `TableMapEvent`, made for a map whose bytes the reader decoded
+    /// before (`DecodeContext.table_caches`: signature -> cache, whose
+    /// "decoded_table_map" holds the fields), with those caches.
+    table_map: Option<(SlotClass, Py<PyDict>)>,
     /// The reader's table maps by id (`DecodeContext.table_maps`): a rows
     /// event carries the one in force when it is read, as its decoder does.
     table_maps: Py<PyDict>,
@@ -266,9 +284,102 @@ impl Makers {
                     ],
                 )?
             }
+            ANNOTATE_ROWS_EVENT => match &classes.annotate {
+                // `decode_annotate_rows`: all its text is the statement
+                Some(class) => class.make(
+                    py,
+                    [header, PyString::new(py, &text(cur.rest())).into_any()],
+                )?,
+                None => return Ok(None),
+            },
+            TABLE_MAP_EVENT => {
+                let Some((class, caches)) = &classes.table_map else {
+                    return Ok(None);
+                };
+                let post = framer.format().post_header_len(frame.type_code);
+                let table_id = if post == 6 {
+                    cur.u32().map(u64::from)
+                } else {
+                    cur.u48()
+                };
+                let (Ok(table_id), Ok(flags)) = (table_id, cur.u16()) else {
+                    return Ok(None);
+                };
+                let signature = PyBytes::new(py, cur.rest());
+                let Some(cache) = caches.bind(py).get_item(signature)? else {
+                    return Ok(None); // a map not seen yet: the reference decodes it
+                };
+                let Some(decoded) = cache.get_item("decoded_table_map").ok() else {
+                    return Ok(None);
+                };
+                let (fields, unread): (Bound<'py, PyTuple>, usize) = decoded.extract()?;
+                if unread != 0 || fields.len() != 6 {
+                    return Ok(None);
+                }
+                let f = |i: usize| fields.get_item(i);
+                class.make(
+                    py,
+                    [
+                        header,
+                        table_id.into_pyobject(py)?.into_any(),
+                        flags.into_pyobject(py)?.into_any(),
+                        f(0)?,
+                        f(1)?,
+                        f(2)?,
+                        f(3)?,
+                        f(4)?,
+                        f(5)?,
+                        cache,
+                    ],
+                )?
+            }
             _ => return Ok(None),
         };
         Ok(Some(event))
+    }
+}
+
+/// What `FileInfo.note` keeps of the events a file's reader hands out,
+/// kept here (a Python call per event less): counts by type code, the first
+/// and last non-zero timestamps, the last type; and the one before the
+/// last event, so that an event the caller fails to decode can be taken back.
+#[derive(Clone, Copy)]
+struct Noted {
+    first_timestamp: Option<u32>,
+    last_timestamp: Option<u32>,
+    last_type: Option<u8>,
+}
+
+struct Notes {
+    counts: Vec<u64>,
+    /// Events handed out made (the reader counts the others as it decodes them).
+    made: Vec<u64>,
+    now: Noted,
+    before: Option<(u8, Noted)>,
+}
+
+impl Notes {
+    fn new() -> Self {
+        Notes {
+            counts: vec![0; 256],
+            made: vec![0; 256],
+            now: Noted {
+                first_timestamp: None,
+                last_timestamp: None,
+                last_type: None,
+            },
+            before: None,
+        }
+    }
+
+    fn note(&mut self, code: u8, timestamp: u32) {
+        self.before = Some((code, self.now));
+        self.counts[code as usize] += 1;
+        if timestamp != 0 {
+            self.now.first_timestamp.get_or_insert(timestamp);
+            self.now.last_timestamp = Some(timestamp);
+        }
+        self.now.last_type = Some(code);
     }
 }
 
@@ -289,6 +400,10 @@ pub struct PyFramer {
     stream_error: PyErrSlot,
     large_end: Option<u64>,
     makers: Option<Makers>,
+    /// Made events are handed out alone, not in a tuple, and every event is
+    /// noted here (`notes`) rather than by the reader.
+    direct: bool,
+    notes: Notes,
 }
 
 impl PyFramer {
@@ -311,7 +426,8 @@ impl PyFramer {
     #[pyo3(signature = (path, stream=None, verify_checksums=true, force=false,
                         start_position=None, unpack_payloads=true,
                         large_event_bytes=LARGE_EVENT_BYTES, pending_alg=None,
-                        header_class=None, body_classes=None, table_maps=None))]
+                        header_class=None, body_classes=None, table_maps=None,
+                        more_classes=None, direct=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -326,6 +442,8 @@ impl PyFramer {
         header_class: Option<Bound<'_, PyType>>,
         body_classes: Option<(Bound<'_, PyType>, Bound<'_, PyType>, Bound<'_, PyType>)>,
         table_maps: Option<Bound<'_, PyDict>>,
+        more_classes: Option<(Bound<'_, PyType>, Bound<'_, PyType>, Bound<'_, PyDict>)>,
+        direct: bool,
     ) -> PyResult<Self> {
         let makers = match header_class {
             None => None,
@@ -336,6 +454,19 @@ impl PyFramer {
                         xid: SlotClass::new(&xid, &["header", "xid"])?,
                         rows: SlotClass::new(&rows, &ROWS_FIELDS)?,
                         table_maps: table_maps.unbind(),
+                        annotate: match &more_classes {
+                            Some((annotate, _, _)) => {
+                                Some(SlotClass::new(annotate, &["header", "query"])?)
+                            }
+                            None => None,
+                        },
+                        table_map: match &more_classes {
+                            Some((_, table_map, caches)) => Some((
+                                SlotClass::new(table_map, &TABLE_MAP_FIELDS)?,
+                                caches.clone().unbind(),
+                            )),
+                            None => None,
+                        },
                     }),
                     _ => None,
                 };
@@ -361,6 +492,8 @@ impl PyFramer {
             stream_error,
             large_end: None,
             makers,
+            direct,
+            notes: Notes::new(),
         })
     }
 
@@ -379,7 +512,9 @@ impl PyFramer {
     /// With a header class: (header, type_code, timestamp, header_len, raw,
     /// special, event): with `body_classes`, `event` is the whole event when
     /// `Makers::event` could make it (then `raw` is None), else None.
-    fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    /// With `direct`, a made event other than a table map (which the reader
+    /// completes and registers) is handed out alone.
+    fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         let frame = match self.framer.next() {
             Ok(Some(frame)) => frame,
             Ok(None) => return Ok(None),
@@ -406,6 +541,15 @@ impl PyFramer {
             } else {
                 None
             };
+            if self.direct {
+                self.notes.note(frame.type_code, frame.timestamp);
+                if let Some(event) = &event {
+                    if frame.type_code != TABLE_MAP_EVENT {
+                        self.notes.made[frame.type_code as usize] += 1;
+                        return Ok(Some(event.clone()));
+                    }
+                }
+            }
             let raw = match event {
                 Some(_) => None,
                 None => Some(PyBytes::new(py, self.framer.raw())),
@@ -420,7 +564,7 @@ impl PyFramer {
                 event,
             )
                 .into_pyobject(py)?;
-            return Ok(Some(tuple));
+            return Ok(Some(tuple.into_any()));
         }
         let raw = PyBytes::new(py, self.framer.raw());
         let tuple = (
@@ -437,7 +581,44 @@ impl PyFramer {
             special,
         )
             .into_pyobject(py)?;
-        Ok(Some(tuple))
+        Ok(Some(tuple.into_any()))
+    }
+
+    /// The last event handed out was not read after all (its decoding failed).
+    fn unnote(&mut self) {
+        if let Some((code, before)) = self.notes.before.take() {
+            self.notes.counts[code as usize] -= 1;
+            self.notes.now = before;
+        }
+    }
+
+    /// With `direct`: ({type code: events handed out}, {type code: of them
+    /// made here}, first timestamp, last timestamp, last type code).
+    #[allow(clippy::type_complexity)]
+    fn notes(
+        &self,
+    ) -> (
+        Vec<(u8, u64)>,
+        Vec<(u8, u64)>,
+        Option<u32>,
+        Option<u32>,
+        Option<u8>,
+    ) {
+        let nonzero = |v: &[u64]| -> Vec<(u8, u64)> {
+            v.iter()
+                .enumerate()
+                .filter(|(_, &n)| n > 0)
+                .map(|(code, &n)| (code as u8, n))
+                .collect()
+        };
+        let now = self.notes.now;
+        (
+            nonzero(&self.notes.counts),
+            nonzero(&self.notes.made),
+            now.first_timestamp,
+            now.last_timestamp,
+            now.last_type,
+        )
     }
 
     /// The checksum problem `force` let the last event through with, worded as `str(error)`.
