@@ -1038,6 +1038,42 @@ impl ChangesReader {
         self
     }
 
+    /// The loop over one whole file, as the events view reads it (the
+    /// views of `binlake dump --format json` and `binlake events`).
+    /// `follow_schema`: as `new`'s.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn whole_file(
+        py: Python<'_>,
+        path: String,
+        name: &str,
+        check: Py<PyAny>,
+        verify_checksums: bool,
+        follow_schema: bool,
+        codecs: HashMap<u64, String>,
+        large_event_bytes: u64,
+    ) -> PyResult<Self> {
+        let reader = ChangesReader::new(
+            py,
+            path,
+            name.to_string(),
+            0,
+            4,
+            None,
+            None,
+            verify_checksums,
+            false,
+            check,
+            None,
+            follow_schema,
+            codecs,
+            py.None(),
+            large_event_bytes,
+            1,
+            1,
+        )?;
+        Ok(reader.into_events_view(EventsView::new(name.to_string(), 0, 1)))
+    }
+
     /// The same loop feeding the events view (`EventsReader`).
     pub(super) fn into_events_view(mut self, view: EventsView) -> Self {
         self.events = Some(view);

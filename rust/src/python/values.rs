@@ -23,7 +23,7 @@ use crate::rowimage::{
     civil_from_days, decode_rows, DateTimeParts, DecimalValue, Operation, Plan, PlanCache, Role,
     RowSink, RowsData, TimeParts, ValueError, ValueResult, ValueSink,
 };
-use crate::sink::texts::valid_date;
+use crate::sink::texts::{valid_date, valid_datetime};
 
 create_exception!(_native, RowDecodeError, PyException);
 
@@ -598,11 +598,7 @@ impl<'py> ValueSink for PySink<'_, 'py> {
     }
 
     fn datetime(&mut self, col: &Column, t: DateTimeParts, _raw: &[u8]) -> ValueResult {
-        let valid = valid_date(t.year, t.month, t.day)
-            && t.hour < 24
-            && t.minute < 60
-            && t.second < 60
-            && (0..1_000_000).contains(&t.micro);
+        let valid = valid_datetime(&t);
         let v = if valid {
             PyDateTime::new(
                 self.py,

@@ -32,13 +32,13 @@ use arrow_buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{ArrowError, DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
 
 use crate::constants::MYSQL_TYPE_JSON;
-use crate::decimal::{push_i64, push_u64};
+use crate::decimal::push_u64;
 use crate::layout::{Column, Layout};
 use crate::rowimage::{
     civil_from_days, decode_row, DateTimeParts, DecimalValue, Images, Operation, Plan, Role,
     RowSink, RowsData, TimeParts, ValueError, ValueResult, ValueSink,
 };
-use crate::sink::texts::{push_base64, push_datetime, push_fraction, push_padded};
+use crate::sink::texts::{push_base64, push_datetime, push_fraction, push_int, push_padded};
 
 /// How a character column's bytes become text (else base64, like the Python path's bytes).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -764,17 +764,7 @@ impl<H: TextHelper> ValueSink for ChangeSink<'_, H> {
     }
 
     fn int(&mut self, col: &Column, value: i64, bytes: u8) -> ValueResult {
-        let out = self.key(col);
-        if col.unsigned && value < 0 {
-            let mask = if bytes >= 8 {
-                u64::MAX
-            } else {
-                (1u64 << (8 * bytes)) - 1
-            };
-            push_u64(out, value as u64 & mask);
-        } else {
-            push_i64(out, value);
-        }
+        push_int(self.key(col), col.unsigned, value, bytes);
         self.done()
     }
 

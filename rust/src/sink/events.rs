@@ -208,13 +208,13 @@ impl<'a> JsonObject<'a> {
 }
 
 /// A JSON list of strings.
-fn json_strings(out: &mut Vec<u8>, values: &[String]) {
+pub fn json_strings(out: &mut Vec<u8>, values: &[impl AsRef<str>]) {
     out.push(b'[');
     for (i, v) in values.iter().enumerate() {
         if i > 0 {
             out.extend_from_slice(b", ");
         }
-        json_string(out, v);
+        json_string(out, v.as_ref());
     }
     out.push(b']');
 }

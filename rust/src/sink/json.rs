@@ -17,7 +17,7 @@
 
 use std::io::Write as _;
 
-use crate::decimal::{push_i64, push_u64};
+use crate::decimal::push_u64;
 use crate::events::event_type_name;
 use crate::framing::Frame;
 use crate::layout::{Column, Layout};
@@ -27,8 +27,8 @@ use crate::rowimage::{
 };
 
 use super::arrow::{push_cp1252, push_repr, TextCodec, TextHelper};
-use super::events::{json_bytes, json_string, json_text, push_checksum};
-use super::texts::{push_datetime, push_padded, valid_date};
+use super::events::{json_bytes, json_string, json_strings, json_text, push_checksum};
+use super::texts::{push_datetime, push_int, push_padded, valid_datetime};
 
 /// An event's line up to its rows: `{`, the header's fields, then the
 /// fields of its `info` object (`{...}`), merged as `event_json` merges them
@@ -398,17 +398,7 @@ impl<H: TextHelper> ValueSink for JsonRows<'_, H> {
     }
 
     fn int(&mut self, col: &Column, value: i64, bytes: u8) -> ValueResult {
-        let out = self.key(col);
-        if col.unsigned && value < 0 {
-            let mask = if bytes >= 8 {
-                u64::MAX
-            } else {
-                (1u64 << (8 * bytes)) - 1
-            };
-            push_u64(out, value as u64 & mask);
-        } else {
-            push_i64(out, value);
-        }
+        push_int(self.key(col), col.unsigned, value, bytes);
         Ok(())
     }
 
@@ -443,11 +433,7 @@ impl<H: TextHelper> ValueSink for JsonRows<'_, H> {
     }
 
     fn datetime(&mut self, col: &Column, t: DateTimeParts, _raw: &[u8]) -> ValueResult {
-        let valid = valid_date(t.year, t.month, t.day)
-            && t.hour < 24
-            && t.minute < 60
-            && t.second < 60
-            && (0..1_000_000).contains(&t.micro);
+        let valid = valid_datetime(&t);
         self.quoted(col, |out| {
             if valid {
                 push_isoformat(out, &t, t.micro as u32);
@@ -586,14 +572,7 @@ impl<H: TextHelper> ValueSink for JsonRows<'_, H> {
                     .collect();
                 members.sort_unstable();
                 members.dedup();
-                out.push(b'[');
-                for (i, name) in members.iter().enumerate() {
-                    if i > 0 {
-                        out.extend_from_slice(b", ");
-                    }
-                    json_string(out, name);
-                }
-                out.push(b']');
+                json_strings(out, &members);
             }
         }
         Ok(())

@@ -90,3 +90,29 @@ pub fn valid_date(year: u32, month: u32, day: u32) -> bool {
     ];
     day <= days[month as usize - 1]
 }
+
+/// Whether Python's `datetime` takes these parts (else the reference keeps
+/// the value as its text).
+pub fn valid_datetime(t: &crate::rowimage::DateTimeParts) -> bool {
+    valid_date(t.year, t.month, t.day)
+        && t.hour < 24
+        && t.minute < 60
+        && t.second < 60
+        && (0..1_000_000).contains(&t.micro)
+}
+
+/// An integer column's value as text: a negative read of an UNSIGNED
+/// column is its `bytes`-wide two's complement.
+#[inline]
+pub fn push_int(out: &mut Vec<u8>, unsigned: bool, value: i64, bytes: u8) {
+    if unsigned && value < 0 {
+        let mask = if bytes >= 8 {
+            u64::MAX
+        } else {
+            (1u64 << (8 * bytes)) - 1
+        };
+        crate::decimal::push_u64(out, value as u64 & mask);
+    } else {
+        crate::decimal::push_i64(out, value);
+    }
+}

@@ -34,7 +34,7 @@ use crate::sink::json::{push_line_head, push_table_map_head, JsonRows};
 use crate::transaction::is_query;
 
 use super::super::arrow::PyHelper;
-use super::super::events::{decoded_natively, EventsView};
+use super::super::events::decoded_natively;
 
 /// Lines handed out at a time (about).
 const CHUNK: usize = 1 << 20;
@@ -239,26 +239,16 @@ impl JsonLinesReader {
         large_event_bytes: u64,
         window: u64,
     ) -> PyResult<Self> {
-        let inner = ChangesReader::new(
+        let inner = ChangesReader::whole_file(
             py,
             path,
-            file.clone(),
-            0,
-            4,
-            None,
-            None,
-            verify_checksums,
-            false,
+            &file,
             check,
-            None,
+            verify_checksums,
             true,
             codecs,
-            py.None(),
             large_event_bytes,
-            1,
-            1,
-        )?
-        .into_events_view(EventsView::new(file.clone(), 0, 1));
+        )?;
         let mut file_json = Vec::new();
         info::json_string(&mut file_json, &file);
         let workers = Workers::new(inner.pool.shared.clone());
@@ -529,15 +519,7 @@ impl JsonLinesReader {
 
     /// A huge rows event's state, or why the reference must write its rows.
     fn huge_rows(&self, item: RowsItem, end: u64) -> Result<Huge, String> {
-        let table = item.table.ok_or("a rows event without its table map")?;
-        if table.width < item.width {
-            return Err("a rows event wider than its table map".into());
-        }
-        let pre_ga = events::rows::is_pre_ga(item.type_code);
-        let view = match table.views.lock() {
-            Ok(mut views) => views.get(&table.layout, &item.before, item.after.as_deref(), pre_ga),
-            Err(_) => return Err("a poisoned lock".into()),
-        };
+        let (table, view) = table_view(&item)?;
         Ok(Huge {
             table,
             view,
@@ -574,17 +556,9 @@ impl JsonLinesReader {
 
 /// A rows event's job, or why the reference must write its rows.
 fn rows_job(item: RowsItem, id: u64) -> Result<RowsJob, String> {
-    let table = item.table.ok_or("a rows event without its table map")?;
-    if table.width < item.width {
-        return Err("a rows event wider than its table map".into());
-    }
+    let (table, view) = table_view(&item)?;
     let RowsBytes::Held(data, start) = item.data else {
         return Err("a huge rows event".into());
-    };
-    let pre_ga = events::rows::is_pre_ga(item.type_code);
-    let view = match table.views.lock() {
-        Ok(mut views) => views.get(&table.layout, &item.before, item.after.as_deref(), pre_ga),
-        Err(_) => return Err("a poisoned lock".into()),
     };
     Ok(RowsJob {
         id,
@@ -594,6 +568,23 @@ fn rows_job(item: RowsItem, id: u64) -> Result<RowsJob, String> {
         start: start.min(data.len()),
         data,
     })
+}
+
+/// A rows event's table and its plans, or why the reference must write its rows.
+fn table_view(item: &RowsItem) -> Result<(Arc<TableEntry>, Arc<View>), String> {
+    let table = item
+        .table
+        .clone()
+        .ok_or("a rows event without its table map")?;
+    if table.width < item.width {
+        return Err("a rows event wider than its table map".into());
+    }
+    let pre_ga = events::rows::is_pre_ga(item.type_code);
+    let view = match table.views.lock() {
+        Ok(mut views) => views.get(&table.layout, &item.before, item.after.as_deref(), pre_ga),
+        Err(_) => return Err("a poisoned lock".into()),
+    };
+    Ok((table, view))
 }
 
 /// The `rows` list of a job, or why the reference must write it.

@@ -22,7 +22,7 @@ use crate::events::{self, control, text};
 use crate::framing::{Frame, LARGE_EVENT_BYTES, PAYLOAD_NONE, PAYLOAD_ZSTD};
 use crate::sink::events::{json_string, json_text};
 
-use super::super::events::{decoded_natively, described_here, EventsView};
+use super::super::events::{decoded_natively, described_here};
 
 const CHUNK: usize = 1 << 20;
 /// LOG_EVENT_SUPPRESS_USE_F: the QUERY's database is not printed as `use`.
@@ -81,26 +81,16 @@ impl EventListReader {
         limit: Option<u64>,
         large_event_bytes: u64,
     ) -> PyResult<Self> {
-        let mut inner = ChangesReader::new(
+        let mut inner = ChangesReader::whole_file(
             py,
             path,
-            name.clone(),
-            0,
-            4,
-            None,
-            None,
-            verify_checksums,
-            false,
+            &name,
             check,
-            None,
+            verify_checksums,
             false, // table maps as the binlog wrote them: Info shows only their names
             Default::default(),
-            py.None(),
             large_event_bytes,
-            1,
-            1,
-        )?
-        .into_events_view(EventsView::new(name.clone(), 0, 1));
+        )?;
         inner.framer.set_unpack_payloads(false);
         let mut names = vec![None; 256];
         for (code, text) in type_names {
