@@ -137,66 +137,81 @@ impl EventsView {
         format: &Format,
         sub: i32,
     ) -> Option<EventRow> {
-        let code = frame.type_code;
         let mut info = Vec::with_capacity(128);
+        let (database, table, query) = self.describe_into(raw, frame, format, &mut info, true)?;
+        // the writers write JSON text only
+        let info = String::from_utf8(info).unwrap_or_default();
+        Some(described(frame, sub, (database, table, query, info)))
+    }
+
+    /// `describe`'s info written into `info`; with `subject`, the row's
+    /// database, table and query too (else None: JSON lines need none).
+    #[allow(clippy::type_complexity)]
+    pub fn describe_into(
+        &mut self,
+        raw: &[u8],
+        frame: &Frame,
+        format: &Format,
+        info: &mut Vec<u8>,
+        subject: bool,
+    ) -> Option<(Option<String>, Option<String>, Option<String>)> {
+        let code = frame.type_code;
         let checksum = frame.checksum;
         let mut cur = events::body(raw, frame);
         let (mut database, mut table, mut query) = (None, None, None);
         match code {
             GTID_LOG_EVENT | ANONYMOUS_GTID_LOG_EVENT => {
                 let g = events::decode_gtid(&mut cur).ok()?;
-                sink::mysql_gtid_info(&mut info, checksum, &g);
+                sink::mysql_gtid_info(info, checksum, &g);
             }
             GTID_EVENT => {
                 let g = events::decode_mariadb_gtid(&mut cur).ok()?;
-                sink::mariadb_gtid_info(&mut info, checksum, &g);
+                sink::mariadb_gtid_info(info, checksum, &g);
             }
             XID_EVENT => {
                 let xid = events::decode_xid(&mut cur).ok()?;
-                sink::xid_info(&mut info, checksum, xid);
+                sink::xid_info(info, checksum, xid);
             }
             ANNOTATE_ROWS_EVENT => {
-                let q = text(cur.rest()).into_owned();
-                sink::rows_query_info(&mut info, checksum, &q);
-                query = Some(q);
+                let q = text(cur.rest());
+                sink::rows_query_info(info, checksum, &q);
+                query = subject.then(|| q.into_owned());
             }
             QUERY_EVENT | QUERY_COMPRESSED_EVENT | EXECUTE_LOAD_QUERY_EVENT => {
                 let (q, (vars, unknown)) = decode_query(&mut cur, code, format)?;
-                sink::query_info(&mut info, checksum, &q, &vars, unknown);
+                sink::query_info(info, checksum, &q, &vars, unknown);
                 // `_event_subject`: `event.database or None`
-                database = Some(text(q.database).into_owned()).filter(|d| !d.is_empty());
-                query = Some(text(&q.query).into_owned());
+                if subject {
+                    database = Some(text(q.database).into_owned()).filter(|d| !d.is_empty());
+                    query = Some(text(&q.query).into_owned());
+                }
             }
-            STOP_EVENT => sink::ints_info(&mut info, checksum, &[]),
+            STOP_EVENT => sink::ints_info(info, checksum, &[]),
             ROTATE_EVENT => {
                 let post = format.post_header_len(code);
                 let (position, name) = control::decode_rotate(&mut cur, post).ok()?;
-                sink::rotate_info(&mut info, checksum, position, &text(name));
+                sink::rotate_info(info, checksum, position, &text(name));
             }
             INTVAR_EVENT => {
                 let (kind, value) = control::decode_intvar(&mut cur).ok()?;
-                sink::ints_info(
-                    &mut info,
-                    checksum,
-                    &[("kind", kind.into()), ("value", value)],
-                );
+                sink::ints_info(info, checksum, &[("kind", kind.into()), ("value", value)]);
             }
             RAND_EVENT => {
                 let (seed1, seed2) = control::decode_rand(&mut cur).ok()?;
-                sink::ints_info(&mut info, checksum, &[("seed1", seed1), ("seed2", seed2)]);
+                sink::ints_info(info, checksum, &[("seed1", seed1), ("seed2", seed2)]);
             }
             BINLOG_CHECKPOINT_EVENT => {
                 let name = control::decode_binlog_checkpoint(&mut cur).ok()?;
-                sink::binlog_checkpoint_info(&mut info, checksum, &text(name));
+                sink::binlog_checkpoint_info(info, checksum, &text(name));
             }
             ROWS_QUERY_LOG_EVENT => {
-                let q = text(control::decode_rows_query(&mut cur).ok()?).into_owned();
-                sink::rows_query_info(&mut info, checksum, &q);
-                query = Some(q);
+                let q = text(control::decode_rows_query(&mut cur).ok()?);
+                sink::rows_query_info(info, checksum, &q);
+                query = subject.then(|| q.into_owned());
             }
             TRANSACTION_PAYLOAD_EVENT => {
                 let p = events::decode_transaction_payload(&mut cur).ok()?;
-                let mut o = JsonObject::info(&mut info, checksum);
+                let mut o = JsonObject::info(info, checksum);
                 match p.compression_type {
                     PAYLOAD_ZSTD => o.str("compression_type", "ZSTD"),
                     PAYLOAD_NONE => o.str("compression_type", "NONE"),
@@ -232,9 +247,11 @@ impl EventsView {
                         map
                     }
                 };
-                sink::table_map_info(&mut info, checksum, table_id, flags, &map.fields);
-                database = Some(map.database.clone());
-                table = Some(map.table.clone());
+                sink::table_map_info(info, checksum, table_id, flags, &map.fields);
+                if subject {
+                    database = Some(map.database.clone());
+                    table = Some(map.table.clone());
+                }
                 self.table_maps.insert(table_id, map);
             }
             c if events::is_rows_event(c) => {
@@ -244,15 +261,15 @@ impl EventsView {
                         .ok()?;
                 let map = self.table_maps.get(&header.table_id);
                 let names = map.map(|m| (m.database.as_str(), m.table.as_str()));
-                sink::rows_info(&mut info, checksum, &header, names);
-                database = map.map(|m| m.database.clone());
-                table = map.map(|m| m.table.clone());
+                sink::rows_info(info, checksum, &header, names);
+                if subject {
+                    database = map.map(|m| m.database.clone());
+                    table = map.map(|m| m.table.clone());
+                }
             }
             _ => return None,
         }
-        // the writers write JSON text only
-        let info = String::from_utf8(info).unwrap_or_default();
-        Some(described(frame, sub, (database, table, query, info)))
+        Some((database, table, query))
     }
 }
 

@@ -30,6 +30,36 @@ use super::arrow::{push_cp1252, push_repr, TextCodec, TextHelper};
 use super::events::{json_bytes, json_string, json_strings, json_text, push_checksum};
 use super::texts::{push_datetime, push_int, push_padded, valid_datetime};
 
+/// What every line of a file starts alike with, made once: `{"file": ...,
+/// "pos": ` and, by type code, `, "type": ..., "type_code": N, "timestamp": `.
+pub struct LineHead {
+    file: Vec<u8>,
+    types: Vec<Option<Vec<u8>>>,
+}
+
+impl LineHead {
+    pub fn new(file: &str) -> Self {
+        let mut start = b"{\"file\": ".to_vec();
+        json_string(&mut start, file);
+        start.extend_from_slice(b", \"pos\": ");
+        LineHead {
+            file: start,
+            types: vec![None; 256],
+        }
+    }
+
+    fn type_fields(&mut self, code: u8) -> &[u8] {
+        self.types[code as usize].get_or_insert_with(|| {
+            let mut text = b", \"type\": ".to_vec();
+            json_string(&mut text, &event_type_name(code));
+            text.extend_from_slice(b", \"type_code\": ");
+            push_u64(&mut text, code.into());
+            text.extend_from_slice(b", \"timestamp\": ");
+            text
+        })
+    }
+}
+
 /// An event's line up to its rows: `{`, the header's fields, then the
 /// fields of its `info` object (`{...}`), merged as `event_json` merges them
 /// in one dict: a field named as a header field (`flags`, ...) takes that
@@ -38,7 +68,7 @@ use super::texts::{push_datetime, push_int, push_padded, valid_datetime};
 /// field (it is then not scanned).
 pub fn push_line_head(
     out: &mut Vec<u8>,
-    file: &[u8],
+    head: &mut LineHead,
     frame: &Frame,
     info: &[u8],
     may_collide: bool,
@@ -53,7 +83,7 @@ pub fn push_line_head(
             }
         });
     }
-    push_header(out, file, frame, &overrides);
+    push_header(out, head, frame, &overrides);
     if !any {
         // nothing taken out: the fields follow as they are
         if info.len() > 2 {
@@ -76,7 +106,7 @@ pub fn push_line_head(
 /// in the header's place), without scanning the shared fields.
 pub fn push_table_map_head(
     out: &mut Vec<u8>,
-    file: &[u8],
+    head: &mut LineHead,
     frame: &Frame,
     table_id: u64,
     flags: u16,
@@ -86,7 +116,7 @@ pub fn push_table_map_head(
     push_u64(&mut flags_text, flags.into());
     let mut overrides: [Option<&[u8]>; 10] = [None; 10];
     overrides[9] = Some(&flags_text);
-    push_header(out, file, frame, &overrides);
+    push_header(out, head, frame, &overrides);
     if let Some(c) = frame.checksum {
         out.extend_from_slice(b", \"checksum\": ");
         push_checksum(out, c);
@@ -100,8 +130,34 @@ pub fn push_table_map_head(
 }
 
 /// `{` and the header's fields, each from `overrides` where given.
-fn push_header(out: &mut Vec<u8>, file: &[u8], frame: &Frame, overrides: &[Option<&[u8]>; 10]) {
+fn push_header(
+    out: &mut Vec<u8>,
+    head: &mut LineHead,
+    frame: &Frame,
+    overrides: &[Option<&[u8]>; 10],
+) {
     let next_pos = frame.pos + u64::from(frame.length);
+    if overrides[..9].iter().all(Option::is_none) {
+        // the common line: its constant parts copied whole
+        out.extend_from_slice(&head.file);
+        push_u64(out, frame.pos);
+        out.extend_from_slice(b", \"next_pos\": ");
+        push_u64(out, next_pos);
+        out.extend_from_slice(b", \"length\": ");
+        push_u64(out, frame.length.into());
+        out.extend_from_slice(head.type_fields(frame.type_code));
+        push_u64(out, frame.timestamp.into());
+        out.extend_from_slice(b", \"server_id\": ");
+        push_u64(out, frame.server_id.into());
+        out.extend_from_slice(b", \"log_pos\": ");
+        push_u64(out, frame.log_pos.into());
+        out.extend_from_slice(b", \"flags\": ");
+        match overrides[9] {
+            Some(value) => out.extend_from_slice(value),
+            None => push_u64(out, frame.flags.into()),
+        }
+        return;
+    }
     let numbers: [u64; 10] = [
         0,
         frame.pos,
@@ -118,7 +174,8 @@ fn push_header(out: &mut Vec<u8>, file: &[u8], frame: &Frame, overrides: &[Optio
         out.extend_from_slice(prefix.as_bytes());
         match (overrides[i], i) {
             (Some(value), _) => out.extend_from_slice(value),
-            (None, 0) => out.extend_from_slice(file),
+            // the file's JSON string: the start of the line without its `{"file": ` and `, "pos": `
+            (None, 0) => out.extend_from_slice(&head.file[9..head.file.len() - 9]),
             (None, 4) => json_string(out, &event_type_name(frame.type_code)),
             (None, _) => push_u64(out, numbers[i]),
         }

@@ -30,7 +30,7 @@ use crate::framing::{Frame, LARGE_EVENT_BYTES};
 use crate::rowimage::{decode_row, decode_rows, Images, Operation, RowsData};
 use crate::sink::arrow::TextHelper;
 use crate::sink::events as info;
-use crate::sink::json::{push_line_head, push_table_map_head, JsonRows};
+use crate::sink::json::{push_line_head, push_table_map_head, JsonRows, LineHead};
 use crate::transaction::is_query;
 
 use super::super::arrow::PyHelper;
@@ -196,8 +196,8 @@ impl Huge {
 #[pyclass(module = "binlake._native", unsendable)]
 pub struct JsonLinesReader {
     inner: ChangesReader,
-    /// The `file` of every line, as JSON: the path as the caller was given it.
-    file: Vec<u8>,
+    /// What every line starts alike with (`file`: the path as the caller was given it).
+    head: LineHead,
     /// Lines handed out so far (every event of the file until `refused`).
     #[pyo3(get)]
     events: u64,
@@ -249,12 +249,11 @@ impl JsonLinesReader {
             codecs,
             large_event_bytes,
         )?;
-        let mut file_json = Vec::new();
-        info::json_string(&mut file_json, &file);
+
         let workers = Workers::new(inner.pool.shared.clone());
         Ok(JsonLinesReader {
             inner,
-            file: file_json,
+            head: LineHead::new(&file),
             events: 0,
             refused: None,
             read: 0,
@@ -436,7 +435,7 @@ impl JsonLinesReader {
                 if line.is_empty() {
                     return Err("a rows event's header".into());
                 }
-                push_line_head(out, &self.file, &frame, line, true);
+                push_line_head(out, &mut self.head, &frame, line, true);
                 out.extend_from_slice(b", \"rows\": ");
                 if let RowsBytes::InFile { end } = item.data {
                     let mut huge = self.huge_rows(item, end)?;
@@ -490,26 +489,25 @@ impl JsonLinesReader {
                 let (Ok(table_id), Ok(flags)) = (table_id, head.u16()) else {
                     return Err("a table map's head".into());
                 };
-                push_table_map_head(out, &self.file, &frame, table_id, flags, fields);
+                push_table_map_head(out, &mut self.head, &frame, table_id, flags, fields);
             }
             _ => {
                 // the events view's own infos have no header field but MySQL's GTID flags
                 let native = decoded_natively(code)
                     && !matches!(code, GTID_LOG_EVENT | ANONYMOUS_GTID_LOG_EVENT);
+                let info = &mut self.scratch;
+                info.clear();
                 let described = match r.events.as_mut() {
-                    Some(view) if native => {
-                        view.describe(r.framer.raw(), &frame, r.framer.format(), r.sub)
-                    }
-                    _ => None,
+                    Some(view) if native => view
+                        .describe_into(r.framer.raw(), &frame, r.framer.format(), info, false)
+                        .is_some(),
+                    _ => false,
                 };
-                match described {
-                    Some(row) => {
-                        push_line_head(out, &self.file, &frame, row.info.as_bytes(), false)
-                    }
-                    None => {
-                        let row = r.event_row(py, &frame).map_err(|why| stop_text(py, why))?;
-                        push_line_head(out, &self.file, &frame, row.info.as_bytes(), true);
-                    }
+                if described {
+                    push_line_head(out, &mut self.head, &frame, info, false);
+                } else {
+                    let row = r.event_row(py, &frame).map_err(|why| stop_text(py, why))?;
+                    push_line_head(out, &mut self.head, &frame, row.info.as_bytes(), true);
                 }
             }
         }
