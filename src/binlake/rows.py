@@ -321,9 +321,15 @@ def iter_rows(event: RowsEvent):
     """The (before, after) pairs one by one; huge events are read through a window."""
     data = event.rows_data
     if data.__class__ is not LazyRowData:
+        # held rows are decoded whole (a bad row: none of them come out), so
+        # a plain iterator over them: no generator frame per event
         native = core.native()
-        yield from (decode_rows(event) if native is None else _native_rows(native, event, data))
-        return
+        return iter(decode_rows(event) if native is None else _native_rows(native, event, data))
+    return _iter_window_rows(event)
+
+
+def _iter_window_rows(event: RowsEvent):
+    data = event.rows_data
     native = core.native()
     if native is not None and event.header.type_code not in PRE_GA_ROWS_EVENTS:
         yield from _native_iter_window(native, event)
