@@ -51,7 +51,9 @@ def walk(path, pure: bool, **options):
             error = (type(exc).__name__, exc.offset, detail)
         except Exception as exc:  # noqa: BLE001 - a crash is a result to compare too
             error = ("crash", type(exc).__name__, str(exc))
-        facts = [tuple(getattr(f, name) for name in _FACTS) for f in reader.files]
+        # the counts by type in their order too (`binlake info` prints them so)
+        facts = [(*(getattr(f, name) for name in _FACTS), list(f.counts.items()))
+                 for f in reader.files]
         return events, error, list(reader.stats.warnings), facts, dict(reader.stats.events)
     finally:
         core.use_pure(False)

@@ -352,6 +352,8 @@ struct Noted {
 
 struct Notes {
     counts: Vec<u64>,
+    /// The types in the order they first came (a Counter's key order).
+    order: Vec<u8>,
     /// Events handed out made (the reader counts the others as it decodes them).
     made: Vec<u64>,
     now: Noted,
@@ -362,6 +364,7 @@ impl Notes {
     fn new() -> Self {
         Notes {
             counts: vec![0; 256],
+            order: Vec::new(),
             made: vec![0; 256],
             now: Noted {
                 first_timestamp: None,
@@ -374,6 +377,9 @@ impl Notes {
 
     fn note(&mut self, code: u8, timestamp: u32) {
         self.before = Some((code, self.now));
+        if self.counts[code as usize] == 0 {
+            self.order.push(code);
+        }
         self.counts[code as usize] += 1;
         if timestamp != 0 {
             self.now.first_timestamp.get_or_insert(timestamp);
@@ -588,6 +594,9 @@ impl PyFramer {
     fn unnote(&mut self) {
         if let Some((code, before)) = self.notes.before.take() {
             self.notes.counts[code as usize] -= 1;
+            if self.notes.counts[code as usize] == 0 {
+                self.notes.order.retain(|&c| c != code);
+            }
             self.notes.now = before;
         }
     }
@@ -604,17 +613,19 @@ impl PyFramer {
         Option<u32>,
         Option<u8>,
     ) {
-        let nonzero = |v: &[u64]| -> Vec<(u8, u64)> {
-            v.iter()
-                .enumerate()
-                .filter(|(_, &n)| n > 0)
-                .map(|(code, &n)| (code as u8, n))
+        // in the order the types first came, as the reader's Counters keep them
+        let in_order = |v: &[u64]| -> Vec<(u8, u64)> {
+            self.notes
+                .order
+                .iter()
+                .map(|&code| (code, v[code as usize]))
+                .filter(|&(_, n)| n > 0)
                 .collect()
         };
         let now = self.notes.now;
         (
-            nonzero(&self.notes.counts),
-            nonzero(&self.notes.made),
+            in_order(&self.notes.counts),
+            in_order(&self.notes.made),
             now.first_timestamp,
             now.last_timestamp,
             now.last_type,
