@@ -9,12 +9,19 @@
 //! event not decoded here, the DDL among the QUERY events, and each distinct
 //! table map, whose completed fields it describes (`json_fields`).
 //!
+//! Two stages: this thread reads a chunk of events and writes their lines,
+//! except the rows of rows events of at least `JOB_BYTES`, which worker
+//! threads format while the next chunk is read; a chunk is handed out once
+//! its rows are in, in order. A huge rows event (left in its file by the
+//! framer) is read through a growing window twice: once to check that every
+//! row writes, then to write them a chunk at a time, never held whole.
+//!
 //! Rule: nothing is guessed. Where this reader cannot write an event as
 //! the reference does (a read or decode error, a partial JSON update, a
-//! huge event left in its file, a value the reference refuses) it stops
-//! before that event and says why (`refused`); `events` lines are written,
-//! and the caller has the reference dump the file from that event on, so
-//! its output and its errors are the reference's own.
+//! value the reference refuses) it stops before that event and says why
+//! (`refused`); `events` lines are written (a worker's refusal cuts its
+//! chunk at that event), and the caller has the reference dump the file
+//! from that event on, so its output and its errors are the reference's own.
 
 use std::collections::HashMap;
 use std::sync::{mpsc, Arc};
