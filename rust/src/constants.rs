@@ -159,6 +159,8 @@ pub const PARTIAL_JSON_UPDATES: u64 = 1;
 
 // Rows event flags (`enum_flag` of Rows_log_event)
 pub const STMT_END_F: u16 = 0x1;
+/// Log_event flag: the QUERY's database is not to be printed as `use`.
+pub const LOG_EVENT_SUPPRESS_USE_F: u16 = 0x8;
 
 // MariaDB Gtid_log_event flags2 and flags_extra (log_event.h)
 pub const FL_STANDALONE: u8 = 1;

@@ -38,7 +38,9 @@ use crate::rowimage::{
     civil_from_days, decode_row, DateTimeParts, DecimalValue, Images, Operation, Plan, Role,
     RowSink, RowsData, TimeParts, ValueError, ValueResult, ValueSink,
 };
-use crate::sink::texts::{push_base64, push_datetime, push_fraction, push_int, push_padded};
+use crate::sink::texts::{
+    push_base64, push_datetime, push_fraction, push_int, push_padded, push_time,
+};
 
 /// How a character column's bytes become text (else base64, like the Python path's bytes).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -839,19 +841,8 @@ impl<H: TextHelper> ValueSink for ChangeSink<'_, H> {
     }
 
     fn time(&mut self, col: &Column, t: TimeParts, _raw: &[u8]) -> ValueResult {
-        // as a timedelta: out-of-range minutes or seconds carry over, -0 has no sign
-        let total = ((t.hours as u64 * 60 + t.minutes as u64) * 60 + t.seconds as u64) * 1_000_000
-            + t.micro as u64;
-        let (seconds, frac) = (total / 1_000_000, total % 1_000_000);
         let out = self.key(col);
-        if t.negative && total != 0 {
-            out.push(b'-');
-        }
-        push_padded(out, seconds / 3600, 2);
-        out.push(b':');
-        push_padded(out, seconds / 60 % 60, 2);
-        out.push(b':');
-        push_padded(out, seconds % 60, 2);
+        let frac = push_time(out, &t);
         push_fraction(out, frac as i64, t.fsp);
         self.done()
     }

@@ -40,7 +40,6 @@ const DELIMITER: &str = "/*!*/;";
 
 // Log_event flags (log_event.h)
 const LOG_EVENT_THREAD_SPECIFIC_F: u16 = 0x4;
-const LOG_EVENT_SUPPRESS_USE_F: u16 = 0x8;
 const LOG_EVENT_ARTIFICIAL_F: u16 = 0x20;
 const LOG_EVENT_SKIP_REPLICATION_F: u16 = 0x8000;
 // Table_map_log_event flags

@@ -28,7 +28,7 @@ use crate::rowimage::{
 
 use super::arrow::{push_cp1252, push_repr, TextCodec, TextHelper};
 use super::events::{json_bytes, json_string, json_strings, json_text, push_checksum};
-use super::texts::{push_datetime, push_int, push_padded, valid_datetime};
+use super::texts::{push_datetime, push_int, push_padded, push_time, valid_datetime};
 
 /// What every line of a file starts alike with, made once: `{"file": ...,
 /// "pos": ` and, by type code, `, "type": ..., "type_code": N, "timestamp": `.
@@ -536,19 +536,9 @@ impl<H: TextHelper> ValueSink for JsonRows<'_, H> {
     }
 
     fn time(&mut self, col: &Column, t: TimeParts, _raw: &[u8]) -> ValueResult {
-        // a timedelta's `time_text`: minutes and seconds carry over, -0 has no sign
-        let total = ((t.hours as u64 * 60 + t.minutes as u64) * 60 + t.seconds as u64) * 1_000_000
-            + t.micro as u64;
-        let (seconds, frac) = (total / 1_000_000, total % 1_000_000);
+        // `time_text` of the timedelta: `.%06d` only when there are microseconds
         self.quoted(col, |out| {
-            if t.negative && total != 0 {
-                out.push(b'-');
-            }
-            push_padded(out, seconds / 3600, 2);
-            out.push(b':');
-            push_padded(out, seconds / 60 % 60, 2);
-            out.push(b':');
-            push_padded(out, seconds % 60, 2);
+            let frac = push_time(out, &t);
             if frac != 0 {
                 out.push(b'.');
                 push_padded(out, frac, 6);

@@ -116,3 +116,20 @@ pub fn push_int(out: &mut Vec<u8>, unsigned: bool, value: i64, bytes: u8) {
         crate::decimal::push_i64(out, value);
     }
 }
+
+/// A TIME as a `timedelta` prints it up to its fraction: minutes and
+/// seconds carry over, -0 has no sign; returns the microseconds left.
+pub fn push_time(out: &mut Vec<u8>, t: &crate::rowimage::TimeParts) -> u64 {
+    let total = ((t.hours as u64 * 60 + t.minutes as u64) * 60 + t.seconds as u64) * 1_000_000
+        + t.micro as u64;
+    let (seconds, frac) = (total / 1_000_000, total % 1_000_000);
+    if t.negative && total != 0 {
+        out.push(b'-');
+    }
+    push_padded(out, seconds / 3600, 2);
+    out.push(b':');
+    push_padded(out, seconds / 60 % 60, 2);
+    out.push(b':');
+    push_padded(out, seconds % 60, 2);
+    frac
+}

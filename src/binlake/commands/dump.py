@@ -16,11 +16,10 @@ from ..errors import BinlogError
 from ..filters import SelectionOptions, Verdict
 from ..gzipped import is_gzip
 from ..jsonable import event_json
-from ..rowtext import raw_text
 from ..text import TextError, TextOptions, TextPrinter
 from .common import add_input_arguments, add_schema_arguments, reader_options, report, seed_history
 from .selection import (add_selection_arguments, open_inputs, open_output, progress_bar,
-                        selected_events, selection_options)
+                        selected_events, selection_options, write_native)
 
 
 def add_arguments(parser) -> None:
@@ -199,16 +198,7 @@ def _json_natively(path: str, out, schema) -> int | None:
     check = EventDescriber(path, schema=schema, verify_checksums=True, force=False)
     lines = core.native().JsonLinesReader(path, path, check, True, collation_codecs(),
                                           reader.LARGE_EVENT_BYTES, LazyRowData.WINDOW)
-    # UTF-8 bytes go to a UTF-8 stream's buffer as they are (two copies fewer)
-    buffer = getattr(out, "buffer", None) \
-        if (getattr(out, "encoding", "") or "").lower().replace("-", "") == "utf8" else None
-    if buffer is not None:
-        out.flush()
-    for chunk in lines:
-        if buffer is not None:
-            buffer.write(chunk)
-        else:
-            out.write(raw_text(chunk))
+    write_native(out, lines)
     return None if lines.refused is None else lines.events
 
 

@@ -26,10 +26,9 @@ from ..events import (BinlogCheckpointEvent, Event, FileBlockEvent, FormatDescri
 from ..filters import SelectionOptions, Verdict
 from ..gzipped import is_gzip
 from ..reader import EventChecker
-from ..rowtext import raw_text
 from .common import add_input_arguments, reader_options, report
 from .selection import (add_selection_arguments, open_inputs, open_output, progress_bar,
-                        selected_events, selection_options)
+                        selected_events, selection_options, write_native)
 
 COLUMNS = ("Log_name", "Pos", "Event_type", "Server_id", "End_log_pos", "Info")
 
@@ -181,8 +180,6 @@ def _list_natively(args, files, selection, err, bar, target, widths) -> None:
     reference, which lists the rest of that file (its rows, its errors)."""
     from .. import reader
     written = 0
-    buffer = getattr(target, "buffer", None) \
-        if (getattr(target, "encoding", "") or "").lower().replace("-", "") == "utf8" else None
     write = _json_writer(target) if args.format == "json" else None
     for index, path in enumerate(files):
         limit = None if args.limit is None else args.limit - written
@@ -195,13 +192,7 @@ def _list_natively(args, files, selection, err, bar, target, widths) -> None:
             lines = core.native().EventListReader(
                 path, name, args.format, widths or (0,) * 5, EVENT_TYPE_STR, check, True, limit,
                 reader.LARGE_EVENT_BYTES)
-            if buffer is not None:
-                target.flush()
-            for chunk in lines:
-                if buffer is not None:
-                    buffer.write(chunk)
-                else:
-                    target.write(raw_text(chunk))
+            write_native(target, lines)
             written += lines.events
             if lines.refused is None:
                 continue

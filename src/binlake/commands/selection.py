@@ -10,6 +10,7 @@ import sys
 import tempfile
 
 from ..atomic import replaced
+from ..rowtext import raw_text
 from ..filters import (EventSelection, GtidSet, SelectionOptions, is_gtid_list, parse_datetime,
                        parse_gtid_list)
 
@@ -189,6 +190,20 @@ def open_output(args, out):
     opener = open if getattr(args, "stop_never", False) else replaced
     with opener(path, "w", **options) as handle:
         yield handle
+
+
+def write_native(out, chunks) -> None:
+    """UTF-8 text made by the native core, chunk by chunk: to a UTF-8
+    stream's buffer as it is (two copies fewer), else as text."""
+    encoding = (getattr(out, "encoding", "") or "").lower().replace("-", "")
+    buffer = getattr(out, "buffer", None) if encoding == "utf8" else None
+    if buffer is not None:
+        out.flush()
+    for chunk in chunks:
+        if buffer is not None:
+            buffer.write(chunk)
+        else:
+            out.write(raw_text(chunk))
 
 
 class _NoProgress:

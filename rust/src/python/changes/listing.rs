@@ -25,14 +25,6 @@ use crate::sink::events::{json_string, json_text};
 use super::super::events::{decoded_natively, described_here};
 
 const CHUNK: usize = 1 << 20;
-/// LOG_EVENT_SUPPRESS_USE_F: the QUERY's database is not printed as `use`.
-const LOG_EVENT_SUPPRESS_USE_F: u16 = 0x8;
-/// Rows event flag STMT_END_F.
-const STMT_END_F: u16 = 1;
-// MariaDB Gtid_log_event flags2
-const FL_STANDALONE: u8 = 1;
-const FL_GROUP_COMMIT_ID: u8 = 2;
-const FL_PREPARED_XA: u8 = 64;
 
 /// How rows are written.
 enum Layout {
