@@ -892,21 +892,7 @@ impl<H: TextHelper> ValueSink for ChangeSink<'_, H> {
     fn vector(&mut self, col: &Column, bytes: &[u8]) -> ValueResult {
         // json.dumps of the list of floats
         let out = self.key(col);
-        out.push(b'[');
-        for (i, c) in bytes.chunks_exact(4).enumerate() {
-            if i > 0 {
-                out.extend_from_slice(b", ");
-            }
-            let v = f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64;
-            if v.is_nan() {
-                out.extend_from_slice(b"NaN");
-            } else if v.is_infinite() {
-                out.extend_from_slice(if v > 0.0 { b"Infinity" } else { b"-Infinity" });
-            } else {
-                push_repr(out, v);
-            }
-        }
-        out.push(b']');
+        push_json_vector(out, bytes);
         self.done()
     }
 
@@ -1065,6 +1051,29 @@ fn push_positional(out: &mut Vec<u8>, digits: &[u8], exp: i32, always_fraction: 
         out.push(b'.');
         out.extend_from_slice(&digits[int_len..]);
     }
+}
+
+/// A Python float as `json.dumps` writes it (`NaN`, `Infinity`, else `repr`).
+pub fn push_json_float(out: &mut Vec<u8>, v: f64) {
+    if v.is_nan() {
+        out.extend_from_slice(b"NaN");
+    } else if v.is_infinite() {
+        out.extend_from_slice(if v > 0.0 { b"Infinity" } else { b"-Infinity" });
+    } else {
+        push_repr(out, v);
+    }
+}
+
+/// A VECTOR's float32s as `json.dumps` writes the list of Python floats.
+pub fn push_json_vector(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.push(b'[');
+    for (i, c) in bytes.chunks_exact(4).enumerate() {
+        if i > 0 {
+            out.extend_from_slice(b", ");
+        }
+        push_json_float(out, f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64);
+    }
+    out.push(b']');
 }
 
 /// Python's `repr(float)`: the shortest text that reads back, positional

@@ -26,7 +26,7 @@ use crate::rowimage::{
     ValueError, ValueResult, ValueSink,
 };
 
-use super::arrow::{push_cp1252, push_repr, TextCodec, TextHelper};
+use super::arrow::{push_cp1252, push_json_float, push_json_vector, TextCodec, TextHelper};
 use super::events::{json_bytes, json_string, json_strings, json_text, push_checksum};
 use super::texts::{push_datetime, push_int, push_padded, push_time, valid_datetime};
 
@@ -267,17 +267,6 @@ fn for_each_field<'a>(object: &'a [u8], mut each: impl FnMut(&'a [u8], &'a [u8])
     }
 }
 
-/// A Python float as `json.dumps` writes it.
-fn push_float(out: &mut Vec<u8>, v: f64) {
-    if v.is_nan() {
-        out.extend_from_slice(b"NaN");
-    } else if v.is_infinite() {
-        out.extend_from_slice(if v > 0.0 { b"Infinity" } else { b"-Infinity" });
-    } else {
-        push_repr(out, v);
-    }
-}
-
 /// `str(Decimal(f"{sign}{digits}e-{scale}"))`: positional while the
 /// adjusted exponent is at least -6, else `dE-n` (General Decimal Arithmetic's
 /// to-scientific-string, which Python's Decimal follows).
@@ -460,12 +449,12 @@ impl<H: TextHelper> ValueSink for JsonRows<'_, H> {
     }
 
     fn float(&mut self, col: &Column, value: f32) -> ValueResult {
-        push_float(self.key(col), value as f64);
+        push_json_float(self.key(col), value as f64);
         Ok(())
     }
 
     fn double(&mut self, col: &Column, value: f64) -> ValueResult {
-        push_float(self.key(col), value);
+        push_json_float(self.key(col), value);
         Ok(())
     }
 
@@ -577,15 +566,7 @@ impl<H: TextHelper> ValueSink for JsonRows<'_, H> {
     }
 
     fn vector(&mut self, col: &Column, bytes: &[u8]) -> ValueResult {
-        let out = self.key(col);
-        out.push(b'[');
-        for (i, c) in bytes.chunks_exact(4).enumerate() {
-            if i > 0 {
-                out.extend_from_slice(b", ");
-            }
-            push_float(out, f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64);
-        }
-        out.push(b']');
+        push_json_vector(self.key(col), bytes);
         Ok(())
     }
 
@@ -717,7 +698,7 @@ mod tests {
     fn floats_as_json_dumps_writes_them() {
         let text = |v: f64| {
             let mut out = Vec::new();
-            push_float(&mut out, v);
+            push_json_float(&mut out, v);
             String::from_utf8(out).unwrap()
         };
         assert_eq!(text(1.5), "1.5");

@@ -127,6 +127,11 @@ struct Huge {
 }
 
 impl Huge {
+    /// Back to the first row (after the checking pass).
+    fn rewind(&mut self) {
+        (self.buf, self.base, self.pos, self.rows) = (Vec::new(), 0, 0, 0);
+    }
+
     fn read(&mut self, from: u64) -> Result<(), String> {
         let window = super::Window {
             path: &self.path,
@@ -285,12 +290,7 @@ impl JsonLinesReader {
                 if let Some(huge) = self.huge.as_mut() {
                     let mut out = Vec::with_capacity(CHUNK + (64 << 10));
                     let table = huge.table.clone();
-                    let mut helper = PyHelper {
-                        py,
-                        helpers: &self.inner.pool.shared.helpers,
-                        codec_names: &table.codec_names,
-                        error: None,
-                    };
+                    let mut helper = table_helper(py, &self.inner.pool.shared, &table);
                     match huge.stream(&mut helper, &mut out, Some(CHUNK)) {
                         Ok(true) => {
                             out.extend_from_slice(b"]}\n");
@@ -448,26 +448,16 @@ impl JsonLinesReader {
                     let mut huge = self.huge_rows(item, end)?;
                     // every row must write before any is written
                     let table = huge.table.clone();
-                    let mut helper = PyHelper {
-                        py,
-                        helpers: &self.inner.pool.shared.helpers,
-                        codec_names: &table.codec_names,
-                        error: None,
-                    };
+                    let mut helper = table_helper(py, &self.inner.pool.shared, &table);
                     huge.stream(&mut helper, &mut Vec::new(), None)?;
-                    (huge.buf, huge.base, huge.pos, huge.rows) = (Vec::new(), 0, 0, 0);
+                    huge.rewind();
                     chunk.text.push(b'[');
                     self.huge = Some(huge);
                     return Ok(Line::Huge);
                 }
                 let job = rows_job(item, self.next_job)?;
                 if job.data.len() - job.start < JOB_BYTES {
-                    let mut helper = PyHelper {
-                        py,
-                        helpers: &self.inner.pool.shared.helpers,
-                        codec_names: &job.table.codec_names,
-                        error: None,
-                    };
+                    let mut helper = table_helper(py, &self.inner.pool.shared, &job.table);
                     format_rows(&job, &mut helper, out)?;
                 } else {
                     *job_bytes += job.data.len() - job.start;
@@ -704,6 +694,20 @@ impl Workers {
                 }
             })
         });
+    }
+}
+
+/// The Python helpers of a table's values, on this thread (it holds the GIL).
+fn table_helper<'a, 'py>(
+    py: Python<'py>,
+    shared: &'a Shared,
+    table: &'a TableEntry,
+) -> PyHelper<'a, 'py> {
+    PyHelper {
+        py,
+        helpers: &shared.helpers,
+        codec_names: &table.codec_names,
+        error: None,
     }
 }
 
