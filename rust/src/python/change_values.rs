@@ -90,6 +90,7 @@ pub struct ChangeValues {
     inner: ChangesReader,
     change: SlotClass,
     file: Py<PyString>,
+    /// The operations' names, in `Operation`'s order (indexed by it).
     ops: [Py<PyString>; 3],
     layouts: HashMap<usize, TableValues>,
     cursor: Option<Cursor>,
@@ -321,15 +322,11 @@ impl ChangeValues {
         }
         let values = self.layouts.get_mut(&key).expect("just made");
         let op = operation(item.type_code).unwrap_or(Operation::Insert);
-        let (op_name, op_text) = match op {
-            Operation::Insert => (&self.ops[0], "insert"),
-            Operation::Update => (&self.ops[1], "update"),
-            Operation::Delete => (&self.ops[2], "delete"),
-        };
+        let op_name = &self.ops[op as usize];
         let (buf, total) = images(item, &path, cursor.base, cursor.window)?;
         let (rows, failure) = values.layout.decode(
             py,
-            op_text,
+            op,
             &buf,
             &item.before,
             item.after.as_deref(),
@@ -363,8 +360,7 @@ impl ChangeValues {
                 values.table.bind(py).clone().into_any(),
                 op_name.bind(py).clone().into_any(),
             ];
-            for (index, pair) in rows.iter().enumerate() {
-                let pair = pair.cast_into::<PyTuple>()?;
+            for (index, (before, after)) in rows.into_iter().enumerate() {
                 let [file, pos, next_pos, timestamp, server_id, gtid, database, table, op] =
                     shared.clone();
                 let change = self.change.make(
@@ -380,8 +376,8 @@ impl ChangeValues {
                         database,
                         table,
                         op,
-                        pair.get_item(0)?,
-                        pair.get_item(1)?,
+                        before,
+                        after,
                     ],
                 )?;
                 self.ready.push_back(change.unbind());

@@ -105,10 +105,22 @@ pub(super) struct TableEntry {
 }
 
 /// A rows event's plans and map keys.
-struct View {
-    before: Arc<Plan>,
-    after: Arc<Plan>,
+pub(super) struct View {
+    pub(super) before: Arc<Plan>,
+    pub(super) after: Arc<Plan>,
     keys: RowKeys,
+}
+
+impl TableEntry {
+    /// The plans and map keys of a rows event of this map (from any thread).
+    pub(super) fn view(&self, item: &RowsItem) -> Arc<View> {
+        let pre_ga = events::rows::is_pre_ga(item.type_code);
+        let mut views = self
+            .views
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        views.get(&self.layout, &item.before, item.after.as_deref(), pre_ga)
+    }
 }
 
 /// (before bitmap, after bitmap, pre_ga).
@@ -174,7 +186,7 @@ pub(super) enum RowsBytes {
 }
 
 impl RowsItem {
-    fn held_bytes(&self) -> usize {
+    pub(super) fn held_bytes(&self) -> usize {
         match &self.data {
             RowsBytes::Held(data, start) => data.len().saturating_sub(*start),
             RowsBytes::InFile { .. } => 0,
@@ -1476,16 +1488,7 @@ fn emit(shared: &Shared, job: &mut JobBuilder<'_>, txn: &Transaction) -> Result<
             );
             return Err(Failure::Core(Error::corrupt(item.pos, detail), None));
         }
-        let pre_ga = events::rows::is_pre_ga(item.type_code);
-        let view = match table.views.lock() {
-            Ok(mut views) => views.get(&table.layout, &item.before, item.after.as_deref(), pre_ga),
-            Err(poisoned) => poisoned.into_inner().get(
-                &table.layout,
-                &item.before,
-                item.after.as_deref(),
-                pre_ga,
-            ),
-        };
+        let view = table.view(item);
         let (before, after) = (&view.before, &view.after);
         let fields = EventFields {
             path: &shared.path,

@@ -133,22 +133,23 @@ fn names(py: Python<'_>, values: &Option<Vec<String>>) -> Option<Vec<Py<PyString
         .map(|v| v.iter().map(|s| PyString::intern(py, s).unbind()).collect())
 }
 
+/// A row's (before, after) images: None where the row has no such image.
+pub(super) type ImagePair<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>);
+
 impl RowLayout {
-    /// Decode rows into a list; on failure also the failing row's offset and its error.
+    /// Decode rows into (before, after) pairs; on failure also the failing
+    /// row's offset and its error.
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     pub(super) fn decode<'py>(
         &mut self,
         py: Python<'py>,
-        operation: &str,
+        operation: Operation,
         data: &[u8],
         before_bitmap: &[u8],
         after_bitmap: Option<&[u8]>,
         partial: bool,
         pre_ga: bool,
-    ) -> PyResult<(Bound<'py, PyList>, Option<(usize, PyErr)>)> {
-        let operation = Operation::from_name(operation).ok_or_else(|| {
-            pyo3::exceptions::PyValueError::new_err(format!("unknown operation {operation}"))
-        })?;
+    ) -> PyResult<(Vec<ImagePair<'py>>, Option<(usize, PyErr)>)> {
         let (_, before, after) = self.plans(before_bitmap, after_bitmap, pre_ga);
         let templates = [self.template(py, &before)?, self.template(py, &after)?];
         let rows = RowsData {
@@ -162,10 +163,10 @@ impl RowLayout {
             py,
             extra: &mut self.extra,
             helpers: &self.helpers,
-            rows: PyList::empty(py),
+            pairs: Vec::new(),
             templates,
             images_in_row: 0,
-            scratch: Vec::new(),
+            scratch: String::new(),
             image: None,
             before: None,
             error: None,
@@ -186,7 +187,7 @@ impl RowLayout {
                 Some((offset, error))
             }
         };
-        Ok((sink.rows, failure))
+        Ok((sink.pairs, failure))
     }
 
     /// The empty image of a plan: copying it makes a dict already sized and
@@ -350,6 +351,7 @@ impl RowLayout {
         partial: bool,
         pre_ga: bool,
     ) -> PyResult<Bound<'py, PyList>> {
+        let operation = operation_named(operation)?;
         let (rows, failure) = self.decode(
             py,
             operation,
@@ -360,7 +362,7 @@ impl RowLayout {
             pre_ga,
         )?;
         match failure {
-            None => Ok(rows),
+            None => pair_list(py, rows),
             Some((_, error)) => Err(error),
         }
     }
@@ -379,6 +381,7 @@ impl RowLayout {
         after_bitmap: Option<&[u8]>,
         partial: bool,
     ) -> PyResult<(Bound<'py, PyList>, usize, Option<PyErr>)> {
+        let operation = operation_named(operation)?;
         let (rows, failure) = self.decode(
             py,
             operation,
@@ -388,6 +391,7 @@ impl RowLayout {
             partial,
             false,
         )?;
+        let rows = pair_list(py, rows)?;
         Ok(match failure {
             None => (rows, data.len(), None),
             Some((offset, error)) => (rows, offset, Some(error)),
@@ -400,16 +404,31 @@ impl RowLayout {
     }
 }
 
+fn operation_named(name: &str) -> PyResult<Operation> {
+    Operation::from_name(name)
+        .ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("unknown operation {name}")))
+}
+
+/// Rows as the reference gives them: a list of (before, after) tuples.
+fn pair_list<'py>(py: Python<'py>, pairs: Vec<ImagePair<'py>>) -> PyResult<Bound<'py, PyList>> {
+    let tuples = pairs
+        .into_iter()
+        .map(|(before, after)| PyTuple::new(py, [before, after]))
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, tuples)
+}
+
 struct PySink<'a, 'py> {
     py: Python<'py>,
     extra: &'a mut [ColumnExtra],
     helpers: &'a Helpers,
-    rows: Bound<'py, PyList>,
+    /// The rows made: (before, after).
+    pairs: Vec<ImagePair<'py>>,
     /// The empty dicts of the row's first and second image (`RowLayout::template`).
     templates: [Bound<'py, PyDict>; 2],
     images_in_row: usize,
     /// A DECIMAL's text, reused.
-    scratch: Vec<u8>,
+    scratch: String,
     image: Option<Bound<'py, PyDict>>,
     before: Option<Bound<'py, PyDict>>,
     /// The Python exception behind a failed value, kept for the chained error.
@@ -559,19 +578,19 @@ impl<'py> ValueSink for PySink<'_, 'py> {
         let text = &mut self.scratch;
         text.clear();
         if value.negative {
-            text.push(b'-');
+            text.push('-');
         }
-        text.extend_from_slice(value.digits);
-        text.extend_from_slice(b"e-");
+        // the digits are ASCII (`decimal_digits`): pushed as chars, nothing to validate
+        text.extend(value.digits.iter().map(|&digit| char::from(digit)));
+        text.push_str("e-");
         let scale = value.scale;
         if scale >= 100 {
-            text.push(b'0' + scale / 100);
+            text.push(char::from(b'0' + scale / 100));
         }
         if scale >= 10 {
-            text.push(b'0' + scale / 10 % 10);
+            text.push(char::from(b'0' + scale / 10 % 10));
         }
-        text.push(b'0' + scale % 10);
-        let text = std::str::from_utf8(text).map_err(|e| ValueError::corrupt(e.to_string()))?;
+        text.push(char::from(b'0' + scale % 10));
         let text = PyString::new(py, text).into_any();
         let helpers = self.helpers;
         let obj = self.call_helper(&helpers.decimal, text)?;
@@ -806,8 +825,8 @@ impl<'py> RowSink for PySink<'_, 'py> {
             .map(|d| d.into_any())
             .unwrap_or_else(none);
         let after = after.map(|d| d.into_any()).unwrap_or_else(none);
-        let pair = PyTuple::new(py, [before, after]).map_err(|e| self.python_failure(e))?;
-        self.rows.append(pair).map_err(|e| self.python_failure(e))
+        self.pairs.push((before, after));
+        Ok(())
     }
 }
 

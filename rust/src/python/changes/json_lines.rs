@@ -574,11 +574,7 @@ fn table_view(item: &RowsItem) -> Result<(Arc<TableEntry>, Arc<View>), String> {
     if table.width < item.width {
         return Err("a rows event wider than its table map".into());
     }
-    let pre_ga = events::rows::is_pre_ga(item.type_code);
-    let view = match table.views.lock() {
-        Ok(mut views) => views.get(&table.layout, &item.before, item.after.as_deref(), pre_ga),
-        Err(_) => return Err("a poisoned lock".into()),
-    };
+    let view = table.view(item);
     Ok((table, view))
 }
 
