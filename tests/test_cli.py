@@ -1,15 +1,7 @@
 """The command line's client-program syntax (binlake.cli)."""
 from __future__ import annotations
 
-from binlake.cli import build_parser, client_password_syntax
-
-
-def test_password_as_the_mysql_client_takes_it():
-    assert client_password_syntax(["dump", "-R", "-p", "bin.000001"]) == [
-        "dump", "-R", "--ask-pass", "bin.000001"]
-    assert client_password_syntax(["dump", "-psecret", "-P", "3307"]) == [
-        "dump", "--password=secret", "-P", "3307"]
-    assert client_password_syntax(["dump", "--", "-p"]) == ["dump", "--", "-p"]
+from binlake.cli import build_parser
 
 
 def test_h_is_the_host_and_help_is_long():

@@ -12,6 +12,8 @@ import re
 import sys
 from enum import IntEnum
 
+from .client_options import ClientArgumentParser, UsageError, add_negations, client_argv
+
 
 class ExitStatus(IntEnum):
     """Exit codes of `binlake` (documented in the README)."""
@@ -32,12 +34,19 @@ COMMANDS = {
 }
 
 
+CLIENT_SYNTAX_HELP = (
+    "Options take the mysql client programs' syntax: --opt=value or --opt value; booleans "
+    "also as --opt=0/1/ON/OFF/TRUE/FALSE, --skip-opt, --disable-opt, --enable-opt; "
+    "--loose-opt (ignored when unknown); _ for -; any unambiguous prefix of a long option.")
+
+
 def _load(name: str):
     return importlib.import_module(f"binlake.commands.{name}")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="binlake", description="Read MySQL and MariaDB binary logs.")
+    parser = ClientArgumentParser(prog="binlake",
+                                  description="Read MySQL and MariaDB binary logs.")
     from . import __version__, core
     parser.add_argument("--version", action="version",
                         version=f"binlake {__version__} ({core.name()})")
@@ -50,27 +59,30 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue
         # -h is the host, as in the mysql client programs; help is --help or -?
-        command = sub.add_parser(name, help=help_text, description=help_text, add_help=False)
+        command = sub.add_parser(name, help=help_text, description=help_text, add_help=False,
+                                 epilog=CLIENT_SYNTAX_HELP)
         command.add_argument("-?", "--help", action="help", help="show this help and exit")
         module.add_arguments(command)
+        add_negations(command)
         command.set_defaults(run=module.run)
     return parser
 
 
-def client_password_syntax(argv: list) -> list:
-    """The mysql client's -p: `-pSECRET` is the password, `-p` alone asks for
-    it (an optional value would otherwise swallow the binlog name after it)."""
-    result = []
+def client_syntax(parser: argparse.ArgumentParser, argv: list, err) -> list:
+    """`argv` with the subcommand's options rewritten from the mysql client
+    programs' syntax into argparse's (`binlake.client_options`)."""
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     for index, token in enumerate(argv):
-        if token == "--":
-            return result + argv[index:]
-        if token == "-p":
-            result.append("--ask-pass")
-        elif token.startswith("-p") and not token.startswith("--"):
-            result.append("--password=" + token[2:])
-        else:
-            result.append(token)
-    return result
+        if token in commands.choices:
+            try:
+                rewritten = client_argv(argv[index + 1:], commands.choices[token], err)
+            except UsageError as exc:
+                exc.command = token
+                raise
+            return argv[:index + 1] + rewritten
+        if not token.startswith("-"):
+            break
+    return argv
 
 
 def os_error_text(exc: OSError) -> str:
@@ -83,8 +95,14 @@ def os_error_text(exc: OSError) -> str:
 def main(argv=None, out=None, err=None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
-    argv = client_password_syntax(sys.argv[1:] if argv is None else list(argv))
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        argv = client_syntax(parser, argv, err)
+    except UsageError as exc:
+        err.write(f"binlake {exc.command}: {exc}\n")
+        return ExitStatus.USAGE
+    args = parser.parse_args(argv)
     try:
         return int(args.run(args, out, err))
     except KeyboardInterrupt:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 from ..errors import BinlogError
 
 
@@ -12,8 +14,12 @@ def add_input_arguments(parser, *, remote: bool = True) -> None:
                              "with -R the server's binlog to start from (default: its first)")
     parser.add_argument("-f", "--force-read", action="store_true",
                         help="continue past checksum mismatches and undecodable events")
+    parser.add_argument("-c", "--verify-binlog-checksum", dest="verify_checksums",
+                        action="store_true", default=True,
+                        help="check CRC32 checksums (default; --skip-verify-binlog-checksum "
+                             "or --no-verify-checksum: do not)")
     parser.add_argument("--no-verify-checksum", dest="verify_checksums", action="store_false",
-                        help="do not check CRC32 checksums")
+                        help=argparse.SUPPRESS)
     if remote:
         add_remote_arguments(parser)
 

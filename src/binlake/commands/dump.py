@@ -17,6 +17,7 @@ from ..filters import SelectionOptions, Verdict
 from ..gzipped import is_gzip
 from ..jsonable import event_json
 from ..text import TextError, TextOptions, TextPrinter
+from ..client_options import add_client_library_arguments
 from .common import add_input_arguments, add_schema_arguments, reader_options, report, seed_history
 from .selection import (add_selection_arguments, open_inputs, open_output, progress_bar,
                         selected_events, selection_options, write_native)
@@ -44,8 +45,8 @@ def add_arguments(parser) -> None:
                       help="a hex dump of each event in comments")
     text.add_argument("--skip-annotate-row-events", action="store_true",
                       help="leave out the statements that MariaDB logs before row events")
-    text.add_argument("--skip-print-row-count", dest="print_row_count", action="store_false",
-                      help="no '# Number of rows' lines")
+    text.add_argument("--print-row-count", action="store_true", default=True,
+                      help="'# Number of rows' lines (default; --skip-print-row-count: none)")
     text.add_argument("-D", "--disable-log-bin", action="store_true",
                       help="replaying the output does not write the binlog (SQL_LOG_BIN=0)")
     text.add_argument("--set-charset", metavar="CHARSET", help="add SET NAMES CHARSET")
@@ -55,6 +56,7 @@ def add_arguments(parser) -> None:
     text.add_argument("-l", "--local-load", metavar="DIR",
                       help="directory for the LOAD DATA files rebuilt from the binlog "
                            "(default: the temporary directory)")
+    add_client_library_arguments(parser)
 
 
 def run(args, out, err) -> int:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from ..cli import ExitStatus
+from ..client_options import add_client_library_arguments
 from ..errors import BinlogError
 from ..filters import Verdict
 from ..sqlgen import SqlWriter
@@ -23,6 +24,7 @@ def add_arguments(parser) -> None:
     add_schema_arguments(parser)
     parser.add_argument("-l", "--local-load", metavar="DIR",
                         help="directory for LOAD DATA files rebuilt from the binlog")
+    add_client_library_arguments(parser)
 
 
 def run(args, out, err) -> int:

@@ -1,0 +1,121 @@
+"""The mysql client programs' option syntax (binlake.client_options): every
+spelling parses to the same settings as its plain form, and what the
+client programs refuse is refused in their words and with their status."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from binlake.cli import build_parser, client_syntax, main
+from test_text import binlake, needs_reference, reference
+
+PARSER = build_parser()
+
+
+def settings(*argv: str, err=None) -> dict:
+    """The subcommand's settings after the client syntax and argparse."""
+    args = PARSER.parse_args(client_syntax(PARSER, list(argv), err or io.StringIO()))
+    return {name: value for name, value in vars(args).items() if name != "run"}
+
+
+def same(*spellings) -> None:
+    first = settings(*spellings[0])
+    for argv in spellings[1:]:
+        assert settings(*argv) == first, (spellings[0], argv)
+
+
+def test_booleans_take_every_spelling():
+    default = settings("dump")
+    assert default["print_row_count"] is True and default["short_form"] is False
+    same(["dump", "--skip-print-row-count"], ["dump", "--print-row-count=0"],
+         ["dump", "--print_row_count=OFF"], ["dump", "--print-row-count=false"],
+         ["dump", "--disable-print-row-count"], ["dump", "--skip-print-row-c"])
+    assert settings("dump", "--print-row-count=0")["print_row_count"] is False
+    same(["dump", "-s"], ["dump", "--short-form"], ["dump", "--short-form=1"],
+         ["dump", "--short_form=ON"], ["dump", "--short-form=TRUE"], ["dump", "--enable-short-form"],
+         ["dump", "--short-f"])
+    assert settings("dump", "-s")["short_form"] is True
+    # the last word wins, whatever its spelling
+    same(["dump"], ["dump", "-s", "--short-form=0"], ["dump", "--short-form", "--skip-short-form"])
+    same(["dump", "-s"], ["dump", "--skip-short-form", "-s"], ["dump", "--short-form=off", "-s"])
+
+
+def test_a_negative_option_turns_back():
+    same(["dump", "--no-verify-checksum"], ["dump", "--verify-binlog-checksum=0"],
+         ["dump", "--skip-verify-binlog-checksum"])
+    assert settings("dump", "--no-verify-checksum")["verify_checksums"] is False
+    same(["dump"], ["dump", "-c"], ["dump", "--no-verify-checksum", "--verify-binlog-checksum"],
+         ["dump", "--no-verify-checksum=0"])
+
+
+def test_values_names_and_prefixes():
+    same(["dump", "-j", "4"], ["dump", "--start-position=4"], ["dump", "--start-position", "4"],
+         ["dump", "--start_position=4"], ["dump", "--start-pos=4"],
+         ["dump", "--loose-start-position=4"])
+    same(["dump", "-vvv"], ["dump", "-v", "-v", "-v"], ["dump", "--verbose", "--verbose", "-v"])
+    assert settings("dump", "-vvv")["verbose"] == 3
+    # `--` ends the options
+    assert settings("dump", "--", "--short-form")["files"] == ["--short-form"]
+    assert settings("dump", "--", "--short-form")["short_form"] is False
+
+
+def test_password_as_the_mysql_client_takes_it():
+    assert client_syntax(PARSER, ["dump", "-R", "-p", "bin.000001"], io.StringIO()) == [
+        "dump", "-R", "--ask-pass", "bin.000001"]
+    assert client_syntax(PARSER, ["dump", "-psecret", "-P", "3307"], io.StringIO()) == [
+        "dump", "--password=secret", "-P", "3307"]
+    assert client_syntax(PARSER, ["dump", "--", "-p"], io.StringIO()) == ["dump", "--", "-p"]
+
+
+def test_client_library_options_are_accepted_and_change_nothing():
+    for command in ("dump", "sql"):
+        ignored = settings(command, "--character-sets-dir=/usr/share/mysql/charsets",
+                           "--plugin-dir", "/usr/lib/mysql/plugin", "--default-auth=sha256",
+                           "--debug=d:t:o,/tmp/trace", "-#d:t", "--debug-check", "--debug-info",
+                           "--open-files-limit=64", "--binlog-row-event-max-size=4096", "f")
+        plain = settings(command, "f")
+        assert {k: v for k, v in ignored.items() if not k.startswith("ignored_")} == \
+               {k: v for k, v in plain.items() if not k.startswith("ignored_")}
+    # --debug's value is only with `=`: the next word stays an operand
+    assert settings("dump", "--debug", "f")["files"] == ["f"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--frob"], "binlake dump: unknown option '--frob'\n"),
+    (["--skip-database"], "binlake dump: unknown option '--skip-database'\n"),
+    (["--st"], None),  # ambiguous: named with what it could be
+])
+def test_refusals_are_one_line_and_status_2(argv, message):
+    err = io.StringIO()
+    assert main(["dump", *argv, "f"], out=io.StringIO(), err=err) == 2
+    text = err.getvalue()
+    assert text.count("\n") == 1
+    if message:
+        assert text == message
+    else:
+        assert text.startswith("binlake dump: ambiguous option '--st' (start-datetime, ")
+
+
+def test_a_bad_boolean_value_is_ignored_with_a_warning():
+    err = io.StringIO()
+    assert settings("dump", "-s", "--short-form=maybe", err=err)["short_form"] is True
+    assert err.getvalue() == ("Warning: binlake: ignoring option '--short-form' due to invalid "
+                              "value 'maybe'\n")
+    err = io.StringIO()
+    assert settings("dump", "--loose-frob=1", err=err) == settings("dump")
+    assert err.getvalue() == "Warning: binlake: unknown option '--loose-frob'\n"
+
+
+@needs_reference
+def test_the_spellings_print_as_mariadb_binlog_prints_them(corpus):
+    """The same command line, with the client syntax, to both tools."""
+    path = str(corpus / "rust_mysql_common" / "mariadb-bin.000001")
+    for options in (["--print-row-count=0", "--base64-output=decode-rows", "-v"],
+                    ["--skip-print-row-count", "--base64-output=decode-rows", "--verbose"],
+                    ["--short_form=ON"], ["--enable-hexdump", "--base64_output=decode-rows"],
+                    ["--loose-print-row-count=OFF", "--start-pos=285", "-vv"]):
+        _, theirs = reference(*options, path)
+        status, ours, _ = binlake("dump", *options, path)
+        assert status == 0 and ours == theirs, options
