@@ -14,9 +14,11 @@ from test_text import binlake, needs_reference, reference
 PARSER = build_parser()
 
 
-def settings(*argv: str, err=None) -> dict:
-    """The subcommand's settings after the client syntax and argparse."""
-    args = PARSER.parse_args(client_syntax(PARSER, list(argv), err or io.StringIO()))
+def settings(command: str, *argv: str, err=None) -> dict:
+    """The subcommand's settings after the client syntax and argparse (no
+    option files: those are tests/test_option_files.py's)."""
+    words, _ = client_syntax(PARSER, [command, "--no-defaults", *argv], err or io.StringIO())
+    args = PARSER.parse_args(words)
     return {name: value for name, value in vars(args).items() if name != "run"}
 
 
@@ -62,11 +64,11 @@ def test_values_names_and_prefixes():
 
 
 def test_password_as_the_mysql_client_takes_it():
-    assert client_syntax(PARSER, ["dump", "-R", "-p", "bin.000001"], io.StringIO()) == [
-        "dump", "-R", "--ask-pass", "bin.000001"]
-    assert client_syntax(PARSER, ["dump", "-psecret", "-P", "3307"], io.StringIO()) == [
-        "dump", "--password=secret", "-P", "3307"]
-    assert client_syntax(PARSER, ["dump", "--", "-p"], io.StringIO()) == ["dump", "--", "-p"]
+    def words(*argv):
+        return client_syntax(PARSER, ["dump", "--no-defaults", *argv], io.StringIO())[0]
+    assert words("-R", "-p", "bin.000001") == ["dump", "-R", "--ask-pass", "bin.000001"]
+    assert words("-psecret", "-P", "3307") == ["dump", "--password=secret", "-P", "3307"]
+    assert words("--", "-p") == ["dump", "--", "-p"]
 
 
 def test_client_library_options_are_accepted_and_change_nothing():
@@ -89,7 +91,7 @@ def test_client_library_options_are_accepted_and_change_nothing():
 ])
 def test_refusals_are_one_line_and_status_2(argv, message):
     err = io.StringIO()
-    assert main(["dump", *argv, "f"], out=io.StringIO(), err=err) == 2
+    assert main(["dump", "--no-defaults", *argv, "f"], out=io.StringIO(), err=err) == 2
     text = err.getvalue()
     assert text.count("\n") == 1
     if message:

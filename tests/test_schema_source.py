@@ -13,9 +13,12 @@ from binlake.schema_source import (ASK, SchemaSourceError, ServerAddress, connec
 
 
 @pytest.fixture(autouse=True)
-def no_home_option_file(tmp_path, monkeypatch):
-    """~/.my.cnf of whoever runs the tests stays out of them."""
+def no_machine_option_files(tmp_path, monkeypatch):
+    """The option files of the machine and of whoever runs the tests stay out of them."""
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setattr("binlake.option_files.SYSTEM_FILES", ())
+    for name in ("MARIADB_HOME", "MYSQL_HOME", "MYSQL_GROUP_SUFFIX"):
+        monkeypatch.delenv(name, raising=False)
 
 
 def test_the_command_line_wins_over_the_option_file(tmp_path):
@@ -46,7 +49,7 @@ def test_localhost_means_the_socket_as_for_the_mysql_client(tmp_path, monkeypatc
 
 
 def test_a_missing_defaults_file_is_an_error_a_missing_home_file_is_not(tmp_path):
-    with pytest.raises(SchemaSourceError, match="no such file"):
+    with pytest.raises(SchemaSourceError, match="Could not open required defaults file"):
         connection_settings(ServerAddress(defaults_file=str(tmp_path / "nope.cnf")))
     home = tmp_path / "home"
     home.mkdir()

@@ -21,6 +21,7 @@ class ExitStatus(IntEnum):
     OK = 0
     ERROR = 1          #: bad input: the message names file, offset and reason
     USAGE = 2          #: bad command line (argparse's own code)
+    UNKNOWN_VARIABLE = 7  #: an option file's option the command does not know (my_getopt's)
     INTERRUPTED = 130
 
 
@@ -68,21 +69,52 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def client_syntax(parser: argparse.ArgumentParser, argv: list, err) -> list:
+#: The subcommands that read the option files' groups of mysqlbinlog and mariadb-binlog.
+OPTION_FILE_COMMANDS = ("dump", "sql")
+
+
+def client_syntax(parser: argparse.ArgumentParser, argv: list, err, out=None):
     """`argv` with the subcommand's options rewritten from the mysql client
-    programs' syntax into argparse's (`binlake.client_options`)."""
+    programs' syntax into argparse's (`binlake.client_options`), after the
+    options of its option files (`binlake.option_files`), and the files
+    read: (argv, OptionFiles). None when --print-defaults said all (on `out`)."""
+    from .option_files import OptionFiles
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     for index, token in enumerate(argv):
         if token in commands.choices:
             try:
-                rewritten = client_argv(argv[index + 1:], commands.choices[token], err)
+                rewritten = command_argv(token, argv[index + 1:], commands.choices[token], err,
+                                         out)
             except UsageError as exc:
                 exc.command = token
                 raise
-            return argv[:index + 1] + rewritten
+            if rewritten is None:
+                return None
+            return argv[:index + 1] + rewritten[0], rewritten[1]
         if not token.startswith("-"):
             break
-    return argv
+    return argv, OptionFiles()
+
+
+def command_argv(command: str, argv: list, parser, err, out):
+    """A subcommand's words after its option files' (see `client_syntax`)."""
+    from .option_files import (BINLOG_TOOL_GROUPS, CLIENT_GROUPS, OptionFileError,
+                               OptionFiles, as_arguments, split_defaults_options)
+    if command not in OPTION_FILE_COMMANDS:
+        return client_argv(argv, parser, err), OptionFiles()
+    files, print_defaults, argv = split_defaults_options(argv)
+    try:
+        from_files = as_arguments(files.options(CLIENT_GROUPS + BINLOG_TOOL_GROUPS))
+    except OptionFileError as exc:
+        raise UsageError(str(exc), status=ExitStatus.ERROR) from None
+    if print_defaults:
+        # each argument followed by a blank, as the client programs print them
+        (out or sys.stdout).write("binlake would have been started with the following "
+                                  f"arguments:\n{''.join(a + ' ' for a in from_files)}\n")
+        return None
+    from .commands.common import CONNECTION_DESTS
+    from_files = client_argv(from_files, parser, err, from_file=True, leave=CONNECTION_DESTS)
+    return from_files + client_argv(argv, parser, err), files
 
 
 def os_error_text(exc: OSError) -> str:
@@ -98,11 +130,15 @@ def main(argv=None, out=None, err=None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        argv = client_syntax(parser, argv, err)
+        syntax = client_syntax(parser, argv, err, out)
     except UsageError as exc:
         err.write(f"binlake {exc.command}: {exc}\n")
-        return ExitStatus.USAGE
+        return exc.status
+    if syntax is None:
+        return ExitStatus.OK  # --print-defaults
+    argv, option_files = syntax
     args = parser.parse_args(argv)
+    args.option_files = option_files
     try:
         return int(args.run(args, out, err))
     except KeyboardInterrupt:

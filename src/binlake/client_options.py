@@ -73,8 +73,18 @@ def add_client_library_arguments(parser: argparse.ArgumentParser) -> None:
                            help="no effect")
 
 
+#: my_getopt's exit statuses: an unknown option on the command line, in an option file.
+EXIT_UNKNOWN_OPTION = 2
+EXIT_UNKNOWN_VARIABLE = 7
+
+
 class UsageError(ValueError):
-    """A command line the client programs would refuse (exit status 2), in their words."""
+    """A command line (or option file) the client programs would refuse, in
+    their words, with their exit status."""
+
+    def __init__(self, message: str, status: int = EXIT_UNKNOWN_OPTION):
+        super().__init__(message)
+        self.status = status
 
 
 class ClientArgumentParser(argparse.ArgumentParser):
@@ -110,8 +120,9 @@ def _switch(action: argparse.Action, string: str, on: bool) -> str:
     return NEGATION + long_name(action)[2:]
 
 
-def _long_option(token: str, options: dict, err) -> list[str]:
-    """A `--name[=value]` token in argparse's form (none: a loose unknown option)."""
+def _long_option(token: str, options: dict, err, leave=frozenset()) -> list[str]:
+    """A `--name[=value]` token in argparse's form (none: a loose unknown
+    option, or one whose destination is in `leave`)."""
     name, equals, value = token[2:].partition("=")
     name = name.replace("_", "-")
     loose = name.startswith(LOOSE_PREFIX)
@@ -128,6 +139,8 @@ def _long_option(token: str, options: dict, err) -> list[str]:
             err.write(f"Warning: binlake: unknown option '--{LOOSE_PREFIX}{name}'\n")
             return []
         raise UsageError(f"unknown option '--{name}'")
+    if action.dest in leave:
+        return []
     if getattr(action, "optional_value", False):
         return [string]  # the value is only for the C tool's library
     if is_boolean(action) and equals:
@@ -141,12 +154,27 @@ def _long_option(token: str, options: dict, err) -> list[str]:
     return ["--" + name + equals + value]
 
 
-def client_argv(argv: list[str], parser: argparse.ArgumentParser | None, err) -> list[str]:
+def client_argv(argv: list[str], parser: argparse.ArgumentParser | None, err, *,
+                from_file: bool = False, leave=frozenset()) -> list[str]:
     """`argv` (a subcommand's options and operands) rewritten from the mysql
-    client programs' syntax into argparse's; `parser` is the subcommand's."""
+    client programs' syntax into argparse's; `parser` is the subcommand's.
+    `from_file`: the options of option files (`option_files.as_arguments`),
+    where an unknown one is an unknown variable, and those whose destination
+    is in `leave` are left to whoever reads the files for them."""
     options = {} if parser is None else {
         string: action for string, action in parser._option_string_actions.items()
         if string.startswith("--") and not string.startswith(NEGATION)}
+    if from_file:
+        result = []
+        for token in argv:
+            try:
+                result.extend(_long_option(token, options, err, leave))
+            except UsageError as exc:
+                if not str(exc).startswith("unknown option"):
+                    raise
+                raise UsageError(f"unknown variable '{token[2:]}'", EXIT_UNKNOWN_VARIABLE) \
+                    from None
+        return result
     result = []
     for index, token in enumerate(argv):
         if token == "--":

@@ -4,8 +4,9 @@ from a live server (`--schema-from`), or both.
 Strategy: the server is asked for `SHOW CREATE TABLE` of every table outside
 the system databases, and that DDL text goes through `parse_schema` like a
 `mysqldump --no-data` file: one place (ddl.py) knows what a definition says.
-The connection is made as the mysql client makes it: an option file's
-[client] groups (`--defaults-file`, else ~/.my.cnf), then the command line.
+The connection is made as the mysql client makes it: the option files'
+[client] groups (`option_files`: the standard files, or `--defaults-file`),
+then the command line.
 
 Rule: a file names tables exactly; the server fills in the tables the file
 does not name. The server's tables are those of now: the seed is right for
@@ -16,11 +17,11 @@ disagrees with a table map is never used).
 
 from __future__ import annotations
 
-import configparser
 import getpass
 import os
 from dataclasses import dataclass
 
+from .option_files import CLIENT_GROUPS, OptionFileError, OptionFiles
 from .schema import Schema, load_schema, parse_schema
 
 SYSTEM_DATABASES = ("mysql", "information_schema", "performance_schema", "sys")
@@ -29,8 +30,6 @@ SYSTEM_DATABASES = ("mysql", "information_schema", "performance_schema", "sys")
 #: the mysql client connects there when the host is localhost (or none).
 DEFAULT_SOCKETS = ("/run/mysqld/mysqld.sock", "/var/run/mysqld/mysqld.sock", "/tmp/mysql.sock")
 
-#: The option-file groups a MariaDB/MySQL client reads, later ones winning.
-CLIENT_GROUPS = ("client", "client-server", "client-mariadb")
 
 #: `--password` given without a value: ask on the terminal, as mysql -p does.
 ASK = object()
@@ -54,6 +53,9 @@ class ServerAddress:
     ssl_cert: str | None = None
     ssl_key: str | None = None
     ssl_mode: str | None = None
+    #: The option files to read (the command line's --defaults-* options);
+    #: None: `defaults_file` alone if given, else the standard ones.
+    option_files: OptionFiles | None = None
 
 #: --ssl-mode values (MySQL's client; MariaDB's --ssl/--ssl-verify-server-cert map onto them)
 SSL_MODES = ("DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
@@ -61,7 +63,10 @@ SSL_MODES = ("DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY"
 
 def connection_settings(address: ServerAddress) -> dict:
     """pymysql.connect keywords: option file first, then the given values."""
-    settings = _option_file(address.defaults_file)
+    files = address.option_files
+    if files is None or address.defaults_file is not None:
+        files = OptionFiles(defaults_file=address.defaults_file)
+    settings = _option_file(files)
     for key in ("host", "user", "password", "socket"):
         value = getattr(address, key)
         if value is not None:
@@ -115,35 +120,19 @@ def require_tls(connection, mode: str | None) -> None:
         raise SchemaSourceError(f"--ssl-mode {mode}: the server did not offer TLS")
 
 
-def _option_file(path: str | None) -> dict:
-    """host, port, user, password, socket from an option file's client groups."""
-    explicit = path is not None
-    path = os.path.expanduser(path or "~/.my.cnf")
-    if not os.path.exists(path):
-        if explicit:
-            raise SchemaSourceError(f"--defaults-file {path}: no such file")
-        return {}
-    parser = configparser.ConfigParser(allow_no_value=True, strict=False, interpolation=None,
-                                       comment_prefixes=("#", ";", "!"))
+#: What a connection takes from the option files' [client] groups.
+CONNECTION_KEYS = ("host", "port", "user", "password", "socket", "ssl-ca", "ssl-cert", "ssl-key",
+                   "ssl-mode")
+
+
+def _option_file(files: OptionFiles) -> dict:
+    """host, port, user, password, socket and TLS from the option files' client groups."""
     try:
-        parser.read(path, encoding="utf-8")
-    except configparser.Error as exc:
-        raise SchemaSourceError(f"{path}: {exc}") from None
-    settings: dict = {}
-    for group in CLIENT_GROUPS:
-        if parser.has_section(group):
-            for key in ("host", "port", "user", "password", "socket", "ssl-ca", "ssl-cert",
-                        "ssl-key", "ssl-mode"):
-                value = parser.get(group, key, fallback=None)
-                if value is not None:
-                    settings[key] = _unquoted(value)
-    return settings
-
-
-def _unquoted(value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        return value[1:-1]
-    return value
+        options = files.options(CLIENT_GROUPS)
+    except OptionFileError as exc:
+        raise SchemaSourceError(str(exc)) from None
+    return {name.replace("_", "-"): value for name, value in options
+            if name.replace("_", "-") in CONNECTION_KEYS and value is not None}
 
 
 def server_ddl(connection) -> str:

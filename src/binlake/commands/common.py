@@ -87,8 +87,8 @@ def add_connection_arguments(parser) -> None:
         return
     parser._binlake_connection = True
     group = parser.add_argument_group(
-        "connecting (-R, --schema-from) as the mysql client: ~/.my.cnf or --defaults-file, "
-        "then these")
+        "connecting (-R, --schema-from) as the mysql client: the option files' [client] "
+        "groups, then these")
     group.add_argument("-h", "--host", metavar="HOST",
                        help="server host (default: localhost, by its socket if there is one)")
     group.add_argument("-P", "--port", type=int, metavar="PORT", help="TCP port (default 3306)")
@@ -100,7 +100,9 @@ def add_connection_arguments(parser) -> None:
                        help="ask for the password on the terminal (what -p without a value does)")
     group.add_argument("-S", "--socket", metavar="PATH", help="Unix socket of a local server")
     group.add_argument("--defaults-file", metavar="FILE",
-                       help="option file to read instead of ~/.my.cnf")
+                       help="the option file to read instead of the standard ones (first on "
+                            "the command line as --defaults-file=FILE, dump and sql also take "
+                            "their own options from it)")
     group.add_argument("--ssl-mode", metavar="MODE", type=str.upper,
                        help="DISABLED, PREFERRED (default: TLS when the server offers it), "
                             "REQUIRED, VERIFY_CA or VERIFY_IDENTITY")
@@ -112,6 +114,8 @@ def add_connection_arguments(parser) -> None:
 _CONNECTION_OPTIONS = ("host", "port", "user", "password", "socket", "defaults_file", "ssl_mode",
                        "ssl_ca", "ssl_cert", "ssl_key")
 _FLAGS = ("ask_pass",)
+#: What the connection itself reads from the option files (`connection_settings`).
+CONNECTION_DESTS = frozenset(_CONNECTION_OPTIONS + _FLAGS)
 
 
 def server_address(args, *, for_schema: bool = True, for_snapshot: bool = False):
@@ -134,7 +138,7 @@ def server_address(args, *, for_schema: bool = True, for_snapshot: bool = False)
     password = ASK if args.ask_pass else args.password
     return ServerAddress(args.host, args.port, args.user, password, args.socket,
                          args.defaults_file, args.ssl_ca, args.ssl_cert, args.ssl_key,
-                         args.ssl_mode)
+                         args.ssl_mode, getattr(args, "option_files", None))
 
 
 def seed_schema(args):

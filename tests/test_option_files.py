@@ -1,0 +1,143 @@
+"""Option files as the client programs read them (binlake.option_files):
+the files in their order, the groups, the lines, and the command line after
+them; checked against mariadb-binlog reading the same files."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from binlake.cli import main
+from binlake.option_files import OptionFileError, OptionFiles
+from test_text import binlake, needs_reference, reference
+
+GROUPS = ("client", "mysqlbinlog")
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_lines_of_every_group_come_in_file_order(tmp_path):
+    included = write(tmp_path / "more.cnf", "[client]\nport=3308\n")
+    folder = tmp_path / "conf.d"
+    folder.mkdir()
+    write(folder / "b.cnf", "[mysqlbinlog]\nverbose\n")
+    write(folder / "a.cnf", "[client]\nhost = db2\n")
+    write(folder / "skipped.txt", "[client]\nhost = never\n")
+    main_file = write(tmp_path / "my.cnf", f"""
+# a comment
+; another
+[client]
+user = alice
+password = "se#cret" # the quotes keep the hash
+[mysqld]
+port = 1
+[mysqlbinlog]
+start_position = 4   # an end comment
+[client]
+socket = '/tmp/a b.sock'
+!include {included}
+!includedir {folder}
+note = a\\tb\\sc
+""")
+    options = OptionFiles(defaults_file=str(main_file)).options(GROUPS)
+    assert options == [("user", "alice"), ("password", "se#cret"), ("start_position", "4"),
+                       ("socket", "/tmp/a b.sock"), ("port", "3308"), ("host", "db2"),
+                       ("verbose", None), ("note", "a\tb c")]
+
+
+def test_group_suffix_adds_its_groups(tmp_path, monkeypatch):
+    path = write(tmp_path / "my.cnf", "[client]\nuser=a\n[client_dr]\nuser=b\n[mysqlbinlog_x]\nu=c\n")
+    assert OptionFiles(defaults_file=str(path)).options(GROUPS) == [("user", "a")]
+    assert OptionFiles(defaults_file=str(path), group_suffix="_dr").options(GROUPS) == [
+        ("user", "a"), ("user", "b")]
+    monkeypatch.setenv("MYSQL_GROUP_SUFFIX", "_x")
+    assert OptionFiles(defaults_file=str(path)).options(GROUPS) == [("user", "a"), ("u", "c")]
+
+
+def test_the_standard_files_in_their_order(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("MYSQL_HOME", "/opt/mysql")
+    monkeypatch.delenv("MARIADB_HOME", raising=False)
+    paths = [str(path) for path, _ in OptionFiles(extra_file="/x/extra.cnf").paths()]
+    assert paths == ["/etc/my.cnf", "/etc/mysql/my.cnf", "/opt/mysql/my.cnf", "/x/extra.cnf",
+                     f"{tmp_path}/.my.cnf"]
+    monkeypatch.setenv("MARIADB_HOME", "/opt/mariadb")
+    assert [str(p) for p, _ in OptionFiles().paths()][2] == "/opt/mariadb/my.cnf"
+    assert OptionFiles(no_defaults=True).paths() == []
+    assert [str(p) for p, _ in OptionFiles(defaults_file="/only.cnf").paths()] == ["/only.cnf"]
+
+
+def test_files_that_cannot_be_read(tmp_path):
+    with pytest.raises(OptionFileError, match="Could not open required defaults file"):
+        OptionFiles(defaults_file=str(tmp_path / "missing.cnf")).options(GROUPS)
+    with pytest.raises(OptionFileError, match="Could not open required defaults file"):
+        OptionFiles(extra_file=str(tmp_path / "missing.cnf")).options(GROUPS)
+    bad = write(tmp_path / "bad.cnf", "[client\nuser=a\n")
+    with pytest.raises(OptionFileError, match="bad.cnf:1"):
+        OptionFiles(defaults_file=str(bad)).options(GROUPS)
+    loop = tmp_path / "loop.cnf"
+    write(loop, f"[client]\n!include {loop}\n")
+    with pytest.raises(OptionFileError, match="nested"):
+        OptionFiles(defaults_file=str(loop)).options(GROUPS)
+
+
+def run(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    return main(list(argv), out=out, err=err), out.getvalue(), err.getvalue()
+
+
+def test_the_command_line_reads_them_first_and_wins(tmp_path, corpus):
+    path = str(corpus / "rust_mysql_common" / "mariadb-bin.000001")
+    options = write(tmp_path / "my.cnf", "[client]\nuser=repl\n[mysqlbinlog]\nshort-form\n"
+                                         "[mariadb-binlog]\nprint_row_count=0\n")
+    short = binlake("dump", "--no-defaults", "-s", "--skip-print-row-count", path)
+    assert binlake("dump", f"--defaults-file={options}", path) == short
+    # the command line comes after the files
+    assert binlake("dump", f"--defaults-file={options}", "--short-form=0", path) == \
+        binlake("dump", "--no-defaults", "--skip-print-row-count", path)
+    # a connection option of the files is the connection's: no "for -R" refusal
+    status, _, err = run("dump", f"--defaults-file={options}", path)
+    assert status == 0 and err == ""
+
+
+def test_what_the_files_say_wrong(tmp_path):
+    unknown = write(tmp_path / "u.cnf", "[client]\ndefault-character-set=utf8mb4\n")
+    assert run("dump", f"--defaults-file={unknown}", "f") == (
+        7, "", "binlake dump: unknown variable 'default-character-set=utf8mb4'\n")
+    assert run("dump", f"--defaults-file={tmp_path}/none.cnf", "f") == (
+        1, "", f"binlake dump: Could not open required defaults file: {tmp_path}/none.cnf\n")
+    # only as the first options, as the client programs take them
+    assert run("dump", "-v", "--print-defaults", "f")[0] == 2
+    assert run("dump", "--no-defaults", "--print-defaults", "f") == (
+        0, "binlake would have been started with the following arguments:\n\n", "")
+
+
+@needs_reference
+def test_mariadb_binlog_reads_them_alike(tmp_path, corpus):
+    path = str(corpus / "rust_mysql_common" / "mariadb-bin.000001")
+    extra = write(tmp_path / "extra.cnf", "[mariadb-binlog]\nverbose\n")
+    options = write(tmp_path / "my.cnf", f"""[client]
+user=repl
+[mysqlbinlog]
+base64_output = "decode-rows" # rows as pseudo-SQL
+[mariadb-binlog]
+print-row-count = OFF
+!include {extra}
+[client-server]
+port = 3307
+""")
+    for files in ([f"--defaults-file={options}"],
+                  [f"--defaults-file={options}", "--defaults-group-suffix=_none"],
+                  ["--no-defaults"]):
+        status, printed, _ = run("dump", *files, "--print-defaults")
+        _, theirs = reference(*files, "--print-defaults")
+        assert status == 0
+        # the first line names the program (the peer: as it was started)
+        assert printed.encode().split(b"\n")[1:] == theirs.split(b"\n")[1:], files
+        _, theirs = reference(*files, path)
+        assert binlake("dump", *files, path)[1] == theirs, files
