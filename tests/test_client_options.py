@@ -121,3 +121,35 @@ def test_the_spellings_print_as_mariadb_binlog_prints_them(corpus):
         _, theirs = reference(*options, path)
         status, ours, _ = binlake("dump", *options, path)
         assert status == 0 and ours == theirs, options
+
+
+def test_every_option_the_readme_says_dump_takes_is_taken():
+    """The README's table of the peers' options: each not marked "not yet"
+    is an option of `binlake dump` (or, for --defaults-*, of the option files)."""
+    import re
+    from pathlib import Path
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    table = readme.split("### Every option of mysqlbinlog and mariadb-binlog", 1)[1]
+    dump = PARSER._subparsers._group_actions[0].choices["dump"]
+    taken = set(dump._option_string_actions) | {
+        "--no-defaults", "--defaults-file", "--defaults-extra-file", "--defaults-group-suffix",
+        "--print-defaults",
+        "-p"}  # the client syntax's: --ask-pass, or -pSECRET for --password
+    checked = 0
+    for row in table.split("\n\n", 1)[1].splitlines():
+        cells = row.split(" | ")
+        if not row.startswith("| `") or len(cells) < 3 or "not yet" in cells[-1]:
+            continue
+        for option in re.findall(r"`(-[-\w#?]*)", cells[0]):
+            checked += 1
+            assert option in taken, option
+    assert checked > 60
+
+
+def test_version():
+    out = io.StringIO()
+    with pytest.raises(SystemExit) as exited:
+        import contextlib
+        with contextlib.redirect_stdout(out):
+            main(["dump", "-V"])
+    assert exited.value.code == 0 and out.getvalue().startswith("binlake ")

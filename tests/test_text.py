@@ -81,7 +81,8 @@ def _ids(paths):
 
 CORPUS = corpus_files()
 MODES = {"decode-vv": ["--base64-output=decode-rows", "-vv"], "base64-v": ["-v"],
-         "short": ["-s"], "hexdump": ["-H", "--base64-output=decode-rows"]}
+         "short": ["-s"], "hexdump": ["-H", "--base64-output=decode-rows"],
+         "no-positions": ["--skip-print-row-event-positions", "-v"]}
 
 
 @needs_reference

@@ -49,8 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = ClientArgumentParser(prog="binlake",
                                   description="Read MySQL and MariaDB binary logs.")
     from . import __version__, core
-    parser.add_argument("--version", action="version",
-                        version=f"binlake {__version__} ({core.name()})")
+    version = f"binlake {__version__} ({core.name()})"
+    parser.add_argument("--version", action="version", version=version)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, help_text in COMMANDS.items():
         try:
@@ -63,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
         command = sub.add_parser(name, help=help_text, description=help_text, add_help=False,
                                  epilog=CLIENT_SYNTAX_HELP)
         command.add_argument("-?", "--help", action="help", help="show this help and exit")
+        command.add_argument("-V", "--version", action="version", version=version,
+                             help="show binlake's version and exit")
         module.add_arguments(command)
         add_negations(command)
         command.set_defaults(run=module.run)

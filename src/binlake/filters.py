@@ -142,15 +142,30 @@ class SelectionOptions:
     stop_position: int | None = None
     start_datetime: int | None = None
     stop_datetime: int | None = None
-    server_ids: set | None = None
+    server_ids: set | None = None       #: --server-id/--do-server-ids
+    ignore_server_ids: set | None = None
+    do_domain_ids: set | None = None     #: MariaDB GTID domains
+    ignore_domain_ids: set | None = None
     include_gtids: GtidSet | None = None
     exclude_gtids: GtidSet | None = None
+    offset: int | None = None           #: --offset: leave out the first N events read
     start_gtids: dict | None = None     #: MariaDB: show groups after these (exclusive)
     stop_gtids: dict | None = None      #: MariaDB: show groups up to these (inclusive)
 
     @property
     def gtid_filtering(self) -> bool:
-        return bool(self.server_ids or self.start_gtids or self.stop_gtids)
+        return bool(self.server_ids or self.ignore_server_ids or self.do_domain_ids
+                    or self.ignore_domain_ids or self.start_gtids or self.stop_gtids)
+
+    def server_shown(self, server_id: int) -> bool:
+        if self.server_ids and server_id not in self.server_ids:
+            return False
+        return not (self.ignore_server_ids and server_id in self.ignore_server_ids)
+
+    def domain_shown(self, domain_id: int) -> bool:
+        if self.do_domain_ids and domain_id not in self.do_domain_ids:
+            return False
+        return not (self.ignore_domain_ids and domain_id in self.ignore_domain_ids)
 
 
 class _Group:
@@ -187,12 +202,35 @@ class EventSelection:
         self._started_by_time = self.options.start_datetime is None
         self._group = _Group()
         self._group_shown = True
+        #: the last MariaDB GTID's domain was filtered out: mariadb-binlog then
+        #: also leaves out the events after its group, up to the next GTID
+        self._domain_excluded = False
         self._stop_reached: set = set()
         self._checked_start = False
         self._past_file_head = False
         self.error: str | None = None  #: why the selection stopped the run, if it is an error
+        self._read = 0  #: events read so far, for --offset
 
     def verdict(self, event: Event, first_file: bool, last_file: bool) -> Verdict:
+        """What to do with `event`. --offset leaves out the first N events
+        mysqlbinlog reads (from --start-position on, and the format
+        description it reads before it), whatever else says, but never a
+        format description."""
+        verdict = self._verdict(event, first_file, last_file)
+        o = self.options
+        if not o.offset:
+            return verdict
+        h = event.header
+        if verdict is Verdict.SKIP and first_file and (o.start_position or 0) > 4 \
+                and h.pos < o.start_position:
+            return verdict  # before the start: not read
+        index, self._read = self._read, self._read + 1
+        if index < o.offset and verdict is Verdict.SHOW \
+                and h.type_code != E.FORMAT_DESCRIPTION_EVENT:
+            return Verdict.SKIP
+        return verdict
+
+    def _verdict(self, event: Event, first_file: bool, last_file: bool) -> Verdict:
         o = self.options
         h = event.header
         is_fde = h.type_code == E.FORMAT_DESCRIPTION_EVENT
@@ -219,6 +257,7 @@ class EventSelection:
         if last_file and o.stop_position is not None and h.pos >= o.stop_position:
             return Verdict.STOP
         if is_fde:
+            self._domain_excluded = False  # a new file starts outside any filtered group
             return Verdict.SHOW
         return self._group_verdict(event)
 
@@ -229,6 +268,10 @@ class EventSelection:
             # A MariaDB GTID that does not stand alone is itself the BEGIN.
             group.start(begun=isinstance(event, MariadbGtidEvent) and not event.flags2 & 1)
             self._group_shown = self._show_group(event)
+            if isinstance(event, MariadbGtidEvent) and (o.do_domain_ids or o.ignore_domain_ids):
+                # mariadb-binlog's domain filter, with the server filter when both are given
+                self._domain_excluded = not (o.domain_shown(event.domain_id)
+                                             and o.server_shown(event.header.server_id))
             if self._group_shown is None:
                 return Verdict.STOP
             return Verdict.SHOW if self._group_shown else Verdict.SKIP
@@ -237,8 +280,9 @@ class EventSelection:
                 group.active = False
             return Verdict.SHOW if self._group_shown else Verdict.SKIP
         # outside any group
-        if o.server_ids and event.header.type_code != E.ROTATE_EVENT \
-                and event.header.server_id not in o.server_ids:
+        if self._domain_excluded:
+            return Verdict.SKIP
+        if event.header.type_code != E.ROTATE_EVENT and not o.server_shown(event.header.server_id):
             return Verdict.SKIP
         if o.stop_gtids and self._stop_reached >= set(o.stop_gtids):
             return Verdict.STOP
@@ -247,7 +291,7 @@ class EventSelection:
     def _show_group(self, event) -> bool | None:
         """True: show the group; False: skip it; None: stop reading."""
         o = self.options
-        if o.server_ids and event.header.server_id not in o.server_ids:
+        if not o.server_shown(event.header.server_id):
             return False
         if isinstance(event, GtidEvent):
             if event.gtid is None:  # anonymous: outside any GTID set
@@ -260,6 +304,8 @@ class EventSelection:
                 return False
             return True
         domain, seq = event.domain_id, event.seq_no
+        if not o.domain_shown(domain):
+            return False
         if o.stop_gtids:
             if domain in o.stop_gtids:
                 if seq > o.stop_gtids[domain][1]:

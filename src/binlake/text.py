@@ -112,6 +112,7 @@ class TextOptions:
     short_form: bool = False
     hexdump: bool = False
     print_row_count: bool = True
+    print_event_positions: bool = True  #: `# at N` lines (--print-row-event-positions)
     skip_annotate_row_events: bool = False
     rewrite_db: dict = field(default_factory=dict)
     database: str | None = None       #: --database: statements and rows of this db only
@@ -267,9 +268,10 @@ class TextPrinter:
     # -- whole files by the native printer ------------------------------------
     def native_ready(self) -> bool:
         """Whether the native printer (rust/src/sink/dump.rs) supports these
-        options: no hexdumps, filters or rewrites."""
+        options: no hexdumps, filters, rewrites or leaving out positions."""
         o = self.options
         return (o.base64_output in ("auto", "decode-rows", "never") and not o.hexdump
+                and o.print_event_positions
                 and not o.rewrite_db and o.database is None and o.table is None
                 and o.delimiter == DELIMITER and self._annotate is None
                 and _native_dump() is not None)
@@ -324,7 +326,7 @@ class TextPrinter:
         self.note(event)
         options = self.options
         self._current_position = self._position(event)
-        if not options.short_form:
+        if not options.short_form and options.print_event_positions:
             self.write(f"# at {self._current_position}\n")
         handler = _HANDLERS.get(type(event))
         if options.mysql_events == "ignorable" and event.header.type_code in _MYSQL_ONLY:
@@ -634,7 +636,9 @@ class TextPrinter:
     def _print_gtid_list(self, event: MariadbGtidListEvent) -> None:
         if self.options.short_form:
             return
-        gtids = sorted(event.gtids, key=lambda g: (g[0], g[1], g[2]))
+        # mariadb-binlog sorts by domain, then sequence number (rpl_gtid's
+        # operator<: the server id is not compared); glibc's qsort keeps ties' order
+        gtids = sorted(event.gtids, key=lambda g: (g[0], g[2]))
         listed = ",\n# ".join(f"{d}-{s}-{n}" for d, s, n in gtids)
         self._simple(event, f"\tGtid list [{listed}]\n")
 

@@ -786,7 +786,9 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
         if self.options.short_form {
             return Ok(());
         }
-        gtids.sort_unstable();
+        // mariadb-binlog sorts by domain, then sequence number (rpl_gtid's
+        // operator<: the server id is not compared); glibc's qsort keeps ties' order
+        gtids.sort_by_key(|&(domain, _, seq)| (domain, seq));
         let listed: Vec<String> = gtids
             .iter()
             .map(|(d, s, n)| format!("{d}-{s}-{n}"))

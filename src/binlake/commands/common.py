@@ -29,7 +29,7 @@ def add_remote_arguments(parser) -> None:
     group = parser.add_argument_group(
         "reading a live server as a replica (as mysqlbinlog -R; connection options below)")
     group.add_argument("-R", "--read-from-remote-server", "--read-from-remote-master",
-                       action="store_true", dest="remote",
+                       "--read-from-remote-source", action="store_true", dest="remote",
                        help="read the binlog from the server (FILE names its binlog)")
     group.add_argument("--stop-never", action="store_true",
                        help="wait for new events at the end of the last binlog, reconnect when "

@@ -47,6 +47,9 @@ def add_arguments(parser) -> None:
                       help="leave out the statements that MariaDB logs before row events")
     text.add_argument("--print-row-count", action="store_true", default=True,
                       help="'# Number of rows' lines (default; --skip-print-row-count: none)")
+    text.add_argument("--print-row-event-positions", action="store_true", default=True,
+                      help="'# at N' lines before events (default; "
+                           "--skip-print-row-event-positions: none, as mariadb-binlog)")
     text.add_argument("-D", "--disable-log-bin", action="store_true",
                       help="replaying the output does not write the binlog (SQL_LOG_BIN=0)")
     text.add_argument("--set-charset", metavar="CHARSET", help="add SET NAMES CHARSET")
@@ -93,6 +96,7 @@ def _dump_text(args, files, selection, text_filters, out, err, schema) -> int:
     options = TextOptions(base64_output=args.base64_output, verbose=args.verbose,
                           short_form=args.short_form, hexdump=args.hexdump,
                           print_row_count=args.print_row_count,
+                          print_event_positions=args.print_row_event_positions,
                           skip_annotate_row_events=args.skip_annotate_row_events,
                           disable_log_bin=args.disable_log_bin, set_charset=args.set_charset,
                           local_load=args.local_load, mysql_events=args.mysql_events,

@@ -27,8 +27,14 @@ def add_selection_arguments(parser, *, database_help: str | None = None) -> None
                        help="from the first event at or after this local time")
     group.add_argument("--stop-datetime", metavar="DATETIME",
                        help="stop at the first event at or after this local time")
-    group.add_argument("--server-id", metavar="ID[,ID...]",
+    group.add_argument("--server-id", "--do-server-ids", metavar="ID[,ID...]", dest="server_id",
                        help="only events written by these server ids")
+    group.add_argument("--ignore-server-ids", metavar="ID[,ID...]",
+                       help="leave out events written by these server ids")
+    group.add_argument("--do-domain-ids", metavar="ID[,ID...]",
+                       help="MariaDB: only transactions of these GTID domains")
+    group.add_argument("--ignore-domain-ids", metavar="ID[,ID...]",
+                       help="MariaDB: leave out transactions of these GTID domains")
     group.add_argument("--include-gtids", metavar="GTID_SET",
                        help="only MySQL transactions in this GTID set (uuid:1-5,...)")
     group.add_argument("--exclude-gtids", metavar="GTID_SET",
@@ -37,6 +43,8 @@ def add_selection_arguments(parser, *, database_help: str | None = None) -> None
                        help="MariaDB: only transactions after these GTIDs (one per domain)")
     group.add_argument("--stop-gtid", metavar="D-S-N[,...]",
                        help="MariaDB: stop after these GTIDs (one per domain, inclusive)")
+    group.add_argument("-o", "--offset", type=int, metavar="N",
+                       help="leave out the first N events (a format description is always read)")
     group.add_argument("-d", "--database", metavar="DB",
                        help=database_help or "only statements and rows of this database")
     group.add_argument("-T", "--table", metavar="TABLE", help="only rows of this table")
@@ -56,6 +64,16 @@ def _rewrite_rules(values) -> dict:
             raise ValueError(f"--rewrite-db {value!r}: empty database name")
         rules[source] = target
     return rules
+
+
+def _ids(value: str | None, option: str) -> set | None:
+    """A comma-separated list of ids (None: not given)."""
+    if not value:
+        return None
+    try:
+        return {int(v) for v in value.split(",") if v.strip()}
+    except ValueError:
+        raise ValueError(f"{option} {value!r}: expected numbers") from None
 
 
 def selection_options(args) -> tuple[EventSelection, dict]:
@@ -85,11 +103,18 @@ def selection_options(args) -> tuple[EventSelection, dict]:
         options.start_datetime = parse_datetime(args.start_datetime)
     if args.stop_datetime:
         options.stop_datetime = parse_datetime(args.stop_datetime)
-    if args.server_id:
-        try:
-            options.server_ids = {int(v) for v in args.server_id.split(",") if v.strip()}
-        except ValueError:
-            raise ValueError(f"--server-id {args.server_id!r}: expected numbers") from None
+    if args.offset is not None and args.offset < 0:
+        raise ValueError(f"--offset {args.offset}: expected a count of events")
+    options.offset = args.offset or None
+    options.server_ids = _ids(args.server_id, "--server-id")
+    options.ignore_server_ids = _ids(args.ignore_server_ids, "--ignore-server-ids")
+    options.do_domain_ids = _ids(args.do_domain_ids, "--do-domain-ids")
+    options.ignore_domain_ids = _ids(args.ignore_domain_ids, "--ignore-domain-ids")
+    for kind, do, ignore in (("server", options.server_ids, options.ignore_server_ids),
+                             ("domain", options.do_domain_ids, options.ignore_domain_ids)):
+        if do and ignore:  # mariadb-binlog's words
+            raise ValueError(f"Cannot create ignore filtering rule for {kind} id because do "
+                             "rule already exists")
     if args.include_gtids:
         options.include_gtids = GtidSet.parse(args.include_gtids)
     if args.exclude_gtids:
