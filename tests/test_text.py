@@ -246,3 +246,22 @@ def test_decimal_text_keeps_the_scale():
     assert _decimal_formatter(65, 30)(zero_65_30, 0) == ("0." + "0" * 30, 30)
     minus_one_cent = bytes([0x7F, 0xFF, 0xFF, 0xFF, 0xFE])  # DECIMAL(10,2) -0.01
     assert _decimal_formatter(10, 2)(minus_one_cent, 0)[0] == "-0.01"
+
+
+@needs_reference
+def test_skip_force_if_open_stops_where_mariadb_binlog_stops(corpus):
+    """--skip-force-if-open: a binlog the server had not closed is printed up
+    to its format description, then one error and exit status 1, as
+    mariadb-binlog does; every such file of the corpus."""
+    stopped = 0
+    for path in CORPUS:
+        theirs = subprocess.run([MARIADB_BINLOG, "--skip-force-if-open", str(path)],
+                                capture_output=True, env={**os.environ, "TZ": "UTC"})
+        if b"which was not closed properly" not in theirs.stderr:
+            continue
+        status, ours, err = binlake("dump", "--skip-force-if-open", "--mysql-events=ignorable",
+                                    "--no-verify-checksum", str(path))
+        assert (status, ours) == (theirs.returncode, theirs.stdout), path
+        assert err.startswith("ERROR: Attempting to dump binlog"), path
+        stopped += 1
+    assert stopped >= 10

@@ -12,12 +12,13 @@ import os
 
 from .. import core
 from ..cli import ExitStatus
+from ..client_options import add_client_library_arguments
+from ..constants import EventType, LogEventFlag
 from ..errors import BinlogError
 from ..filters import SelectionOptions, Verdict
 from ..gzipped import is_gzip
 from ..jsonable import event_json
 from ..text import TextError, TextOptions, TextPrinter
-from ..client_options import add_client_library_arguments
 from .common import add_input_arguments, add_schema_arguments, reader_options, report, seed_history
 from .selection import (add_selection_arguments, open_inputs, open_output, progress_bar,
                         selected_events, selection_options, write_native)
@@ -50,6 +51,10 @@ def add_arguments(parser) -> None:
     text.add_argument("--print-row-event-positions", action="store_true", default=True,
                       help="'# at N' lines before events (default; "
                            "--skip-print-row-event-positions: none, as mariadb-binlog)")
+    text.add_argument("-F", "--force-if-open", action="store_true", default=True,
+                      help="print a binlog the server has not closed (default; "
+                           "--skip-force-if-open: stop after its format description, as "
+                           "mariadb-binlog)")
     text.add_argument("-D", "--disable-log-bin", action="store_true",
                       help="replaying the output does not write the binlog (SQL_LOG_BIN=0)")
     text.add_argument("--set-charset", metavar="CHARSET", help="add SET NAMES CHARSET")
@@ -106,8 +111,11 @@ def _dump_text(args, files, selection, text_filters, out, err, schema) -> int:
     status = ExitStatus.OK
     start = selection.options.start_position
     bar = progress_bar(files, err)
+    left_open = []  # a file --skip-force-if-open stopped at: nothing more is printed
     try:
         def on_file(path):
+            if left_open:
+                return
             printer.begin_file(path) if path is not None else printer.end_file()
         for _, event, verdict in _events_to_print(args, files, selection, err, printer, on_file,
                                                   schema):
@@ -120,6 +128,13 @@ def _dump_text(args, files, selection, text_filters, out, err, schema) -> int:
                 continue
             printer.event(event)
             printer.end_payload_if_done(event)
+            if not args.force_if_open and _left_open(event):
+                left_open.append(event.header.file)
+                printer.flush()
+                err.write(f"ERROR: Attempting to dump binlog '{event.header.file}', which was "
+                          "not closed properly. Most probably, mariadbd is still writing it, or "
+                          "it crashed. Rerun with --force-if-open to ignore this problem.\n")
+                return ExitStatus.ERROR  # mariadb-binlog's words, and no footer
     except BinlogError as exc:
         printer.flush()
         report(exc, err)
@@ -140,13 +155,20 @@ def _dump_text(args, files, selection, text_filters, out, err, schema) -> int:
     return status
 
 
+def _left_open(event) -> bool:
+    """A format description whose file the server had not closed."""
+    header = event.header
+    return (header.type_code == EventType.FORMAT_DESCRIPTION_EVENT
+            and bool(header.flags & LogEventFlag.LOG_EVENT_BINLOG_IN_USE_F))
+
+
 def _events_to_print(args, files, selection, err, printer, on_file, schema):
     """`selected_events` for the Python printer; with no selection, default
     reading options and printing options it supports, each file is first
     offered to the native printer, which prints it whole or leaves it here."""
     o = selection.options
     start, stop = o.start_position, o.stop_position
-    plain = (NATIVE_PRINTER and isinstance(files, list)
+    plain = (NATIVE_PRINTER and isinstance(files, list) and args.force_if_open
              and reader_options(args) == {"force": False, "verify_checksums": True}
              and SelectionOptions(start_position=start, stop_position=stop) == o
              # positions apply to the first and last file: one file keeps that simple
