@@ -82,7 +82,8 @@ def _ids(paths):
 CORPUS = corpus_files()
 MODES = {"decode-vv": ["--base64-output=decode-rows", "-vv"], "base64-v": ["-v"],
          "short": ["-s"], "hexdump": ["-H", "--base64-output=decode-rows"],
-         "no-positions": ["--skip-print-row-event-positions", "-v"]}
+         "no-positions": ["--skip-print-row-event-positions", "-v"],
+         "table-metadata": ["--print-table-metadata", "-v"]}
 
 
 @needs_reference

@@ -113,6 +113,7 @@ class TextOptions:
     hexdump: bool = False
     print_row_count: bool = True
     print_event_positions: bool = True  #: `# at N` lines (--print-row-event-positions)
+    print_table_metadata: bool = False  #: columns and primary key after each table map
     skip_annotate_row_events: bool = False
     rewrite_db: dict = field(default_factory=dict)
     database: str | None = None       #: --database: statements and rows of this db only
@@ -271,7 +272,7 @@ class TextPrinter:
         options: no hexdumps, filters, rewrites or leaving out positions."""
         o = self.options
         return (o.base64_output in ("auto", "decode-rows", "never") and not o.hexdump
-                and o.print_event_positions
+                and o.print_event_positions and not o.print_table_metadata
                 and not o.rewrite_db and o.database is None and o.table is None
                 and o.delimiter == DELIMITER and self._annotate is None
                 and _native_dump() is not None)
@@ -570,7 +571,7 @@ class TextPrinter:
         if path is not None:
             qbytes = query.encode("utf-8", "surrogateescape")
             start, end = event.fn_pos_start, event.fn_pos_end
-            text = raw_text(qbytes[:start]) + " LOCAL INFILE " + _pretty_string(path)
+            text = raw_text(qbytes[:start]) + " LOCAL INFILE " + pretty_string(path)
             if event.dup_handling == 2:  # LOAD_DUP_REPLACE
                 text += " REPLACE"
             text += " INTO" + raw_text(qbytes[end:])
@@ -816,6 +817,9 @@ class TextPrinter:
             triggers = " (has triggers)" if event.flags & TM_BIT_HAS_TRIGGERS_F else ""
             out.append(self.header(event) + f"\tTable_map: {identifier(database)}."
                        f"{identifier(event.table)} mapped to number {event.table_id}{triggers}\n")
+            if options.print_table_metadata:
+                from .table_metadata import table_metadata
+                out.append(table_metadata(event))
         state.head.append("".join(out))
         if self._encode_base64:
             state.body.append(self._base64(event, raw))
@@ -958,19 +962,19 @@ class TextPrinter:
         text += "LOAD DATA "
         if local_file is not None:
             text += "LOCAL "
-        text += "INFILE " + _pretty_string(local_file if local_file is not None else event.file_name) + " "
+        text += "INFILE " + pretty_string(local_file if local_file is not None else event.file_name) + " "
         if event.opt_flags & 0x4:  # REPLACE_FLAG
             text += "REPLACE "
         elif event.opt_flags & 0x8:  # IGNORE_FLAG
             text += "IGNORE "
         text += "INTO TABLE " + identifier(event.table)
-        text += " FIELDS TERMINATED BY " + _pretty_string(event.field_term)
+        text += " FIELDS TERMINATED BY " + pretty_string(event.field_term)
         if event.opt_flags & 0x1:  # OPT_ENCLOSED_FLAG
             text += " OPTIONALLY "
-        text += " ENCLOSED BY " + _pretty_string(event.enclosed)
-        text += " ESCAPED BY " + _pretty_string(event.escaped)
-        text += " LINES TERMINATED BY " + _pretty_string(event.line_term)
-        text += " STARTING BY " + _pretty_string(event.line_start)
+        text += " ENCLOSED BY " + pretty_string(event.enclosed)
+        text += " ESCAPED BY " + pretty_string(event.escaped)
+        text += " LINES TERMINATED BY " + pretty_string(event.line_term)
+        text += " STARTING BY " + pretty_string(event.line_start)
         if event.skip_lines:
             text += f" IGNORE {event.skip_lines} LINES"
         if event.field_names:
@@ -1076,7 +1080,7 @@ def _micro_timestamp(micros: int) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", t) + ".%06d %s" % (micro, time.strftime("%Z", t))
 
 
-def _pretty_string(value) -> str:
+def pretty_string(value) -> str:
     """mysqlbinlog's pretty_print_str: single quotes, C-style escapes."""
     data = value if isinstance(value, (bytes, bytearray)) else str(value).encode("utf-8", "surrogateescape")
     escapes = {10: b"\\n", 13: b"\\r", 92: b"\\\\", 8: b"\\b", 9: b"\\t", 39: b"\\'", 0: b"\\0"}

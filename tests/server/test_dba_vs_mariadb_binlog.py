@@ -168,8 +168,9 @@ def compared_lines(text: bytes) -> list:
 
 @pytest.mark.parametrize("name", list(CONFIGS))
 @pytest.mark.parametrize("mode", [["--base64-output=decode-rows", "-v"],
-                                  ["--base64-output=decode-rows", "-vv"], ["-vv"]],
-                         ids=["decode-v", "decode-vv", "base64-vv"])
+                                  ["--base64-output=decode-rows", "-vv"], ["-vv"],
+                                  ["--print-table-metadata", "-v"]],
+                         ids=["decode-v", "decode-vv", "base64-vv", "table-metadata"])
 def test_text_matches_mariadb_binlog(recorded, name, mode, tmp_path):
     run = recorded[name]
     status, ours, err = run_binlake("dump", "--local-load", str(tmp_path), *mode, *run.files)

@@ -51,6 +51,10 @@ def add_arguments(parser) -> None:
     text.add_argument("--print-row-event-positions", action="store_true", default=True,
                       help="'# at N' lines before events (default; "
                            "--skip-print-row-event-positions: none, as mariadb-binlog)")
+    text.add_argument("--print-table-metadata", action="store_true",
+                      help="after each table map, its columns and primary key as comments "
+                           "(what its metadata logs: names, charsets and keys with "
+                           "binlog_row_metadata=FULL)")
     text.add_argument("-F", "--force-if-open", action="store_true", default=True,
                       help="print a binlog the server has not closed (default; "
                            "--skip-force-if-open: stop after its format description, as "
@@ -102,6 +106,7 @@ def _dump_text(args, files, selection, text_filters, out, err, schema) -> int:
                           short_form=args.short_form, hexdump=args.hexdump,
                           print_row_count=args.print_row_count,
                           print_event_positions=args.print_row_event_positions,
+                          print_table_metadata=args.print_table_metadata,
                           skip_annotate_row_events=args.skip_annotate_row_events,
                           disable_log_bin=args.disable_log_bin, set_charset=args.set_charset,
                           local_load=args.local_load, mysql_events=args.mysql_events,

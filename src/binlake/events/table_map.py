@@ -175,7 +175,7 @@ def _strings(cur: Cursor) -> list[str]:
     return [text(cur.lstring_packed()) for _ in range(cur.packed_len())]
 
 
-def _apply_optional_metadata(columns: list[dict], cur: Cursor) -> dict:
+def apply_optional_metadata(columns: list[dict], cur: Cursor) -> dict:
     """Fill per-column facts from the TLVs; returns table-level facts."""
     numeric = [c for c in columns if c["_column"].is_numeric]
     character = [c for c in columns if c["_column"].is_character]
@@ -271,7 +271,7 @@ def decode_table_map(header: EventHeader, cur: Cursor, ctx) -> TableMapEvent:
     optional_start = cur.pos
     base = [Column(i, types[i], metas[i], bool(nulls >> i & 1)) for i in range(count)]
     facts = [{"_column": c} for c in base]
-    table_facts = _apply_optional_metadata(facts, cur)
+    table_facts = apply_optional_metadata(facts, cur)
     optional = bytes(cur.buf[optional_start:cur.end])
     primary = table_facts.get("primary_key", ())
     pk_columns = {index for index, _ in primary}

@@ -1,0 +1,121 @@
+"""`--print-table-metadata`: a table map's columns and primary key as the
+comment lines mysqlbinlog and mariadb-binlog print after it.
+
+Strategy: only what the table map itself logs is printed: its types, their
+metadata and null bits, and its optional metadata (binlog_row_metadata
+MINIMAL/FULL) read again from the event's raw TLVs with the table map
+decoder's own reader, so names and charsets a schema history supplied from
+DDL never show here. Types are named as the peers' get_type_name names them
+(lengths in characters: bytes over the charset's longest character; BLOB
+by its length bytes; TEXT or BLOB, CHAR or BINARY by the charset), and a
+type they cannot name is INVALID_TYPE(n), as theirs.
+"""
+
+from __future__ import annotations
+
+from .collation_names import COLLATIONS
+from .constants import ColumnType as T
+from .cursor import Cursor
+from .events.table_map import TableMapEvent, apply_optional_metadata
+from .rowtext import identifier
+
+BINARY_COLLATION = 63
+
+#: Bytes of a character set's longest character (its mbmaxlen); 1 if not listed.
+MAX_CHARACTER_BYTES = {
+    "big5": 2, "ujis": 3, "sjis": 2, "euckr": 2, "gb2312": 2, "gbk": 2, "utf8mb3": 3, "utf8": 3,
+    "ucs2": 2, "utf8mb4": 4, "utf16": 4, "utf16le": 4, "utf32": 4, "cp932": 2, "eucjpms": 3,
+    "gb18030": 4,
+}
+
+_FIXED_NAMES = {
+    T.MYSQL_TYPE_LONG: "INT", T.MYSQL_TYPE_TINY: "TINYINT", T.MYSQL_TYPE_SHORT: "SMALLINT",
+    T.MYSQL_TYPE_INT24: "MEDIUMINT", T.MYSQL_TYPE_LONGLONG: "BIGINT",
+    T.MYSQL_TYPE_FLOAT: "FLOAT", T.MYSQL_TYPE_DOUBLE: "DOUBLE", T.MYSQL_TYPE_NEWDATE: "DATE",
+    T.MYSQL_TYPE_DATE: "DATE", T.MYSQL_TYPE_YEAR: "YEAR", T.MYSQL_TYPE_ENUM: "ENUM",
+    T.MYSQL_TYPE_SET: "SET",
+}
+_FRACTIONAL = {T.MYSQL_TYPE_TIMESTAMP2: "TIMESTAMP", T.MYSQL_TYPE_DATETIME2: "DATETIME",
+               T.MYSQL_TYPE_TIME2: "TIME"}
+_BLOB_NAMES = (None, ("TINYBLOB", "TINYTEXT"), ("BLOB", "TEXT"), ("MEDIUMBLOB", "MEDIUMTEXT"),
+               ("LONGBLOB", "LONGTEXT"))
+_GEOMETRY_NAMES = ("GEOMETRY", "POINT", "LINESTRING", "POLYGON", "MULTIPOINT",
+                   "MULTILINESTRING", "MULTIPOLYGON", "GEOMETRYCOLLECTION")
+#: Between two columns.
+SEPARATOR = ",\n#         "
+
+
+def type_name(real_type: int, meta: int, collation: int | None, geometry_type: int) -> str | None:
+    """The column type as the peers name it; None where they cannot."""
+    charset = COLLATIONS.get(collation) if collation is not None else None
+    text = charset is not None and collation != BINARY_COLLATION
+    per_char = MAX_CHARACTER_BYTES.get(charset[0], 1) if charset else 1
+    if real_type in _FIXED_NAMES:
+        return _FIXED_NAMES[real_type]
+    if real_type in _FRACTIONAL:
+        name = _FRACTIONAL[real_type]
+        return f"{name}({meta})" if meta else name
+    if real_type == T.MYSQL_TYPE_NEWDECIMAL:
+        return f"DECIMAL({meta >> 8},{meta & 0xFF})"
+    if real_type == T.MYSQL_TYPE_BIT:
+        return f"BIT({(meta >> 8) + (meta & 0xFF) * 8})"
+    if real_type == T.MYSQL_TYPE_BLOB:
+        if 1 <= meta <= 4:
+            return _BLOB_NAMES[meta][text]
+        return f"INVALID_{'TEXT' if text else 'BLOB'}({meta})"
+    if real_type in (T.MYSQL_TYPE_VARCHAR, T.MYSQL_TYPE_VAR_STRING):
+        return f"VARCHAR({meta // per_char})" if text else f"VARBINARY({meta})"
+    if real_type == T.MYSQL_TYPE_STRING:
+        byte0, byte1 = meta >> 8, meta & 0xFF
+        length = (((byte0 & 0x30) ^ 0x30) << 4) | byte1
+        return f"CHAR({length // per_char})" if text else f"BINARY({length})"
+    if real_type == T.MYSQL_TYPE_GEOMETRY:
+        if geometry_type < len(_GEOMETRY_NAMES):
+            return _GEOMETRY_NAMES[geometry_type]
+        return f"INVALID_GEOMETRY_TYPE({geometry_type})"
+    return None
+
+
+def _quoted(value: str) -> str:
+    from .text import pretty_string
+    return pretty_string(value)
+
+
+def table_metadata(event: TableMapEvent) -> str:
+    """`# Columns(...)` and, when the map logs one, `# Primary Key(...)`."""
+    columns = [{"_column": column} for column in event.columns]
+    table = apply_optional_metadata(columns, Cursor(event.optional_metadata))
+    parts = []
+    last = len(columns) - 1
+    for index, entry in enumerate(columns):
+        column = entry["_column"]
+        real = column.real_type
+        collation = entry.get("charset") if column.is_character or column.is_enum_or_set else None
+        out = []
+        if entry.get("name") is not None:
+            out.append(identifier(entry["name"]) + " ")
+        name = type_name(real, column.meta, collation, entry.get("geometry_type") or 0)
+        if name is None:
+            parts.append("".join(out) + f"INVALID_TYPE({real})")
+            continue  # as the peers: no separator after it
+        out.append(name)
+        if column.is_numeric and entry.get("unsigned"):
+            out.append(" UNSIGNED")
+        if not column.nullable:
+            out.append(" NOT NULL")
+        values = entry.get("enum_values") if real == T.MYSQL_TYPE_ENUM else \
+            entry.get("set_values") if real == T.MYSQL_TYPE_SET else None
+        if values is not None:
+            out.append("(" + ",".join(_quoted(v) for v in values) + ")")
+        charset = COLLATIONS.get(collation) if collation is not None else None
+        if charset is not None and (column.is_enum_or_set or collation != BINARY_COLLATION):
+            out.append(f" CHARSET {charset[0]} COLLATE {charset[1]}")
+        parts.append("".join(out) + (SEPARATOR if index != last else ""))
+    lines = "# Columns(" + "".join(parts) + ")\n"
+    key = table.get("primary_key") or ()
+    if key:
+        names = [entry.get("name") for entry in columns if entry.get("name") is not None]
+        listed = ", ".join((names[i] if i < len(names) else str(i))
+                           + (f"({prefix})" if prefix else "") for i, prefix in key)
+        lines += f"# Primary Key({listed})\n"
+    return lines
