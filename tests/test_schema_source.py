@@ -114,3 +114,24 @@ def test_without_pymysql_the_message_says_what_to_install(monkeypatch):
 def test_an_unreachable_server_is_an_error_naming_it():
     with pytest.raises(SchemaSourceError, match="cannot connect to 127.0.0.1:1"):
         load_seed(None, ServerAddress(host="127.0.0.1", port=1, user="x"))
+
+
+def test_mariadb_tls_switches_in_ssl_mode_terms(tmp_path):
+    def tls(**given):
+        keywords = connection_settings(ServerAddress(host="h", **given))
+        return keywords.get("_binlake_ssl_mode"), keywords.get("ssl"), keywords.get("ssl_disabled")
+    assert tls() == (None, None, None)  # PREFERRED: pymysql's own
+    assert tls(ssl=False) == (None, None, True)
+    mode, context, _ = tls(ssl=True, ssl_capath="/etc/ssl/certs", ssl_cipher="ECDHE-RSA-AES128-GCM-SHA256")
+    assert mode == "REQUIRED" and context["capath"] == "/etc/ssl/certs"
+    assert context["cipher"] == "ECDHE-RSA-AES128-GCM-SHA256" and context["verify_mode"] is False
+    mode, context, _ = tls(ssl_verify_server_cert=True)
+    assert mode == "VERIFY_IDENTITY" and context["check_hostname"] is True
+    # --ssl-mode says it all; the option files say it after the command line
+    assert tls(ssl_mode="DISABLED", ssl_verify_server_cert=True)[2] is True
+    cnf = tmp_path / "my.cnf"
+    cnf.write_text("[client]\nskip-ssl\nssl-capath=/ca\n[client-mariadb]\nssl\n")
+    keywords = connection_settings(ServerAddress(host="h", defaults_file=str(cnf)))
+    assert keywords.get("_binlake_ssl_mode") == "REQUIRED" and keywords["ssl"]["capath"] == "/ca"
+    cnf.write_text("[client]\nssl\n[client-mariadb]\nskip-ssl\n")  # the last word wins
+    assert connection_settings(ServerAddress(host="h", defaults_file=str(cnf)))["ssl_disabled"]

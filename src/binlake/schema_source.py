@@ -56,6 +56,12 @@ class ServerAddress:
     #: The option files to read (the command line's --defaults-* options);
     #: None: `defaults_file` alone if given, else the standard ones.
     option_files: OptionFiles | None = None
+    #: MariaDB's TLS options: --ssl (True) or --skip-ssl (False), --ssl-verify-server-cert,
+    #: and CA directory and cipher list
+    ssl: bool | None = None
+    ssl_verify_server_cert: bool = False
+    ssl_capath: str | None = None
+    ssl_cipher: str | None = None
 
 #: --ssl-mode values (MySQL's client; MariaDB's --ssl/--ssl-verify-server-cert map onto them)
 SSL_MODES = ("DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
@@ -91,19 +97,41 @@ def connection_settings(address: ServerAddress) -> dict:
     return keywords
 
 
+def _ssl_mode(address: ServerAddress, settings: dict) -> str | None:
+    """MySQL's --ssl-mode, else what MariaDB's TLS switches mean in its terms:
+    --ssl-verify-server-cert VERIFY_IDENTITY, --ssl REQUIRED, --skip-ssl
+    DISABLED (the command line first, then the option files)."""
+    mode = (address.ssl_mode or settings.get("ssl-mode") or "").upper() or None
+    if mode is not None:
+        if mode not in SSL_MODES:
+            raise ValueError(f"--ssl-mode {mode}: expected one of {', '.join(SSL_MODES)}")
+        return mode
+    if address.ssl_verify_server_cert or _on(settings.get("ssl-verify-server-cert")):
+        return "VERIFY_IDENTITY"
+    ssl = address.ssl if address.ssl is not None else _on(settings.get("ssl"))
+    return None if ssl is None else "REQUIRED" if ssl else "DISABLED"
+
+
+def _on(value) -> bool | None:
+    """An option file's boolean: present without a value is on."""
+    if value is None:
+        return None
+    return value is True or str(value).lower() in ("", "1", "on", "true")
+
+
 def _tls(address: ServerAddress, settings: dict) -> dict:
     """pymysql's TLS keywords for the client's --ssl-* options. Without any,
     pymysql uses TLS when the server offers it (PREFERRED, the client's
     default); REQUIRED and stricter make it refuse a server without TLS, and
     `require_tls` checks that again after connecting."""
-    mode = (address.ssl_mode or settings.get("ssl-mode") or "").upper() or None
-    if mode is not None and mode not in SSL_MODES:
-        raise ValueError(f"--ssl-mode {mode}: expected one of {', '.join(SSL_MODES)}")
+    mode = _ssl_mode(address, settings)
     if mode == "DISABLED":
         return {"ssl_disabled": True}
     context = {"ca": address.ssl_ca or settings.get("ssl-ca"),
+               "capath": address.ssl_capath or settings.get("ssl-capath"),
                "cert": address.ssl_cert or settings.get("ssl-cert"),
-               "key": address.ssl_key or settings.get("ssl-key")}
+               "key": address.ssl_key or settings.get("ssl-key"),
+               "cipher": address.ssl_cipher or settings.get("ssl-cipher")}
     context = {key: value for key, value in context.items() if value}
     if mode in (None, "PREFERRED") and not context:
         return {}
@@ -121,8 +149,11 @@ def require_tls(connection, mode: str | None) -> None:
 
 
 #: What a connection takes from the option files' [client] groups.
+#: The TLS switches among them (on when a file names them without a value;
+#: --skip-, --disable-, --enable- as on the command line).
+SWITCH_KEYS = ("ssl", "ssl-verify-server-cert")
 CONNECTION_KEYS = ("host", "port", "user", "password", "socket", "ssl-ca", "ssl-cert", "ssl-key",
-                   "ssl-mode")
+                   "ssl-mode", "ssl", "ssl-verify-server-cert", "ssl-capath", "ssl-cipher")
 
 
 def _option_file(files: OptionFiles) -> dict:
@@ -131,8 +162,17 @@ def _option_file(files: OptionFiles) -> dict:
         options = files.options(CLIENT_GROUPS)
     except OptionFileError as exc:
         raise SchemaSourceError(str(exc)) from None
-    return {name.replace("_", "-"): value for name, value in options
-            if name.replace("_", "-") in CONNECTION_KEYS and value is not None}
+    settings = {}
+    for name, value in options:
+        name = name.replace("_", "-")
+        for prefix, word in (("skip-", "0"), ("disable-", "0"), ("enable-", "1")):
+            if name.startswith(prefix) and name[len(prefix):] in SWITCH_KEYS:
+                name, value = name[len(prefix):], word  # as my_getopt: the last word wins
+        if name in SWITCH_KEYS:
+            settings[name] = "" if value is None else value  # given alone: on
+        elif name in CONNECTION_KEYS and value is not None:
+            settings[name] = value
+    return settings
 
 
 def server_ddl(connection) -> str:

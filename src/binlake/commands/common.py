@@ -109,11 +109,19 @@ def add_connection_arguments(parser) -> None:
     group.add_argument("--ssl-ca", metavar="FILE", help="CA certificate(s) to verify the server")
     group.add_argument("--ssl-cert", metavar="FILE", help="client certificate")
     group.add_argument("--ssl-key", metavar="FILE", help="client certificate's key")
+    group.add_argument("--ssl-capath", metavar="DIR", help="a directory of CA certificates")
+    group.add_argument("--ssl-cipher", metavar="LIST", help="the ciphers TLS may use")
+    group.add_argument("--ssl", action="store_const", const=True, default=None,
+                       help="MariaDB's: TLS required (--ssl-mode REQUIRED); --skip-ssl: "
+                            "DISABLED")
+    group.add_argument("--ssl-verify-server-cert", action="store_true",
+                       help="MariaDB's: verify the server's certificate and name "
+                            "(--ssl-mode VERIFY_IDENTITY)")
 
 
 _CONNECTION_OPTIONS = ("host", "port", "user", "password", "socket", "defaults_file", "ssl_mode",
-                       "ssl_ca", "ssl_cert", "ssl_key")
-_FLAGS = ("ask_pass",)
+                       "ssl_ca", "ssl_cert", "ssl_key", "ssl_capath", "ssl_cipher", "ssl")
+_FLAGS = ("ask_pass", "ssl_verify_server_cert")
 #: What the connection itself reads from the option files (`connection_settings`).
 CONNECTION_DESTS = frozenset(_CONNECTION_OPTIONS + _FLAGS)
 
@@ -138,7 +146,8 @@ def server_address(args, *, for_schema: bool = True, for_snapshot: bool = False)
     password = ASK if args.ask_pass else args.password
     return ServerAddress(args.host, args.port, args.user, password, args.socket,
                          args.defaults_file, args.ssl_ca, args.ssl_cert, args.ssl_key,
-                         args.ssl_mode, getattr(args, "option_files", None))
+                         args.ssl_mode, getattr(args, "option_files", None), args.ssl,
+                         args.ssl_verify_server_cert, args.ssl_capath, args.ssl_cipher)
 
 
 def seed_schema(args):
