@@ -266,3 +266,25 @@ def test_skip_force_if_open_stops_where_mariadb_binlog_stops(corpus):
         assert err.startswith("ERROR: Attempting to dump binlog"), path
         stopped += 1
     assert stopped >= 10
+
+
+def test_mysql_replay_modes_open_and_close_the_output(corpus):
+    """MySQL's -i/--idempotent and --require-row-format: the lines its
+    mysqlbinlog writes (8.x, as its documentation's examples show them),
+    after the opening SET statements, each followed by a blank line; -i is
+    undone at the very end."""
+    path = str(corpus / "rust_mysql_common" / "mariadb-bin.000001")
+    _, plain, _ = binlake("dump", "--no-defaults", path)
+    status, both, _ = binlake("dump", "--no-defaults", "-i", "--require-row-format", path)
+    head = (b"/*!50003 SET @OLD_COMPLETION_TYPE=@@COMPLETION_TYPE,COMPLETION_TYPE=0*/;\n"
+            b"/*!50700 SET @@SESSION.RBR_EXEC_MODE=IDEMPOTENT*/;\n\n"
+            b"/*!80019 SET @@SESSION.REQUIRE_ROW_FORMAT=1*/;\n\n"
+            b"DELIMITER /*!*/;\n")
+    assert status == 0 and head in both
+    assert both.endswith(b"/*!50700 SET @@SESSION.RBR_EXEC_MODE=STRICT*/;\n")
+    added = (b"/*!50700 SET @@SESSION.RBR_EXEC_MODE=IDEMPOTENT*/;\n\n",
+             b"/*!80019 SET @@SESSION.REQUIRE_ROW_FORMAT=1*/;\n\n",
+             b"/*!50700 SET @@SESSION.RBR_EXEC_MODE=STRICT*/;\n")
+    for line in added:
+        both = both.replace(line, b"", 1)
+    assert both == plain

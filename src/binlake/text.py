@@ -114,6 +114,8 @@ class TextOptions:
     print_row_count: bool = True
     print_event_positions: bool = True  #: `# at N` lines (--print-row-event-positions)
     print_table_metadata: bool = False  #: columns and primary key after each table map
+    idempotent: bool = False          #: MySQL's -i: replay with RBR_EXEC_MODE=IDEMPOTENT
+    require_row_format: bool = False  #: MySQL's: replay with REQUIRE_ROW_FORMAT=1
     skip_annotate_row_events: bool = False
     rewrite_db: dict = field(default_factory=dict)
     database: str | None = None       #: --database: statements and rows of this db only
@@ -237,6 +239,11 @@ class TextPrinter:
                          "\n/*!40101 SET @OLD_CHARACTER_SET_RESULTS=@@CHARACTER_SET_RESULTS */;"
                          "\n/*!40101 SET @OLD_COLLATION_CONNECTION=@@COLLATION_CONNECTION */;"
                          f"\n/*!40101 SET NAMES {cs} */;\n")
+        # MySQL's mysqlbinlog: each with a blank line after it
+        if self.options.idempotent:
+            lines.append("/*!50700 SET @@SESSION.RBR_EXEC_MODE=IDEMPOTENT*/;\n\n")
+        if self.options.require_row_format:
+            lines.append("/*!80019 SET @@SESSION.REQUIRE_ROW_FORMAT=1*/;\n\n")
         self.write("".join(lines))
 
     def begin_file(self, path) -> None:
@@ -262,6 +269,9 @@ class TextPrinter:
         if self.options.gtid_filtering:
             lines.append("/*!100001 SET @@SESSION.SERVER_ID=@@GLOBAL.SERVER_ID */;\n"
                          "/*!100001 SET @@SESSION.GTID_DOMAIN_ID=@@GLOBAL.GTID_DOMAIN_ID */;\n")
+        if self.options.idempotent:
+            # mysqlbinlog's: outputs of several runs may be replayed in one session
+            lines.append("/*!50700 SET @@SESSION.RBR_EXEC_MODE=STRICT*/;\n")
         self.write("".join(lines))
         self.flush()
         self._raw.close()

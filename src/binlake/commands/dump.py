@@ -55,6 +55,12 @@ def add_arguments(parser) -> None:
                       help="after each table map, its columns and primary key as comments "
                            "(what its metadata logs: names, charsets and keys with "
                            "binlog_row_metadata=FULL)")
+    text.add_argument("-i", "--idempotent", action="store_true",
+                      help="MySQL's: the output replays with RBR_EXEC_MODE=IDEMPOTENT (rows "
+                           "already there or missing are not errors)")
+    text.add_argument("--require-row-format", action="store_true",
+                      help="MySQL's: the output replays with REQUIRE_ROW_FORMAT=1 (the server "
+                           "then refuses anything but row events and DDL)")
     text.add_argument("-F", "--force-if-open", action="store_true", default=True,
                       help="print a binlog the server has not closed (default; "
                            "--skip-force-if-open: stop after its format description, as "
@@ -107,6 +113,8 @@ def _dump_text(args, files, selection, text_filters, out, err, schema) -> int:
                           print_row_count=args.print_row_count,
                           print_event_positions=args.print_row_event_positions,
                           print_table_metadata=args.print_table_metadata,
+                          idempotent=args.idempotent,
+                          require_row_format=args.require_row_format,
                           skip_annotate_row_events=args.skip_annotate_row_events,
                           disable_log_bin=args.disable_log_bin, set_charset=args.set_charset,
                           local_load=args.local_load, mysql_events=args.mysql_events,
