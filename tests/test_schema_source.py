@@ -135,3 +135,22 @@ def test_mariadb_tls_switches_in_ssl_mode_terms(tmp_path):
     assert keywords.get("_binlake_ssl_mode") == "REQUIRED" and keywords["ssl"]["capath"] == "/ca"
     cnf.write_text("[client]\nssl\n[client-mariadb]\nskip-ssl\n")  # the last word wins
     assert connection_settings(ServerAddress(host="h", defaults_file=str(cnf)))["ssl_disabled"]
+
+
+def test_protocol_bind_address_and_public_key(tmp_path, monkeypatch):
+    sock = tmp_path / "mysqld.sock"
+    sock.touch()
+    monkeypatch.setattr("binlake.schema_source.DEFAULT_SOCKETS", (str(sock),))
+    tcp = connection_settings(ServerAddress(protocol="TCP"))
+    assert (tcp["host"], tcp["port"]) == ("127.0.0.1", 3306) and "unix_socket" not in tcp
+    assert connection_settings(ServerAddress(port=3307, protocol="SOCKET"))["unix_socket"] == str(sock)
+    with pytest.raises(ValueError, match="PIPE"):
+        connection_settings(ServerAddress(protocol="PIPE"))
+    assert connection_settings(ServerAddress(host="h", bind_address="10.0.0.9"))["bind_address"] \
+        == "10.0.0.9"
+    key = tmp_path / "public.pem"
+    key.write_bytes(b"-----BEGIN PUBLIC KEY-----\n")
+    settings = connection_settings(ServerAddress(host="h", server_public_key_path=str(key)))
+    assert settings["server_public_key"] == b"-----BEGIN PUBLIC KEY-----\n"
+    with pytest.raises(SchemaSourceError, match="server-public-key-path"):
+        connection_settings(ServerAddress(host="h", server_public_key_path=str(tmp_path / "x")))

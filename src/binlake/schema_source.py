@@ -62,6 +62,10 @@ class ServerAddress:
     ssl_verify_server_cert: bool = False
     ssl_capath: str | None = None
     ssl_cipher: str | None = None
+    #: --protocol (TCP or SOCKET), --bind-address, --server-public-key-path
+    protocol: str | None = None
+    bind_address: str | None = None
+    server_public_key_path: str | None = None
 
 #: --ssl-mode values (MySQL's client; MariaDB's --ssl/--ssl-verify-server-cert map onto them)
 SSL_MODES = ("DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
@@ -86,13 +90,30 @@ def connection_settings(address: ServerAddress) -> dict:
                 "charset": "utf8mb4", "connect_timeout": 10}
     host = settings.get("host")
     socket = settings.get("socket")
-    if socket is None and host in (None, "localhost") and "port" not in settings:
+    protocol = (address.protocol or settings.get("protocol") or "").upper() or None
+    if protocol not in (None, "TCP", "SOCKET"):
+        raise ValueError(f"--protocol {protocol}: TCP or SOCKET (PIPE and MEMORY are Windows')")
+    local = host in (None, "localhost")
+    if socket is None and local and protocol != "TCP" \
+            and ("port" not in settings or protocol == "SOCKET"):
         socket = next((path for path in DEFAULT_SOCKETS if os.path.exists(path)), None)
-    if socket is not None and host in (None, "localhost"):
+    if protocol == "SOCKET" and socket is None:
+        raise ValueError("--protocol SOCKET: no socket (give -S/--socket)")
+    if socket is not None and protocol != "TCP" and (local or protocol == "SOCKET"):
         keywords["unix_socket"] = socket
     else:
-        keywords["host"] = "127.0.0.1" if host in (None, "localhost") else host
+        keywords["host"] = "127.0.0.1" if local else host
         keywords["port"] = int(settings.get("port") or 3306)
+    bind_address = address.bind_address or settings.get("bind-address")
+    if bind_address:
+        keywords["bind_address"] = bind_address
+    key_path = address.server_public_key_path or settings.get("server-public-key-path")
+    if key_path:
+        try:
+            keywords["server_public_key"] = open(os.path.expanduser(key_path), "rb").read()
+        except OSError as exc:
+            raise SchemaSourceError(f"--server-public-key-path {key_path}: "
+                                    f"{exc.strerror or exc}") from None
     keywords.update(_tls(address, settings))
     return keywords
 
@@ -153,7 +174,8 @@ def require_tls(connection, mode: str | None) -> None:
 #: --skip-, --disable-, --enable- as on the command line).
 SWITCH_KEYS = ("ssl", "ssl-verify-server-cert")
 CONNECTION_KEYS = ("host", "port", "user", "password", "socket", "ssl-ca", "ssl-cert", "ssl-key",
-                   "ssl-mode", "ssl", "ssl-verify-server-cert", "ssl-capath", "ssl-cipher")
+                   "ssl-mode", "ssl", "ssl-verify-server-cert", "ssl-capath", "ssl-cipher",
+                   "protocol", "bind-address", "server-public-key-path")
 
 
 def _option_file(files: OptionFiles) -> dict:

@@ -114,14 +114,25 @@ def add_connection_arguments(parser) -> None:
     group.add_argument("--ssl", action="store_const", const=True, default=None,
                        help="MariaDB's: TLS required (--ssl-mode REQUIRED); --skip-ssl: "
                             "DISABLED")
+    group.add_argument("--protocol", metavar="PROTOCOL", type=str.upper,
+                       help="TCP, or SOCKET (default: the socket for localhost, else TCP)")
+    group.add_argument("--bind-address", metavar="ADDRESS",
+                       help="MySQL's: the local address to connect from")
+    group.add_argument("--server-public-key-path", metavar="FILE",
+                       help="MySQL's: the server's RSA public key (PEM) for "
+                            "caching_sha2_password without TLS")
+    group.add_argument("--get-server-public-key", action="store_true",
+                       help="MySQL's: ask the server for its RSA public key (always done "
+                            "here when the password exchange needs it)")
     group.add_argument("--ssl-verify-server-cert", action="store_true",
                        help="MariaDB's: verify the server's certificate and name "
                             "(--ssl-mode VERIFY_IDENTITY)")
 
 
 _CONNECTION_OPTIONS = ("host", "port", "user", "password", "socket", "defaults_file", "ssl_mode",
-                       "ssl_ca", "ssl_cert", "ssl_key", "ssl_capath", "ssl_cipher", "ssl")
-_FLAGS = ("ask_pass", "ssl_verify_server_cert")
+                       "ssl_ca", "ssl_cert", "ssl_key", "ssl_capath", "ssl_cipher", "ssl",
+                       "protocol", "bind_address", "server_public_key_path")
+_FLAGS = ("ask_pass", "ssl_verify_server_cert", "get_server_public_key")
 #: What the connection itself reads from the option files (`connection_settings`).
 CONNECTION_DESTS = frozenset(_CONNECTION_OPTIONS + _FLAGS)
 
@@ -147,7 +158,8 @@ def server_address(args, *, for_schema: bool = True, for_snapshot: bool = False)
     return ServerAddress(args.host, args.port, args.user, password, args.socket,
                          args.defaults_file, args.ssl_ca, args.ssl_cert, args.ssl_key,
                          args.ssl_mode, getattr(args, "option_files", None), args.ssl,
-                         args.ssl_verify_server_cert, args.ssl_capath, args.ssl_cipher)
+                         args.ssl_verify_server_cert, args.ssl_capath, args.ssl_cipher,
+                         args.protocol, args.bind_address, args.server_public_key_path)
 
 
 def seed_schema(args):
