@@ -5,7 +5,8 @@ Strategy: only what the table map itself logs is printed: its types, their
 metadata and null bits, and its optional metadata (binlog_row_metadata
 MINIMAL/FULL) read again from the event's raw TLVs with the table map
 decoder's own reader, so names and charsets a schema history supplied from
-DDL never show here. Types are named as the peers' get_type_name names them
+DDL never show here; the types from the map's metadata block, walked as the
+peers walk it. Types are named as the peers' get_type_name names them
 (lengths in characters: bytes over the charset's longest character; BLOB
 by its length bytes; TEXT or BLOB, CHAR or BINARY by the charset), and a
 type they cannot name is INVALID_TYPE(n), as theirs.
@@ -16,7 +17,7 @@ from __future__ import annotations
 from .collation_names import COLLATIONS
 from .constants import ColumnType as T
 from .cursor import Cursor
-from .events.table_map import TableMapEvent, apply_optional_metadata
+from .events.table_map import _NUMERIC, _ONE_BYTE_META, TableMapEvent, apply_optional_metadata
 from .rowtext import identifier
 
 BINARY_COLLATION = 63
@@ -45,35 +46,71 @@ _GEOMETRY_NAMES = ("GEOMETRY", "POINT", "LINESTRING", "POLYGON", "MULTIPOINT",
 SEPARATOR = ",\n#         "
 
 
-def type_name(real_type: int, meta: int, collation: int | None, geometry_type: int) -> str | None:
-    """The column type as the peers name it; None where they cannot."""
+#: Metadata bytes each type's name takes (get_type_name's steps); types it
+#: cannot name take none, so the columns after one are read from the wrong
+#: bytes, as the peers read them.
+_META_BYTES = {T.MYSQL_TYPE_NEWDECIMAL: 2, T.MYSQL_TYPE_FLOAT: 1, T.MYSQL_TYPE_DOUBLE: 1,
+               T.MYSQL_TYPE_BIT: 2, T.MYSQL_TYPE_TIMESTAMP2: 1, T.MYSQL_TYPE_DATETIME2: 1,
+               T.MYSQL_TYPE_TIME2: 1, T.MYSQL_TYPE_ENUM: 2, T.MYSQL_TYPE_SET: 2,
+               T.MYSQL_TYPE_BLOB: 1, T.MYSQL_TYPE_VARCHAR: 2, T.MYSQL_TYPE_VAR_STRING: 2,
+               T.MYSQL_TYPE_STRING: 2, T.MYSQL_TYPE_GEOMETRY: 1}
+
+
+def metadata_bytes(event: TableMapEvent) -> bytes:
+    """The table map's per-column metadata block, as the event carries it."""
+    out = bytearray()
+    for column in event.columns:
+        if column.type in _ONE_BYTE_META:
+            out.append(column.meta & 0xFF)
+        elif column.type in (T.MYSQL_TYPE_VARCHAR, T.MYSQL_TYPE_VAR_STRING):
+            out += (column.meta & 0xFFFF).to_bytes(2, "little")
+        elif column.type in (T.MYSQL_TYPE_NEWDECIMAL, T.MYSQL_TYPE_BIT, T.MYSQL_TYPE_STRING,
+                             T.MYSQL_TYPE_ENUM, T.MYSQL_TYPE_SET):
+            out += bytes([column.meta >> 8 & 0xFF, column.meta & 0xFF])
+    return bytes(out)
+
+
+def type_name(real_type: int, meta: bytes, collation: int | None,
+              geometry_type: int) -> str | None:
+    """The column type as the peers name it from its metadata bytes `meta`
+    (None where they cannot)."""
     charset = COLLATIONS.get(collation) if collation is not None else None
     text = charset is not None and collation != BINARY_COLLATION
     per_char = MAX_CHARACTER_BYTES.get(charset[0], 1) if charset else 1
+    first, second = (meta + b"\0\0")[:2]
     if real_type in _FIXED_NAMES:
         return _FIXED_NAMES[real_type]
     if real_type in _FRACTIONAL:
         name = _FRACTIONAL[real_type]
-        return f"{name}({meta})" if meta else name
+        return f"{name}({first})" if first else name
     if real_type == T.MYSQL_TYPE_NEWDECIMAL:
-        return f"DECIMAL({meta >> 8},{meta & 0xFF})"
+        return f"DECIMAL({first},{second})"
     if real_type == T.MYSQL_TYPE_BIT:
-        return f"BIT({(meta >> 8) + (meta & 0xFF) * 8})"
+        return f"BIT({first + second * 8})"
     if real_type == T.MYSQL_TYPE_BLOB:
-        if 1 <= meta <= 4:
-            return _BLOB_NAMES[meta][text]
-        return f"INVALID_{'TEXT' if text else 'BLOB'}({meta})"
+        if 1 <= first <= 4:
+            return _BLOB_NAMES[first][text]
+        return f"INVALID_{'TEXT' if text else 'BLOB'}({first})"
     if real_type in (T.MYSQL_TYPE_VARCHAR, T.MYSQL_TYPE_VAR_STRING):
-        return f"VARCHAR({meta // per_char})" if text else f"VARBINARY({meta})"
+        length = first | second << 8
+        return f"VARCHAR({length // per_char})" if text else f"VARBINARY({length})"
     if real_type == T.MYSQL_TYPE_STRING:
-        byte0, byte1 = meta >> 8, meta & 0xFF
-        length = (((byte0 & 0x30) ^ 0x30) << 4) | byte1
+        length = (((first & 0x30) ^ 0x30) << 4) | second
         return f"CHAR({length // per_char})" if text else f"BINARY({length})"
     if real_type == T.MYSQL_TYPE_GEOMETRY:
         if geometry_type < len(_GEOMETRY_NAMES):
             return _GEOMETRY_NAMES[geometry_type]
         return f"INVALID_GEOMETRY_TYPE({geometry_type})"
     return None
+
+
+def _character(real_type: int) -> bool:
+    return real_type in (T.MYSQL_TYPE_STRING, T.MYSQL_TYPE_VAR_STRING, T.MYSQL_TYPE_VARCHAR,
+                         T.MYSQL_TYPE_BLOB)
+
+
+def _enum_or_set(real_type: int) -> bool:
+    return real_type in (T.MYSQL_TYPE_ENUM, T.MYSQL_TYPE_SET)
 
 
 def _quoted(value: str) -> str:
@@ -85,21 +122,26 @@ def table_metadata(event: TableMapEvent) -> str:
     """`# Columns(...)` and, when the map logs one, `# Primary Key(...)`."""
     columns = [{"_column": column} for column in event.columns]
     table = apply_optional_metadata(columns, Cursor(event.optional_metadata))
+    meta, at = metadata_bytes(event), 0
     parts = []
     last = len(columns) - 1
     for index, entry in enumerate(columns):
         column = entry["_column"]
-        real = column.real_type
-        collation = entry.get("charset") if column.is_character or column.is_enum_or_set else None
+        real = column.type
+        if real == T.MYSQL_TYPE_STRING and at < len(meta) \
+                and meta[at] in (T.MYSQL_TYPE_ENUM, T.MYSQL_TYPE_SET):
+            real = meta[at]
+        collation = entry.get("charset") if _character(real) or _enum_or_set(real) else None
         out = []
         if entry.get("name") is not None:
             out.append(identifier(entry["name"]) + " ")
-        name = type_name(real, column.meta, collation, entry.get("geometry_type") or 0)
+        name = type_name(real, meta[at:at + 2], collation, entry.get("geometry_type") or 0)
+        at += _META_BYTES.get(real, 0) if name is not None else 0
         if name is None:
             parts.append("".join(out) + f"INVALID_TYPE({real})")
             continue  # as the peers: no separator after it
         out.append(name)
-        if column.is_numeric and entry.get("unsigned"):
+        if real in _NUMERIC and entry.get("unsigned"):
             out.append(" UNSIGNED")
         if not column.nullable:
             out.append(" NOT NULL")
@@ -108,7 +150,7 @@ def table_metadata(event: TableMapEvent) -> str:
         if values is not None:
             out.append("(" + ",".join(_quoted(v) for v in values) + ")")
         charset = COLLATIONS.get(collation) if collation is not None else None
-        if charset is not None and (column.is_enum_or_set or collation != BINARY_COLLATION):
+        if charset is not None and (_enum_or_set(real) or collation != BINARY_COLLATION):
             out.append(f" CHARSET {charset[0]} COLLATE {charset[1]}")
         parts.append("".join(out) + (SEPARATOR if index != last else ""))
     lines = "# Columns(" + "".join(parts) + ")\n"
