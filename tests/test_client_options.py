@@ -84,20 +84,26 @@ def test_client_library_options_are_accepted_and_change_nothing():
     assert settings("dump", "--debug", "f")["files"] == ["f"]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--frob"], "binlake dump: unknown option '--frob'\n"),
-    (["--skip-database"], "binlake dump: unknown option '--skip-database'\n"),
-    (["--st"], None),  # ambiguous: named with what it could be
+@pytest.mark.parametrize("argv, status, message", [
+    (["--frob"], 2, "binlake dump: unknown option '--frob'\n"),
+    (["--skip-database"], 2, "binlake dump: unknown option '--skip-database'\n"),
+    (["--st"], 3, "binlake dump: ambiguous option '--st' (start-datetime, "),
+    (["-j"], 5, "binlake dump: option '--start-position' requires an argument\n"),
+    (["--offset=x"], 9, "binlake dump: Unknown suffix 'x' used for variable 'offset' (value 'x')."),
+    (["--base64-output=bogus"], 1, "binlake dump: Unknown option to base64-output: bogus "),
 ])
-def test_refusals_are_one_line_and_status_2(argv, message):
+def test_refusals_are_one_line_with_my_getopts_status(argv, status, message):
+    """Each as mariadb-binlog refuses it (include/my_getopt.h's exit statuses)."""
     err = io.StringIO()
-    assert main(["dump", "--no-defaults", *argv, "f"], out=io.StringIO(), err=err) == 2
-    text = err.getvalue()
-    assert text.count("\n") == 1
-    if message:
-        assert text == message
-    else:
-        assert text.startswith("binlake dump: ambiguous option '--st' (start-datetime, ")
+    assert main(["dump", "--no-defaults", "f", *argv], out=io.StringIO(), err=err) == status
+    assert err.getvalue().count("\n") == 1 and err.getvalue().startswith(message)
+
+
+def test_values_as_my_getopt_reads_them():
+    assert settings("dump", "--offset=2K")["offset"] == 2048
+    assert settings("dump", "-o", "3")["offset"] == 3
+    for spelling in ("DECODE-ROWS", "decode", "Decode-Rows", "dec"):
+        assert settings("dump", f"--base64-output={spelling}")["base64_output"] == "decode-rows"
 
 
 def test_a_bad_boolean_value_is_ignored_with_a_warning():

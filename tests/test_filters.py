@@ -212,13 +212,14 @@ def test_events_listing_formats(corpus):
         "mariadb-bin.000001,285,Binlog_checkpoint,1,330,mariadb-bin.000001"]
 
 
-def test_bad_option_values_are_usage_errors(corpus):
+def test_bad_option_values_fail_as_in_mariadb_binlog(corpus):
+    """A value the program refuses: one line naming it, status 1 (mariadb-binlog's)."""
     path = str(corpus / "rust_mysql_common" / "mariadb-bin.000001")
     for options in (["--start-position=abc"], ["--start-datetime=never"], ["--include-gtids=x:1"],
-                    ["--rewrite-db=nothing"], ["--server-id=a"]):
-        status, _, err = binlake("dump", *options, path)
-        assert status == 2, options
-        assert err
+                    ["--rewrite-db=nothing"], ["--server-id=a"], ["--do-domain-ids=x"]):
+        status, out, err = binlake("dump", *options, path)
+        assert status == 1, options
+        assert err.count("\n") == 1 and err.startswith("binlake dump: ") and not out
 
 
 @needs_reference

@@ -88,7 +88,7 @@ def client_syntax(parser: argparse.ArgumentParser, argv: list, err, out=None):
                 rewritten = command_argv(token, argv[index + 1:], commands.choices[token], err,
                                          out)
             except UsageError as exc:
-                exc.command = token
+                exc.prog = f"binlake {token}"
                 raise
             if rewritten is None:
                 return None
@@ -133,13 +133,13 @@ def main(argv=None, out=None, err=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         syntax = client_syntax(parser, argv, err, out)
-    except UsageError as exc:
-        err.write(f"binlake {exc.command}: {exc}\n")
+        if syntax is None:
+            return ExitStatus.OK  # --print-defaults
+        argv, option_files = syntax
+        args = parser.parse_args(argv)
+    except UsageError as exc:  # one line, my_getopt's status
+        err.write(f"{exc.prog}: {exc}\n")
         return exc.status
-    if syntax is None:
-        return ExitStatus.OK  # --print-defaults
-    argv, option_files = syntax
-    args = parser.parse_args(argv)
     args.option_files = option_files
     try:
         return int(args.run(args, out, err))

@@ -22,6 +22,7 @@ effect here.
 from __future__ import annotations
 
 import argparse
+import re
 
 #: The hidden opposite of boolean option `--NAME` is `---not-NAME`.
 NEGATION = "---not-"
@@ -73,25 +74,80 @@ def add_client_library_arguments(parser: argparse.ArgumentParser) -> None:
                            help="no effect")
 
 
-#: my_getopt's exit statuses: an unknown option on the command line, in an option file.
+#: my_getopt's exit statuses (include/my_getopt.h): a value the program
+#: itself refuses is 1, as any other failure.
+EXIT_UNSPECIFIED_ERROR = 1
 EXIT_UNKNOWN_OPTION = 2
+EXIT_AMBIGUOUS_OPTION = 3
+EXIT_ARGUMENT_REQUIRED = 5
 EXIT_UNKNOWN_VARIABLE = 7
+EXIT_UNKNOWN_SUFFIX = 9
+#: An integer's suffixes (powers of 1024), as my_getopt reads them.
+SUFFIXES = "KMGTPE"
 
 
 class UsageError(ValueError):
     """A command line (or option file) the client programs would refuse, in
     their words, with their exit status."""
 
-    def __init__(self, message: str, status: int = EXIT_UNKNOWN_OPTION):
+    def __init__(self, message: str, status: int = EXIT_UNKNOWN_OPTION, prog: str = "binlake"):
         super().__init__(message)
         self.status = status
+        self.prog = prog  #: who says it: `binlake dump`
 
 
 class ClientArgumentParser(argparse.ArgumentParser):
-    """argparse whose errors are one line, as the client programs': `PROG: reason`."""
+    """argparse whose errors are one line and exit status as my_getopt's."""
 
     def error(self, message):
-        self.exit(2, f"{self.prog}: {message}\n")
+        """Raises UsageError (`cli.main` writes it): argparse's message in my_getopt's words."""
+        missing = re.match(r"argument (\S+): expected one argument$", message)
+        if missing:
+            option = missing.group(1).split("/")[-1]
+            raise UsageError(f"option '{option}' requires an argument", EXIT_ARGUMENT_REQUIRED,
+                             self.prog)
+        value = re.match(r"argument \S+: ((Unknown suffix|Unknown option to) .*)", message,
+                         re.S)
+        if value:
+            status = EXIT_UNKNOWN_SUFFIX if value.group(2) == "Unknown suffix" \
+                else EXIT_UNSPECIFIED_ERROR
+            raise UsageError(value.group(1), status, self.prog)
+        raise UsageError(message, EXIT_UNKNOWN_OPTION, self.prog)
+
+
+def client_integer(name: str):
+    """An argparse type: an integer as my_getopt reads it (`1K` is 1024, up to `E`)."""
+    def parse(text: str) -> int:
+        digits = text.strip()
+        scale = 1
+        if digits[-1:].upper() in SUFFIXES and digits[-1:]:
+            scale = 1024 ** (SUFFIXES.index(digits[-1].upper()) + 1)
+            digits = digits[:-1]
+        try:
+            return int(digits) * scale
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"Unknown suffix '{text.strip()[-1:]}' used for variable '{name}' (value "
+                f"'{text}'). Legal suffix characters are: {', '.join(SUFFIXES)}") from None
+    parse.__name__ = "integer"
+    return parse
+
+
+def client_choice(name: str, choices: tuple[str, ...]):
+    """An argparse type: one of `choices` in any case, or an unambiguous prefix
+    of one (my_getopt's find_type)."""
+    def parse(text: str) -> str:
+        word = text.lower()
+        if word in choices:
+            return word
+        matches = [choice for choice in choices if choice.startswith(word)] if word else []
+        if len(matches) == 1:
+            return matches[0]
+        alternatives = ",".join(f"'{c.upper()}'" for c in choices)
+        raise argparse.ArgumentTypeError(
+            f"Unknown option to {name}: {text} (alternatives are: {alternatives})")
+    parse.__name__ = "choice"
+    return parse
 
 
 def _find(name: str, options: dict) -> tuple[argparse.Action | None, str | None]:
@@ -109,7 +165,7 @@ def _find(name: str, options: dict) -> tuple[argparse.Action | None, str | None]
         return action, string
     if matches:
         names = ", ".join(sorted(string[2:] for string in matches.values()))
-        raise UsageError(f"ambiguous option '--{name}' ({names})")
+        raise UsageError(f"ambiguous option '--{name}' ({names})", EXIT_AMBIGUOUS_OPTION)
     return None, None
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..client_options import client_integer
 from ..errors import BinlogError
 
 
@@ -36,7 +37,8 @@ def add_remote_arguments(parser) -> None:
                             "the connection is lost; implies --to-last-log")
     group.add_argument("-t", "--to-last-log", action="store_true",
                        help="go on past the named binlog, to the end of the server's last")
-    group.add_argument("--connection-server-id", "--stop-never-slave-server-id", type=int,
+    group.add_argument("--connection-server-id", "--stop-never-slave-server-id",
+                       type=client_integer("stop-never-slave-server-id"),
                        metavar="ID", dest="connection_server_id",
                        help="the replica id to register with (default 65535, as mysqlbinlog "
                             "--stop-never); refused if a connected replica uses it")
@@ -91,7 +93,8 @@ def add_connection_arguments(parser) -> None:
         "groups, then these")
     group.add_argument("-h", "--host", metavar="HOST",
                        help="server host (default: localhost, by its socket if there is one)")
-    group.add_argument("-P", "--port", type=int, metavar="PORT", help="TCP port (default 3306)")
+    group.add_argument("-P", "--port", type=client_integer("port"), metavar="PORT",
+                       help="TCP port (default 3306)")
     group.add_argument("-u", "--user", metavar="USER", help="user (default: your login name)")
     group.add_argument("--password", metavar="PASSWORD",
                        help="password (visible to ps; better in the option file, or -p alone, "

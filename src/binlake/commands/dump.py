@@ -12,7 +12,7 @@ import os
 
 from .. import core
 from ..cli import ExitStatus
-from ..client_options import add_client_library_arguments
+from ..client_options import add_client_library_arguments, client_choice
 from ..constants import EventType, LogEventFlag
 from ..errors import BinlogError
 from ..filters import SelectionOptions, Verdict
@@ -35,7 +35,8 @@ def add_arguments(parser) -> None:
     add_selection_arguments(parser)
     add_schema_arguments(parser)
     text = parser.add_argument_group("text output (as mysqlbinlog)")
-    text.add_argument("--base64-output", choices=("auto", "never", "decode-rows"), default="auto",
+    text.add_argument("--base64-output", default="auto", metavar="{auto,never,decode-rows}",
+                      type=client_choice("base64-output", ("auto", "never", "decode-rows")),
                       help="auto: BINLOG '...' statements for row events (default); decode-rows: "
                            "none (with -v, the rows as commented pseudo-SQL); never: none")
     text.add_argument("-v", "--verbose", action="count", default=0,
@@ -80,13 +81,13 @@ def add_arguments(parser) -> None:
 def run(args, out, err) -> int:
     try:
         selection, text_filters = selection_options(args)
-    except ValueError as exc:
+    except ValueError as exc:  # a value mariadb-binlog refuses too: its status, 1
         err.write(f"binlake dump: {exc}\n")
-        return ExitStatus.USAGE
+        return ExitStatus.ERROR
     if args.raw:
         if not args.remote:
             err.write("binlake dump: --raw reads a live server: it needs -R\n")
-            return ExitStatus.USAGE
+            return ExitStatus.ERROR
         from .backup import run_raw
         return run_raw(args, selection, err)
     # One schema history across the files: their DDL names the columns.

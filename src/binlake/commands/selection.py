@@ -10,6 +10,7 @@ import sys
 import tempfile
 
 from ..atomic import replaced
+from ..client_options import client_integer
 from ..rowtext import raw_text
 from ..filters import (EventSelection, GtidSet, SelectionOptions, is_gtid_list, parse_datetime,
                        parse_gtid_list)
@@ -43,7 +44,7 @@ def add_selection_arguments(parser, *, database_help: str | None = None) -> None
                        help="MariaDB: only transactions after these GTIDs (one per domain)")
     group.add_argument("--stop-gtid", metavar="D-S-N[,...]",
                        help="MariaDB: stop after these GTIDs (one per domain, inclusive)")
-    group.add_argument("-o", "--offset", type=int, metavar="N",
+    group.add_argument("-o", "--offset", type=client_integer("offset"), metavar="N",
                        help="leave out the first N events (a format description is always read)")
     group.add_argument("-d", "--database", metavar="DB",
                        help=database_help or "only statements and rows of this database")

@@ -30,9 +30,9 @@ def add_arguments(parser) -> None:
 def run(args, out, err) -> int:
     try:
         selection, text_filters = selection_options(args)
-    except ValueError as exc:
+    except ValueError as exc:  # a value mariadb-binlog refuses too: its status, 1
         err.write(f"binlake sql: {exc}\n")
-        return ExitStatus.USAGE
+        return ExitStatus.ERROR
     schema, status = seed_history(args, "binlake sql", err)
     if schema is None:
         return status
