@@ -12,7 +12,11 @@ it is parsed, with the parser's own options as the dictionary: an option
 gets every spelling by being declared. Each boolean gets a hidden opposite
 (`add_negations`, spelled `---not-NAME`, which no prefix of a `--` option
 can reach), so `--x=0` after `--x` turns it off again: the last word wins,
-as in my_getopt.
+as in my_getopt. Values too are read as my_getopt reads them (integers
+with K..E suffixes, `client_integer`; choices in any case or by an
+unambiguous prefix, `client_choice`), and a command line it refuses is
+refused in its words with its exit status (`UsageError`, raised by
+`ClientArgumentParser` for argparse's own errors).
 
 Options of the peers that only tune their C client library are declared
 by `add_client_library_arguments`: accepted, and documented as having no
@@ -32,6 +36,16 @@ FALSE_WORDS = frozenset({"0", "off", "false"})
 #: Prefixes that turn a boolean on or off (`--skip-x` is `--x=0`).
 SWITCH_PREFIXES = (("skip-", False), ("disable-", False), ("enable-", True))
 LOOSE_PREFIX = "loose-"
+#: my_getopt's exit statuses (include/my_getopt.h): a value the program
+#: itself refuses is 1, as any other failure.
+EXIT_UNSPECIFIED_ERROR = 1
+EXIT_UNKNOWN_OPTION = 2
+EXIT_AMBIGUOUS_OPTION = 3
+EXIT_ARGUMENT_REQUIRED = 5
+EXIT_UNKNOWN_VARIABLE = 7
+EXIT_UNKNOWN_SUFFIX = 9
+#: An integer's suffixes (powers of 1024), as my_getopt reads them.
+SUFFIXES = "KMGTPE"
 
 
 def is_boolean(action: argparse.Action) -> bool:
@@ -61,29 +75,19 @@ def add_client_library_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
         "accepted for mysqlbinlog's and mariadb-binlog's command lines; no effect here "
         "(they tune those tools' C client library)")
-    for names, metavar in ((("--character-sets-dir",), "DIR"), (("--plugin-dir",), "DIR"),
-                           (("--default-auth",), "PLUGIN"), (("--open-files-limit",), "N"),
-                           (("--binlog-row-event-max-size",), "BYTES")):
-        group.add_argument(*names, metavar=metavar, dest="ignored_" + names[0][2:].replace("-", "_"),
-                           help="no effect")
-    debug = group.add_argument("-#", "--debug", action="store_true", dest="ignored_debug",
+    def ignored(name: str) -> str:
+        return "ignored_" + name[2:].replace("-", "_")
+    for name, metavar in (("--character-sets-dir", "DIR"), ("--plugin-dir", "DIR"),
+                          ("--default-auth", "PLUGIN"), ("--open-files-limit", "N"),
+                          ("--binlog-row-event-max-size", "BYTES")):
+        group.add_argument(name, metavar=metavar, dest=ignored(name), help="no effect")
+    debug = group.add_argument("-#", "--debug", action="store_true", dest=ignored("--debug"),
                                help="(=OPTIONS) no effect")
-    debug.optional_value = True
+    debug.optional_value = True  # `--debug=OPTIONS`: the value is dropped (`_long_option`)
     for name in ("--debug-check", "--debug-info"):
-        group.add_argument(name, action="store_true", dest="ignored_" + name[2:].replace("-", "_"),
-                           help="no effect")
+        group.add_argument(name, action="store_true", dest=ignored(name), help="no effect")
 
 
-#: my_getopt's exit statuses (include/my_getopt.h): a value the program
-#: itself refuses is 1, as any other failure.
-EXIT_UNSPECIFIED_ERROR = 1
-EXIT_UNKNOWN_OPTION = 2
-EXIT_AMBIGUOUS_OPTION = 3
-EXIT_ARGUMENT_REQUIRED = 5
-EXIT_UNKNOWN_VARIABLE = 7
-EXIT_UNKNOWN_SUFFIX = 9
-#: An integer's suffixes (powers of 1024), as my_getopt reads them.
-SUFFIXES = "KMGTPE"
 
 
 class UsageError(ValueError):
@@ -120,7 +124,7 @@ def client_integer(name: str):
     def parse(text: str) -> int:
         digits = text.strip()
         scale = 1
-        if digits[-1:].upper() in SUFFIXES and digits[-1:]:
+        if digits and digits[-1].upper() in SUFFIXES:
             scale = 1024 ** (SUFFIXES.index(digits[-1].upper()) + 1)
             digits = digits[:-1]
         try:
@@ -226,7 +230,7 @@ def client_argv(argv: list[str], parser: argparse.ArgumentParser | None, err, *,
             try:
                 result.extend(_long_option(token, options, err, leave))
             except UsageError as exc:
-                if not str(exc).startswith("unknown option"):
+                if exc.status != EXIT_UNKNOWN_OPTION:
                     raise
                 raise UsageError(f"unknown variable '{token[2:]}'", EXIT_UNKNOWN_VARIABLE) \
                     from None
