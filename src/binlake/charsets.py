@@ -27,6 +27,14 @@ CHARSET_CODECS = {
     "cp852": "cp852", "macce": "mac_latin2", "macroman": "mac_roman",
 }
 
+#: Bytes of a character set's longest character (the server's mbmaxlen); 1
+#: if not listed. Column lengths in characters are lengths in bytes over it.
+MAX_CHARACTER_BYTES = {
+    "big5": 2, "ujis": 3, "sjis": 2, "euckr": 2, "gb2312": 2, "gbk": 2, "utf8mb3": 3, "utf8": 3,
+    "ucs2": 2, "utf8mb4": 4, "utf16": 4, "utf16le": 4, "utf32": 4, "cp932": 2, "eucjpms": 3,
+    "gb18030": 4,
+}
+
 #: Ids MySQL 8 uses that a MariaDB server does not know.
 _MYSQL_ONLY = {76: "utf8mb3", **{i: "gb18030" for i in (248, 249, 250)},
                **{i: "utf8mb4" for i in range(255, 324)}}

@@ -14,20 +14,13 @@ type they cannot name is INVALID_TYPE(n), as theirs.
 
 from __future__ import annotations
 
+from .charsets import BINARY_COLLATION, MAX_CHARACTER_BYTES
 from .collation_names import COLLATIONS
 from .constants import ColumnType as T
 from .cursor import Cursor
 from .events.table_map import _NUMERIC, _ONE_BYTE_META, TableMapEvent, apply_optional_metadata
 from .rowtext import identifier
 
-BINARY_COLLATION = 63
-
-#: Bytes of a character set's longest character (its mbmaxlen); 1 if not listed.
-MAX_CHARACTER_BYTES = {
-    "big5": 2, "ujis": 3, "sjis": 2, "euckr": 2, "gb2312": 2, "gbk": 2, "utf8mb3": 3, "utf8": 3,
-    "ucs2": 2, "utf8mb4": 4, "utf16": 4, "utf16le": 4, "utf32": 4, "cp932": 2, "eucjpms": 3,
-    "gb18030": 4,
-}
 
 _FIXED_NAMES = {
     T.MYSQL_TYPE_LONG: "INT", T.MYSQL_TYPE_TINY: "TINYINT", T.MYSQL_TYPE_SHORT: "SMALLINT",
