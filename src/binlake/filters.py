@@ -210,6 +210,8 @@ class EventSelection:
         self._past_file_head = False
         self.error: str | None = None  #: why the selection stopped the run, if it is an error
         self._read = 0  #: events read so far, for --offset
+        if not self.options.offset:
+            self.verdict = self._verdict  # no count to keep: one call less per event
 
     def verdict(self, event: Event, first_file: bool, last_file: bool) -> Verdict:
         """What to do with `event`. --offset leaves out the first N events
@@ -218,8 +220,6 @@ class EventSelection:
         format description."""
         verdict = self._verdict(event, first_file, last_file)
         o = self.options
-        if not o.offset:
-            return verdict
         h = event.header
         if verdict is Verdict.SKIP and first_file and (o.start_position or 0) > 4 \
                 and h.pos < o.start_position:

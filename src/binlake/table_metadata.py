@@ -18,7 +18,9 @@ from .charsets import BINARY_COLLATION, MAX_CHARACTER_BYTES
 from .collation_names import COLLATIONS
 from .constants import ColumnType as T
 from .cursor import Cursor
-from .events.table_map import _NUMERIC, _ONE_BYTE_META, TableMapEvent, apply_optional_metadata
+from .events.table_map import (_NUMERIC, _ONE_BYTE_META, TableMapEvent,
+                                apply_optional_metadata, is_character_type,
+                                is_enum_or_set_type)
 from .rowtext import identifier
 
 
@@ -97,15 +99,6 @@ def type_name(real_type: int, meta: bytes, collation: int | None,
     return None
 
 
-def _character(real_type: int) -> bool:
-    return real_type in (T.MYSQL_TYPE_STRING, T.MYSQL_TYPE_VAR_STRING, T.MYSQL_TYPE_VARCHAR,
-                         T.MYSQL_TYPE_BLOB)
-
-
-def _enum_or_set(real_type: int) -> bool:
-    return real_type in (T.MYSQL_TYPE_ENUM, T.MYSQL_TYPE_SET)
-
-
 def _quoted(value: str) -> str:
     from .text import pretty_string
     return pretty_string(value)
@@ -124,7 +117,8 @@ def table_metadata(event: TableMapEvent) -> str:
         if real == T.MYSQL_TYPE_STRING and at < len(meta) \
                 and meta[at] in (T.MYSQL_TYPE_ENUM, T.MYSQL_TYPE_SET):
             real = meta[at]
-        collation = entry.get("charset") if _character(real) or _enum_or_set(real) else None
+        charset_kind = is_character_type(real) or is_enum_or_set_type(real)
+        collation = entry.get("charset") if charset_kind else None
         out = []
         if entry.get("name") is not None:
             out.append(identifier(entry["name"]) + " ")
@@ -143,7 +137,7 @@ def table_metadata(event: TableMapEvent) -> str:
         if values is not None:
             out.append("(" + ",".join(_quoted(v) for v in values) + ")")
         charset = COLLATIONS.get(collation) if collation is not None else None
-        if charset is not None and (_enum_or_set(real) or collation != BINARY_COLLATION):
+        if charset is not None and (is_enum_or_set_type(real) or collation != BINARY_COLLATION):
             out.append(f" CHARSET {charset[0]} COLLATE {charset[1]}")
         parts.append("".join(out) + (SEPARATOR if index != last else ""))
     lines = "# Columns(" + "".join(parts) + ")\n"

@@ -63,12 +63,21 @@ class Column:
 
     @property
     def is_character(self) -> bool:
-        return self.real_type in (T.MYSQL_TYPE_STRING, T.MYSQL_TYPE_VAR_STRING,
-                                  T.MYSQL_TYPE_VARCHAR) or self.type in _BLOBS
+        return is_character_type(self.real_type)
 
     @property
     def is_enum_or_set(self) -> bool:
-        return self.real_type in (T.MYSQL_TYPE_ENUM, T.MYSQL_TYPE_SET)
+        return is_enum_or_set_type(self.real_type)
+
+
+def is_character_type(real_type: int) -> bool:
+    """Columns whose charset the optional metadata lists (CHAR, VARCHAR, TEXT/BLOB)."""
+    return real_type in (T.MYSQL_TYPE_STRING, T.MYSQL_TYPE_VAR_STRING,
+                         T.MYSQL_TYPE_VARCHAR) or real_type in _BLOBS
+
+
+def is_enum_or_set_type(real_type: int) -> bool:
+    return real_type in (T.MYSQL_TYPE_ENUM, T.MYSQL_TYPE_SET)
 
 
 @frozen_dataclass
