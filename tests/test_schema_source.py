@@ -117,24 +117,46 @@ def test_an_unreachable_server_is_an_error_naming_it():
 
 
 def test_mariadb_tls_switches_in_ssl_mode_terms(tmp_path):
+    import ssl
+
     def tls(**given):
         keywords = connection_settings(ServerAddress(host="h", **given))
-        return keywords.get("_binlake_ssl_mode"), keywords.get("ssl"), keywords.get("ssl_disabled")
+        requirement = keywords.get("_binlake_tls")
+        return requirement and requirement.mode, keywords.get("ssl"), keywords.get("ssl_disabled")
     assert tls() == (None, None, None)  # PREFERRED: pymysql's own
     assert tls(ssl=False) == (None, None, True)
-    mode, context, _ = tls(ssl=True, ssl_capath="/etc/ssl/certs", ssl_cipher="ECDHE-RSA-AES128-GCM-SHA256")
-    assert mode == "REQUIRED" and context["capath"] == "/etc/ssl/certs"
-    assert context["cipher"] == "ECDHE-RSA-AES128-GCM-SHA256" and context["verify_mode"] is False
+    mode, context, _ = tls(ssl=True, ssl_capath=str(tmp_path), ssl_cipher="ECDHE-RSA-AES128-GCM-SHA256")
+    assert mode == "REQUIRED" and context.verify_mode == ssl.CERT_NONE
+    assert [c["name"] for c in context.get_ciphers() if c["protocol"] == "TLSv1.2"] \
+        == ["ECDHE-RSA-AES128-GCM-SHA256"]
     mode, context, _ = tls(ssl_verify_server_cert=True)
-    assert mode == "VERIFY_IDENTITY" and context["check_hostname"] is True
+    assert mode == "VERIFY_IDENTITY" and context.check_hostname is True
     # --ssl-mode says it all; the option files say it after the command line
     assert tls(ssl_mode="DISABLED", ssl_verify_server_cert=True)[2] is True
     cnf = tmp_path / "my.cnf"
-    cnf.write_text("[client]\nskip-ssl\nssl-capath=/ca\n[client-mariadb]\nssl\n")
+    cnf.write_text("[client]\nskip-ssl\ntls-version=TLSv1.2\n[client-mariadb]\nssl\n")
     keywords = connection_settings(ServerAddress(host="h", defaults_file=str(cnf)))
-    assert keywords.get("_binlake_ssl_mode") == "REQUIRED" and keywords["ssl"]["capath"] == "/ca"
+    assert keywords["_binlake_tls"].mode == "REQUIRED"
+    assert keywords["ssl"].maximum_version == ssl.TLSVersion.TLSv1_2
     cnf.write_text("[client]\nssl\n[client-mariadb]\nskip-ssl\n")  # the last word wins
     assert connection_settings(ServerAddress(host="h", defaults_file=str(cnf)))["ssl_disabled"]
+
+
+def test_tls_options_refused_by_name(tmp_path, monkeypatch):
+    def refused(**given):
+        with pytest.raises((ValueError, SchemaSourceError)) as raised:
+            connection_settings(ServerAddress(host="h", ssl_mode="REQUIRED", **given))
+        return str(raised.value)
+    assert "--tls-version TLSv9" in refused(tls_version="TLSv9")
+    assert refused(ssl_crl=str(tmp_path / "none.crl")).startswith("--ssl-crl ")
+    assert "--ssl-fp xyz" in refused(ssl_fp="xyz")
+    switch = tmp_path / "fips_enabled"
+    monkeypatch.setattr("binlake.schema_source.FIPS_SWITCH", str(switch))
+    switch.write_text("0\n")
+    assert "--ssl-fips-mode STRICT" in refused(ssl_fips_mode="STRICT")
+    switch.write_text("1\n")
+    assert connection_settings(ServerAddress(host="h", ssl_fips_mode="ON"))["ssl"]
+    assert "--ssl-cipher" in refused(ssl_cipher="NO-SUCH-CIPHER")
 
 
 def test_protocol_bind_address_and_public_key(tmp_path, monkeypatch):

@@ -208,10 +208,10 @@ class ReplicaConnection:
                                    "pip install 'binlake[server]'") from None
         from .schema_source import SchemaSourceError, require_tls
         settings = dict(self.settings)
-        mode = settings.pop("_binlake_ssl_mode", None)
+        requirement = settings.pop("_binlake_tls", None)
         try:
             self.connection = pymysql.connect(**settings)
-            require_tls(self.connection, mode)
+            require_tls(self.connection, requirement)
         except pymysql.err.MySQLError as exc:
             raise self._error(exc, "cannot connect") from None
         except SchemaSourceError as exc:

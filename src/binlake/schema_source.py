@@ -66,6 +66,19 @@ class ServerAddress:
     protocol: str | None = None
     bind_address: str | None = None
     server_public_key_path: str | None = None
+    #: Revocation lists, TLS versions and suites, FIPS mode, a saved session
+    #: (MySQL's), the server certificate's fingerprints (MariaDB 11.4's),
+    #: the name sent by SNI (MySQL 8.1's)
+    ssl_crl: str | None = None
+    ssl_crlpath: str | None = None
+    tls_version: str | None = None
+    tls_ciphersuites: str | None = None
+    ssl_fips_mode: str | None = None
+    ssl_session_data: str | None = None
+    ssl_session_data_continue_on_failed_reuse: bool = False
+    ssl_fp: str | None = None
+    ssl_fplist: str | None = None
+    tls_sni_servername: str | None = None
 
 #: --ssl-mode values (MySQL's client; MariaDB's --ssl/--ssl-verify-server-cert map onto them)
 SSL_MODES = ("DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
@@ -141,41 +154,209 @@ def _on(value) -> bool | None:
 
 
 def _tls(address: ServerAddress, settings: dict) -> dict:
-    """pymysql's TLS keywords for the client's --ssl-* options. Without any,
-    pymysql uses TLS when the server offers it (PREFERRED, the client's
-    default); REQUIRED and stricter make it refuse a server without TLS, and
-    `require_tls` checks that again after connecting."""
+    """pymysql's TLS keywords for the client's --ssl-* and --tls-* options.
+    Without any, pymysql uses TLS when the server offers it (PREFERRED, the
+    client's default); otherwise binlake builds the SSLContext itself (pymysql's
+    dict knows neither revocation lists nor TLS versions), REQUIRED and
+    stricter make it refuse a server without TLS, and `require_tls` checks
+    that, and the certificate's fingerprint, again after connecting."""
     mode = _ssl_mode(address, settings)
     if mode == "DISABLED":
         return {"ssl_disabled": True}
-    context = {"ca": address.ssl_ca or settings.get("ssl-ca"),
-               "capath": address.ssl_capath or settings.get("ssl-capath"),
-               "cert": address.ssl_cert or settings.get("ssl-cert"),
-               "key": address.ssl_key or settings.get("ssl-key"),
-               "cipher": address.ssl_cipher or settings.get("ssl-cipher")}
-    context = {key: value for key, value in context.items() if value}
-    if mode in (None, "PREFERRED") and not context:
+    options = tls_options(address, settings)
+    if mode in (None, "PREFERRED") and not options:
         return {}
-    context["verify_mode"] = mode in ("VERIFY_CA", "VERIFY_IDENTITY")
-    context["check_hostname"] = mode == "VERIFY_IDENTITY"
-    return {"ssl": context, "_binlake_ssl_mode": mode or "PREFERRED"}
+    fingerprints = _fingerprints(options)
+    if fingerprints and mode in (None, "PREFERRED"):
+        mode = "REQUIRED"  # MariaDB: a fingerprint implies --ssl
+    mode = mode or "PREFERRED"
+    return {"ssl": tls_context(mode, options), "_binlake_tls": TlsRequirement(mode, fingerprints)}
 
 
-def require_tls(connection, mode: str | None) -> None:
-    """--ssl-mode REQUIRED and stricter: refuse a connection the server did not encrypt."""
+#: The TLS options a connection takes, by their option names.
+TLS_KEYS = ("ssl-ca", "ssl-capath", "ssl-cert", "ssl-key", "ssl-cipher", "ssl-crl", "ssl-crlpath",
+            "tls-version", "tls-ciphersuites", "ssl-fips-mode", "ssl-session-data",
+            "ssl-session-data-continue-on-failed-reuse", "ssl-fp", "ssl-fplist",
+            "tls-sni-servername")
+#: --ssl-mode values that check the server's certificate
+VERIFYING_MODES = ("VERIFY_CA", "VERIFY_IDENTITY")
+
+
+def tls_options(address: ServerAddress, settings: dict) -> dict:
+    """The TLS options given: the command line's, else the option files'."""
+    options = {}
+    for key in TLS_KEYS:
+        value = getattr(address, key.replace("-", "_"))
+        if value in (None, False):
+            value = settings.get(key)
+            if key == "ssl-session-data-continue-on-failed-reuse":
+                value = _on(value)
+        if value not in (None, False):
+            options[key] = value
+    return options
+
+
+#: --tls-version's names (MySQL's; MariaDB also writes TLSv1.0)
+TLS_VERSIONS = {"TLSV1": "TLSv1", "TLSV1.0": "TLSv1", "TLSV1.1": "TLSv1_1", "TLSV1.2": "TLSv1_2",
+                "TLSV1.3": "TLSv1_3"}
+
+
+def tls_context(mode: str, options: dict):
+    """An ssl.SSLContext as the C clients set theirs up for these options."""
     import ssl
-    if mode in ("REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY") \
-            and not isinstance(getattr(connection, "_sock", None), ssl.SSLSocket):
-        raise SchemaSourceError(f"--ssl-mode {mode}: the server did not offer TLS")
+    sni = options.get("tls-sni-servername")
+    context = (_sni_context_class() if sni else ssl.SSLContext)(ssl.PROTOCOL_TLS_CLIENT)
+    context.sni_name = sni
+    context.check_hostname = mode == "VERIFY_IDENTITY"
+    context.verify_mode = ssl.CERT_REQUIRED if mode in VERIFYING_MODES else ssl.CERT_NONE
+    # MySQL's self-made certificates fail Python 3.13's strict X.509 checks
+    context.verify_flags &= ~ssl.VERIFY_X509_STRICT
+    ca, capath = options.get("ssl-ca"), options.get("ssl-capath")
+    if ca or capath:
+        _loading("--ssl-ca" if ca else "--ssl-capath", ca or capath,
+                 lambda: context.load_verify_locations(cafile=ca, capath=capath))
+    elif mode in VERIFYING_MODES:
+        context.load_default_certs()
+    crl, crlpath = options.get("ssl-crl"), options.get("ssl-crlpath")
+    if crl or crlpath:
+        _loading("--ssl-crl" if crl else "--ssl-crlpath", crl or crlpath,
+                 lambda: context.load_verify_locations(cafile=crl, capath=crlpath))
+        context.verify_flags |= ssl.VERIFY_CRL_CHECK_CHAIN
+    if options.get("ssl-cert"):
+        _loading("--ssl-cert", options["ssl-cert"],
+                 lambda: context.load_cert_chain(options["ssl-cert"], options.get("ssl-key")))
+    if options.get("ssl-cipher"):
+        _loading("--ssl-cipher", options["ssl-cipher"],
+                 lambda: context.set_ciphers(options["ssl-cipher"]))
+    if "tls-version" in options:
+        versions = [TLS_VERSIONS.get(name.strip().upper())
+                    for name in str(options["tls-version"]).split(",") if name.strip()]
+        if not versions or None in versions:
+            raise ValueError(f"--tls-version {options['tls-version']}: expected a list of "
+                             "TLSv1.2, TLSv1.3 (and the older TLSv1, TLSv1.1)")
+        chosen = sorted(getattr(ssl.TLSVersion, name) for name in versions)
+        context.minimum_version, context.maximum_version = chosen[0], chosen[-1]
+    if options.get("tls-ciphersuites") == "" and context.maximum_version in (
+            ssl.TLSVersion.MAXIMUM_SUPPORTED, ssl.TLSVersion.TLSv1_3):
+        # no TLS 1.3 suite allowed: TLS 1.3 cannot be agreed (Python sets no other list)
+        context.maximum_version = ssl.TLSVersion.TLSv1_2
+    _fips_mode(options.get("ssl-fips-mode"))
+    session = options.get("ssl-session-data")
+    if session:
+        _loading("--ssl-session-data", session, lambda: open(session, "rb").close())
+        if not options.get("ssl-session-data-continue-on-failed-reuse"):
+            # as the C client when the saved session is not taken up
+            raise SchemaSourceError(f"--ssl-session-data {session}: a saved TLS session cannot "
+                                    "be reused here; add --ssl-session-data-continue-on-failed-"
+                                    "reuse to connect with a new one")
+    return context
+
+
+def _loading(option: str, value: str, load) -> None:
+    """Run `load`; a file that cannot be read or a list that cannot be used
+    is a SchemaSourceError naming the option and value."""
+    import ssl
+    try:
+        load()
+    except (OSError, ssl.SSLError) as exc:
+        reason = getattr(exc, "strerror", None) or getattr(exc, "reason", None) or str(exc)
+        raise SchemaSourceError(f"{option} {value}: {reason}") from None
+
+
+#: Where Linux says whether the system's crypto runs in FIPS mode.
+FIPS_SWITCH = "/proc/sys/crypto/fips_enabled"
+
+
+def _fips_mode(mode: str | None) -> None:
+    """--ssl-fips-mode: OFF, or ON/STRICT where the system's OpenSSL runs in FIPS mode."""
+    mode = (mode or "OFF").upper()
+    if mode not in ("OFF", "ON", "STRICT"):
+        raise ValueError(f"--ssl-fips-mode {mode}: expected OFF, ON or STRICT")
+    if mode != "OFF":
+        try:
+            enabled = open(FIPS_SWITCH).read().strip() == "1"
+        except OSError:
+            enabled = False
+        if not enabled:
+            raise SchemaSourceError(f"--ssl-fips-mode {mode}: this system's OpenSSL is not in "
+                                    "FIPS mode")
+
+
+def _sni_context_class():
+    import ssl
+
+    class SniContext(ssl.SSLContext):
+        """Sends --tls-sni-servername, not the host connected to, as the server name."""
+        def wrap_socket(self, sock, *args, server_hostname=None, **kwargs):
+            return super().wrap_socket(sock, *args, server_hostname=self.sni_name, **kwargs)
+    return SniContext
+
+
+#: A fingerprint's hash by its hex length (MariaDB's --ssl-fp takes any of them)
+FINGERPRINT_HASHES = {40: "sha1", 56: "sha224", 64: "sha256", 96: "sha384", 128: "sha512"}
+
+
+def _fingerprints(options: dict) -> tuple:
+    """(hash name, digest) of --ssl-fp and of each line of --ssl-fplist."""
+    texts = []
+    if options.get("ssl-fp"):
+        texts.append(("--ssl-fp", options["ssl-fp"]))
+    if options.get("ssl-fplist"):
+        path = options["ssl-fplist"]
+        lines = []
+        _loading("--ssl-fplist", path, lambda: lines.extend(open(path).read().splitlines()))
+        texts += [("--ssl-fplist", line) for line in lines
+                  if line.strip() and not line.lstrip().startswith("#")]
+    result = []
+    for option, text in texts:
+        name, _, digits = text.strip().rpartition(":") if text.count(":") == 1 else ("", "", text)
+        digits = digits.replace(":", "").strip()
+        name = name.lower() or FINGERPRINT_HASHES.get(len(digits), "")
+        try:
+            digest = bytes.fromhex(digits)
+        except ValueError:
+            digest = b""
+        if name not in FINGERPRINT_HASHES.values() or not digest:
+            raise ValueError(f"{option} {text.strip()}: expected a certificate's SHA-1 or SHA-2 "
+                             "fingerprint in hex")
+        result.append((name, digest))
+    return tuple(result)
+
+
+@dataclass(frozen=True)
+class TlsRequirement:
+    """What `require_tls` checks once connected."""
+    mode: str
+    fingerprints: tuple = ()
+
+
+def require_tls(connection, requirement: TlsRequirement | None) -> None:
+    """--ssl-mode REQUIRED and stricter: refuse a connection the server did
+    not encrypt; --ssl-fp/--ssl-fplist: one whose certificate is not named."""
+    import hashlib
+    import ssl
+    if requirement is None:
+        return
+    sock = getattr(connection, "_sock", None)
+    encrypted = isinstance(sock, ssl.SSLSocket)
+    if requirement.mode in ("REQUIRED",) + VERIFYING_MODES and not encrypted:
+        raise SchemaSourceError(f"--ssl-mode {requirement.mode}: the server did not offer TLS")
+    if requirement.fingerprints:
+        certificate = sock.getpeercert(binary_form=True) or b""
+        if not any(hashlib.new(name, certificate).digest() == digest
+                   for name, digest in requirement.fingerprints):
+            shown = hashlib.sha256(certificate).hexdigest().upper()
+            raise SchemaSourceError("the server's certificate matches no --ssl-fp/--ssl-fplist "
+                                    f"fingerprint (its SHA-256 is {shown})")
 
 
 #: What a connection takes from the option files' [client] groups.
 #: The TLS switches among them (on when a file names them without a value;
 #: --skip-, --disable-, --enable- as on the command line).
-SWITCH_KEYS = ("ssl", "ssl-verify-server-cert")
-CONNECTION_KEYS = ("host", "port", "user", "password", "socket", "ssl-ca", "ssl-cert", "ssl-key",
-                   "ssl-mode", "ssl", "ssl-verify-server-cert", "ssl-capath", "ssl-cipher",
-                   "protocol", "bind-address", "server-public-key-path")
+SWITCH_KEYS = ("ssl", "ssl-verify-server-cert", "ssl-session-data-continue-on-failed-reuse")
+CONNECTION_KEYS = ("host", "port", "user", "password", "socket", "ssl-mode", "ssl",
+                   "ssl-verify-server-cert", "protocol", "bind-address",
+                   "server-public-key-path") + TLS_KEYS
 
 
 def _option_file(files: OptionFiles) -> dict:
@@ -241,12 +422,16 @@ def connect(address: ServerAddress, purpose: str = "--schema-from"):
     except ImportError:
         raise SchemaSourceError(f"{purpose} needs pymysql: pip install 'binlake[server]'") from None
     settings = connection_settings(address)
-    mode = settings.pop("_binlake_ssl_mode", None)
+    requirement = settings.pop("_binlake_tls", None)
     try:
         connection = pymysql.connect(**settings)
     except pymysql.err.MySQLError as exc:
         raise SchemaSourceError(f"cannot connect to {server_name(settings)}: {_message(exc)}") from None
-    require_tls(connection, mode)
+    try:
+        require_tls(connection, requirement)
+    except SchemaSourceError:
+        connection.close()
+        raise
     return connection
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..client_options import client_integer
+from ..client_options import client_choice, client_integer
 from ..errors import BinlogError
 
 
@@ -130,12 +130,41 @@ def add_connection_arguments(parser) -> None:
     group.add_argument("--ssl-verify-server-cert", action="store_true",
                        help="MariaDB's: verify the server's certificate and name "
                             "(--ssl-mode VERIFY_IDENTITY)")
+    group.add_argument("--ssl-crl", metavar="FILE",
+                       help="certificate revocation list(s) to check the server's chain against")
+    group.add_argument("--ssl-crlpath", metavar="DIR",
+                       help="a directory of revocation lists (hashed names, as OpenSSL's)")
+    group.add_argument("--tls-version", metavar="LIST",
+                       help="the TLS versions allowed, e.g. TLSv1.2,TLSv1.3")
+    group.add_argument("--tls-ciphersuites", metavar="LIST",
+                       help="MySQL's TLS 1.3 suites: empty allows no TLS 1.3; a list leaves "
+                            "OpenSSL's TLS 1.3 suites (Python cannot choose among them)")
+    group.add_argument("--ssl-fips-mode", metavar="MODE",
+                       type=client_choice("ssl-fips-mode", ("off", "on", "strict")),
+                       help="MySQL's: OFF (default), or ON/STRICT where the system's OpenSSL "
+                            "runs in FIPS mode")
+    group.add_argument("--ssl-session-data", metavar="FILE",
+                       help="MySQL's: a saved TLS session to resume; it cannot be resumed "
+                            "here, so this fails unless the next option is given")
+    group.add_argument("--ssl-session-data-continue-on-failed-reuse", action="store_true",
+                       help="MySQL's: connect with a new TLS session when the saved one is "
+                            "not reused")
+    group.add_argument("--ssl-fp", metavar="HEX",
+                       help="MariaDB's: the server certificate's fingerprint (SHA-1 or SHA-2, "
+                            "hex; implies --ssl)")
+    group.add_argument("--ssl-fplist", metavar="FILE",
+                       help="MariaDB's: a file of accepted fingerprints, one per line")
+    group.add_argument("--tls-sni-servername", metavar="NAME",
+                       help="MySQL's: the server name to send by SNI")
 
 
 _CONNECTION_OPTIONS = ("host", "port", "user", "password", "socket", "defaults_file", "ssl_mode",
                        "ssl_ca", "ssl_cert", "ssl_key", "ssl_capath", "ssl_cipher", "ssl",
-                       "protocol", "bind_address", "server_public_key_path")
-_FLAGS = ("ask_pass", "ssl_verify_server_cert", "get_server_public_key")
+                       "protocol", "bind_address", "server_public_key_path", "ssl_crl",
+                       "ssl_crlpath", "tls_version", "tls_ciphersuites", "ssl_fips_mode",
+                       "ssl_session_data", "ssl_fp", "ssl_fplist", "tls_sni_servername")
+_FLAGS = ("ask_pass", "ssl_verify_server_cert", "get_server_public_key",
+          "ssl_session_data_continue_on_failed_reuse")
 #: What the connection itself reads from the option files (`connection_settings`).
 CONNECTION_DESTS = frozenset(_CONNECTION_OPTIONS + _FLAGS)
 
@@ -157,12 +186,11 @@ def server_address(args, *, for_schema: bool = True, for_snapshot: bool = False)
             options = ", ".join("--" + name.replace("_", "-") for name in given)
             raise ValueError(f"{options}: connection options are for -R and --schema-from")
         return None
-    password = ASK if args.ask_pass else args.password
-    return ServerAddress(args.host, args.port, args.user, password, args.socket,
-                         args.defaults_file, args.ssl_ca, args.ssl_cert, args.ssl_key,
-                         args.ssl_mode, getattr(args, "option_files", None), args.ssl,
-                         args.ssl_verify_server_cert, args.ssl_capath, args.ssl_cipher,
-                         args.protocol, args.bind_address, args.server_public_key_path)
+    given = {name: getattr(args, name) for name in _CONNECTION_OPTIONS + _FLAGS
+             if name not in ("ask_pass", "get_server_public_key")}
+    if args.ask_pass:
+        given["password"] = ASK
+    return ServerAddress(option_files=getattr(args, "option_files", None), **given)
 
 
 def seed_schema(args):
