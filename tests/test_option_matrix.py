@@ -29,7 +29,8 @@ FILTERS = [["--start-position={start}"], ["--stop-position={middle}"], ["-d", "{
 MATRIX = ([o for o in OUTPUTS]
           + [f for f in FILTERS]
           + [v + f for v in (["-v"], ["-vv"]) for f in FILTERS]
-          + [["-H", "-d", "{database}"], ["--print-table-metadata", "-v", "-T", "{table}"]])
+          + [["-H", "-d", "{database}"], ["--print-table-metadata", "-v", "-T", "{table}"],
+             ["--flashback"], ["--flashback", "-v"], ["--flashback", "-vv", "--start-position={start}"]])
 
 
 def _facts(path) -> dict | None:

@@ -111,7 +111,7 @@ class TextOptions:
     verbose: int = 0                  #: -v: pseudo-SQL of rows; -vv: with column types
     short_form: bool = False
     hexdump: bool = False
-    print_row_count: bool = True
+    print_row_count: bool | None = None  #: '# Number of rows' lines; None: unless short_form
     print_event_positions: bool = True  #: `# at N` lines (--print-row-event-positions)
     print_table_metadata: bool = False  #: columns and primary key after each table map
     idempotent: bool = False          #: MySQL's -i: replay with RBR_EXEC_MODE=IDEMPOTENT
@@ -168,6 +168,8 @@ class TextPrinter:
         self.options = options or TextOptions()
         if self.options.short_form:  # mysqlbinlog: --short-form drops --verbose
             self.options.verbose = 0
+        if self.options.print_row_count is None:  # and row counts, unless they are asked for
+            self.options.print_row_count = not self.options.short_form
         self.state = _FileState()
         self._annotate: tuple | None = None   # (event, raw) waiting for its table map
         self._raw = RawEvents()
@@ -282,6 +284,7 @@ class TextPrinter:
         options: no hexdumps, filters, rewrites or leaving out positions."""
         o = self.options
         return (o.base64_output in ("auto", "decode-rows", "never") and not o.hexdump
+                and not (o.short_form and o.print_row_count)
                 and o.print_event_positions and not o.print_table_metadata
                 and not o.rewrite_db and o.database is None and o.table is None
                 and o.delimiter == DELIMITER and self._annotate is None
@@ -384,7 +387,7 @@ class TextPrinter:
         """mysqlbinlog --hexdump: the 19-byte header by field, then the rest
         like `hexdump -C`. Positions are those of the event being processed
         (an Annotate_rows printed with its table map shows the table map's)."""
-        raw = self._raw.get(event)
+        raw = self._event_bytes(event)
         # mysqlbinlog learns the header length from format descriptions only:
         # in v1/v3 files (none) it dumps the whole event as data.
         header_len = self.state.hexdump_header_length
@@ -409,6 +412,10 @@ class TextPrinter:
         if data:
             out.append("#\n")
         return "".join(out)
+
+    def _event_bytes(self, event: Event) -> bytes:
+        """The bytes -H dumps."""
+        return self._raw.get(event)
 
     def _base64(self, event: Event, raw: bytes | None = None) -> str:
         raw = self._raw.get(event) if raw is None else raw
@@ -883,7 +890,7 @@ class TextPrinter:
                 state.tail.append(f"### Row event for unknown table #{event.table_id}")
         if stmt_end:
             out = self._statement_parts()
-            if options.print_row_count and not options.short_form:
+            if options.print_row_count:
                 out.append(f"# Number of rows: {state.rows_in_statement}\n")
             self.write_parts(out)
             state.head.clear()

@@ -18,6 +18,7 @@ from ..errors import BinlogError
 from ..filters import SelectionOptions, Verdict
 from ..gzipped import is_gzip
 from ..jsonable import event_json
+from ..flashback import FlashbackPrinter
 from ..text import TextError, TextOptions, TextPrinter
 from .common import add_input_arguments, add_schema_arguments, reader_options, report, seed_history
 from .selection import (add_selection_arguments, open_inputs, open_output, progress_bar,
@@ -47,11 +48,16 @@ def add_arguments(parser) -> None:
                       help="a hex dump of each event in comments")
     text.add_argument("--skip-annotate-row-events", action="store_true",
                       help="leave out the statements that MariaDB logs before row events")
-    text.add_argument("--print-row-count", action="store_true", default=True,
-                      help="'# Number of rows' lines (default; --skip-print-row-count: none)")
-    text.add_argument("--print-row-event-positions", action="store_true", default=True,
-                      help="'# at N' lines before events (default; "
+    text.add_argument("--print-row-count", action="store_true", default=None,
+                      help="'# Number of rows' lines (default, but with -s; "
+                           "--skip-print-row-count: none)")
+    text.add_argument("--print-row-event-positions", action="store_true", default=None,
+                      help="'# at N' lines before events (default, but with --flashback; "
                            "--skip-print-row-event-positions: none, as mariadb-binlog)")
+    text.add_argument("-B", "--flashback", action="store_true",
+                      help="MariaDB's: the text that undoes the range when replayed, as "
+                           "mariadb-binlog -B prints it: rows events reversed, transactions "
+                           "last first (statements other than BEGIN/COMMIT are left out)")
     text.add_argument("--print-table-metadata", action="store_true",
                       help="after each table map, its columns and primary key as comments "
                            "(what its metadata logs: names, charsets and keys with "
@@ -85,6 +91,9 @@ def run(args, out, err) -> int:
         err.write(f"binlake dump: {exc}\n")
         return ExitStatus.ERROR
     if args.raw:
+        if args.flashback:
+            err.write("ERROR: The --raw mode is not allowed with --flashback mode\n")
+            return ExitStatus.ERROR
         if not args.remote:
             err.write("binlake dump: --raw reads a live server: it needs -R\n")
             return ExitStatus.ERROR
@@ -112,15 +121,20 @@ def _dump_text(args, files, selection, text_filters, out, err, schema) -> int:
     options = TextOptions(base64_output=args.base64_output, verbose=args.verbose,
                           short_form=args.short_form, hexdump=args.hexdump,
                           print_row_count=args.print_row_count,
-                          print_event_positions=args.print_row_event_positions,
+                          print_event_positions=(not args.flashback
+                                                 if args.print_row_event_positions is None
+                                                 else args.print_row_event_positions),
                           print_table_metadata=args.print_table_metadata,
                           idempotent=args.idempotent,
                           require_row_format=args.require_row_format,
                           skip_annotate_row_events=args.skip_annotate_row_events,
                           disable_log_bin=args.disable_log_bin, set_charset=args.set_charset,
-                          local_load=args.local_load, mysql_events=args.mysql_events,
+                          local_load=args.local_load,
+                          # mariadb-binlog's rendering: MySQL's GTID_NEXT lines would not replay
+                          # in reverse
+                          mysql_events="ignorable" if args.flashback else args.mysql_events,
                           gtid_filtering=selection.options.gtid_filtering, **text_filters)
-    printer = TextPrinter(out, options)
+    printer = (FlashbackPrinter if args.flashback else TextPrinter)(out, options)
     printer.begin()
     status = ExitStatus.OK
     start = selection.options.start_position
@@ -131,11 +145,11 @@ def _dump_text(args, files, selection, text_filters, out, err, schema) -> int:
             if left_open:
                 return
             printer.begin_file(path) if path is not None else printer.end_file()
-        for _, event, verdict in _events_to_print(args, files, selection, err, printer, on_file,
-                                                  schema):
+        for index, event, verdict in _events_to_print(args, files, selection, err, printer,
+                                                      on_file, schema):
             bar.update(event)
-            if verdict is Verdict.SHOW and start is not None and event.header.pos < start \
-                    and args.base64_output == "decode-rows":
+            if verdict is Verdict.SHOW and index == 0 and start is not None \
+                    and event.header.pos < start and args.base64_output == "decode-rows":
                 verdict = Verdict.SKIP  # mysqlbinlog reads that format description silently
             if verdict is Verdict.SKIP:
                 printer.note(event)
@@ -165,6 +179,9 @@ def _dump_text(args, files, selection, text_filters, out, err, schema) -> int:
         status = ExitStatus.ERROR
     for problem in printer.errors:
         err.write(f"binlake: warning: {problem}\n")
+    if args.flashback and status != ExitStatus.OK:
+        printer.abandon()  # as mariadb-binlog: the held text is not written after an error
+        return status
     printer.end()
     return status
 
