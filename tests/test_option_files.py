@@ -141,3 +141,60 @@ port = 3307
         assert printed.encode().split(b"\n")[1:] == theirs.split(b"\n")[1:], files
         _, theirs = reference(*files, path)
         assert binlake("dump", *files, path)[1] == theirs, files
+
+
+def write_login_file(path: Path, text: str) -> Path:
+    """A login-path file laid out as mysql_config_editor writes it (the reader
+    was also checked on a file mysql_config_editor wrote)."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+    stored_key = bytes(range(7, 27))
+    key = bytearray(16)
+    for index, byte in enumerate(stored_key):
+        key[index % 16] ^= byte
+    data = bytearray(b"\0\0\0\0" + stored_key)
+    for line in text.splitlines(keepends=True):
+        plain = line.encode()
+        padding = 16 - len(plain) % 16
+        encryptor = Cipher(algorithms.AES(bytes(key)), modes.ECB()).encryptor()
+        cipher = encryptor.update(plain + bytes([padding]) * padding) + encryptor.finalize()
+        data += len(cipher).to_bytes(4, "little") + cipher
+    path.write_bytes(bytes(data))
+    path.chmod(0o600)
+    return path
+
+
+def test_the_login_path_file_is_read_last_even_without_defaults(tmp_path, monkeypatch):
+    login = write_login_file(tmp_path / "login.cnf",
+                             "[client]\nuser = \"from_login\"\npassword = \"p w\"\n"
+                             "[remote]\nhost = \"db9\"\n[elsewhere]\nhost = \"never\"\n")
+    monkeypatch.setenv("MYSQL_TEST_LOGIN_FILE", str(login))
+    cnf = write(tmp_path / "my.cnf", "[client]\nuser = from_file\nhost = db1\n")
+    assert OptionFiles(defaults_file=str(cnf)).options(GROUPS) == [
+        ("user", "from_file"), ("host", "db1"), ("user", "from_login"), ("password", "p w")]
+    assert OptionFiles(no_defaults=True, login_path="remote").options(GROUPS) == [
+        ("user", "from_login"), ("password", "p w"), ("host", "db9")]
+    assert OptionFiles(no_defaults=True, no_login_paths=True).options(GROUPS) == []
+    login.chmod(0o644)  # readable by others: not trusted, as MySQL's clients
+    assert OptionFiles(no_defaults=True).options(GROUPS) == []
+
+
+def test_login_path_options_come_first_on_the_line(tmp_path, monkeypatch):
+    from binlake.option_files import split_defaults_options
+    from binlake.schema_source import ServerAddress, connection_settings
+    files, _, rest = split_defaults_options(["--no-defaults", "--login-path=remote",
+                                             "--no-login-paths", "-v"])
+    assert (files.no_defaults, files.login_path, files.no_login_paths, rest) == (
+        True, "remote", True, ["-v"])
+    login = write_login_file(tmp_path / "login.cnf", "[remote]\nuser = \"ops\"\nhost = \"db9\"\n")
+    monkeypatch.setenv("MYSQL_TEST_LOGIN_FILE", str(login))
+    settings = connection_settings(ServerAddress(
+        option_files=OptionFiles(no_defaults=True, login_path="remote")))
+    assert (settings["user"], settings["host"]) == ("ops", "db9")
+
+
+def test_a_damaged_login_path_file_is_an_error_naming_the_byte(tmp_path, monkeypatch):
+    login = write_login_file(tmp_path / "login.cnf", "[client]\nuser = \"a\"\n")
+    login.write_bytes(login.read_bytes()[:-3])
+    monkeypatch.setenv("MYSQL_TEST_LOGIN_FILE", str(login))
+    with pytest.raises(OptionFileError, match=r"byte 4\d: a cut or damaged login-path line"):
+        OptionFiles(no_defaults=True).options(GROUPS)

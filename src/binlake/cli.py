@@ -38,7 +38,11 @@ COMMANDS = {
 CLIENT_SYNTAX_HELP = (
     "Options take the mysql client programs' syntax: --opt=value or --opt value; booleans "
     "also as --opt=0/1/ON/OFF/TRUE/FALSE, --skip-opt, --disable-opt, --enable-opt; "
-    "--loose-opt (ignored when unknown); _ for -; any unambiguous prefix of a long option.")
+    "--loose-opt (ignored when unknown); _ for -; any unambiguous prefix of a long option. "
+    "dump and sql read the option files as mysqlbinlog does; first on the line: "
+    "--no-defaults, --defaults-file=FILE, --defaults-extra-file=FILE, "
+    "--defaults-group-suffix=SUFFIX, --print-defaults, --login-path=NAME and "
+    "--no-login-paths (MySQL's ~/.mylogin.cnf).")
 
 
 def _load(name: str):

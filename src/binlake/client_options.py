@@ -86,8 +86,9 @@ def add_client_library_arguments(parser: argparse.ArgumentParser) -> None:
     debug.optional_value = True  # `--debug=OPTIONS`: the value is dropped (`_long_option`)
     for name in ("--debug-check", "--debug-info"):
         group.add_argument(name, action="store_true", dest=ignored(name), help="no effect")
-
-
+    group.add_argument("--shared-memory-base-name", metavar="NAME",
+                       dest=ignored("--shared-memory-base-name"),
+                       help="no effect (Windows' shared-memory connections)")
 
 
 class UsageError(ValueError):

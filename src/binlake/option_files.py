@@ -10,6 +10,13 @@ stand; the options of the wanted groups (each also with the
 group, so a later line wins, and the command line after all of them. A
 missing file is skipped; a named one that is missing is an error.
 
+MySQL's login-path file (`~/.mylogin.cnf`, made by mysql_config_editor)
+is read after all of them, even with --no-defaults or --defaults-file, as
+MySQL's clients read it: its [client] groups and the --login-path group
+(`client` by default); --no-login-paths leaves it out. Its lines are
+AES-128-ECB encrypted under a key stored in the file itself (obfuscation,
+not secrecy; a file others may read is ignored), decrypted with `cryptography` (pymysql's `rsa` extra).
+
 The same reader serves the command line (`binlake dump`, `sql`: the groups
 of mysqlbinlog and mariadb-binlog) and the connections of -R,
 --schema-from and --snapshot-from (the [client] groups).
@@ -34,7 +41,17 @@ ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "r": "\r", "\\": "\\", "s": " ", "\"
            "'": "'"}
 #: The options that choose the files; on a command line, only as its first options.
 DEFAULTS_OPTIONS = ("--no-defaults", "--defaults-file", "--defaults-extra-file",
-                    "--defaults-group-suffix", "--print-defaults")
+                    "--defaults-group-suffix", "--print-defaults", "--login-path",
+                    "--no-login-paths")
+#: MySQL's login-path file; $MYSQL_TEST_LOGIN_FILE names another.
+LOGIN_FILE = "~/.mylogin.cnf"
+#: The login-path file's layout: 4 unused bytes, the key, then each line as
+#: a 4-byte little-endian length and that many bytes of AES-128-ECB cipher.
+LOGIN_FILE_UNUSED_BYTES = 4
+LOGIN_KEY_LENGTH = 20
+AES_KEY_BYTES = 16
+#: The group a login-path file is read for without --login-path.
+DEFAULT_LOGIN_PATH = "client"
 
 
 class OptionFileError(OSError):
@@ -48,6 +65,8 @@ class OptionFiles:
     defaults_file: str | None = None
     extra_file: str | None = None
     group_suffix: str | None = None
+    login_path: str | None = None
+    no_login_paths: bool = False
 
     def paths(self) -> list[tuple[Path, bool]]:
         """(file, whether it must exist) in reading order."""
@@ -81,7 +100,46 @@ class OptionFiles:
                     raise OptionFileError(f"Could not open required defaults file: {path}")
                 continue
             _read(path, wanted, found, 0)
+        login_file = Path(os.environ.get("MYSQL_TEST_LOGIN_FILE") or LOGIN_FILE).expanduser()
+        # as MySQL's clients: a file others may read or write is not trusted
+        if not self.no_login_paths and login_file.is_file() \
+                and not login_file.stat().st_mode & 0o077:
+            login_groups = wanted | self.groups((self.login_path or DEFAULT_LOGIN_PATH,))
+            _read_text(login_file, read_login_file(login_file), login_groups, found, 0)
         return found
+
+
+def read_login_file(path: Path) -> str:
+    """The plain text of a login-path file (OptionFileError if it is not one)."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise OptionFileError(f"{path}: {exc.strerror or exc}") from None
+    start = LOGIN_FILE_UNUSED_BYTES + LOGIN_KEY_LENGTH
+    if len(data) < start:
+        raise OptionFileError(f"{path}: too short for a login-path file")
+    key = bytearray(AES_KEY_BYTES)
+    for index, byte in enumerate(data[LOGIN_FILE_UNUSED_BYTES:start]):
+        key[index % AES_KEY_BYTES] ^= byte  # the stored key folded to AES-128's length
+    try:
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+    except ImportError:
+        raise OptionFileError(f"{path}: reading a login-path file needs cryptography: "
+                              "pip install 'binlake[server]'") from None
+    lines, at = [], start
+    while at < len(data):
+        length = int.from_bytes(data[at:at + 4], "little")
+        cipher = data[at + 4:at + 4 + length]
+        if at + 4 > len(data) or length == 0 or length % AES_KEY_BYTES or len(cipher) < length:
+            raise OptionFileError(f"{path}: byte {at}: a cut or damaged login-path line")
+        decryptor = Cipher(algorithms.AES(bytes(key)), modes.ECB()).decryptor()
+        plain = decryptor.update(cipher) + decryptor.finalize()
+        padding = plain[-1]
+        if not 1 <= padding <= AES_KEY_BYTES or plain[-padding:] != bytes([padding]) * padding:
+            raise OptionFileError(f"{path}: byte {at}: a login-path line that does not decrypt")
+        lines.append(plain[:-padding].decode("utf-8", "surrogateescape"))
+        at += 4 + length
+    return "".join(lines)
 
 
 def _read(path: Path, wanted: set, found: list, depth: int) -> None:
@@ -91,6 +149,10 @@ def _read(path: Path, wanted: set, found: list, depth: int) -> None:
         text = path.read_text(encoding="utf-8", errors="surrogateescape")
     except OSError as exc:
         raise OptionFileError(f"{path}: {exc.strerror or exc}") from None
+    _read_text(path, text, wanted, found, depth)
+
+
+def _read_text(path: Path, text: str, wanted: set, found: list, depth: int) -> None:
     group = None
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
@@ -165,17 +227,17 @@ def split_defaults_options(argv: list[str]) -> tuple[OptionFiles, bool, list[str
         name = name.replace("_", "-")
         if name not in DEFAULTS_OPTIONS:
             break
-        if name in ("--no-defaults", "--print-defaults"):
-            if name == "--no-defaults":
-                settings["no_defaults"] = True
-            else:
+        if name in ("--no-defaults", "--print-defaults", "--no-login-paths"):
+            if name == "--print-defaults":
                 print_defaults = True
+            else:
+                settings[name[2:].replace("-", "_")] = True
             index += 1
             continue
         if not equals:
             break  # as the client programs: these take their value after `=` only
         field = {"--defaults-file": "defaults_file", "--defaults-extra-file": "extra_file",
-                 "--defaults-group-suffix": "group_suffix"}[name]
+                 "--defaults-group-suffix": "group_suffix", "--login-path": "login_path"}[name]
         settings[field] = value
         index += 1
     return OptionFiles(**settings), print_defaults, argv[index:]
