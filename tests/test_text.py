@@ -287,4 +287,57 @@ def test_mysql_replay_modes_open_and_close_the_output(corpus):
              b"/*!50700 SET @@SESSION.RBR_EXEC_MODE=STRICT*/;\n")
     for line in added:
         both = both.replace(line, b"", 1)
-    assert both == plain
+    # --require-row-format: no pseudo_thread_id lines (MySQL's mysqlbinlog)
+    assert both == re.sub(rb"SET @@session.pseudo_thread_id=\d+/\*!\*/;\n", b"", plain)
+
+
+def test_require_row_format_stops_at_an_event_that_is_not_row_based(corpus):
+    """MySQL's --require-row-format refuses statement events inside a
+    transaction, Intvar/Rand, LOAD DATA, temporary tables: `ERROR:` naming
+    the rule, status 1, what came before printed and the output closed."""
+    path = str(corpus / "mysql-5.5.62" / "suite" / "binlog" / "std_data" / "ver_5_1_23.001")
+    _, plain, _ = binlake("dump", "--no-defaults", path)
+    status, ours, err = binlake("dump", "--no-defaults", "--require-row-format", path)
+    assert status == 1
+    assert err == "ERROR: Event being written violates the --require-row-format parameter constraints.\n"
+    body, _, tail = ours.partition(b"DELIMITER ;\n")
+    assert tail.startswith(b"# End of log file\n")
+    body = body.replace(b"/*!80019 SET @@SESSION.REQUIRE_ROW_FORMAT=1*/;\n\n", b"")
+    plain = re.sub(rb"SET @@session.pseudo_thread_id=\d+/\*!\*/;\n", b"", plain)
+    assert plain.startswith(body) and len(body) < len(plain.partition(b"DELIMITER ;\n")[0])
+    # row-based files pass whole
+    row_based = str(corpus / "zalora-binlog-parser" / "mysql-bin.03")
+    assert binlake("dump", "--no-defaults", "--require-row-format", row_based)[0] == 0
+
+
+def test_skip_gtids_leaves_out_gtid_events_as_mysqlbinlog(corpus):
+    """MySQL's --skip-gtids: GTID and Previous-GTIDs events print nothing but
+    their `# at` lines, each format description is followed by GTID_NEXT
+    AUTOMATIC, and no GTID_NEXT line closes the output."""
+    path = str(corpus / "mysql-8.0.40" / "std_data" / "binlog_56_gtid_reserved_word.000001")
+    _, plain, _ = binlake("dump", "--no-defaults", path)
+    status, ours, _ = binlake("dump", "--no-defaults", "--skip-gtids", path)
+    assert status == 0
+    blocks = re.split(rb"(?m)^(?=# at \d+\n)", plain)
+    gtid = re.compile(rb"\t(GTID|Anonymous_GTID|Previous-GTIDs)[\t\n]")
+    expected = b"".join(block.split(b"\n", 1)[0] + b"\n" if gtid.search(block) else block
+                        for block in blocks)
+    expected = expected.replace(b"'/*!*/;\n# at", b"'/*!*/;\n/*!50616 SET @@SESSION.GTID_NEXT="
+                                b"'AUTOMATIC'*//*!*/;\n# at", 1)
+    expected = expected.replace(b"SET @@SESSION.GTID_NEXT= 'AUTOMATIC' /* added by mysqlbinlog */"
+                                b" /*!*/;\n", b"")
+    assert b"\tGTID\t" in plain and ours == expected
+
+
+def test_server_id_bits_mask_headers_and_the_server_id_filter(corpus):
+    """MySQL's --server-id-bits=N: only the low N bits of a server id count."""
+    path = str(corpus / "ybinlogp" / "mysql-bin.default-path")  # server id 1337
+    status, ours, _ = binlake("dump", "--no-defaults", "--server-id-bits=8", path)
+    assert status == 0 and b"server id 57 " in ours and b"server id 1337 " not in ours
+    masked = binlake("dump", "--no-defaults", "--server-id-bits=8", "--server-id=57", path)[1]
+    footer = (b"/*!100001 SET @@SESSION.SERVER_ID=@@GLOBAL.SERVER_ID */;\n"
+              b"/*!100001 SET @@SESSION.GTID_DOMAIN_ID=@@GLOBAL.GTID_DOMAIN_ID */;\n")
+    assert masked == ours + footer  # (a server id filter's closing lines, as mariadb-binlog)
+    assert b"server id" not in binlake("dump", "--no-defaults", "--server-id=57", path)[1]
+    status, _, err = binlake("dump", "--no-defaults", "--server-id-bits=40", path)
+    assert status == 0 and "unsigned value 40 adjusted to 32" in err

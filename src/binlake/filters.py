@@ -29,8 +29,9 @@ import time
 from dataclasses import dataclass, field
 from enum import Enum
 
-from .constants import EventType as E
-from .events import (Event, GtidEvent, MariadbGtidEvent, QueryEvent, XaPrepareEvent, XidEvent)
+from .constants import EventType as E, LogEventFlag
+from .events import (Event, GtidEvent, MariadbGtidEvent, QueryEvent, UnknownEvent, XaPrepareEvent,
+                     XidEvent)
 
 
 class Verdict(Enum):
@@ -151,6 +152,8 @@ class SelectionOptions:
     offset: int | None = None           #: --offset: leave out the first N events read
     start_gtids: dict | None = None     #: MariaDB: show groups after these (exclusive)
     stop_gtids: dict | None = None      #: MariaDB: show groups up to these (inclusive)
+    #: MySQL's --server-id-bits: the bits of a server id that count
+    server_id_mask: int = 0xFFFFFFFF
 
     @property
     def gtid_filtering(self) -> bool:
@@ -158,6 +161,7 @@ class SelectionOptions:
                     or self.ignore_domain_ids or self.start_gtids or self.stop_gtids)
 
     def server_shown(self, server_id: int) -> bool:
+        server_id &= self.server_id_mask
         if self.server_ids and server_id not in self.server_ids:
             return False
         return not (self.ignore_server_ids and server_id in self.ignore_server_ids)
@@ -327,3 +331,58 @@ class EventSelection:
         if (o.stop_gtids and not self._group.active and self._stop_reached >= set(o.stop_gtids)):
             return Verdict.STOP
         return None
+
+
+# -- MySQL's --require-row-format --------------------------------------------------
+
+class RowFormatCheck:
+    """Which events MySQL's mysqlbinlog --require-row-format refuses (its
+    transaction boundary parser's row-logging constraints): LOAD DATA,
+    Intvar and Rand events, User_var events inside a transaction, temporary
+    tables, and inside BEGIN ... COMMIT any statement but XA END, XA PREPARE,
+    SAVEPOINT and CREATE TABLE. MariaDB's own events are taken as their MySQL
+    counterparts: a GTID that opens a transaction as a BEGIN, Annotate_rows as
+    Rows_query, Gtid lists and checkpoints as Previous-GTIDs."""
+
+    MESSAGE = "Event being written violates the --require-row-format parameter constraints."
+    ALWAYS_REFUSED = frozenset({
+        E.INTVAR_EVENT, E.RAND_EVENT, E.LOAD_EVENT, E.CREATE_FILE_EVENT, E.APPEND_BLOCK_EVENT,
+        E.EXEC_LOAD_EVENT, E.DELETE_FILE_EVENT, E.NEW_LOAD_EVENT, E.BEGIN_LOAD_QUERY_EVENT,
+        E.EXECUTE_LOAD_QUERY_EVENT})
+    #: statements a transaction may hold besides row events
+    IN_TRANSACTION = ("XA END", "XA PREPARE", "SAVEPOINT", "CREATE TABLE")
+    #: a temporary table's statement is one only when longer than this (as the parser has it)
+    TEMPORARY_PREFIX_LENGTH = 16
+
+    def __init__(self):
+        self._in_transaction = False
+
+    def allows(self, event: Event) -> bool:
+        code = event.header.type_code
+        if code in self.ALWAYS_REFUSED:
+            return False
+        if code == E.USER_VAR_EVENT:
+            return not self._in_transaction  # only before a DDL, outside transactions
+        if isinstance(event, QueryEvent):
+            return self._allows_query(event.query)
+        if isinstance(event, (XidEvent, XaPrepareEvent, GtidEvent)):
+            self._in_transaction = False
+        elif isinstance(event, MariadbGtidEvent):
+            self._in_transaction = not event.flags2 & 1  # FL_STANDALONE: no BEGIN to come
+        elif isinstance(event, UnknownEvent):
+            return bool(event.header.flags & LogEventFlag.LOG_EVENT_IGNORABLE_F)
+        return True
+
+    def _allows_query(self, query: str) -> bool:
+        head = query.lstrip()[:24].upper()
+        if len(query.strip()) > self.TEMPORARY_PREFIX_LENGTH \
+                and head.startswith(("CREATE TEMPORARY", "DROP TEMPORARY")):
+            return False
+        if head.startswith(("BEGIN", "XA START")):
+            self._in_transaction = True
+            return True
+        if head.startswith(("COMMIT", "XA ROLLBACK")) or (
+                head.startswith("ROLLBACK") and not head.startswith("ROLLBACK TO")):
+            self._in_transaction = False
+            return True
+        return not self._in_transaction or head.startswith(self.IN_TRANSACTION)

@@ -101,6 +101,9 @@ _MYSQL_ONLY = {E.GTID_LOG_EVENT, E.ANONYMOUS_GTID_LOG_EVENT, E.PREVIOUS_GTIDS_LO
                E.HEARTBEAT_LOG_EVENT_V2, E.GTID_TAGGED_LOG_EVENT}
 
 _XA_KEYWORDS = ("XA START", "XA END", "XA COMMIT", "XA ROLLBACK")
+#: What MySQL's --skip-gtids leaves out.
+_GTID_EVENTS = {E.GTID_LOG_EVENT, E.GTID_TAGGED_LOG_EVENT, E.ANONYMOUS_GTID_LOG_EVENT,
+                E.PREVIOUS_GTIDS_LOG_EVENT}
 
 
 @dataclass
@@ -116,6 +119,8 @@ class TextOptions:
     print_table_metadata: bool = False  #: columns and primary key after each table map
     idempotent: bool = False          #: MySQL's -i: replay with RBR_EXEC_MODE=IDEMPOTENT
     require_row_format: bool = False  #: MySQL's: replay with REQUIRE_ROW_FORMAT=1
+    skip_gtids: bool = False          #: MySQL's: GTID and Previous-GTIDs events left out
+    server_id_mask: int = 0xFFFFFFFF  #: MySQL's --server-id-bits: the bits shown
     skip_annotate_row_events: bool = False
     rewrite_db: dict = field(default_factory=dict)
     database: str | None = None       #: --database: statements and rows of this db only
@@ -285,6 +290,8 @@ class TextPrinter:
         o = self.options
         return (o.base64_output in ("auto", "decode-rows", "never") and not o.hexdump
                 and not (o.short_form and o.print_row_count)
+                and not o.skip_gtids and o.server_id_mask == 0xFFFFFFFF
+                and not o.require_row_format
                 and o.print_event_positions and not o.print_table_metadata
                 and not o.rewrite_db and o.database is None and o.table is None
                 and o.delimiter == DELIMITER and self._annotate is None
@@ -343,6 +350,8 @@ class TextPrinter:
         if not options.short_form and options.print_event_positions:
             self.write(f"# at {self._current_position}\n")
         handler = _HANDLERS.get(type(event))
+        if options.skip_gtids and event.header.type_code in _GTID_EVENTS:
+            return  # MySQL's --skip-gtids: their `# at` lines stay, as mysqlbinlog's do
         if options.mysql_events == "ignorable" and event.header.type_code in _MYSQL_ONLY:
             handler = TextPrinter._print_ignorable
         if isinstance(event, UnknownEvent):
@@ -350,6 +359,10 @@ class TextPrinter:
         if handler is None:
             handler = TextPrinter._print_ignorable
         handler(self, event)
+
+    def inside_payload(self, event: Event) -> bool:
+        """Whether `event` came out of a MySQL transaction payload."""
+        return self._raw.inside_payload(event)
 
     def _position(self, event: Event) -> int:
         # Events inside a MySQL transaction payload have no position of their
@@ -373,7 +386,7 @@ class TextPrinter:
             if len(self._times) > 4096:
                 self._times.clear()
             when = self._times[h.timestamp] = _timestamp(h.timestamp)
-        text = f"#{when} server id {h.server_id}  end_log_pos {log_pos} "
+        text = f"#{when} server id {h.server_id & self.options.server_id_mask}  end_log_pos {log_pos} "
         checksum = h.checksum
         if isinstance(event, FormatDescriptionEvent) and event.checksum_alg != 1:
             checksum = None  # the FDE carries a checksum field even with checksums off
@@ -454,6 +467,8 @@ class TextPrinter:
         if options.base64_output != "never" and not options.short_form:
             if self._encode_base64:
                 out.append("BINLOG '\n" + self._base64(event) + f"'{self.delimiter}\n")
+            if options.skip_gtids:  # mysqlbinlog: the transactions replay as new ones
+                out.append(f"/*!50616 SET @@SESSION.GTID_NEXT='AUTOMATIC'*/{self.delimiter}\n")
             state.printed_fd_event = True
         self.write("".join(out))
 
@@ -508,8 +523,10 @@ class TextPrinter:
         if micro:
             when += ".%06d" % micro
         out.append(when + f"{self.delimiter}\n")
-        if state.thread_id is None or (flags & _THREAD_SPECIFIC_F
-                                       and event.thread_id != state.thread_id):
+        # (MySQL's --require-row-format leaves the thread id out)
+        if not options.require_row_format and (
+                state.thread_id is None or (flags & _THREAD_SPECIFIC_F
+                                            and event.thread_id != state.thread_id)):
             thread = 999999999 if options.short_form else event.thread_id
             out.append(f"SET @@session.pseudo_thread_id={thread}{self.delimiter}\n")
             state.thread_id = event.thread_id

@@ -12,10 +12,10 @@ import os
 
 from .. import core
 from ..cli import ExitStatus
-from ..client_options import add_client_library_arguments, client_choice
+from ..client_options import add_client_library_arguments, client_choice, client_integer
 from ..constants import EventType, LogEventFlag
 from ..errors import BinlogError
-from ..filters import SelectionOptions, Verdict
+from ..filters import RowFormatCheck, SelectionOptions, Verdict
 from ..gzipped import is_gzip
 from ..jsonable import event_json
 from ..flashback import FlashbackPrinter
@@ -23,6 +23,10 @@ from ..text import TextError, TextOptions, TextPrinter
 from .common import add_input_arguments, add_schema_arguments, reader_options, report, seed_history
 from .selection import (add_selection_arguments, open_inputs, open_output, progress_bar,
                         selected_events, selection_options, write_native)
+
+
+#: MySQL's --server-id-bits range
+MIN_SERVER_ID_BITS, MAX_SERVER_ID_BITS = 7, 32
 
 
 def add_arguments(parser) -> None:
@@ -66,8 +70,15 @@ def add_arguments(parser) -> None:
                       help="MySQL's: the output replays with RBR_EXEC_MODE=IDEMPOTENT (rows "
                            "already there or missing are not errors)")
     text.add_argument("--require-row-format", action="store_true",
-                      help="MySQL's: the output replays with REQUIRE_ROW_FORMAT=1 (the server "
-                           "then refuses anything but row events and DDL)")
+                      help="MySQL's: stop at an event that is not row-based (LOAD DATA, "
+                           "Intvar/Rand, temporary tables, statements inside transactions); "
+                           "the output replays with REQUIRE_ROW_FORMAT=1")
+    text.add_argument("--skip-gtids", action="store_true",
+                      help="MySQL's: leave out GTID and Previous-GTIDs events, so the "
+                           "transactions replay as new ones")
+    text.add_argument("--server-id-bits", type=client_integer("server-id-bits"), default=32,
+                      metavar="N", help="MySQL's: only the low N bits (7-32) of server ids "
+                                        "count, in headers and --server-id (default 32)")
     text.add_argument("-F", "--force-if-open", action="store_true", default=True,
                       help="print a binlog the server has not closed (default; "
                            "--skip-force-if-open: stop after its format description, as "
@@ -90,6 +101,11 @@ def run(args, out, err) -> int:
     except ValueError as exc:  # a value mariadb-binlog refuses too: its status, 1
         err.write(f"binlake dump: {exc}\n")
         return ExitStatus.ERROR
+    bits = min(max(args.server_id_bits, MIN_SERVER_ID_BITS), MAX_SERVER_ID_BITS)
+    if bits != args.server_id_bits:  # as my_getopt adjusts a value out of range
+        err.write(f"binlake dump: [Warning] option 'server-id-bits': unsigned value "
+                  f"{args.server_id_bits} adjusted to {bits}.\n")
+    selection.options.server_id_mask = args.server_id_mask = (1 << bits) - 1
     if args.raw:
         if args.flashback:
             err.write("ERROR: The --raw mode is not allowed with --flashback mode\n")
@@ -127,6 +143,7 @@ def _dump_text(args, files, selection, text_filters, out, err, schema) -> int:
                           print_table_metadata=args.print_table_metadata,
                           idempotent=args.idempotent,
                           require_row_format=args.require_row_format,
+                          skip_gtids=args.skip_gtids, server_id_mask=args.server_id_mask,
                           skip_annotate_row_events=args.skip_annotate_row_events,
                           disable_log_bin=args.disable_log_bin, set_charset=args.set_charset,
                           local_load=args.local_load,
@@ -140,6 +157,7 @@ def _dump_text(args, files, selection, text_filters, out, err, schema) -> int:
     start = selection.options.start_position
     bar = progress_bar(files, err)
     left_open = []  # a file --skip-force-if-open stopped at: nothing more is printed
+    row_format = RowFormatCheck() if args.require_row_format else None
     try:
         def on_file(path):
             if left_open:
@@ -148,6 +166,12 @@ def _dump_text(args, files, selection, text_filters, out, err, schema) -> int:
         for index, event, verdict in _events_to_print(args, files, selection, err, printer,
                                                       on_file, schema):
             bar.update(event)
+            if row_format is not None and not (index == 0 and start and event.header.pos < start) \
+                    and not printer.inside_payload(event) and not row_format.allows(event):
+                printer.flush()  # (events inside a payload are not checked, as by mysqlbinlog)
+                err.write(f"ERROR: {row_format.MESSAGE}\n")
+                status = ExitStatus.ERROR
+                break
             if verdict is Verdict.SHOW and index == 0 and start is not None \
                     and event.header.pos < start and args.base64_output == "decode-rows":
                 verdict = Verdict.SKIP  # mysqlbinlog reads that format description silently
