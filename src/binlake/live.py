@@ -617,7 +617,8 @@ def stream(host: str | None = None, port: int | None = None, user: str | None = 
            ssl_ca: str | None = None, ssl_cert: str | None = None, ssl_key: str | None = None,
            resume=None, file: str | None = None, position: int = 4, gtid: str | None = None,
            stop_never: bool = True, server_id: int = DEFAULT_SERVER_ID, heartbeat: float = 5.0,
-           read_timeout: float | None = None, schema=None, **reader_options) -> LiveStream:
+           read_timeout: float | None = None, schema=None, compress: bool = False,
+           **reader_options) -> LiveStream:
     """Follow a live MySQL or MariaDB server as a replica.
 
     Where to start: `resume` (a token or its text from an earlier stream),
@@ -625,18 +626,19 @@ def stream(host: str | None = None, port: int | None = None, user: str | None = 
     it), else the server's first binlog. `stop_never=False` ends at the end
     of the last binlog. Column names: the DDL in the stream, and, when the
     stream does not start at the server's first binlog, the server's tables
-    as they are now (`schema=` seeds otherwise; False: none)."""
+    as they are now (`schema=` seeds otherwise; False: none). `compress`:
+    the compressed protocol (zlib) when the server offers it, as mysqlbinlog -C."""
     if resume is not None:
         token = resume if isinstance(resume, ResumeToken) else ResumeToken.parse(resume)
         file, position, gtid = token.file, token.position, None
     settings = default_settings(host, port, user, password, socket, defaults_file,
                                 ssl_ca=ssl_ca, ssl_cert=ssl_cert, ssl_key=ssl_key,
-                                ssl_mode=ssl_mode)
+                                ssl_mode=ssl_mode, compress=compress or None)
     if schema is None and (file is not None or gtid is not None):
         from .schema_source import ServerAddress, schema_from_server
         schema = schema_from_server(ServerAddress(host, port, user, password, socket,
                                                   defaults_file, ssl_ca, ssl_cert, ssl_key,
-                                                  ssl_mode))
+                                                  ssl_mode, compress=compress or None))
     options = LiveOptions(settings, file=file, position=position, mariadb_gtid=gtid,
                           to_last_log=True, stop_never=stop_never, server_id=server_id,
                           heartbeat=heartbeat, read_timeout=read_timeout)

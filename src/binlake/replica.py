@@ -26,6 +26,11 @@ The commands and session variables, as the servers define them:
   events as stored, not rewritten for old replicas), `@master_heartbeat_period`
   (nanoseconds).
 
+With -C/--compression-algorithms the connection is compressed
+(`binlake.wire_compression`): PyMySQL's part goes through its compressing
+connection, and the dump's packets come from the same channel, unwrapped
+in bulk into the same buffer.
+
 Rule: every problem is a ReplicationError with one line: the server, the
 binlog and position, and the server's own message. Whether it is worth a
 reconnect is `ReplicationError.retryable`.
@@ -39,6 +44,7 @@ import struct
 import uuid as uuid_module
 
 from .errors import BinlogError
+from .wire_compression import WireCompressionError
 
 COM_BINLOG_DUMP = 0x12
 COM_REGISTER_SLAVE = 0x15
@@ -195,6 +201,7 @@ class ReplicaConnection:
         self.checksums = False
         self.server_version = ""
         self._sock = None
+        self._channel = None         # a CompressedChannel, when compressed
         self._buf = b""              # received, from `_at` on not yet parsed
         self._at = 0
         self._chunk = bytearray(1 << 20)
@@ -207,10 +214,12 @@ class ReplicaConnection:
             raise ReplicationError(self.where, 0, "reading a live server needs pymysql: "
                                    "pip install 'binlake[server]'") from None
         from .schema_source import SchemaSourceError, require_tls
+        from .wire_compression import connect
         settings = dict(self.settings)
         requirement = settings.pop("_binlake_tls", None)
+        compression = settings.pop("_binlake_compression", None)
         try:
-            self.connection = pymysql.connect(**settings)
+            self.connection = connect(settings, compression)
             require_tls(self.connection, requirement)
         except pymysql.err.MySQLError as exc:
             raise self._error(exc, "cannot connect") from None
@@ -289,8 +298,10 @@ class ReplicaConnection:
             if self.is_mariadb:
                 flags |= BINLOG_SEND_ANNOTATE_ROWS_EVENT
             self._command(COM_BINLOG_DUMP, binlog_dump_packet(file, position, self.server_id, flags))
-        # From here on the packets are read from the socket, not through pymysql.
+        # From here on the packets are read from the socket (or the compressed
+        # channel on it), not through pymysql.
         self._sock = self.connection._sock
+        self._channel = getattr(self.connection, "channel", None)
         self._sock.settimeout(self.read_timeout)
         self._buf = b""
         self._at = 0
@@ -357,21 +368,29 @@ class ReplicaConnection:
         return self._buf[at:at + n]
 
     def _receive(self) -> None:
-        """More bytes from the socket; the buffer stays `bytes`, which the
-        native run splitter reads in place."""
+        """More bytes from the socket (unwrapped, when compressed); the
+        buffer stays `bytes`, which the native run splitter reads in place."""
         try:
-            got = self._sock.recv_into(self._chunk)
+            if self._channel is not None:
+                data = self._channel.receive()
+                got = len(data)
+            else:
+                got = self._sock.recv_into(self._chunk)
+                data = memoryview(self._chunk)[:got]
         except (socket.timeout, TimeoutError):
             raise ReplicationError(self.where, 0, f"no event or heartbeat for "
                                    f"{self.read_timeout:g} s: the connection has stalled",
                                    retryable=True) from None
+        except WireCompressionError as exc:
+            raise ReplicationError(self.where, 0, "a corrupt compressed packet from the "
+                                   f"server: {exc}", code=2027) from None
         except OSError as exc:
             raise ReplicationError(self.where, 0, f"connection lost: {exc}",
                                    retryable=True) from None
         if not got:
             raise ReplicationError(self.where, 0, "the server closed the connection",
                                    code=2013, retryable=True)
-        self._buf = self._buf[self._at:] + memoryview(self._chunk)[:got]
+        self._buf = self._buf[self._at:] + data
         self._at = 0
 
     def close(self) -> None:

@@ -79,6 +79,11 @@ class ServerAddress:
     ssl_fp: str | None = None
     ssl_fplist: str | None = None
     tls_sni_servername: str | None = None
+    #: The compressed protocol: -C/--compress (--skip-compress: False), MySQL's
+    #: --compression-algorithms and --zstd-compression-level (wire_compression.py)
+    compress: bool | None = None
+    compression_algorithms: str | None = None
+    zstd_compression_level: int | None = None
 
 #: --ssl-mode values (MySQL's client; MariaDB's --ssl/--ssl-verify-server-cert map onto them)
 SSL_MODES = ("DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
@@ -128,7 +133,35 @@ def connection_settings(address: ServerAddress) -> dict:
             raise SchemaSourceError(f"--server-public-key-path {key_path}: "
                                     f"{exc.strerror or exc}") from None
     keywords.update(_tls(address, settings))
+    compression = _compression(address, settings)
+    if compression is not None:
+        keywords["_binlake_compression"] = compression
     return keywords
+
+
+def _compression(address: ServerAddress, settings: dict):
+    """The wire_compression.Compression of -C, --compression-algorithms and
+    --zstd-compression-level (the command line's, else the option files'),
+    or None: uncompressed."""
+    from .wire_compression import Compression
+    compress = address.compress if address.compress is not None else _on(settings.get("compress"))
+    algorithms = address.compression_algorithms
+    if algorithms is None:
+        algorithms = settings.get("compression-algorithms")
+    level = address.zstd_compression_level
+    if level is None and settings.get("zstd-compression-level") is not None:
+        text = settings["zstd-compression-level"]
+        try:
+            level = int(text)
+        except ValueError:
+            raise ValueError(f"--zstd-compression-level {text}: expected 1 to 22") from None
+    compression = Compression.from_options(bool(compress), algorithms, level)
+    if compression is not None and "zstd" in compression.algorithms:
+        import importlib.util
+        if importlib.util.find_spec("zstandard") is None:
+            raise SchemaSourceError("--compression-algorithms zstd needs zstandard: "
+                                    "pip install 'binlake[zstd]'")
+    return compression
 
 
 def _ssl_mode(address: ServerAddress, settings: dict) -> str | None:
@@ -351,16 +384,19 @@ def require_tls(connection, requirement: TlsRequirement | None) -> None:
 
 
 #: What a connection takes from the option files' [client] groups.
-#: The TLS switches among them (on when a file names them without a value;
+#: The switches among them (on when a file names them without a value;
 #: --skip-, --disable-, --enable- as on the command line).
-SWITCH_KEYS = ("ssl", "ssl-verify-server-cert", "ssl-session-data-continue-on-failed-reuse")
+SWITCH_KEYS = ("ssl", "ssl-verify-server-cert", "ssl-session-data-continue-on-failed-reuse",
+               "compress")
 CONNECTION_KEYS = ("host", "port", "user", "password", "socket", "ssl-mode", "ssl",
                    "ssl-verify-server-cert", "protocol", "bind-address",
-                   "server-public-key-path") + TLS_KEYS
+                   "server-public-key-path", "compress", "compression-algorithms",
+                   "zstd-compression-level") + TLS_KEYS
 
 
 def _option_file(files: OptionFiles) -> dict:
-    """host, port, user, password, socket and TLS from the option files' client groups."""
+    """host, port, user, password, socket, TLS and compression from the option
+    files' client groups."""
     try:
         options = files.options(CLIENT_GROUPS)
     except OptionFileError as exc:
@@ -421,10 +457,12 @@ def connect(address: ServerAddress, purpose: str = "--schema-from"):
         import pymysql
     except ImportError:
         raise SchemaSourceError(f"{purpose} needs pymysql: pip install 'binlake[server]'") from None
+    from .wire_compression import connect as wire_connect
     settings = connection_settings(address)
     requirement = settings.pop("_binlake_tls", None)
+    compression = settings.pop("_binlake_compression", None)
     try:
-        connection = pymysql.connect(**settings)
+        connection = wire_connect(settings, compression)
     except pymysql.err.MySQLError as exc:
         raise SchemaSourceError(f"cannot connect to {server_name(settings)}: {_message(exc)}") from None
     try:

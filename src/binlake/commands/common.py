@@ -156,15 +156,28 @@ def add_connection_arguments(parser) -> None:
                        help="MariaDB's: a file of accepted fingerprints, one per line")
     group.add_argument("--tls-sni-servername", metavar="NAME",
                        help="MySQL's: the server name to send by SNI")
+    group.add_argument("-C", "--compress", action="store_const", const=True, default=None,
+                       help="compress the client/server protocol (zlib) if the server "
+                            "supports it (--skip-compress: do not)")
+    group.add_argument("--compression-algorithms", metavar="LIST",
+                       help="MySQL's: the protocol compression allowed, of zlib, zstd, "
+                            "uncompressed (default uncompressed); without uncompressed a "
+                            "server that offers none of the others is refused (MariaDB "
+                            "offers zlib only)")
+    group.add_argument("--zstd-compression-level", metavar="N",
+                       type=client_integer("zstd-compression-level"),
+                       help="MySQL's: the zstd level, 1 to 22 (default 3)")
 
 
 _CONNECTION_OPTIONS = ("host", "port", "user", "password", "socket", "defaults_file", "ssl_mode",
                        "ssl_ca", "ssl_cert", "ssl_key", "ssl_capath", "ssl_cipher", "ssl",
                        "protocol", "bind_address", "server_public_key_path", "ssl_crl",
                        "ssl_crlpath", "tls_version", "tls_ciphersuites", "ssl_fips_mode",
-                       "ssl_session_data", "ssl_fp", "ssl_fplist", "tls_sni_servername")
+                       "ssl_session_data", "ssl_fp", "ssl_fplist", "tls_sni_servername",
+                       "compression_algorithms", "zstd_compression_level")
+#: Switches: given when on (-C is None, True, or False after --skip-compress)
 _FLAGS = ("ask_pass", "ssl_verify_server_cert", "get_server_public_key",
-          "ssl_session_data_continue_on_failed_reuse")
+          "ssl_session_data_continue_on_failed_reuse", "compress")
 #: What the connection itself reads from the option files (`connection_settings`).
 CONNECTION_DESTS = frozenset(_CONNECTION_OPTIONS + _FLAGS)
 
