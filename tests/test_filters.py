@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import time
 
 import pytest
 
 from binlake.filters import (EventSelection, GtidSet, SelectionOptions, Verdict, is_gtid_list,
                              parse_datetime, parse_gtid_list)
-from test_text import (CORPUS, _ids, assert_reads_or_reports, binlake, needs_reference,  # noqa: F401
-                       reference, utc)
+from test_text import (CORPUS, MARIADB_BINLOG, _ids, assert_reads_or_reports, binlake,  # noqa: F401
+                       needs_reference, reference, utc)
 
 # -- parsing ---------------------------------------------------------------------------------
 
@@ -219,7 +220,24 @@ def test_bad_option_values_fail_as_in_mariadb_binlog(corpus):
                     ["--rewrite-db=nothing"], ["--server-id=a"], ["--do-domain-ids=x"]):
         status, out, err = binlake("dump", *options, path)
         assert status == 1, options
-        assert err.count("\n") == 1 and err.startswith("binlake dump: ") and not out
+        assert err.count("\n") == 1 and err.startswith("ERROR: ") and not out
+    # mariadb-binlog's own words where it has them
+    for options, words in (
+            (["--start-position=abc"], "--start-position argument value is invalid. Should be "
+                                       "either a positive integer or GTID."),
+            (["--server-id=a"], "Input for --server-id is invalid. Should be a list of positive "
+                                "integers"),
+            (["--stop-position=0-1-2,0-1-5"], "Stop position cannot have repeated domain ids "
+                                              "(found 0-1-5 when 0-1-2 was previously specified)"),
+            (["--start-position=0-1-9", "--stop-position=0-1-2"],
+             "Queried GTID range is invalid in strict mode. Stop position 0-1-2 is not greater "
+             "than or equal to start 0-1-9.")):
+        status, out, err = binlake("dump", *options, path)
+        assert (status, err, out) == (1, f"ERROR: {words}\n", b""), options
+        if MARIADB_BINLOG is not None:
+            theirs = subprocess.run([MARIADB_BINLOG, "--no-defaults", *options, path],
+                                    capture_output=True)
+            assert (theirs.returncode, theirs.stderr.decode()) == (1, f"ERROR: {words}\n")
 
 
 @needs_reference

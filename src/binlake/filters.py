@@ -115,8 +115,9 @@ def _canonical_uuid(text: str) -> str:
 
 # -- MariaDB GTID lists ---------------------------------------------------------------
 
-def parse_gtid_list(text: str) -> dict[int, tuple[int, int]]:
-    """`0-1-100,1-2-5` -> {domain: (server_id, seq_no)}; one GTID per domain."""
+def parse_gtid_list(text: str, which: str = "GTID list") -> dict[int, tuple[int, int]]:
+    """`0-1-100,1-2-5` -> {domain: (server_id, seq_no)}; one GTID per domain
+    (`which`: "Start position" or "Stop position", as mariadb-binlog names them)."""
     result: dict[int, tuple[int, int]] = {}
     for part in (p.strip() for p in text.split(",")):
         if not part:
@@ -125,8 +126,10 @@ def parse_gtid_list(text: str) -> dict[int, tuple[int, int]]:
         if not match:
             raise ValueError(f"bad GTID {part!r}: expected domain-server-sequence")
         domain, server, seq = map(int, match.groups())
-        if domain in result:
-            raise ValueError(f"GTID list {text!r} names domain {domain} twice")
+        if domain in result:  # mariadb-binlog's words
+            before = "-".join(map(str, (domain, *result[domain])))
+            raise ValueError(f"{which} cannot have repeated domain ids (found {part} when "
+                             f"{before} was previously specified)")
         result[domain] = (server, seq)
     return result
 
@@ -209,7 +212,9 @@ class EventSelection:
         #: the last MariaDB GTID's domain was filtered out: mariadb-binlog then
         #: also leaves out the events after its group, up to the next GTID
         self._domain_excluded = False
-        self._stop_reached: set = set()
+        self._stop_reached: set = set()  #: domains whose stop window has passed
+        self._windows: dict = {}  #: domain -> "open" or "passed" (absent: not yet open)
+        self._last_read = None  #: the header of the last event read (for `unreached_stops`)
         self._checked_start = False
         self._past_file_head = False
         self.error: str | None = None  #: why the selection stopped the run, if it is an error
@@ -237,6 +242,7 @@ class EventSelection:
     def _verdict(self, event: Event, first_file: bool, last_file: bool) -> Verdict:
         o = self.options
         h = event.header
+        self._last_read = h
         is_fde = h.type_code == E.FORMAT_DESCRIPTION_EVENT
         if first_file and o.start_position is not None and o.start_position > 4:
             if h.pos < o.start_position:
@@ -272,10 +278,11 @@ class EventSelection:
             # A MariaDB GTID that does not stand alone is itself the BEGIN.
             group.start(begun=isinstance(event, MariadbGtidEvent) and not event.flags2 & 1)
             self._group_shown = self._show_group(event)
-            if isinstance(event, MariadbGtidEvent) and (o.do_domain_ids or o.ignore_domain_ids):
-                # mariadb-binlog's domain filter, with the server filter when both are given
-                self._domain_excluded = not (o.domain_shown(event.domain_id)
-                                             and o.server_shown(event.header.server_id))
+            if isinstance(event, MariadbGtidEvent) and (o.do_domain_ids or o.ignore_domain_ids
+                                                         or o.start_gtids or o.stop_gtids):
+                # mariadb-binlog's group filtering (domains and GTID windows, with the
+                # server filter when given): what follows a group left out is left out too
+                self._domain_excluded = not self._group_shown
             if self._group_shown is None:
                 return Verdict.STOP
             return Verdict.SHOW if self._group_shown else Verdict.SKIP
@@ -310,20 +317,68 @@ class EventSelection:
         domain, seq = event.domain_id, event.seq_no
         if not o.domain_shown(domain):
             return False
-        if o.stop_gtids:
-            if domain in o.stop_gtids:
-                if seq > o.stop_gtids[domain][1]:
-                    self._stop_reached.add(domain)
-                    if self._stop_reached >= set(o.stop_gtids):
-                        return None
-                    return False
-                if seq == o.stop_gtids[domain][1]:
-                    self._stop_reached.add(domain)
-            elif not o.start_gtids or domain not in o.start_gtids:
-                return False
-        if o.start_gtids and domain in o.start_gtids and seq <= o.start_gtids[domain][1]:
+        if not (o.start_gtids or o.stop_gtids):
+            return True
+        if o.stop_gtids and self._stop_reached >= set(o.stop_gtids):
+            return None  # every stop window has passed: the next GTID ends the run
+        return self._window(domain, seq)
+
+    def _window(self, domain: int, seq: int) -> bool:
+        """mariadb-binlog's per-domain GTID window: inactive until a GTID
+        after the start (or, without one, up to the stop) opens it; open, it
+        shows every group until one at or past the stop closes it. A domain
+        without a window is shown unless stop positions are given; with them,
+        only the domains they name are."""
+        o = self.options
+        start = o.start_gtids.get(domain) if o.start_gtids else None
+        stop = o.stop_gtids.get(domain) if o.stop_gtids else None
+        if stop is None and (start is None or o.stop_gtids):
+            return not o.stop_gtids
+        state = self._windows.get(domain)
+        if state == "passed":
             return False
-        return True
+        stop_seq = stop[1] if stop is not None else None
+        if state == "open":
+            if stop_seq is not None and seq >= stop_seq:
+                self._pass(domain)
+                return seq == stop_seq
+            return True
+        if start is None:
+            opens, shown = seq <= stop_seq, True
+        else:
+            opens = seq >= start[1] and (stop_seq is None or seq <= stop_seq)
+            shown = seq != start[1]  # the start itself is not shown
+        if not opens:
+            return False
+        if stop_seq is not None and seq == stop_seq:
+            self._pass(domain)
+        else:
+            self._windows[domain] = "open"
+        return shown
+
+    def _pass(self, domain: int) -> None:
+        self._windows[domain] = "passed"
+        self._stop_reached.add(domain)
+
+    def unreached_stops(self, stop_datetime_text: str | None, last_file: str | None = None,
+                        last_file_end: int | None = None) -> list[str]:
+        """mariadb-binlog's warnings for stop positions the input ended before.
+        `last_file_end`: where `last_file` ends, for a file the native
+        printer printed (its events were not seen here)."""
+        o, last = self.options, self._last_read
+        lines = []
+        if o.stop_datetime is not None and (last is None or last.timestamp < o.stop_datetime):
+            lines.append(f"Did not reach stop datetime '{stop_datetime_text}' before end of input")
+        end = last_file_end
+        if last is not None and (last_file is None or last.file == last_file):
+            end = last.pos + last.length
+        if o.stop_position is not None and (end is None or end < o.stop_position):
+            lines.append(f"Did not reach stop position {o.stop_position} before end of input")
+        for domain, (server_id, seq_no) in (o.stop_gtids or {}).items():
+            if domain not in self._stop_reached:
+                lines.append(f"Did not reach stop position {domain}-{server_id}-{seq_no} "
+                             "before end of input")
+        return lines
 
     def after(self, event: Event) -> Verdict | None:
         """Called after an event was shown: STOP when a --stop-gtid range is complete."""

@@ -187,6 +187,9 @@ class TextPrinter:
         self._buffer = getattr(out, "buffer", None)
         self._pending: list[bytes] = []
         self._pending_size = 0
+        #: mariadb-binlog's GTID state checks (gtid_state.GtidCheck), run by
+        #: the native printer on its files; the caller runs them on the others
+        self.gtid_check = None
 
     # -- output ------------------------------------------------------------
     def write(self, text: str) -> None:
@@ -315,12 +318,19 @@ class TextPrinter:
             o.skip_annotate_row_events, o.mysql_events == "ignorable", large_event_bytes,
             LazyRowData.WINDOW, start, stop, o.base64_output != "decode-rows",
             _timestamp, _micro_timestamp, _charset_names(), json_text, json_diff_text,
-            lambda: self.begin_file(path), self._write_bytes)
+            lambda trail: self._begin_native(path, trail), self._write_bytes)
         if refused is not None:
             return False
         self._printed_mysql_gtid |= printed_mysql_gtid
-        self.end_file()
+        if self.gtid_check is None or not self.gtid_check.failed:
+            self.end_file()
         return True
+
+    def _begin_native(self, path: str, trail: list) -> int | None:
+        """Before the native printer's printing pass: the file's opening, and
+        where the GTID checks end the run (None: they do not)."""
+        self.begin_file(path)
+        return None if self.gtid_check is None else self.gtid_check.native_limit(trail)
 
     def _write_bytes(self, data: bytes) -> None:
         buffer = self._buffer

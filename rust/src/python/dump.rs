@@ -9,12 +9,12 @@
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyList};
 
 use super::text::PyJson;
 use crate::framing::{Framer, Options};
 use crate::rowimage::ValueResult;
-use crate::sink::dump::{DumpHost, DumpOptions, DumpPrinter, Refused};
+use crate::sink::dump::{DumpHost, DumpOptions, DumpPrinter, GtidMark, Refused};
 use crate::sink::text::JsonText;
 use crate::source::FileSource;
 
@@ -96,10 +96,13 @@ impl DumpHost for PyHost<'_, '_> {
 
 /// Print `path` (a regular, uncompressed binlog) with the options given,
 /// in two passes: the first finds whether every event prints natively
-/// (nothing is written), then `begin()` is called and the second writes the
-/// text through `write(bytes)`. Returns (None, whether a MySQL GTID was
-/// printed) when printed, else (why the Python printer must print the file,
-/// False): then nothing was written.
+/// (nothing is written), then `begin(gtid_trail)` is called, which may
+/// return an offset to stop before (the GTID checks ending the run there),
+/// and the second writes the text through `write(bytes)`. `gtid_trail`: the
+/// first pass's Gtid lists `("list", pos, timestamp, [(domain, server_id,
+/// seq_no)])` and GTIDs `("gtid", pos, domain, server_id, seq_no)`. Returns
+/// (None, whether a MySQL GTID was printed) when printed, else (why the
+/// Python printer must print the file, False): then nothing was written.
 #[pyfunction]
 #[pyo3(signature = (path, verbose, short_form, base64_output, print_row_count,
                     skip_annotate_row_events, mysql_events_ignorable, large_event_bytes, window,
@@ -160,20 +163,38 @@ fn dump_file(
         options: &options,
         large_event_bytes,
     };
-    let end = match pass.run(&mut host, None, &mut |_| Ok(()))? {
-        Ok((end, _)) => end,
+    let (mut end, trail) = match pass.run(&mut host, None, &mut |_| Ok(()))? {
+        Ok((end, _, trail)) => (end, trail),
         Err(why) => return Ok((Some(why), false)),
     };
     if host.failed {
         return Ok((Some("a Python callback failed".into()), false));
     }
-    begin.call0()?;
+    let marks = PyList::empty(py);
+    for mark in trail {
+        match mark {
+            GtidMark::List {
+                pos,
+                timestamp,
+                gtids,
+            } => marks.append(("list", pos, timestamp, gtids))?,
+            GtidMark::Gtid {
+                pos,
+                domain,
+                server_id,
+                seq_no,
+            } => marks.append(("gtid", pos, domain, server_id, seq_no))?,
+        }
+    }
+    if let Some(limit) = begin.call1((marks,))?.extract::<Option<u64>>()? {
+        end = end.min(limit);
+    }
     let mut emit = |bytes: &[u8]| -> PyResult<()> {
         write.call1((PyBytes::new(py, bytes),))?;
         Ok(())
     };
     match pass.run(&mut host, Some(end), &mut emit)? {
-        Ok((_, printed_mysql_gtid)) if !host.failed => Ok((None, printed_mysql_gtid)),
+        Ok((_, printed_mysql_gtid, _)) if !host.failed => Ok((None, printed_mysql_gtid)),
         Ok(_) => Err(PyRuntimeError::new_err(format!(
             "{path}: a Python callback failed while printing"
         ))),
@@ -198,7 +219,7 @@ impl Pass<'_> {
         host: &mut PyHost<'_, '_>,
         end: Option<u64>,
         emit: &mut dyn FnMut(&[u8]) -> PyResult<()>,
-    ) -> PyResult<Result<(u64, bool), String>> {
+    ) -> PyResult<Result<(u64, bool, Vec<GtidMark>), String>> {
         let source = match FileSource::open(self.path) {
             Ok(s) => s,
             Err(e) => return Ok(Err(format!("cannot open: {e}"))),
@@ -251,7 +272,8 @@ impl Pass<'_> {
         if !printer.out.is_empty() {
             emit(&printer.out)?;
         }
-        Ok(Ok((reached, printer.printed_mysql_gtid)))
+        let trail = std::mem::take(&mut printer.gtid_trail);
+        Ok(Ok((reached, printer.printed_mysql_gtid, trail)))
     }
 }
 

@@ -244,7 +244,28 @@ pub struct DumpPrinter<'h, H: DumpHost> {
     checked_start: bool,
     /// The stop position was reached: nothing more of the file is read.
     pub stopped: bool,
+    /// The checking pass's MariaDB Gtid lists and GTIDs shown, in file order,
+    /// for mariadb-binlog's GTID state checks (binlake/gtid_state.py).
+    pub gtid_trail: Vec<GtidMark>,
     pub out: Vec<u8>,
+}
+
+/// One entry of `DumpPrinter::gtid_trail`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GtidMark {
+    /// A Gtid list: its offset, timestamp and (domain, server id, sequence number)s as stored.
+    List {
+        pos: u64,
+        timestamp: u32,
+        gtids: Vec<(u32, u32, u64)>,
+    },
+    /// A GTID: its offset, domain, server id and sequence number.
+    Gtid {
+        pos: u64,
+        domain: u32,
+        server_id: u32,
+        seq_no: u64,
+    },
 }
 
 fn identifier(name: &[u8], out: &mut Vec<u8>) {
@@ -336,6 +357,7 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
             past_head: false,
             checked_start: false,
             stopped: false,
+            gtid_trail: Vec::new(),
             out: Vec::with_capacity(1 << 20),
         }
     }
@@ -531,10 +553,25 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
                 control::decode_binlog_checkpoint(cur)?;
             }
             GTID_LIST_EVENT => {
-                read_gtid_list(cur)?;
+                let gtids = read_gtid_list(cur)?;
+                if !self.skipping {
+                    self.gtid_trail.push(GtidMark::List {
+                        pos: frame.pos,
+                        timestamp: frame.timestamp,
+                        gtids,
+                    });
+                }
             }
             GTID_EVENT => {
-                decode_mariadb_gtid(cur)?;
+                let g = decode_mariadb_gtid(cur)?;
+                if !self.skipping {
+                    self.gtid_trail.push(GtidMark::Gtid {
+                        pos: frame.pos,
+                        domain: g.domain_id,
+                        server_id: frame.server_id,
+                        seq_no: g.seq_no,
+                    });
+                }
             }
             GTID_LOG_EVENT | ANONYMOUS_GTID_LOG_EVENT => {
                 decode_gtid(cur)?;

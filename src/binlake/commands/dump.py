@@ -18,7 +18,9 @@ from ..errors import BinlogError
 from ..filters import RowFormatCheck, SelectionOptions, Verdict
 from ..gzipped import is_gzip
 from ..jsonable import event_json
+from ..events import MariadbGtidEvent, MariadbGtidListEvent
 from ..flashback import FlashbackPrinter
+from ..gtid_state import GtidCheck, GtidStateValidator, range_error
 from ..text import TextError, TextOptions, TextPrinter
 from .common import add_input_arguments, add_schema_arguments, reader_options, report, seed_history
 from .selection import (add_selection_arguments, open_inputs, open_output, progress_bar,
@@ -73,6 +75,11 @@ def add_arguments(parser) -> None:
                       help="MySQL's: stop at an event that is not row-based (LOAD DATA, "
                            "Intvar/Rand, temporary tables, statements inside transactions); "
                            "the output replays with REQUIRE_ROW_FORMAT=1")
+    text.add_argument("--gtid-strict-mode", action="store_true", default=True,
+                      help="MariaDB's (default on): the GTIDs shown must grow in each domain, "
+                           "start positions must cover the binlogs' first Gtid list, a start "
+                           "must not pass its stop; --skip-gtid-strict-mode: warnings only "
+                           "with -vvv")
     text.add_argument("--skip-gtids", action="store_true",
                       help="MySQL's: leave out GTID and Previous-GTIDs events, so the "
                            "transactions replay as new ones")
@@ -98,9 +105,14 @@ def add_arguments(parser) -> None:
 def run(args, out, err) -> int:
     try:
         selection, text_filters = selection_options(args)
-    except ValueError as exc:  # a value mariadb-binlog refuses too: its status, 1
-        err.write(f"binlake dump: {exc}\n")
+    except ValueError as exc:  # a value mariadb-binlog refuses too: its status, 1, and form
+        err.write(f"ERROR: {exc}\n")
         return ExitStatus.ERROR
+    if args.gtid_strict_mode:
+        invalid = range_error(selection.options.start_gtids, selection.options.stop_gtids)
+        if invalid:
+            err.write(f"ERROR: {invalid}\n")
+            return ExitStatus.ERROR
     bits = min(max(args.server_id_bits, MIN_SERVER_ID_BITS), MAX_SERVER_ID_BITS)
     if bits != args.server_id_bits:  # as my_getopt adjusts a value out of range
         err.write(f"binlake dump: [Warning] option 'server-id-bits': unsigned value "
@@ -156,22 +168,30 @@ def _dump_text(args, files, selection, text_filters, out, err, schema) -> int:
     status = ExitStatus.OK
     start = selection.options.start_position
     bar = progress_bar(files, err)
-    left_open = []  # a file --skip-force-if-open stopped at: nothing more is printed
+    #: a file --skip-force-if-open stopped at, or the GTID checks ending the
+    #: run: nothing more is printed, not even the closing lines
+    stopped_hard = []
     row_format = RowFormatCheck() if args.require_row_format else None
+    check = printer.gtid_check = _gtid_check(args, selection.options)
+    o = selection.options
+    gtid_windows = bool(o.start_gtids or o.stop_gtids or o.do_domain_ids or o.ignore_domain_ids)
     try:
         def on_file(path):
-            if left_open:
+            if stopped_hard or check.failed:
                 return
             printer.begin_file(path) if path is not None else printer.end_file()
         for index, event, verdict in _events_to_print(args, files, selection, err, printer,
                                                       on_file, schema):
             bar.update(event)
-            if row_format is not None and not (index == 0 and start and event.header.pos < start) \
+            before_start = index == 0 and start and event.header.pos < start
+            if row_format is not None and not before_start \
                     and not printer.inside_payload(event) and not row_format.allows(event):
                 printer.flush()  # (events inside a payload are not checked, as by mysqlbinlog)
                 err.write(f"ERROR: {row_format.MESSAGE}\n")
                 status = ExitStatus.ERROR
                 break
+            if not before_start and _gtid_check_fails(check, event, verdict, gtid_windows):
+                break  # (mariadb-binlog's GTID checks: the offending event is not shown)
             if verdict is Verdict.SHOW and index == 0 and start is not None \
                     and event.header.pos < start and args.base64_output == "decode-rows":
                 verdict = Verdict.SKIP  # mysqlbinlog reads that format description silently
@@ -181,7 +201,7 @@ def _dump_text(args, files, selection, text_filters, out, err, schema) -> int:
             printer.event(event)
             printer.end_payload_if_done(event)
             if not args.force_if_open and _left_open(event):
-                left_open.append(event.header.file)
+                stopped_hard.append(event.header.file)
                 printer.flush()
                 err.write(f"ERROR: Attempting to dump binlog '{event.header.file}', which was "
                           "not closed properly. Most probably, mariadbd is still writing it, or "
@@ -203,11 +223,42 @@ def _dump_text(args, files, selection, text_filters, out, err, schema) -> int:
         status = ExitStatus.ERROR
     for problem in printer.errors:
         err.write(f"binlake: warning: {problem}\n")
+    messages, failing = check.messages()
+    if status == ExitStatus.OK or check.failed:
+        last = files[-1] if isinstance(files, list) and files else None
+        size = os.path.getsize(last) if last and os.path.isfile(last) else None
+        unreached = [f"WARNING: {line}"
+                     for line in selection.unreached_stops(args.stop_datetime, last, size)]
+    else:
+        unreached = []
+    printer.flush()
+    if check.failed:  # the run ended at a GTID check: no closing lines
+        err.write("".join(line + "\n" for line in messages + unreached))
+        return ExitStatus.ERROR
+    err.write("".join(line + "\n" for line in unreached))
     if args.flashback and status != ExitStatus.OK:
         printer.abandon()  # as mariadb-binlog: the held text is not written after an error
         return status
     printer.end()
-    return status
+    err.write("".join(line + "\n" for line in messages))
+    return ExitStatus.ERROR if failing else status
+
+
+def _gtid_check(args, o: SelectionOptions) -> GtidCheck:
+    """mariadb-binlog's GTID state checks for this command line."""
+    numeric_start = o.start_position is not None and o.start_position > 4
+    return GtidCheck(GtidStateValidator(o.start_gtids, o.stop_gtids, strict=args.gtid_strict_mode,
+                                        verbose=args.verbose, numeric_start=numeric_start))
+
+
+def _gtid_check_fails(check: GtidCheck, event, verdict: Verdict, gtid_windows: bool) -> bool:
+    """Feed the checks a Gtid list, or a GTID whose transaction is shown (any,
+    without GTID windows or domain filters: mariadb-binlog's "active" group)."""
+    if isinstance(event, MariadbGtidListEvent):
+        return check.gtid_list(event.gtids, event.header.timestamp)
+    if isinstance(event, MariadbGtidEvent) and (verdict is Verdict.SHOW or not gtid_windows):
+        return check.gtid(event.domain_id, event.header.server_id, event.seq_no)
+    return False
 
 
 def _left_open(event) -> bool:
@@ -235,6 +286,8 @@ def _events_to_print(args, files, selection, err, printer, on_file, schema):
     for path in files:
         if printer.native_ready() and os.path.isfile(path) \
                 and printer.print_file_natively(path, reader.LARGE_EVENT_BYTES, start, stop):
+            if printer.gtid_check is not None and printer.gtid_check.failed:
+                return
             continue
         yield from selected_events(args, [path], selection, err, on_file=on_file, schema=schema)
 

@@ -73,8 +73,9 @@ def _ids(value: str | None, option: str) -> set | None:
         return None
     try:
         return {int(v) for v in value.split(",") if v.strip()}
-    except ValueError:
-        raise ValueError(f"{option} {value!r}: expected numbers") from None
+    except ValueError:  # (mariadb-binlog's words)
+        raise ValueError(f"Input for {option} is invalid. Should be a list of positive "
+                         "integers") from None
 
 
 def selection_options(args) -> tuple[EventSelection, dict]:
@@ -89,17 +90,19 @@ def selection_options(args) -> tuple[EventSelection, dict]:
         if value.isdigit():
             setattr(options, name, int(value))
         elif is_gtid_list(value):
-            gtids = parse_gtid_list(value)
+            gtids = parse_gtid_list(value, "Start position" if name == "start_position"
+                                    else "Stop position")
             if name == "start_position":
                 options.start_gtids = gtids
             else:
                 options.stop_gtids = gtids
         else:
-            raise ValueError(f"--{name.replace('_', '-')} {value!r}: neither an offset nor a GTID list")
+            raise ValueError(f"--{name.replace('_', '-')} argument value is invalid. Should be "
+                             "either a positive integer or GTID.")  # (mariadb-binlog's words)
     if args.start_gtid:
-        options.start_gtids = parse_gtid_list(args.start_gtid)
+        options.start_gtids = parse_gtid_list(args.start_gtid, "Start position")
     if args.stop_gtid:
-        options.stop_gtids = parse_gtid_list(args.stop_gtid)
+        options.stop_gtids = parse_gtid_list(args.stop_gtid, "Stop position")
     if args.start_datetime:
         options.start_datetime = parse_datetime(args.start_datetime)
     if args.stop_datetime:
