@@ -103,6 +103,26 @@ def test_the_command_line_reads_them_first_and_wins(tmp_path, corpus):
     # a connection option of the files is the connection's: no "for -R" refusal
     status, _, err = run("dump", f"--defaults-file={options}", path)
     assert status == 0 and err == ""
+    switches = write(tmp_path / "switches.cnf", "[client]\nskip-ssl\n[mysqlbinlog]\n"
+                                                "skip-compress\nhost=db7\n")
+    status, _, err = run("dump", f"--defaults-file={switches}", path)
+    assert status == 0 and err == ""
+
+
+def test_connections_of_dump_read_mysqlbinlogs_groups_too(tmp_path):
+    """mysqlbinlog takes its connection options from [client] and its own groups."""
+    from binlake.cli import build_parser, client_syntax
+    from binlake.commands.common import server_address
+    from binlake.schema_source import connection_settings
+    options = write(tmp_path / "my.cnf", "[client]\nhost=db1\nuser=ops\n[mysqlbinlog]\n"
+                                         "host=db2\n[mariadb-binlog]\nport=3307\n")
+    parser = build_parser()
+    argv, files = client_syntax(parser, ["dump", f"--defaults-file={options}", "-R", "x"],
+                                io.StringIO())
+    args = parser.parse_args(argv)
+    args.option_files = files
+    settings = connection_settings(server_address(args, for_schema=False))
+    assert (settings["host"], settings["port"], settings["user"]) == ("db2", 3307, "ops")
 
 
 def test_what_the_files_say_wrong(tmp_path):

@@ -7,6 +7,7 @@ and `run(args, out, err) -> ExitStatus`. `main(argv)` is callable from tests.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import re
 import sys
@@ -109,6 +110,7 @@ def command_argv(command: str, argv: list, parser, err, out):
     if command not in OPTION_FILE_COMMANDS:
         return client_argv(argv, parser, err), OptionFiles()
     files, print_defaults, argv = split_defaults_options(argv)
+    files = dataclasses.replace(files, program_groups=BINLOG_TOOL_GROUPS)
     try:
         from_files = as_arguments(files.options(CLIENT_GROUPS + BINLOG_TOOL_GROUPS))
     except OptionFileError as exc:

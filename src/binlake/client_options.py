@@ -195,7 +195,7 @@ def _long_option(token: str, options: dict, err, leave=frozenset()) -> list[str]
             if name.startswith(prefix):
                 switched, string = _find(name[len(prefix):], options)
                 if switched is not None and is_boolean(switched) and not equals:
-                    return [_switch(switched, string, on)]
+                    return [] if switched.dest in leave else [_switch(switched, string, on)]
         if loose:
             err.write(f"Warning: binlake: unknown option '--{LOOSE_PREFIX}{name}'\n")
             return []

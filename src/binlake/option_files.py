@@ -67,6 +67,9 @@ class OptionFiles:
     group_suffix: str | None = None
     login_path: str | None = None
     no_login_paths: bool = False
+    #: The program's own groups, read with the client groups (mysqlbinlog's
+    #: for dump and sql): connections take their options from them too.
+    program_groups: tuple = ()
 
     def paths(self) -> list[tuple[Path, bool]]:
         """(file, whether it must exist) in reading order."""

@@ -398,7 +398,7 @@ def _option_file(files: OptionFiles) -> dict:
     """host, port, user, password, socket, TLS and compression from the option
     files' client groups."""
     try:
-        options = files.options(CLIENT_GROUPS)
+        options = files.options(CLIENT_GROUPS + files.program_groups)
     except OptionFileError as exc:
         raise SchemaSourceError(str(exc)) from None
     settings = {}
