@@ -5,6 +5,7 @@ client programs refuse is refused in their words and with their status."""
 from __future__ import annotations
 
 import io
+import shutil
 
 import pytest
 
@@ -161,3 +162,36 @@ def test_version():
         with contextlib.redirect_stdout(out):
             main(["dump", "-V"])
     assert exited.value.code == 0 and out.getvalue().startswith("binlake ")
+
+
+def _accepted(option: str) -> bool:
+    """Whether `binlake dump` takes `option`, given a value (which booleans
+    take too) or, for those that take none (--help), alone: not refused as
+    unknown (2) or ambiguous (3)."""
+    def taken(word: str) -> bool:
+        out, err = io.StringIO(), io.StringIO()
+        try:
+            status = main(["dump", "--no-defaults", word, "/nonexistent"], out=out, err=err)
+        except SystemExit as exited:  # --help, --version
+            status = exited.code
+        return status not in (2, 3) and "unknown option" not in err.getvalue()
+    return taken(f"{option}=1") or taken(option)
+
+
+def test_every_option_of_mysqlbinlog_8_4_is_taken():
+    from pathlib import Path
+    listing = Path(__file__).parent / "data" / "mysqlbinlog-8.4-options.txt"
+    options = [line for line in listing.read_text().splitlines() if line.startswith("--")]
+    assert len(options) > 70
+    assert [o for o in options if not _accepted(o)] == []
+
+
+@pytest.mark.skipif(shutil.which("mariadb-binlog") is None, reason="mariadb-binlog not installed")
+def test_every_option_mariadb_binlog_lists_is_taken():
+    import re
+    import subprocess
+    shown = subprocess.run(["mariadb-binlog", "--no-defaults", "--help"], capture_output=True,
+                           text=True).stdout
+    options = sorted(set(re.findall(r"^\s+(?:-\S, )?(--[a-z0-9_-]+)", shown, re.M)))
+    assert len(options) > 55
+    assert [o for o in options if not _accepted(o)] == []

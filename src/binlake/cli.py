@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
                              help="show binlake's version and exit")
         module.add_arguments(command)
         add_negations(command)
-        command.set_defaults(run=module.run)
+        command.set_defaults(run=module.run, command_name=name)
     return parser
 
 

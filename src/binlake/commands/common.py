@@ -195,7 +195,8 @@ def server_address(args, *, for_schema: bool = True, for_snapshot: bool = False)
     if not wanted:
         if getattr(args, "snapshot_from", False):
             return None
-        if given and not getattr(args, "remote", False):
+        if given and not getattr(args, "remote", False) \
+                and getattr(args, "command_name", None) not in MYSQLBINLOG_COMMANDS:
             options = ", ".join("--" + name.replace("_", "-") for name in given)
             raise ValueError(f"{options}: connection options are for -R and --schema-from")
         return None
@@ -204,6 +205,20 @@ def server_address(args, *, for_schema: bool = True, for_snapshot: bool = False)
     if args.ask_pass:
         given["password"] = ASK
     return ServerAddress(option_files=getattr(args, "option_files", None), **given)
+
+
+#: The commands with mysqlbinlog's command line: connection options without
+#: -R are ignored there, as mysqlbinlog ignores them (with a warning here).
+MYSQLBINLOG_COMMANDS = ("dump", "sql")
+
+
+def unused_connection_options(args) -> list[str]:
+    """The connection options given to a command that reads no server."""
+    if any(getattr(args, name, False) for name in ("remote", "schema_from", "snapshot_from")):
+        return []
+    given = [name for name in _CONNECTION_OPTIONS if getattr(args, name, None) is not None]
+    given += [name for name in _FLAGS if getattr(args, name, False)]
+    return ["--" + name.replace("_", "-") for name in given]
 
 
 def seed_schema(args):
@@ -218,6 +233,10 @@ def seed_history(args, command: str, err):
     from ..cli import ExitStatus
     from ..schema import Schema
     from ..schema_source import SchemaSourceError
+    unused = unused_connection_options(args)
+    if unused and getattr(args, "command_name", None) in MYSQLBINLOG_COMMANDS:
+        err.write(f"{command}: warning: {', '.join(unused)}: ignored without -R or "
+                  "--schema-from\n")
     try:
         return seed_schema(args) or Schema(), ExitStatus.OK
     except SchemaSourceError as exc:
