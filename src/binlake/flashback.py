@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import tempfile
+import zlib
 from array import array
 
 from .constants import EventType as E, STMT_END_F
@@ -354,6 +355,10 @@ class FlashbackPrinter(TextPrinter):
         table_id_size = 4 if 0 < code <= len(lengths) and lengths[code - 1] == 6 else 6
         flags_at = self.state.header_length + table_id_size
         raw[flags_at:flags_at + ROWS_FLAGS_SIZE] = event.flags.to_bytes(ROWS_FLAGS_SIZE, "little")
+        if not self._raw.verbatim(event) and event.header.checksum is not None:
+            # uncompressed here, as mariadb-binlog uncompresses it after moving the
+            # flag: its new checksum covers the moved flag (not the later rewrite)
+            raw[-4:] = zlib.crc32(bytes(raw[:-4])).to_bytes(4, "little")
         if self.options.hexdump:
             self._shown_raw[(event.header.file, event.header.pos)] = bytes(raw)
         return flashback_rows_event(bytes(raw), _whole_rows(event),

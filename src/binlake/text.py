@@ -437,7 +437,10 @@ class TextPrinter:
         return "".join(out)
 
     def _event_bytes(self, event: Event) -> bytes:
-        """The bytes -H dumps."""
+        """The bytes -H dumps (a compressed rows event's uncompressed, as
+        mariadb-binlog uncompresses it before it prints anything of it)."""
+        if isinstance(event, RowsEvent):
+            return self._raw.rows_raw(event)
         return self._raw.get(event)
 
     def _base64(self, event: Event, raw: bytes | None = None) -> str:
