@@ -15,12 +15,12 @@ from ..cli import ExitStatus
 from ..client_options import add_client_library_arguments, client_choice, client_integer
 from ..constants import EventType, LogEventFlag
 from ..errors import BinlogError
-from ..filters import RowFormatCheck, SelectionOptions, Verdict
-from ..gzipped import is_gzip
-from ..jsonable import event_json
 from ..events import MariadbGtidEvent, MariadbGtidListEvent
+from ..filters import RowFormatCheck, SelectionOptions, Verdict
 from ..flashback import FlashbackPrinter
 from ..gtid_state import GtidCheck, GtidStateValidator, range_error
+from ..gzipped import is_gzip
+from ..jsonable import event_json
 from ..text import TextError, TextOptions, TextPrinter
 from .common import add_input_arguments, add_schema_arguments, reader_options, report, seed_history
 from .selection import (add_selection_arguments, open_inputs, open_output, progress_bar,
@@ -224,13 +224,8 @@ def _dump_text(args, files, selection, text_filters, out, err, schema) -> int:
     for problem in printer.errors:
         err.write(f"binlake: warning: {problem}\n")
     messages, failing = check.messages()
-    if status == ExitStatus.OK or check.failed:
-        last = files[-1] if isinstance(files, list) and files else None
-        size = os.path.getsize(last) if last and os.path.isfile(last) else None
-        unreached = [f"WARNING: {line}"
-                     for line in selection.unreached_stops(args.stop_datetime, last, size)]
-    else:
-        unreached = []
+    unreached = (_unreached_stops(args, files, selection)
+                 if status == ExitStatus.OK or check.failed else [])
     printer.flush()
     if check.failed:  # the run ended at a GTID check: no closing lines
         err.write("".join(line + "\n" for line in messages + unreached))
@@ -242,6 +237,14 @@ def _dump_text(args, files, selection, text_filters, out, err, schema) -> int:
     printer.end()
     err.write("".join(line + "\n" for line in messages))
     return ExitStatus.ERROR if failing else status
+
+
+def _unreached_stops(args, files, selection) -> list[str]:
+    """mariadb-binlog's warnings for the stop positions the input ended before."""
+    last = files[-1] if isinstance(files, list) and files else None
+    size = os.path.getsize(last) if last and os.path.isfile(last) else None
+    return [f"WARNING: {line}"
+            for line in selection.unreached_stops(args.stop_datetime, last, size)]
 
 
 def _gtid_check(args, o: SelectionOptions) -> GtidCheck:
