@@ -98,6 +98,9 @@ pub const MYSQL_TYPE_BIT: u8 = 16;
 pub const MYSQL_TYPE_TIMESTAMP2: u8 = 17;
 pub const MYSQL_TYPE_DATETIME2: u8 = 18;
 pub const MYSQL_TYPE_TIME2: u8 = 19;
+// MariaDB 10.3+ (mysql_com.h): a column declared COMPRESSED, in table maps only
+pub const MYSQL_TYPE_BLOB_COMPRESSED: u8 = 140;
+pub const MYSQL_TYPE_VARCHAR_COMPRESSED: u8 = 141;
 pub const MYSQL_TYPE_VECTOR: u8 = 242;
 pub const MYSQL_TYPE_JSON: u8 = 245;
 pub const MYSQL_TYPE_NEWDECIMAL: u8 = 246;
@@ -136,6 +139,8 @@ pub fn column_type_name(code: u8) -> Option<&'static str> {
         18 => "MYSQL_TYPE_DATETIME2",
         19 => "MYSQL_TYPE_TIME2",
         20 => "MYSQL_TYPE_TYPED_ARRAY",
+        140 => "MYSQL_TYPE_BLOB_COMPRESSED",
+        141 => "MYSQL_TYPE_VARCHAR_COMPRESSED",
         242 => "MYSQL_TYPE_VECTOR",
         243 => "MYSQL_TYPE_INVALID",
         244 => "MYSQL_TYPE_BOOL",

@@ -68,6 +68,18 @@ pub enum Kind {
     Blob {
         len_bytes: u8,
     },
+    /// MariaDB's VARCHAR COMPRESSED: a VARCHAR's length prefix, then the value
+    /// as stored (`rowimage::uncompress`); `max_len`, the column's length in
+    /// bytes (its metadata), bounds the length the value declares.
+    CompressedString {
+        len_bytes: u8,
+        max_len: u16,
+    },
+    /// MariaDB's TEXT/BLOB COMPRESSED: a BLOB's length prefix of 1-4 bytes,
+    /// then the value as stored.
+    CompressedBlob {
+        len_bytes: u8,
+    },
     Geometry {
         len_bytes: u8,
     },
@@ -198,6 +210,14 @@ impl Kind {
             | MYSQL_TYPE_MEDIUM_BLOB
             | MYSQL_TYPE_LONG_BLOB => match one {
                 1..=4 => Kind::Blob { len_bytes: one },
+                _ => Kind::Unsupported { type_code },
+            },
+            MYSQL_TYPE_VARCHAR_COMPRESSED => Kind::CompressedString {
+                len_bytes: if meta < 256 { 1 } else { 2 },
+                max_len: meta,
+            },
+            MYSQL_TYPE_BLOB_COMPRESSED => match one {
+                1..=4 => Kind::CompressedBlob { len_bytes: one },
                 _ => Kind::Unsupported { type_code },
             },
             MYSQL_TYPE_GEOMETRY => match one {

@@ -11,8 +11,11 @@
 //! Rule: this module and `binlake/values.py` are the only two places that know
 //! how a column type is stored; the differential tests keep them equal.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
+
+use flate2::{Decompress, FlushDecompress, Status};
 
 use crate::constants::{MYSQL_TYPE_JSON, PARTIAL_JSON_UPDATES};
 use crate::cursor::{be_uint, le_uint};
@@ -120,6 +123,18 @@ pub trait ValueSink {
     fn string(&mut self, col: &Column, bytes: &[u8]) -> ValueResult;
     /// BLOB / TEXT bytes (charset per the column: binary when none).
     fn blob(&mut self, col: &Column, bytes: &[u8]) -> ValueResult;
+    /// MariaDB's compressed VARCHAR and TEXT/BLOB, as stored: a header byte,
+    /// then the value as is or deflated (`uncompress`). Sinks of values take
+    /// this default: the value, uncompressed, as the column's uncompressed
+    /// twin gives it (`string` or `blob`). mysqlbinlog's text prints the
+    /// stored bytes.
+    fn compressed(&mut self, col: &Column, stored: &[u8]) -> ValueResult {
+        let value = uncompress(col, stored)?;
+        match col.kind {
+            Kind::CompressedString { .. } => self.string(col, &value),
+            _ => self.blob(col, &value),
+        }
+    }
     /// GEOMETRY: 4-byte SRID + WKB.
     fn geometry(&mut self, col: &Column, bytes: &[u8]) -> ValueResult;
     /// MySQL binary JSON (MariaDB logs JSON as a BLOB).
@@ -430,6 +445,10 @@ impl<'a> Images<'a> {
                 let bytes = self.length_prefixed(len_bytes)?;
                 sink.blob(col, bytes)
             }
+            Kind::CompressedString { len_bytes, .. } | Kind::CompressedBlob { len_bytes } => {
+                let stored = self.length_prefixed(len_bytes)?;
+                sink.compressed(col, stored)
+            }
             Kind::Geometry { len_bytes } => {
                 let bytes = self.length_prefixed(len_bytes)?;
                 sink.geometry(col, bytes)
@@ -454,6 +473,88 @@ impl<'a> Images<'a> {
                 unsupported: true,
                 detail: format!("column type {type_code} ({})", type_name(type_code)),
             }),
+        }
+    }
+}
+
+// MariaDB's compressed columns (sql/field_comp.cc, 10.3+): the row image holds
+// the stored value behind a VARCHAR's or a BLOB's length prefix. Its first
+// byte says how it is stored: a method of 0 (high nibble): the value follows
+// as is; 8: zlib, bit 3 set for a raw deflate stream (no zlib header and
+// checksum, the server's default), the low 3 bits the width of the value's
+// length, which follows big-endian, then the stream. An empty value has no
+// header byte. The twin of this reader is `binlake/values.py` (`uncompress`).
+
+/// The compression method of zlib in the header byte's high nibble.
+pub const ZLIB_COMPRESSION_METHOD: u8 = 8;
+
+/// The value of a compressed column from its stored bytes, as the server's
+/// `Field_longstr::uncompress` and `uncompress_zlib` read it: a declared length
+/// over what the column holds and a stream that does not end within the
+/// declared length are corrupt; bytes after the stream's end are ignored, as
+/// the server ignores them. The output grows as the stream inflates, so a
+/// corrupt length costs no more memory than the stream gives.
+pub fn uncompress<'a>(col: &Column, stored: &'a [u8]) -> ValueResult<Cow<'a, [u8]>> {
+    let Some((&header, rest)) = stored.split_first() else {
+        return Ok(Cow::Borrowed(stored));
+    };
+    let method = header >> 4;
+    if method == 0 {
+        return Ok(Cow::Borrowed(rest));
+    }
+    let fail = |why: String| ValueError::corrupt(format!("compressed column {}: {why}", col.key()));
+    if method != ZLIB_COMPRESSION_METHOD {
+        return Err(fail(format!(
+            "unknown compression method {method} (header byte 0x{header:02x})"
+        )));
+    }
+    let width = (header & 0x07) as usize;
+    if rest.len() < width {
+        return Err(fail("the value ends inside its length".into()));
+    }
+    let declared = be_uint(&rest[..width]);
+    let limit = match col.kind {
+        Kind::CompressedString { max_len, .. } => u64::from(max_len),
+        Kind::CompressedBlob { len_bytes } => (1u64 << (8 * u32::from(len_bytes))) - 1,
+        _ => 0,
+    };
+    if declared > limit {
+        return Err(fail(format!(
+            "the value declares {declared} bytes, more than the column holds ({limit})"
+        )));
+    }
+    inflate_at_most(&rest[width..], declared, header & 0x08 == 0)
+        .map(Cow::Owned)
+        .ok_or_else(|| {
+            fail(format!(
+                "the value is not a zlib stream of at most its declared {declared} bytes"
+            ))
+        })
+}
+
+/// One deflate stream (`zlib_header`: zlib-wrapped) inflated whole, None if it
+/// is corrupt, does not end, or gives more than `declared` bytes.
+fn inflate_at_most(stream: &[u8], declared: u64, zlib_header: bool) -> Option<Vec<u8>> {
+    // one byte more than declared tells a stream that runs past it
+    let bound = usize::try_from(declared).ok()?.checked_add(1)?;
+    let mut inflater = Decompress::new(zlib_header);
+    let mut out = Vec::with_capacity(bound.min(64 << 10));
+    loop {
+        let (read, written) = (inflater.total_in(), inflater.total_out());
+        let input = stream.get(usize::try_from(read).ok()?..)?;
+        let status = inflater
+            .decompress_vec(input, &mut out, FlushDecompress::None)
+            .ok()?;
+        if out.len() > declared as usize {
+            return None;
+        }
+        if status == Status::StreamEnd {
+            return Some(out);
+        }
+        if out.len() == out.capacity() {
+            out.reserve_exact(out.capacity().max(1 << 10).min(bound - out.len()));
+        } else if inflater.total_in() == read && inflater.total_out() == written {
+            return None; // no progress with room to write: the stream is cut short
         }
     }
 }
@@ -722,6 +823,7 @@ pub fn type_name(type_code: u8) -> &'static str {
         MYSQL_TYPE_NULL => "MYSQL_TYPE_NULL",
         MYSQL_TYPE_NEWDECIMAL => "MYSQL_TYPE_NEWDECIMAL",
         MYSQL_TYPE_BLOB => "MYSQL_TYPE_BLOB",
+        MYSQL_TYPE_BLOB_COMPRESSED => "MYSQL_TYPE_BLOB_COMPRESSED",
         MYSQL_TYPE_GEOMETRY => "MYSQL_TYPE_GEOMETRY",
         MYSQL_TYPE_JSON => "MYSQL_TYPE_JSON",
         MYSQL_TYPE_VECTOR => "MYSQL_TYPE_VECTOR",
@@ -989,5 +1091,248 @@ mod tests {
         let t = time2_parts(&[0x7F, 0xFF, 0xFF, 0xCE], 1);
         assert!(t.negative);
         assert_eq!((t.hours, t.minutes, t.seconds, t.micro), (0, 0, 0, 500000));
+    }
+
+    /// A MariaDB compressed column: VARCHAR(100) in latin1 (meta 101) or a BLOB.
+    fn compressed_column(type_code: u8, meta: u16) -> Column {
+        let mut col = Column::new(2, type_code, meta, true);
+        col.name = Some("v".into());
+        col
+    }
+
+    fn varchar100() -> Column {
+        compressed_column(crate::constants::MYSQL_TYPE_VARCHAR_COMPRESSED, 101)
+    }
+
+    /// `value` deflated (raw, the server's default, or zlib-wrapped) behind
+    /// its header byte and declared length (`field_comp.cc` `compress_zlib`).
+    fn deflated(value: &[u8], raw: bool, declared: u64, width: usize) -> Vec<u8> {
+        use std::io::Write;
+        let mut stream = Vec::new();
+        if raw {
+            let mut e = flate2::write::DeflateEncoder::new(&mut stream, Default::default());
+            e.write_all(value).unwrap();
+            e.finish().unwrap();
+        } else {
+            let mut e = flate2::write::ZlibEncoder::new(&mut stream, Default::default());
+            e.write_all(value).unwrap();
+            e.finish().unwrap();
+        }
+        let header = 0x80 | width as u8 | if raw { 0x08 } else { 0 };
+        [vec![header], be(declared, width), stream].concat()
+    }
+
+    #[test]
+    fn compressed_values_as_a_mariadb_10_11_server_stores_them() {
+        let col = varchar100();
+        // 'hello': below the compression threshold, kept as is behind a 0
+        assert_eq!(&*uncompress(&col, b"\x00hello").unwrap(), b"hello");
+        // '': no header byte at all
+        assert_eq!(&*uncompress(&col, b"").unwrap(), b"");
+        // REPEAT('a', 100): a raw deflate stream (the default, no zlib wrap)
+        let raw = [0x89, 0x64, 0x4B, 0x4C, 0xA4, 0x3D, 0x00, 0x00];
+        assert_eq!(&*uncompress(&col, &raw).unwrap(), &[b'a'; 100][..]);
+        // REPEAT('w', 100) with column_compression_zlib_wrap=ON
+        let wrapped = [
+            0x81, 0x64, 0x78, 0x9C, 0x2B, 0x2F, 0xA7, 0x3D, 0x00, 0x00, 0x2C, 0x61, 0x2E, 0x7D,
+        ];
+        assert_eq!(&*uncompress(&col, &wrapped).unwrap(), &[b'w'; 100][..]);
+    }
+
+    #[test]
+    fn compressed_values_of_every_width_and_both_wrappings() {
+        use crate::constants::MYSQL_TYPE_BLOB_COMPRESSED;
+        let value: Vec<u8> = (0..70_000u32)
+            .map(|i| b"abc"[(i % 7 % 3) as usize])
+            .collect();
+        for raw in [true, false] {
+            for width in [3usize, 4, 7] {
+                let col = compressed_column(MYSQL_TYPE_BLOB_COMPRESSED, 3);
+                let stored = deflated(&value, raw, value.len() as u64, width);
+                assert_eq!(&*uncompress(&col, &stored).unwrap(), &value[..]);
+            }
+        }
+        // a stream shorter than declared is the value (the server's inflate
+        // stops at the stream's end); bytes after the end are ignored
+        let col = varchar100();
+        let mut stored = deflated(b"abc", true, 90, 1);
+        assert_eq!(&*uncompress(&col, &stored).unwrap(), b"abc");
+        stored.extend_from_slice(b"trailing");
+        assert_eq!(&*uncompress(&col, &stored).unwrap(), b"abc");
+    }
+
+    fn corrupt(col: &Column, stored: &[u8]) -> String {
+        let err = uncompress(col, stored).unwrap_err();
+        assert!(!err.unsupported);
+        err.detail
+    }
+
+    #[test]
+    fn corrupt_compressed_values_are_errors() {
+        use crate::constants::MYSQL_TYPE_BLOB_COMPRESSED;
+        let col = varchar100();
+        let text = "x".repeat(90);
+        let good = deflated(text.as_bytes(), true, 90, 1);
+        assert_eq!(
+            corrupt(&col, b"\x20abc"),
+            "compressed column v: unknown compression method 2 (header byte 0x20)"
+        );
+        assert_eq!(
+            corrupt(&col, b"\x8A\x01"),
+            "compressed column v: the value ends inside its length"
+        );
+        // more than the column holds: VARCHAR by its length, TINYBLOB 255
+        assert_eq!(
+            corrupt(&col, &deflated(text.as_bytes(), true, 102, 1)),
+            "compressed column v: the value declares 102 bytes, more than the column holds (101)"
+        );
+        let tiny = compressed_column(MYSQL_TYPE_BLOB_COMPRESSED, 1);
+        assert!(corrupt(&tiny, &deflated(b"a", true, 256, 2)).contains("holds (255)"));
+        let not_a_stream =
+            "compressed column v: the value is not a zlib stream of at most its declared";
+        // the stream gives more than declared
+        assert!(corrupt(&col, &deflated(text.as_bytes(), true, 89, 1)).starts_with(not_a_stream));
+        // cut short, a block of the reserved type 3, a back-reference before
+        // the stream's start (zlib refuses it: no window to read from), a
+        // wrong checksum, the other wrapping
+        assert!(corrupt(&col, &good[..good.len() - 1]).starts_with(not_a_stream));
+        let mut bad_block = good.clone();
+        bad_block[2] = 0x07;
+        assert!(corrupt(&col, &bad_block).starts_with(not_a_stream));
+        let too_far = [0x89, 0x64, 0x4B, 0x4C, 0x24, 0x3D, 0x00, 0x00];
+        assert!(corrupt(&col, &too_far).starts_with(not_a_stream));
+        let mut wrapped = deflated(text.as_bytes(), false, 90, 1);
+        let last = wrapped.len() - 1;
+        wrapped[last] ^= 1;
+        assert!(corrupt(&col, &wrapped).starts_with(not_a_stream));
+        let mut unwrapped_as_raw = deflated(text.as_bytes(), false, 90, 1);
+        unwrapped_as_raw[0] |= 0x08;
+        assert!(corrupt(&col, &unwrapped_as_raw).starts_with(not_a_stream));
+        assert!(corrupt(&col, &[0x89, 90]).starts_with(not_a_stream));
+    }
+
+    #[test]
+    fn a_huge_declared_length_costs_only_what_the_stream_gives() {
+        use crate::constants::MYSQL_TYPE_BLOB_COMPRESSED;
+        let long = compressed_column(MYSQL_TYPE_BLOB_COMPRESSED, 4);
+        let stored = deflated(b"small", true, u64::from(u32::MAX), 4);
+        let value = uncompress(&long, &stored).unwrap();
+        assert_eq!(&*value, b"small");
+        assert!(matches!(value, Cow::Owned(ref v) if v.capacity() <= 64 << 10));
+    }
+
+    /// Keeps what `string` and `blob` are given; the rest is not called.
+    #[derive(Default)]
+    struct Strings(Vec<(&'static str, Vec<u8>)>);
+
+    impl ValueSink for Strings {
+        fn null(&mut self, _: &Column) -> ValueResult {
+            unreachable!()
+        }
+        fn int(&mut self, _: &Column, _: i64, _: u8) -> ValueResult {
+            unreachable!()
+        }
+        fn float(&mut self, _: &Column, _: f32) -> ValueResult {
+            unreachable!()
+        }
+        fn double(&mut self, _: &Column, _: f64) -> ValueResult {
+            unreachable!()
+        }
+        fn decimal(&mut self, _: &Column, _: &DecimalValue, _: &[u8]) -> ValueResult {
+            unreachable!()
+        }
+        fn year(&mut self, _: &Column, _: u32) -> ValueResult {
+            unreachable!()
+        }
+        fn date(&mut self, _: &Column, _: u32, _: u32, _: u32) -> ValueResult {
+            unreachable!()
+        }
+        fn datetime(&mut self, _: &Column, _: DateTimeParts, _: &[u8]) -> ValueResult {
+            unreachable!()
+        }
+        fn datetime_negative(&mut self, _: &Column, _: i64, _: &[u8]) -> ValueResult {
+            unreachable!()
+        }
+        fn timestamp(&mut self, _: &Column, _: u32, _: u32, _: u8) -> ValueResult {
+            unreachable!()
+        }
+        fn time(&mut self, _: &Column, _: TimeParts, _: &[u8]) -> ValueResult {
+            unreachable!()
+        }
+        fn bit(&mut self, _: &Column, _: u64, _: &[u8]) -> ValueResult {
+            unreachable!()
+        }
+        fn string(&mut self, _: &Column, bytes: &[u8]) -> ValueResult {
+            self.0.push(("string", bytes.to_vec()));
+            Ok(())
+        }
+        fn blob(&mut self, _: &Column, bytes: &[u8]) -> ValueResult {
+            self.0.push(("blob", bytes.to_vec()));
+            Ok(())
+        }
+        fn geometry(&mut self, _: &Column, _: &[u8]) -> ValueResult {
+            unreachable!()
+        }
+        fn json(&mut self, _: &Column, _: &[u8]) -> ValueResult {
+            unreachable!()
+        }
+        fn json_diff(&mut self, _: &Column, _: &[u8]) -> ValueResult {
+            unreachable!()
+        }
+        fn vector(&mut self, _: &Column, _: &[u8]) -> ValueResult {
+            unreachable!()
+        }
+        fn enum_index(&mut self, _: &Column, _: u16, _: &[u8]) -> ValueResult {
+            unreachable!()
+        }
+        fn set_mask(&mut self, _: &Column, _: u64, _: &[u8]) -> ValueResult {
+            unreachable!()
+        }
+    }
+
+    #[test]
+    fn compressed_columns_give_their_twins_values() {
+        use crate::constants::{MYSQL_TYPE_BLOB_COMPRESSED, MYSQL_TYPE_VARCHAR_COMPRESSED};
+        // VARCHAR(300) utf8mb4 COMPRESSED: 1201 bytes, a 2-byte length prefix
+        let varchar = compressed_column(MYSQL_TYPE_VARCHAR_COMPRESSED, 1201);
+        assert_eq!(
+            varchar.kind,
+            Kind::CompressedString {
+                len_bytes: 2,
+                max_len: 1201
+            }
+        );
+        let text = deflated("é".repeat(300).as_bytes(), true, 600, 2);
+        let blob = compressed_column(MYSQL_TYPE_BLOB_COMPRESSED, 2);
+        assert_eq!(blob.kind, Kind::CompressedBlob { len_bytes: 2 });
+        assert_eq!(
+            Kind::of(MYSQL_TYPE_BLOB_COMPRESSED, 5),
+            Kind::Unsupported {
+                type_code: MYSQL_TYPE_BLOB_COMPRESSED
+            }
+        );
+        let data = [
+            &(text.len() as u16).to_le_bytes()[..],
+            &text,
+            &[4, 0, 0, b'b', b'i', b'n'],
+        ]
+        .concat();
+        let mut images = Images::new(&data);
+        let mut sink = Strings::default();
+        images.value(&varchar, &mut sink).unwrap();
+        images.value(&blob, &mut sink).unwrap();
+        assert!(images.at_end());
+        assert_eq!(
+            sink.0,
+            [
+                ("string", "é".repeat(300).into_bytes()),
+                ("blob", b"bin".to_vec())
+            ]
+        );
+        // a value cut by the event's end is that, before any inflating
+        let mut images = Images::new(&data[..data.len() - 1]);
+        images.value(&varchar, &mut sink).unwrap();
+        let err = images.value(&blob, &mut sink).unwrap_err();
+        assert!(err.detail.contains("runs past the end"), "{}", err.detail);
     }
 }

@@ -50,9 +50,9 @@ impl Rng {
     }
 }
 
-const KNOWN_TYPES: [u8; 35] = [
-    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 242, 243, 244, 245,
-    246, 247, 248, 249, 250, 251, 252, 253, 254, 255,
+const KNOWN_TYPES: [u8; 37] = [
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 140, 141, 242, 243,
+    244, 245, 246, 247, 248, 249, 250, 251, 252, 253, 254, 255,
 ];
 const INTERESTING_META: [u16; 30] = [
     0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0xFF, 0x100, 0x1FF, 0xFFFF, 0x8000, 0x7FFF, 0x0A02, 0x4100,
@@ -133,7 +133,49 @@ fn plausible_value(kind: Kind, rng: &mut Rng, out: &mut Vec<u8>) {
         | Kind::Geometry { len_bytes }
         | Kind::Json { len_bytes }
         | Kind::Vector { len_bytes } => prefixed(len_bytes, rng, out),
+        Kind::CompressedString { len_bytes, .. } | Kind::CompressedBlob { len_bytes } => {
+            let stored = plausible_stored(rng);
+            out.extend_from_slice(&(stored.len() as u32).to_le_bytes()[..len_bytes as usize]);
+            out.extend_from_slice(&stored);
+        }
         Kind::Unsupported { .. } => {}
+    }
+}
+
+/// A MariaDB compressed column's stored value: empty, kept as is behind a
+/// header byte of 0, or deflated (raw or zlib-wrapped) behind its header
+/// and declared length (sometimes not the real one).
+fn plausible_stored(rng: &mut Rng) -> Vec<u8> {
+    use std::io::Write;
+    let value: Vec<u8> = (0..rng.below(40))
+        .map(|_| b'a' + rng.below(3) as u8)
+        .collect();
+    match rng.below(4) {
+        0 => Vec::new(),
+        1 => [&[0u8][..], &value].concat(),
+        _ => {
+            let raw = rng.chance(50);
+            let mut deflated = Vec::new();
+            if raw {
+                let mut e = flate2::write::DeflateEncoder::new(&mut deflated, Default::default());
+                e.write_all(&value).unwrap();
+                e.finish().unwrap();
+            } else {
+                let mut e = flate2::write::ZlibEncoder::new(&mut deflated, Default::default());
+                e.write_all(&value).unwrap();
+                e.finish().unwrap();
+            }
+            let declared = if rng.chance(80) {
+                value.len() as u32
+            } else {
+                rng.next() as u32 % 64
+            };
+            let width = 1 + rng.below(2);
+            let mut out = vec![0x80 | width as u8 | if raw { 8 } else { 0 }];
+            out.extend_from_slice(&declared.to_be_bytes()[4 - width..]);
+            out.extend_from_slice(&deflated);
+            out
+        }
     }
 }
 

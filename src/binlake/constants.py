@@ -165,6 +165,9 @@ class ColumnType(IntEnum):
     MYSQL_TYPE_DATETIME2 = 18
     MYSQL_TYPE_TIME2 = 19
     MYSQL_TYPE_TYPED_ARRAY = 20
+    # MariaDB 10.3+ (mysql_com.h): a column declared COMPRESSED, in table maps only
+    MYSQL_TYPE_BLOB_COMPRESSED = 140
+    MYSQL_TYPE_VARCHAR_COMPRESSED = 141
     MYSQL_TYPE_VECTOR = 242
     MYSQL_TYPE_INVALID = 243
     MYSQL_TYPE_BOOL = 244

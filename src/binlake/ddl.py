@@ -502,6 +502,11 @@ def _column(spec: _Words) -> tuple[ColumnSpec, bool]:
             charset = spec.next().lower()
         elif word in ("ASCII",):
             charset = "latin1"
+        elif word == "COMPRESSED":
+            # MariaDB's column compression, COMPRESSED[=zlib]: the values are
+            # the column's own, logged under a type of its own (140, 141)
+            if spec.accept("="):
+                spec.next()
         elif word == "UNICODE":
             charset = "ucs2"
         elif word == "NOT" and spec.accept("NULL"):

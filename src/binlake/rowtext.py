@@ -257,14 +257,19 @@ def value_formatter(column_type: int, meta: int, mysql_flavour: bool = False):
         size = meta & 0xFF
         return (lambda buf, pos: (_bit_string(bytes(buf[pos:pos + size]), size * 8), pos + size)), \
             f"SET({size} bytes)"
+    # MariaDB's compressed columns print as their twins do, their stored bytes
+    # (header byte and all: mysqlbinlog does not uncompress), the name marked
+    compressed = " COMPRESSED" if column_type in (T.MYSQL_TYPE_BLOB_COMPRESSED,
+                                                  T.MYSQL_TYPE_VARCHAR_COMPRESSED) else ""
     if column_type in (T.MYSQL_TYPE_BLOB, T.MYSQL_TYPE_TINY_BLOB, T.MYSQL_TYPE_MEDIUM_BLOB,
-                       T.MYSQL_TYPE_LONG_BLOB):
+                       T.MYSQL_TYPE_LONG_BLOB, T.MYSQL_TYPE_BLOB_COMPRESSED):
         names = {1: "TINYBLOB/TINYTEXT", 2: "BLOB/TEXT", 3: "MEDIUMBLOB/MEDIUMTEXT", 4: "LONGBLOB/LONGTEXT"}
         if meta not in names:
             return None, f"!! Unknown BLOB packlen={meta}"
-        return _length_prefixed(meta), names[meta]
-    if column_type in (T.MYSQL_TYPE_VARCHAR, T.MYSQL_TYPE_VAR_STRING):
-        return _length_prefixed(1 if meta < 256 else 2), f"VARSTRING({meta})"
+        return _length_prefixed(meta), names[meta] + compressed
+    if column_type in (T.MYSQL_TYPE_VARCHAR, T.MYSQL_TYPE_VAR_STRING,
+                       T.MYSQL_TYPE_VARCHAR_COMPRESSED):
+        return _length_prefixed(1 if meta < 256 else 2), f"VARSTRING({meta}){compressed}"
     if column_type == T.MYSQL_TYPE_STRING:
         return _length_prefixed(1 if length < 256 else 2), f"STRING({length})"
     if column_type == T.MYSQL_TYPE_GEOMETRY:

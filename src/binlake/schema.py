@@ -462,9 +462,11 @@ def _kinds() -> dict:
                "MEDIUMINT": T.MYSQL_TYPE_INT24, "INT": T.MYSQL_TYPE_LONG,
                "BIGINT": T.MYSQL_TYPE_LONGLONG}
     kinds = {name: {code} for name, code in integer.items()}
+    # MariaDB logs a column declared COMPRESSED as a type of its own
     text = {T.MYSQL_TYPE_BLOB, T.MYSQL_TYPE_TINY_BLOB, T.MYSQL_TYPE_MEDIUM_BLOB,
-            T.MYSQL_TYPE_LONG_BLOB}
-    strings = {T.MYSQL_TYPE_STRING, T.MYSQL_TYPE_VAR_STRING, T.MYSQL_TYPE_VARCHAR}
+            T.MYSQL_TYPE_LONG_BLOB, T.MYSQL_TYPE_BLOB_COMPRESSED}
+    strings = {T.MYSQL_TYPE_STRING, T.MYSQL_TYPE_VAR_STRING, T.MYSQL_TYPE_VARCHAR,
+               T.MYSQL_TYPE_VARCHAR_COMPRESSED}
     kinds.update({
         "FLOAT": {T.MYSQL_TYPE_FLOAT, T.MYSQL_TYPE_DOUBLE},  # FLOAT(p>24) is a DOUBLE
         "DOUBLE": {T.MYSQL_TYPE_DOUBLE},

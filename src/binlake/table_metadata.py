@@ -10,17 +10,24 @@ peers walk it. Types are named as the peers' get_type_name names them
 (lengths in characters: bytes over the charset's longest character; BLOB
 by its length bytes; TEXT or BLOB, CHAR or BINARY by the charset), and a
 type they cannot name is INVALID_TYPE(n), as theirs.
+
+Rule: each column is what mariadb-binlog's print_columns takes it for, not
+what it is: a type it cannot name (VECTOR, MariaDB's compressed VARCHAR
+and TEXT/BLOB) takes no metadata bytes, so the columns after it are read
+from the wrong ones, and its charset goes to the next column the peer
+counts as text (GEOMETRY among them), as the peer prints them.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from .charsets import BINARY_COLLATION, MAX_CHARACTER_BYTES
 from .collation_names import COLLATIONS
 from .constants import ColumnType as T
 from .cursor import Cursor
-from .events.table_map import (_NUMERIC, _ONE_BYTE_META, TableMapEvent,
-                                apply_optional_metadata, is_character_type,
-                                is_enum_or_set_type)
+from .events.table_map import (_NUMERIC, _ONE_BYTE_META, _TWO_BYTE_META, TableMapEvent,
+                                apply_optional_metadata, is_enum_or_set_type)
 from .rowtext import identifier
 
 
@@ -51,13 +58,57 @@ _META_BYTES = {T.MYSQL_TYPE_NEWDECIMAL: 2, T.MYSQL_TYPE_FLOAT: 1, T.MYSQL_TYPE_D
                T.MYSQL_TYPE_STRING: 2, T.MYSQL_TYPE_GEOMETRY: 1}
 
 
+#: The types mariadb-binlog's is_character_type takes a charset for
+#: (log_event_client.cc): GEOMETRY too, no compressed type.
+_PEER_CHARACTER = {T.MYSQL_TYPE_STRING, T.MYSQL_TYPE_VAR_STRING, T.MYSQL_TYPE_VARCHAR,
+                   T.MYSQL_TYPE_BLOB, T.MYSQL_TYPE_GEOMETRY}
+
+
+class _PeerColumn(NamedTuple):
+    """A column as the peer takes it, for `apply_optional_metadata`: `type`
+    is the one it resolved walking the metadata block (ENUM and SET found in
+    a STRING's first metadata byte)."""
+
+    type: int
+
+    @property
+    def real_type(self) -> int:
+        return self.type
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.type in _NUMERIC
+
+    @property
+    def is_character(self) -> bool:
+        return self.type in _PEER_CHARACTER
+
+    @property
+    def is_enum_or_set(self) -> bool:
+        return is_enum_or_set_type(self.type)
+
+
+def _peer_walk(event: TableMapEvent, meta: bytes) -> list[tuple[int, int]]:
+    """(type, offset of its metadata) of each column as the peer walks the
+    block: a type it cannot name takes no bytes (it has no `_META_BYTES`)."""
+    walk, at = [], 0
+    for column in event.columns:
+        real = column.type
+        if real == T.MYSQL_TYPE_STRING and at < len(meta) \
+                and meta[at] in (T.MYSQL_TYPE_ENUM, T.MYSQL_TYPE_SET):
+            real = meta[at]
+        walk.append((real, at))
+        at += _META_BYTES.get(real, 0)
+    return walk
+
+
 def metadata_bytes(event: TableMapEvent) -> bytes:
     """The table map's per-column metadata block, as the event carries it."""
     out = bytearray()
     for column in event.columns:
         if column.type in _ONE_BYTE_META:
             out.append(column.meta & 0xFF)
-        elif column.type in (T.MYSQL_TYPE_VARCHAR, T.MYSQL_TYPE_VAR_STRING):
+        elif column.type in _TWO_BYTE_META:
             out += (column.meta & 0xFFFF).to_bytes(2, "little")
         elif column.type in (T.MYSQL_TYPE_NEWDECIMAL, T.MYSQL_TYPE_BIT, T.MYSQL_TYPE_STRING,
                              T.MYSQL_TYPE_ENUM, T.MYSQL_TYPE_SET):
@@ -106,24 +157,19 @@ def _quoted(value: str) -> str:
 
 def table_metadata(event: TableMapEvent) -> str:
     """`# Columns(...)` and, when the map logs one, `# Primary Key(...)`."""
-    columns = [{"_column": column} for column in event.columns]
-    table = apply_optional_metadata(columns, Cursor(event.optional_metadata))
-    meta, at = metadata_bytes(event), 0
+    meta = metadata_bytes(event)
+    walk = _peer_walk(event, meta)
+    columns = [{"_column": _PeerColumn(real)} for real, _ in walk]
+    table = apply_optional_metadata(columns, Cursor(event.optional_metadata), lenient=True)
     parts = []
     last = len(columns) - 1
-    for index, entry in enumerate(columns):
-        column = entry["_column"]
-        real = column.type
-        if real == T.MYSQL_TYPE_STRING and at < len(meta) \
-                and meta[at] in (T.MYSQL_TYPE_ENUM, T.MYSQL_TYPE_SET):
-            real = meta[at]
-        charset_kind = is_character_type(real) or is_enum_or_set_type(real)
-        collation = entry.get("charset") if charset_kind else None
+    for index, (entry, (real, at), column) in enumerate(zip(columns, walk, event.columns)):
+        peer = entry["_column"]
+        collation = entry.get("charset") if peer.is_character or peer.is_enum_or_set else None
         out = []
         if entry.get("name") is not None:
             out.append(identifier(entry["name"]) + " ")
         name = type_name(real, meta[at:at + 2], collation, entry.get("geometry_type") or 0)
-        at += _META_BYTES.get(real, 0) if name is not None else 0
         if name is None:
             parts.append("".join(out) + f"INVALID_TYPE({real})")
             continue  # as the peers: no separator after it

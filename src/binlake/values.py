@@ -11,7 +11,8 @@ date; DATETIME -> naive datetime; TIMESTAMP -> UTC datetime; TIME ->
 timedelta (MariaDB's hires TIME/DATETIME/TIMESTAMP(n) alike, their n given
 as the column's meta); a temporal Python cannot hold (zero dates, year 0) ->
 `MysqlTemporal`, MySQL's own text; text -> str in the column's charset,
-bytes when binary or unknown; BLOB/GEOMETRY -> bytes; ENUM -> member name
+bytes when binary or unknown (MariaDB's compressed VARCHAR and TEXT/BLOB:
+the same, of the uncompressed value); BLOB/GEOMETRY -> bytes; ENUM -> member name
 (int index without metadata); SET -> frozenset of names (int bitmask
 without metadata); JSON -> JSON text; VECTOR -> list of floats.
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import struct
+import zlib
 from decimal import Decimal
 from typing import Callable
 
@@ -386,6 +388,62 @@ def _length_prefixed(length_bytes: int, convert) -> Decode:
     return decode
 
 
+# MariaDB's compressed columns (sql/field_comp.cc, 10.3+): the row image holds
+# the stored value behind a VARCHAR's or a BLOB's length prefix. Its first
+# byte says how it is stored: a method of 0 (high nibble): the value follows
+# as is; 8: zlib, bit 3 set for a raw deflate stream (no zlib header and
+# checksum, the server's default), the low 3 bits the width of the value's
+# length, which follows big-endian, then the stream. An empty value has no
+# header byte. The twin of this reader is `rust/src/rowimage.rs` (`uncompress`).
+ZLIB_COMPRESSION_METHOD = 8
+
+
+def uncompress(stored: bytes, limit: int, key: str) -> bytes:
+    """The value of a compressed column from its stored bytes, as the server's
+    `Field_longstr::uncompress` and `uncompress_zlib` read it: a declared
+    length over the column's `limit` and a stream that does not end within
+    the declared length are corrupt (ValueError naming column `key`); bytes
+    after the stream's end are ignored, as the server ignores them."""
+    if not stored:
+        return stored
+    header = stored[0]
+    method = header >> 4
+    if method == 0:
+        return stored[1:]
+    if method != ZLIB_COMPRESSION_METHOD:
+        raise ValueError(f"compressed column {key}: unknown compression method {method} "
+                         f"(header byte 0x{header:02x})")
+    width = header & 0x07
+    if len(stored) - 1 < width:
+        raise ValueError(f"compressed column {key}: the value ends inside its length")
+    declared = int.from_bytes(stored[1:1 + width], "big")
+    if declared > limit:
+        raise ValueError(f"compressed column {key}: the value declares {declared} bytes, "
+                         f"more than the column holds ({limit})")
+    inflater = zlib.decompressobj(-zlib.MAX_WBITS if header & 0x08 else zlib.MAX_WBITS)
+    try:
+        # one byte more than declared tells a stream that runs past it
+        value = inflater.decompress(stored[1 + width:], declared + 1)
+    except zlib.error:
+        value = None
+    if value is None or len(value) > declared or not inflater.eof:
+        raise ValueError(f"compressed column {key}: the value is not a zlib stream of at "
+                         f"most its declared {declared} bytes")
+    return value
+
+
+def _compressed(length_bytes: int, limit: int, key: str, convert) -> Decode:
+    def decode(buf, pos):
+        n = int.from_bytes(buf[pos:pos + length_bytes], "little")
+        start = pos + length_bytes
+        end = start + n
+        if end > len(buf):  # cut: reported as the image running past the end
+            return None, end
+        value = uncompress(bytes(buf[start:end]), limit, key)
+        return (convert(value) if convert else value), end
+    return decode
+
+
 def _bit(meta: int) -> Decode:
     """Metadata: bits % 8, then whole bytes (Field_bit::do_save_field_metadata)."""
     nbytes = (meta & 0xFF) + (1 if meta >> 8 else 0)
@@ -509,8 +567,15 @@ def column_decoder(column) -> Decode:
                 raise _unsupported(t, meta)
             return _set(length, column.set_values)
         return _length_prefixed(1 if length < 256 else 2, _text_or_bytes(codec_for(column.charset)))
+    if t == T.MYSQL_TYPE_VARCHAR_COMPRESSED:
+        # the length counts the header byte: it bounds the value's declared length
+        return _compressed(1 if meta < 256 else 2, meta, column.key,
+                           _text_or_bytes(codec_for(column.charset)))
     if t in _LENGTH_PREFIXED and one not in (1, 2, 3, 4):
         raise _unsupported(t, meta)
+    if t == T.MYSQL_TYPE_BLOB_COMPRESSED:
+        return _compressed(one, (1 << 8 * one) - 1, column.key,
+                           _text_or_bytes(codec_for(column.charset)))
     if t == T.MYSQL_TYPE_JSON:
         return _json(one)
     if t in (T.MYSQL_TYPE_BLOB, T.MYSQL_TYPE_TINY_BLOB, T.MYSQL_TYPE_MEDIUM_BLOB,
@@ -525,4 +590,4 @@ def column_decoder(column) -> Decode:
 
 _LENGTH_PREFIXED = {T.MYSQL_TYPE_JSON, T.MYSQL_TYPE_BLOB, T.MYSQL_TYPE_TINY_BLOB,
                     T.MYSQL_TYPE_MEDIUM_BLOB, T.MYSQL_TYPE_LONG_BLOB, T.MYSQL_TYPE_GEOMETRY,
-                    T.MYSQL_TYPE_VECTOR}
+                    T.MYSQL_TYPE_VECTOR, T.MYSQL_TYPE_BLOB_COMPRESSED}

@@ -94,10 +94,16 @@ impl TableColumn {
         )
     }
 
+    /// Columns whose charset the optional metadata lists (MariaDB lists its
+    /// compressed VARCHAR and TEXT/BLOB too).
     fn is_character(&self) -> bool {
         matches!(
             self.real_type(),
-            MYSQL_TYPE_STRING | MYSQL_TYPE_VAR_STRING | MYSQL_TYPE_VARCHAR
+            MYSQL_TYPE_STRING
+                | MYSQL_TYPE_VAR_STRING
+                | MYSQL_TYPE_VARCHAR
+                | MYSQL_TYPE_VARCHAR_COMPRESSED
+                | MYSQL_TYPE_BLOB_COMPRESSED
         ) || self.is_blob()
     }
 
@@ -185,8 +191,10 @@ fn read_meta(cur: &mut Cursor, type_code: u8) -> Result<u16> {
         | MYSQL_TYPE_TIMESTAMP2
         | MYSQL_TYPE_DATETIME2
         | MYSQL_TYPE_TIME2
-        | MYSQL_TYPE_VECTOR => cur.u8()? as u16,
-        MYSQL_TYPE_VARCHAR | MYSQL_TYPE_VAR_STRING => cur.u16()?,
+        | MYSQL_TYPE_VECTOR
+        | MYSQL_TYPE_BLOB_COMPRESSED => cur.u8()? as u16,
+        // MariaDB's VARCHAR COMPRESSED counts its header byte in its length
+        MYSQL_TYPE_VARCHAR | MYSQL_TYPE_VAR_STRING | MYSQL_TYPE_VARCHAR_COMPRESSED => cur.u16()?,
         MYSQL_TYPE_NEWDECIMAL
         | MYSQL_TYPE_BIT
         | MYSQL_TYPE_STRING
@@ -473,5 +481,41 @@ mod tests {
         let mut b = body[..17].to_vec();
         b[14] = 250;
         assert!(decode_table_map(&mut Cursor::new(&b, 0), 8).is_err());
+    }
+
+    #[test]
+    fn mariadb_compressed_columns_take_their_twins_metadata_and_charsets() {
+        // as a MariaDB 10.11 server logs (INT, VARCHAR(100) latin1 COMPRESSED,
+        // TEXT COMPRESSED, VARCHAR(10) utf8mb4): the compressed columns are
+        // character columns of the charset list (latin1 first, the default after)
+        let mut b = vec![7, 0, 0, 0, 0, 0, 1, 0];
+        b.extend([1, b'c', 0, 1, b't', 0]);
+        b.extend([
+            4,
+            MYSQL_TYPE_LONG,
+            MYSQL_TYPE_VARCHAR_COMPRESSED,
+            MYSQL_TYPE_BLOB_COMPRESSED,
+            MYSQL_TYPE_VARCHAR,
+        ]);
+        b.extend([5, 101, 0, 2, 40, 0]);
+        b.push(0b1110);
+        b.extend([DEFAULT_CHARSET, 3, 45, 0, 8]);
+        let mut c = Cursor::new(&b, 0);
+        let m = decode_table_map(&mut c, 8).unwrap();
+        assert!(c.at_end());
+        let facts: Vec<_> = m
+            .columns
+            .iter()
+            .map(|c| (c.type_code, c.meta, c.charset))
+            .collect();
+        assert_eq!(
+            facts,
+            [
+                (MYSQL_TYPE_LONG, 0, None),
+                (MYSQL_TYPE_VARCHAR_COMPRESSED, 101, Some(8)),
+                (MYSQL_TYPE_BLOB_COMPRESSED, 2, Some(45)),
+                (MYSQL_TYPE_VARCHAR, 40, Some(45)),
+            ]
+        );
     }
 }

@@ -1677,6 +1677,9 @@ impl ValueSink for NullSink {
     fn blob(&mut self, _: &Column, _: &[u8]) -> ValueResult {
         Ok(())
     }
+    fn compressed(&mut self, _: &Column, _: &[u8]) -> ValueResult {
+        Ok(()) // printed as stored: the value is not uncompressed
+    }
     fn geometry(&mut self, _: &Column, _: &[u8]) -> ValueResult {
         Ok(())
     }

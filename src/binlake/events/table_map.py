@@ -21,12 +21,19 @@ from .base import Event, EventHeader, frozen_dataclass
 _ONE_BYTE_META = {T.MYSQL_TYPE_FLOAT, T.MYSQL_TYPE_DOUBLE, T.MYSQL_TYPE_BLOB,
                   T.MYSQL_TYPE_TINY_BLOB, T.MYSQL_TYPE_MEDIUM_BLOB, T.MYSQL_TYPE_LONG_BLOB,
                   T.MYSQL_TYPE_GEOMETRY, T.MYSQL_TYPE_JSON, T.MYSQL_TYPE_TIMESTAMP2,
-                  T.MYSQL_TYPE_DATETIME2, T.MYSQL_TYPE_TIME2, T.MYSQL_TYPE_VECTOR}
+                  T.MYSQL_TYPE_DATETIME2, T.MYSQL_TYPE_TIME2, T.MYSQL_TYPE_VECTOR,
+                  T.MYSQL_TYPE_BLOB_COMPRESSED}
+#: Two bytes, little-endian: the column's length in bytes (MariaDB's
+#: VARCHAR COMPRESSED counts its header byte in it: VARCHAR(100) is 101).
+_TWO_BYTE_META = {T.MYSQL_TYPE_VARCHAR, T.MYSQL_TYPE_VAR_STRING, T.MYSQL_TYPE_VARCHAR_COMPRESSED}
 _NUMERIC = {T.MYSQL_TYPE_TINY, T.MYSQL_TYPE_SHORT, T.MYSQL_TYPE_INT24, T.MYSQL_TYPE_LONG,
             T.MYSQL_TYPE_LONGLONG, T.MYSQL_TYPE_NEWDECIMAL, T.MYSQL_TYPE_FLOAT,
             T.MYSQL_TYPE_DOUBLE}
 _BLOBS = {T.MYSQL_TYPE_BLOB, T.MYSQL_TYPE_TINY_BLOB, T.MYSQL_TYPE_MEDIUM_BLOB,
           T.MYSQL_TYPE_LONG_BLOB}
+#: MariaDB's compressed columns (rpl_utility.cc `table_def`): VARCHAR and
+#: TEXT/BLOB with their twins' metadata and length prefixes.
+COMPRESSED_TYPES = frozenset({T.MYSQL_TYPE_VARCHAR_COMPRESSED, T.MYSQL_TYPE_BLOB_COMPRESSED})
 
 
 @frozen_dataclass
@@ -71,9 +78,11 @@ class Column:
 
 
 def is_character_type(real_type: int) -> bool:
-    """Columns whose charset the optional metadata lists (CHAR, VARCHAR, TEXT/BLOB)."""
+    """Columns whose charset the optional metadata lists (CHAR, VARCHAR,
+    TEXT/BLOB, and MariaDB lists its compressed VARCHAR and TEXT/BLOB too)."""
     return real_type in (T.MYSQL_TYPE_STRING, T.MYSQL_TYPE_VAR_STRING,
-                         T.MYSQL_TYPE_VARCHAR) or real_type in _BLOBS
+                         T.MYSQL_TYPE_VARCHAR) or real_type in _BLOBS \
+        or real_type in COMPRESSED_TYPES
 
 
 def is_enum_or_set_type(real_type: int) -> bool:
@@ -149,7 +158,7 @@ def _column_dict(column: Column) -> dict:
 def _read_meta(cur: Cursor, column_type: int) -> int:
     if column_type in _ONE_BYTE_META:
         return cur.u8()
-    if column_type in (T.MYSQL_TYPE_VARCHAR, T.MYSQL_TYPE_VAR_STRING):
+    if column_type in _TWO_BYTE_META:
         return cur.u16()
     if column_type in (T.MYSQL_TYPE_NEWDECIMAL, T.MYSQL_TYPE_BIT, T.MYSQL_TYPE_STRING,
                        T.MYSQL_TYPE_ENUM, T.MYSQL_TYPE_SET, T.MYSQL_TYPE_DECIMAL):
@@ -168,8 +177,10 @@ def _bits_msb_first(value: Cursor, count: int) -> list[bool]:
     return [bool(raw[i // 8] & (0x80 >> (i % 8))) for i in range(count)]
 
 
-def _charsets(cur: Cursor, count: int, default_form: bool) -> list[int]:
+def _charsets(cur: Cursor, count: int, default_form: bool, lenient: bool = False) -> list:
     if not default_form:
+        if lenient:  # as mysqlbinlog's iterator: no charset past the list's end
+            return [None if cur.at_end() else cur.packed_len() for _ in range(count)]
         return [cur.packed_len() for _ in range(count)]
     default = cur.packed_len()
     values = [default] * count
@@ -184,8 +195,12 @@ def _strings(cur: Cursor) -> list[str]:
     return [text(cur.lstring_packed()) for _ in range(cur.packed_len())]
 
 
-def apply_optional_metadata(columns: list[dict], cur: Cursor) -> dict:
-    """Fill per-column facts from the TLVs; returns table-level facts."""
+def apply_optional_metadata(columns: list[dict], cur: Cursor, lenient: bool = False) -> dict:
+    """Fill per-column facts from the TLVs; returns table-level facts.
+    `columns`: dicts whose "_column" says what kind of column each is (a
+    `Column`, or another view of it with the same properties); `lenient`:
+    lists of charsets, ENUM/SET members or geometry types shorter than their
+    columns leave the rest without (None), as mysqlbinlog's iterators do."""
     numeric = [c for c in columns if c["_column"].is_numeric]
     character = [c for c in columns if c["_column"].is_character]
     enum_set = [c for c in columns if c["_column"].is_enum_or_set]
@@ -201,13 +216,14 @@ def apply_optional_metadata(columns: list[dict], cur: Cursor) -> dict:
             for c, flag in zip(numeric, _bits_msb_first(value, len(numeric))):
                 c["unsigned"] = flag
         elif kind in (M.DEFAULT_CHARSET, M.COLUMN_CHARSET):
-            charsets = _charsets(value, len(character), kind == M.DEFAULT_CHARSET)
+            charsets = _charsets(value, len(character), kind == M.DEFAULT_CHARSET, lenient)
             if kind == M.DEFAULT_CHARSET and charsets:
                 table["default_charset"] = charsets[0] if len(set(charsets)) == 1 else None
             for c, cs in zip(character, charsets):
                 c["charset"] = cs
         elif kind in (M.ENUM_AND_SET_DEFAULT_CHARSET, M.ENUM_AND_SET_COLUMN_CHARSET):
-            charsets = _charsets(value, len(enum_set), kind == M.ENUM_AND_SET_DEFAULT_CHARSET)
+            charsets = _charsets(value, len(enum_set), kind == M.ENUM_AND_SET_DEFAULT_CHARSET,
+                                 lenient)
             for c, cs in zip(enum_set, charsets):
                 c["charset"] = cs
         elif kind == M.COLUMN_NAME:
@@ -215,13 +231,13 @@ def apply_optional_metadata(columns: list[dict], cur: Cursor) -> dict:
                 c["name"] = text(value.lstring_packed())
         elif kind == M.SET_STR_VALUE:
             for c in sets:
-                c["set_values"] = _strings(value)
+                c["set_values"] = None if lenient and value.at_end() else _strings(value)
         elif kind == M.ENUM_STR_VALUE:
             for c in enums:
-                c["enum_values"] = _strings(value)
+                c["enum_values"] = None if lenient and value.at_end() else _strings(value)
         elif kind == M.GEOMETRY_TYPE:
             for c in geometry:
-                c["geometry_type"] = value.packed_len()
+                c["geometry_type"] = None if lenient and value.at_end() else value.packed_len()
         elif kind == M.SIMPLE_PRIMARY_KEY:
             keys = []
             while not value.at_end():

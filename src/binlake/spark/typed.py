@@ -14,6 +14,7 @@ the changes view. DECIMALs wider than 38 digits are kept as text.
   BIT(n)            long (n < 64), decimal(20,0)
   ENUM              string                   SET                 array<string>
   CHAR/VARCHAR/TEXT string, binary when the column's charset is binary or unknown
+                    (MariaDB's COMPRESSED ones alike: their values come uncompressed)
   BLOB, GEOMETRY    binary                   JSON                string
   VECTOR            array<float>
 """
@@ -27,8 +28,9 @@ from ..charsets import BINARY_COLLATION
 from ..constants import ColumnType as T
 
 _BLOBS = {T.MYSQL_TYPE_TINY_BLOB, T.MYSQL_TYPE_MEDIUM_BLOB, T.MYSQL_TYPE_LONG_BLOB,
-          T.MYSQL_TYPE_BLOB}
-_STRINGS = {T.MYSQL_TYPE_VARCHAR, T.MYSQL_TYPE_VAR_STRING, T.MYSQL_TYPE_STRING}
+          T.MYSQL_TYPE_BLOB, T.MYSQL_TYPE_BLOB_COMPRESSED}
+_STRINGS = {T.MYSQL_TYPE_VARCHAR, T.MYSQL_TYPE_VAR_STRING, T.MYSQL_TYPE_STRING,
+            T.MYSQL_TYPE_VARCHAR_COMPRESSED}
 
 
 def spark_type(column: dict) -> S.DataType:
