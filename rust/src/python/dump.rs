@@ -204,6 +204,10 @@ fn dump_file(
     }
 }
 
+/// What a walk reached: the offset after its last event, whether a MySQL
+/// GTID was printed, and the GTID trail (`DumpPrinter::gtid_trail`).
+type Walked = (u64, bool, Vec<GtidMark>);
+
 /// One walk over the file.
 struct Pass<'a> {
     path: &'a str,
@@ -219,7 +223,7 @@ impl Pass<'_> {
         host: &mut PyHost<'_, '_>,
         end: Option<u64>,
         emit: &mut dyn FnMut(&[u8]) -> PyResult<()>,
-    ) -> PyResult<Result<(u64, bool, Vec<GtidMark>), String>> {
+    ) -> PyResult<Result<Walked, String>> {
         let source = match FileSource::open(self.path) {
             Ok(s) => s,
             Err(e) => return Ok(Err(format!("cannot open: {e}"))),
