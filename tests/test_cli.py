@@ -1,7 +1,9 @@
 """The command line's client-program syntax (binlake.cli)."""
 from __future__ import annotations
 
-from binlake.cli import build_parser
+import io
+
+from binlake.cli import build_parser, main
 
 
 def test_h_is_the_host_and_help_is_long():
@@ -21,3 +23,13 @@ def test_a_spark_failure_is_one_line_naming_the_root_cause():
     assert failure_line(RuntimeError(trace)) == "java.io.IOException: No space left on device"
     task = "py4j trace\nbinlake.errors.CorruptEvent: f: offset 9: bad\nmore"
     assert failure_line(RuntimeError(task)) == "f: offset 9: bad"
+
+
+def test_a_file_that_cannot_be_read_is_named_and_ends_the_run(tmp_path):
+    """As mariadb-binlog: the files before it printed, then one line naming
+    it, status 1, and no closing lines for it."""
+    missing = str(tmp_path / "binlog.000009")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["dump", "--no-defaults", missing], out=out, err=err) == 1
+    assert err.getvalue() == f"binlake: No such file or directory: {missing}\n"
+    assert out.getvalue().endswith("DELIMITER /*!*/;\n")

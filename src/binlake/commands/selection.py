@@ -297,6 +297,10 @@ def selected_events(args, files, selection: EventSelection, err, *, on_file=None
         reader = BinlogReader([path], **reader_options(args), **reader_kwargs)
         if on_file is not None:
             on_file(path)
+        if isinstance(path, str) and path != "-":
+            # a file that cannot be opened is an OSError naming it, before the
+            # file's closing lines (mysqlbinlog writes none for it either)
+            open(path, "rb").close()
         stopped = False
         try:
             for event in reader:
