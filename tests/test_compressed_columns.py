@@ -156,6 +156,8 @@ def test_the_table_map_reads_their_metadata_and_lists_their_charsets():
 
     class Context:
         class fde:
+            is_mariadb = True
+
             @staticmethod
             def post_header_len(code):
                 return 8

@@ -144,6 +144,11 @@ impl Format {
                 .map_or(0, |&l| l as usize),
         }
     }
+
+    /// A MariaDB server wrote the events (control.py `FormatDescription.is_mariadb`).
+    pub fn is_mariadb(&self) -> bool {
+        is_mariadb(&self.server_version)
+    }
 }
 
 /// The version triple as `server_version_tuple` in events/control.py reads it:
@@ -164,9 +169,8 @@ pub fn server_version_tuple(version: &[u8]) -> (u64, u64, u64) {
 
 fn is_mariadb(version: &[u8]) -> bool {
     version
-        .to_ascii_lowercase()
         .windows(7)
-        .any(|w| w == b"mariadb")
+        .any(|w| w.eq_ignore_ascii_case(b"mariadb"))
 }
 
 /// Whether this server wrote the checksum-algorithm byte into its FDE

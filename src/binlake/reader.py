@@ -90,10 +90,11 @@ class DecodeContext:
     pending_checksum_alg: int | None = None
     #: set while decoding a huge rows event whose row images stay in the file
     large_event_end: int | None = None
-    #: caches of derived data keyed by a table map's bytes, shared by equal maps
+    #: caches of derived data keyed by a table map's (server is MariaDB, bytes
+    #: after its post-header), shared by equal maps
     table_caches: dict = field(default_factory=dict)
 
-    def shared_cache(self, signature: bytes) -> dict:
+    def shared_cache(self, signature: tuple) -> dict:
         cache = self.table_caches.get(signature)
         if cache is None:
             if len(self.table_caches) > 4096:  # bounded: schema churn must not grow it

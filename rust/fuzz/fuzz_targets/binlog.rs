@@ -92,7 +92,8 @@ fn read(data: &[u8], verify_checksums: bool) {
                 let _ = events::decode_transaction_payload(&mut cur);
             }
             TABLE_MAP_EVENT => {
-                if let Ok(map) = events::decode_table_map(&mut cur, post) {
+                let mariadb = framer.format().is_mariadb();
+                if let Ok(map) = events::decode_table_map(&mut cur, post, mariadb) {
                     maps.insert(map.table_id, (map.layout(None), PlanCache::default()));
                 }
             }

@@ -8,8 +8,10 @@
 //! bitmap, then optional metadata as TLVs (binlog_row_metadata=MINIMAL/FULL).
 //!
 //! Rule: everything after the post-header is a pure function of its bytes
-//! (`TableMap::signature`), so a caller may cache what it derives from a map
-//! by those bytes: servers log the same map again in every transaction.
+//! (`TableMap::signature`) and the server's flavour (MariaDB or MySQL: their
+//! charset lists count different columns, `TableColumn::takes_listed_charset`),
+//! so a caller may cache what it derives from a map by those two: servers
+//! log the same map again in every transaction.
 
 use crate::constants::*;
 use crate::cursor::Cursor;
@@ -94,8 +96,8 @@ impl TableColumn {
         )
     }
 
-    /// Columns whose charset the optional metadata lists (MariaDB lists its
-    /// compressed VARCHAR and TEXT/BLOB too).
+    /// CHAR, VARCHAR and TEXT (with their binary twins), MariaDB's compressed
+    /// VARCHAR and TEXT/BLOB too: text in a charset.
     fn is_character(&self) -> bool {
         matches!(
             self.real_type(),
@@ -105,6 +107,20 @@ impl TableColumn {
                 | MYSQL_TYPE_VARCHAR_COMPRESSED
                 | MYSQL_TYPE_BLOB_COMPRESSED
         ) || self.is_blob()
+    }
+
+    /// Whether the column has a place in the charset list (DEFAULT_CHARSET /
+    /// COLUMN_CHARSET) as the server counts (table_map.py
+    /// `takes_listed_charset`): MariaDB every column with a charset but
+    /// ENUM/SET, GEOMETRY among them (binary); MySQL its character types and
+    /// 9.x's VECTOR (binary), never GEOMETRY.
+    fn takes_listed_charset(&self, mariadb: bool) -> bool {
+        let binary_extra = if mariadb {
+            MYSQL_TYPE_GEOMETRY
+        } else {
+            MYSQL_TYPE_VECTOR
+        };
+        self.is_character() || self.real_type() == binary_extra
     }
 
     fn is_enum_or_set(&self) -> bool {
@@ -136,7 +152,8 @@ pub struct TableMap<'a> {
     pub primary_key: Vec<(u64, u64)>,
     pub default_charset: Option<u64>,
     pub optional_metadata: &'a [u8],
-    /// The body after the post-header: equal bytes, equal map (but table id and flags).
+    /// The body after the post-header: equal bytes from servers of one
+    /// flavour, equal map (but table id and flags).
     pub signature: &'a [u8],
 }
 
@@ -255,15 +272,17 @@ fn which(columns: &[TableColumn], pick: impl Fn(&TableColumn) -> bool) -> Vec<us
         .collect()
 }
 
-/// Per-column facts from the TLVs into `columns`; table-level facts into `map`.
+/// Per-column facts from the TLVs into `columns`; table-level facts into `map`;
+/// `mariadb`: the server's flavour, which counts the charset list's columns.
 fn apply_optional_metadata(
     cur: &mut Cursor,
     columns: &mut [TableColumn],
     primary_key: &mut Vec<(u64, u64)>,
     default_charset: &mut Option<u64>,
+    mariadb: bool,
 ) -> Result<()> {
     let numeric = which(columns, TableColumn::is_numeric);
-    let character = which(columns, TableColumn::is_character);
+    let character = which(columns, |c| c.takes_listed_charset(mariadb));
     let enum_set = which(columns, TableColumn::is_enum_or_set);
     let enums = which(columns, |c| c.real_type() == MYSQL_TYPE_ENUM);
     let sets = which(columns, |c| c.real_type() == MYSQL_TYPE_SET);
@@ -359,8 +378,13 @@ fn apply_optional_metadata(
 }
 
 /// A TABLE_MAP body; `post_header_len` as the format description says (6:
-/// 4-byte table ids). Reads the whole body.
-pub fn decode_table_map<'a>(cur: &mut Cursor<'a>, post_header_len: usize) -> Result<TableMap<'a>> {
+/// 4-byte table ids), `mariadb` whether a MariaDB server wrote it
+/// (`Format::is_mariadb`). Reads the whole body.
+pub fn decode_table_map<'a>(
+    cur: &mut Cursor<'a>,
+    post_header_len: usize,
+    mariadb: bool,
+) -> Result<TableMap<'a>> {
     let table_id = if post_header_len == 6 {
         cur.u32()? as u64
     } else {
@@ -401,7 +425,13 @@ pub fn decode_table_map<'a>(cur: &mut Cursor<'a>, post_header_len: usize) -> Res
         .collect();
     let mut primary_key = Vec::new();
     let mut default_charset = None;
-    apply_optional_metadata(cur, &mut columns, &mut primary_key, &mut default_charset)?;
+    apply_optional_metadata(
+        cur,
+        &mut columns,
+        &mut primary_key,
+        &mut default_charset,
+        mariadb,
+    )?;
     let optional_metadata = optional_start.clone().rest();
     for c in columns.iter_mut() {
         c.primary_key = primary_key.iter().any(|&(i, _)| i == c.index as u64);
@@ -442,7 +472,7 @@ mod tests {
     fn columns_and_optional_metadata() {
         let body = body();
         let mut c = Cursor::new(&body, 0);
-        let m = decode_table_map(&mut c, 8).unwrap();
+        let m = decode_table_map(&mut c, 8, false).unwrap();
         assert!(c.at_end());
         assert_eq!(
             (m.table_id, m.database, m.table),
@@ -474,13 +504,75 @@ mod tests {
         let body = body();
         for cut in [5, 12, 16, 22, body.len() - 5] {
             let mut c = Cursor::new(&body[..cut], 100);
-            let e = decode_table_map(&mut c, 8).unwrap_err();
+            let e = decode_table_map(&mut c, 8, false).unwrap_err();
             assert!(e.offset >= 100 && e.offset <= 100 + cut as u64, "{cut}");
         }
         // a column count larger than the event
         let mut b = body[..17].to_vec();
         b[14] = 250;
-        assert!(decode_table_map(&mut Cursor::new(&b, 0), 8).is_err());
+        assert!(decode_table_map(&mut Cursor::new(&b, 0), 8, false).is_err());
+    }
+
+    /// shop.t (INT, POINT, VARCHAR(10) latin1, VARCHAR(40) utf8mb4) with a
+    /// COLUMN_CHARSET list of `charsets` (packed integers).
+    fn geometry_map(charsets: &[u8]) -> Vec<u8> {
+        let mut b = vec![7, 0, 0, 0, 0, 0, 1, 0];
+        b.extend([1, b's', 0, 1, b't', 0]);
+        b.extend([
+            4,
+            MYSQL_TYPE_LONG,
+            MYSQL_TYPE_GEOMETRY,
+            MYSQL_TYPE_VARCHAR,
+            MYSQL_TYPE_VARCHAR,
+        ]);
+        b.extend([5, 4, 10, 0, 40, 0]);
+        b.push(0b1110);
+        b.extend([COLUMN_CHARSET, charsets.len() as u8]);
+        b.extend(charsets);
+        b
+    }
+
+    fn charsets_of(body: &[u8], mariadb: bool) -> Vec<Option<u64>> {
+        let mut c = Cursor::new(body, 0);
+        let m = decode_table_map(&mut c, 8, mariadb).unwrap();
+        assert!(c.at_end());
+        m.columns.iter().map(|c| c.charset).collect()
+    }
+
+    #[test]
+    fn mariadb_lists_geometry_among_the_charsets_and_mysql_does_not() {
+        // a MariaDB server lists GEOMETRY (binary) before the text columns
+        // (log_event_server.cc is_character_field), a MySQL server does not
+        let mariadb = geometry_map(&[63, 8, 45]);
+        assert_eq!(
+            charsets_of(&mariadb, true),
+            [None, Some(63), Some(8), Some(45)]
+        );
+        let mysql = geometry_map(&[8, 0xfc, 0xff, 0x00]);
+        assert_eq!(charsets_of(&mysql, false), [None, None, Some(8), Some(255)]);
+    }
+
+    #[test]
+    fn mysql_lists_vector_among_the_charsets() {
+        // rust_mysql_common/vector.binlog (MySQL 9.0.1), table bar: BIGINT,
+        // VECTOR(2), TEXT utf8mb4, VECTOR(4); DEFAULT_CHARSET binary with the
+        // TEXT (the second listed column) as utf8mb4_0900_ai_ci
+        let mut b = vec![7, 0, 0, 0, 0, 0, 1, 0];
+        b.extend([3, b'd', b't', b'b', 0, 3, b'b', b'a', b'r', 0]);
+        b.extend([
+            4,
+            MYSQL_TYPE_LONGLONG,
+            MYSQL_TYPE_VECTOR,
+            MYSQL_TYPE_BLOB,
+            MYSQL_TYPE_VECTOR,
+        ]);
+        b.extend([3, 4, 2, 4]);
+        b.push(0b0100);
+        b.extend([DEFAULT_CHARSET, 5, 63, 1, 0xfc, 0xff, 0x00]);
+        assert_eq!(
+            charsets_of(&b, false),
+            [None, Some(63), Some(255), Some(63)]
+        );
     }
 
     #[test]
@@ -501,7 +593,7 @@ mod tests {
         b.push(0b1110);
         b.extend([DEFAULT_CHARSET, 3, 45, 0, 8]);
         let mut c = Cursor::new(&b, 0);
-        let m = decode_table_map(&mut c, 8).unwrap();
+        let m = decode_table_map(&mut c, 8, true).unwrap();
         assert!(c.at_end());
         let facts: Vec<_> = m
             .columns

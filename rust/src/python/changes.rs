@@ -84,8 +84,10 @@ const TABLE_CACHE_LIMIT: usize = 4096;
 
 /// A table map as the changes view uses it, shared by every equal map.
 pub(super) struct TableEntry {
-    /// The table map's body after its post-header (equal bytes, equal entry).
+    /// The table map's body after its post-header, and whether a MariaDB
+    /// server wrote it (equal bytes from servers of one flavour, equal entry).
     signature: Vec<u8>,
+    mariadb: bool,
     /// `TableMapEvent.qualified_name`, for errors.
     pub(super) qualified: String,
     pub(super) width: u64,
@@ -430,6 +432,7 @@ impl ChangesReader {
 
     fn table_map(&mut self, py: Python<'_>, frame: &Frame) -> Result<Decoded, Stop> {
         let post = self.post_header_len(TABLE_MAP_EVENT);
+        let mariadb = self.framer.format().is_mariadb();
         let raw = self.framer.raw();
         let mut cur = events::body(raw, frame);
         // table id and flags first; the rest is the cache key
@@ -440,7 +443,7 @@ impl ChangesReader {
             head.u48()
         };
         let (Ok(table_id), Ok(_)) = (id, head.u16()) else {
-            let e = decode_table_map(&mut cur, post).err();
+            let e = decode_table_map(&mut cur, post, mariadb).err();
             return match e {
                 Some(e) => self.failed_decode(py, e, frame),
                 None => Ok(Decoded::Nothing),
@@ -451,7 +454,8 @@ impl ChangesReader {
         let known = match &self.last_table {
             Some(entry) if entry.signature == signature => Some(entry.clone()),
             _ => self.tables_by_bytes.get(signature).cloned(),
-        };
+        }
+        .filter(|entry| entry.mariadb == mariadb);
         if let Some(entry) = known {
             if self
                 .table_maps
@@ -463,13 +467,13 @@ impl ChangesReader {
             self.last_table = Some(entry);
             return Ok(Decoded::Nothing);
         }
-        let map = match decode_table_map(&mut cur, post) {
+        let map = match decode_table_map(&mut cur, post, mariadb) {
             Ok(map) => map,
             Err(e) => return self.failed_decode(py, e, frame),
         };
         self.check_end(py, &cur, TABLE_MAP_EVENT)?;
         let map = self.completed(py, frame, map)?;
-        let mut entry = self.table_entry(py, &map)?;
+        let mut entry = self.table_entry(py, &map, mariadb)?;
         if self.events.is_some() && self.follow_schema {
             entry.json_fields = json_lines::completed_fields(py, &self.check)?;
         }
@@ -538,7 +542,12 @@ impl ChangesReader {
 
     /// What the reference derives from a table map for the view: the `tables`
     /// filter's answer, the layout (`rows.native_columns`) and each column's codec.
-    fn table_entry(&self, py: Python<'_>, map: &events::TableMap) -> PyResult<TableEntry> {
+    fn table_entry(
+        &self,
+        py: Python<'_>,
+        map: &events::TableMap,
+        mariadb: bool,
+    ) -> PyResult<TableEntry> {
         let database = text(map.database).into_owned();
         let table = text(map.table).into_owned();
         let wanted = match &self.wanted {
@@ -557,6 +566,7 @@ impl ChangesReader {
         let layout = map.layout(None);
         Ok(TableEntry {
             signature: map.signature.to_vec(),
+            mariadb,
             qualified: format!("{database}.{table}"),
             width: map.columns.len() as u64,
             json_keys: crate::sink::json::column_keys(&layout),

@@ -44,6 +44,9 @@ const TABLE_CACHE_LIMIT: usize = 4096;
 
 /// What the events view keeps of a table map, shared by every equal map.
 struct MapInfo {
+    /// Decoded as a MariaDB server's map (equal bytes from servers of one
+    /// flavour, equal map: `TableMap::signature`).
+    mariadb: bool,
     database: String,
     table: String,
     /// Its info's fields after table_id and flags.
@@ -230,11 +233,14 @@ impl EventsView {
                     head.u48().ok()?
                 };
                 let flags = head.u16().ok()?;
-                let map = match self.tables_by_bytes.get(head.clone().rest()) {
+                let mariadb = format.is_mariadb();
+                let known = self.tables_by_bytes.get(head.clone().rest());
+                let map = match known.filter(|map| map.mariadb == mariadb) {
                     Some(map) => map.clone(),
                     None => {
-                        let decoded = events::decode_table_map(&mut cur, post).ok()?;
+                        let decoded = events::decode_table_map(&mut cur, post, mariadb).ok()?;
                         let map = Rc::new(MapInfo {
+                            mariadb,
                             database: text(decoded.database).into_owned(),
                             table: text(decoded.table).into_owned(),
                             fields: sink::table_map_fields(&decoded),

@@ -173,8 +173,8 @@ struct BodyClasses {
     /// `RowsQueryEvent`, made for ANNOTATE_ROWS.
     annotate: Option<SlotClass>,
     /// `TableMapEvent`, made for a map whose bytes the reader decoded
-    /// before (`DecodeContext.table_caches`: signature -> cache, whose
-    /// "decoded_table_map" holds the fields), with those caches.
+    /// before (`DecodeContext.table_caches`: (server is MariaDB, bytes) ->
+    /// cache, whose "decoded_table_map" holds the fields), with those caches.
     table_map: Option<(SlotClass, Py<PyDict>)>,
     /// The reader's table maps by id (`DecodeContext.table_maps`): a rows
     /// event carries the one in force when it is read, as its decoder does.
@@ -305,7 +305,9 @@ impl Makers {
                 let (Ok(table_id), Ok(flags)) = (table_id, cur.u16()) else {
                     return Ok(None);
                 };
-                let signature = PyBytes::new(py, cur.rest());
+                // table_map.py `decode_table_map`'s key: (flavour, bytes)
+                let mariadb = framer.format().is_mariadb();
+                let signature = (mariadb, PyBytes::new(py, cur.rest()));
                 let Some(cache) = caches.bind(py).get_item(signature)? else {
                     return Ok(None); // a map not seen yet: the reference decodes it
                 };

@@ -177,6 +177,8 @@ type Printed = Result<(), Refused>;
 
 /// A table map as the rows events after it need it.
 struct Table {
+    /// Decoded as a MariaDB server's map (`decode_table_map`).
+    mariadb: bool,
     database: Vec<u8>,
     table: Vec<u8>,
     /// `` `db`.`table` `` as `###` lines show it.
@@ -1245,8 +1247,10 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
     fn table_map(&mut self, frame: &Frame, cur: &mut Cursor, format: &Format) -> Printed {
         let post = format.post_header_len(TABLE_MAP_EVENT);
         // A transaction's table map is usually the last one's bytes again
-        // (but table id and flags): equal bytes decode to an equal map, so
-        // what was derived from it is taken again (as `TableMap::signature` says).
+        // (but table id and flags): equal bytes from servers of one flavour
+        // decode to an equal map, so what was derived from it is taken again
+        // (as `TableMap::signature` says).
+        let mariadb = format.is_mariadb();
         let mut after_post = cur.clone();
         let table_id = if post == 6 {
             after_post.u32()? as u64
@@ -1255,13 +1259,14 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
         };
         let flags = after_post.u16()?;
         let signature = after_post.rest();
-        let index = match self.by_signature.get(signature) {
+        let known = self.by_signature.get(signature);
+        let index = match known.filter(|&&index| self.maps[index].mariadb == mariadb) {
             Some(&index) => {
                 *cur = after_post;
                 index
             }
             None => {
-                let map = decode_table_map(cur, post)?;
+                let map = decode_table_map(cur, post, mariadb)?;
                 let database = text_bytes(map.database);
                 let table = text_bytes(map.table);
                 let layout = map.layout(None);
@@ -1271,6 +1276,7 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
                 name.push(b'.');
                 identifier(&table, &mut name);
                 self.maps.push(Table {
+                    mariadb,
                     database,
                     table,
                     name,

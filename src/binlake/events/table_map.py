@@ -70,6 +70,8 @@ class Column:
 
     @property
     def is_character(self) -> bool:
+        """Text in a charset, or its binary twin (not: has a place in the
+        charset list, which depends on the server: `takes_listed_charset`)."""
         return is_character_type(self.real_type)
 
     @property
@@ -78,11 +80,26 @@ class Column:
 
 
 def is_character_type(real_type: int) -> bool:
-    """Columns whose charset the optional metadata lists (CHAR, VARCHAR,
-    TEXT/BLOB, and MariaDB lists its compressed VARCHAR and TEXT/BLOB too)."""
+    """CHAR, VARCHAR and TEXT (with their binary twins BINARY, VARBINARY and
+    BLOB), MariaDB's compressed VARCHAR and TEXT/BLOB too: text in a charset."""
     return real_type in (T.MYSQL_TYPE_STRING, T.MYSQL_TYPE_VAR_STRING,
                          T.MYSQL_TYPE_VARCHAR) or real_type in _BLOBS \
         or real_type in COMPRESSED_TYPES
+
+
+def takes_listed_charset(real_type: int, mariadb: bool) -> bool:
+    """Whether a column has a place in the table map's charset list
+    (DEFAULT_CHARSET / COLUMN_CHARSET), as the server that wrote it counts.
+
+    MariaDB lists every column with a charset but ENUM and SET
+    (log_event_server.cc `is_character_field`): the character columns and
+    GEOMETRY, whose charset is binary (sql_type_geom.cc
+    `Field_geom::binlog_type_info`). MySQL lists the types of log_event.cc
+    `is_character_type`: the character columns and, from 9.0, VECTOR (also
+    binary), never GEOMETRY or JSON. ENUM and SET have a list of their own
+    in both (FULL metadata only)."""
+    return is_character_type(real_type) or real_type == (
+        T.MYSQL_TYPE_GEOMETRY if mariadb else T.MYSQL_TYPE_VECTOR)
 
 
 def is_enum_or_set_type(real_type: int) -> bool:
@@ -191,18 +208,26 @@ def _charsets(cur: Cursor, count: int, default_form: bool, lenient: bool = False
     return values
 
 
+def _view_is_character(view) -> bool:
+    return view.is_character
+
+
 def _strings(cur: Cursor) -> list[str]:
     return [text(cur.lstring_packed()) for _ in range(cur.packed_len())]
 
 
-def apply_optional_metadata(columns: list[dict], cur: Cursor, lenient: bool = False) -> dict:
+def apply_optional_metadata(columns: list[dict], cur: Cursor, lenient: bool = False,
+                            listed=_view_is_character) -> dict:
     """Fill per-column facts from the TLVs; returns table-level facts.
     `columns`: dicts whose "_column" says what kind of column each is (a
     `Column`, or another view of it with the same properties); `lenient`:
     lists of charsets, ENUM/SET members or geometry types shorter than their
-    columns leave the rest without (None), as mysqlbinlog's iterators do."""
+    columns leave the rest without (None), as mysqlbinlog's iterators do;
+    `listed(view)`: whether a column has a place in the charset list (the
+    decoder's: the server's count, `takes_listed_charset`), by default the
+    view's own `is_character` (a printer's count: table_metadata.py)."""
     numeric = [c for c in columns if c["_column"].is_numeric]
-    character = [c for c in columns if c["_column"].is_character]
+    character = [c for c in columns if listed(c["_column"])]
     enum_set = [c for c in columns if c["_column"].is_enum_or_set]
     enums = [c for c in enum_set if c["_column"].real_type == T.MYSQL_TYPE_ENUM]
     sets = [c for c in enum_set if c["_column"].real_type == T.MYSQL_TYPE_SET]
@@ -271,8 +296,11 @@ def decode_table_map(header: EventHeader, cur: Cursor, ctx) -> TableMapEvent:
         low, high, flags = cur.fields(_HEAD)
         table_id = low | high << 32
     # A server logs the same table map again in every transaction: everything
-    # derived from it (row plans, compiled decoders) is shared between equal maps.
-    signature = bytes(cur.buf[cur.pos:cur.end])
+    # derived from it (row plans, compiled decoders) is shared between equal
+    # maps: equal bytes from servers of one flavour (their charset lists count
+    # different columns: `takes_listed_charset`).
+    mariadb = ctx.fde.is_mariadb
+    signature = (mariadb, bytes(cur.buf[cur.pos:cur.end]))
     cache = ctx.table_caches.get(signature)
     if cache is None:
         cache = ctx.shared_cache(signature)
@@ -296,7 +324,8 @@ def decode_table_map(header: EventHeader, cur: Cursor, ctx) -> TableMapEvent:
     optional_start = cur.pos
     base = [Column(i, types[i], metas[i], bool(nulls >> i & 1)) for i in range(count)]
     facts = [{"_column": c} for c in base]
-    table_facts = apply_optional_metadata(facts, cur)
+    table_facts = apply_optional_metadata(
+        facts, cur, listed=lambda column: takes_listed_charset(column.real_type, mariadb))
     optional = bytes(cur.buf[optional_start:cur.end])
     primary = table_facts.get("primary_key", ())
     pk_columns = {index for index, _ in primary}

@@ -294,7 +294,7 @@ fn info(r: &ChangesReader, frame: &Frame) -> crate::error::Result<Option<String>
         }
         XID_EVENT => format!("COMMIT /* xid={} */", events::decode_xid(&mut cur)?),
         TABLE_MAP_EVENT => {
-            let map = events::decode_table_map(&mut cur, post)?;
+            let map = events::decode_table_map(&mut cur, post, format.is_mariadb())?;
             format!(
                 "table_id: {} ({}.{})",
                 map.table_id,
