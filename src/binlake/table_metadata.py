@@ -160,7 +160,9 @@ def table_metadata(event: TableMapEvent) -> str:
     meta = metadata_bytes(event)
     walk = _peer_walk(event, meta)
     columns = [{"_column": _PeerColumn(real)} for real, _ in walk]
-    table = apply_optional_metadata(columns, Cursor(event.optional_metadata), lenient=True)
+    # (member names as logged: mariadb-binlog prints their bytes, whatever the charset)
+    table = apply_optional_metadata(columns, Cursor(event.optional_metadata), lenient=True,
+                                    raw_members=True)
     parts = []
     last = len(columns) - 1
     for index, (entry, (real, at), column) in enumerate(zip(columns, walk, event.columns)):

@@ -212,12 +212,14 @@ def _view_is_character(view) -> bool:
     return view.is_character
 
 
-def _strings(cur: Cursor) -> list[str]:
+def _strings(cur: Cursor, raw: bool = False) -> list:
+    if raw:
+        return [bytes(cur.lstring_packed()) for _ in range(cur.packed_len())]
     return [text(cur.lstring_packed()) for _ in range(cur.packed_len())]
 
 
 def apply_optional_metadata(columns: list[dict], cur: Cursor, lenient: bool = False,
-                            listed=_view_is_character) -> dict:
+                            listed=_view_is_character, raw_members: bool = False) -> dict:
     """Fill per-column facts from the TLVs; returns table-level facts.
     `columns`: dicts whose "_column" says what kind of column each is (a
     `Column`, or another view of it with the same properties); `lenient`:
@@ -225,7 +227,8 @@ def apply_optional_metadata(columns: list[dict], cur: Cursor, lenient: bool = Fa
     columns leave the rest without (None), as mysqlbinlog's iterators do;
     `listed(view)`: whether a column has a place in the charset list (the
     decoder's: the server's count, `takes_listed_charset`), by default the
-    view's own `is_character` (a printer's count: table_metadata.py)."""
+    view's own `is_character` (a printer's count: table_metadata.py);
+    `raw_members`: ENUM/SET member names as the bytes logged (the printer's)."""
     numeric = [c for c in columns if c["_column"].is_numeric]
     character = [c for c in columns if listed(c["_column"])]
     enum_set = [c for c in columns if c["_column"].is_enum_or_set]
@@ -256,10 +259,12 @@ def apply_optional_metadata(columns: list[dict], cur: Cursor, lenient: bool = Fa
                 c["name"] = text(value.lstring_packed())
         elif kind == M.SET_STR_VALUE:
             for c in sets:
-                c["set_values"] = None if lenient and value.at_end() else _strings(value)
+                c["set_values"] = (None if lenient and value.at_end()
+                                   else _strings(value, raw_members))
         elif kind == M.ENUM_STR_VALUE:
             for c in enums:
-                c["enum_values"] = None if lenient and value.at_end() else _strings(value)
+                c["enum_values"] = (None if lenient and value.at_end()
+                                    else _strings(value, raw_members))
         elif kind == M.GEOMETRY_TYPE:
             for c in geometry:
                 c["geometry_type"] = None if lenient and value.at_end() else value.packed_len()
