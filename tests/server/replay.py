@@ -1,11 +1,13 @@
 """Helpers of the server tests that rebuild tables from binlake's output:
-run the CLI in-process, pipe SQL into a private server, read its tables back."""
+run the CLI in-process, pipe SQL into a private server, read its tables back;
+and run a call on either core."""
 from __future__ import annotations
 
 import io
 import os
 import subprocess
 
+from binlake import core
 from binlake.cli import main
 from binlake.testing.mariadb import MariaDBServer
 from binlake.testing.workload import DATABASE
@@ -63,3 +65,16 @@ def replay(server: MariaDBServer, sql: bytes, *options: str) -> None:
                              *options], input=sql, capture_output=True)
     if result.returncode != 0:
         raise AssertionError(f"replay failed: {result.stderr.decode(errors='replace')[-2000:]}")
+
+
+#: The cores a value test runs on: both where the native one is built.
+CORES = [False, True] if core.available() else [True]
+
+
+def with_core(pure: bool, call):
+    """`call()` on the pure-Python core (`pure`) or the native one."""
+    core.use_pure(pure)
+    try:
+        return call()
+    finally:
+        core.use_pure(False)

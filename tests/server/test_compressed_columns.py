@@ -32,7 +32,7 @@ from binlake.testing.mariadb import MariaDBServer
 
 from differential.equality import compare_cores, first_difference
 
-from .replay import replay, run_binlake
+from .replay import CORES, replay, run_binlake, with_core
 
 pytestmark = pytest.mark.server
 
@@ -158,15 +158,6 @@ def _mariadb_binlog(*args: str) -> bytes:
     return result.stdout
 
 
-def _with_core(pure: bool, call):
-    core.use_pure(pure)
-    try:
-        return call()
-    finally:
-        core.use_pure(False)
-
-
-CORES = [False, True] if core.available() else [True]
 
 
 @pytest.mark.parametrize("options", [["-v"], ["-vv"], ["-vv", "--print-table-metadata"],
@@ -176,7 +167,7 @@ CORES = [False, True] if core.available() else [True]
 def test_text_is_what_mariadb_binlog_prints(written, options, pure):
     files = written[0]
     theirs = _mariadb_binlog(*options, *files)
-    status, ours, err = _with_core(pure, lambda: run_binlake("dump", "--no-defaults", *options,
+    status, ours, err = with_core(pure, lambda: run_binlake("dump", "--no-defaults", *options,
                                                              *files))
     assert status == 0, err
     assert ours == theirs
@@ -197,7 +188,7 @@ def _replayed(files, pure: bool) -> dict:
             if change.after is not None:
                 state[change.after["id"]] = dict(change.after)
         return state
-    return _with_core(pure, run)
+    return with_core(pure, run)
 
 
 @pytest.mark.parametrize("pure", CORES, ids=lambda pure: "pure" if pure else "native")
@@ -232,11 +223,11 @@ def test_both_cores_give_the_same_rows_arrow_and_json(written):
     assert len(events) > 60
     disagreements = [f"{e.header.pos}: {p}" for e in events if (p := compare_cores(e))]
     assert not disagreements, disagreements[:5]
-    arrow = [_with_core(pure, lambda: binlake.arrow_changes(files).read_all()) for pure in CORES]
+    arrow = [with_core(pure, lambda: binlake.arrow_changes(files).read_all()) for pure in CORES]
     assert arrow[0].equals(arrow[1])
     after = arrow[0].column("after").to_pylist()
     assert any(dict(image).get("vu") == "😀" * 300 for image in after if image)
-    lines = [_with_core(pure, lambda: run_binlake("dump", "--no-defaults", "--format", "json",
+    lines = [with_core(pure, lambda: run_binlake("dump", "--no-defaults", "--format", "json",
                                                   *files)) for pure in CORES]
     assert lines[0] == lines[1] and lines[0][0] == 0
     rows = [json.loads(line) for line in lines[0][1].splitlines()]

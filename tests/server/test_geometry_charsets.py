@@ -39,7 +39,7 @@ from binlake.testing.mariadb import MariaDBServer
 
 from differential.equality import compare_cores, first_difference
 
-from .replay import run_binlake
+from .replay import CORES, run_binlake, with_core
 
 pytestmark = pytest.mark.server
 
@@ -134,15 +134,6 @@ def _columns(server: MariaDBServer) -> dict:
     return columns
 
 
-def _with_core(pure: bool, call):
-    core.use_pure(pure)
-    try:
-        return call()
-    finally:
-        core.use_pure(False)
-
-
-CORES = [False, True] if core.available() else [True]
 CORE_IDS = lambda pure: "pure" if pure else "native"  # noqa: E731
 
 
@@ -209,7 +200,7 @@ def _assert_same(state: dict, final: dict) -> None:
 @pytest.mark.parametrize("pure", CORES, ids=CORE_IDS)
 def test_changes_replayed_are_the_servers_select(written, pure):
     files, final = written[0], written[1]
-    changes = _with_core(pure, lambda: [(c.table, c.before, c.after)
+    changes = with_core(pure, lambda: [(c.table, c.before, c.after)
                                          for c in binlake.changes(files)
                                          if c.database == DATABASE])
     _assert_same(_replay(changes), final)
@@ -228,7 +219,7 @@ def test_rows_of_the_table_maps_alone_are_the_servers_select(written, pure):
                 for e in binlake.open(files, schema=False)
                 if isinstance(e, RowsEvent) and e.table.database == DATABASE
                 for before, after in e.rows()]
-    _assert_same(_replay(_with_core(pure, rows)), final)
+    _assert_same(_replay(with_core(pure, rows)), final)
 
 
 @pytest.mark.skipif(not core.available(), reason="native core not built")
@@ -238,12 +229,12 @@ def test_both_cores_give_the_same_rows_arrow_and_json(written):
     assert len(events) >= len(ROWS) + len(CHANGES)
     disagreements = [f"{e.header.pos}: {p}" for e in events if (p := compare_cores(e))]
     assert not disagreements, disagreements[:5]
-    arrow = [_with_core(pure, lambda: binlake.arrow_changes(files).read_all()) for pure in CORES]
+    arrow = [with_core(pure, lambda: binlake.arrow_changes(files).read_all()) for pure in CORES]
     assert arrow[0].equals(arrow[1])
     after = [dict(image) for image in arrow[0].column("after").to_pylist() if image]
     assert any(image.get("w") == "ω" for image in after)
     assert any(image.get("v") == "vé" for image in after)
-    lines = [_with_core(pure, lambda: run_binlake("dump", "--no-defaults", "--format", "json",
+    lines = [with_core(pure, lambda: run_binlake("dump", "--no-defaults", "--format", "json",
                                                   *files)) for pure in CORES]
     assert lines[0] == lines[1] and lines[0][0] == 0
 
@@ -289,7 +280,7 @@ def test_equal_maps_of_both_flavours_are_kept_apart(written, pure, tmp_path):
         return out, together, changes, alone
 
     for paths in ([files[0], other], [other, files[0]]):
-        out, together, changes, alone = _with_core(pure, lambda: read(paths))
+        out, together, changes, alone = with_core(pure, lambda: read(paths))
         assert together == [(path, table, charsets)
                             for path, maps in zip(paths, out) for table, charsets in maps]
         assert first_difference(changes, alone) is None
@@ -298,7 +289,7 @@ def test_equal_maps_of_both_flavours_are_kept_apart(written, pure, tmp_path):
         both = tmp_path / "both.000001"
         both.write_bytes(b"".join(open(path, "rb").read()[i and 4:]  # one magic number
                                   for i, path in enumerate(paths)))
-        in_one = _with_core(pure, lambda: [(c.table, c.before, c.after)
+        in_one = with_core(pure, lambda: [(c.table, c.before, c.after)
                                            for c in binlake.changes([str(both)], schema=False)])
         assert first_difference(in_one, [change[1:] for change in alone]) is None
     theirs, ours = (dict(maps) for maps in out)  # of [other, files[0]]
@@ -320,7 +311,7 @@ def _mariadb_binlog(*args: str) -> bytes:
 def test_text_is_what_mariadb_binlog_prints(written, options, pure):
     files = written[0]
     theirs = _mariadb_binlog(*options, *files)
-    status, ours, err = _with_core(pure, lambda: run_binlake("dump", "--no-defaults", *options,
+    status, ours, err = with_core(pure, lambda: run_binlake("dump", "--no-defaults", *options,
                                                              *files))
     assert status == 0, err
     assert ours == theirs
