@@ -186,13 +186,12 @@ class FlashbackPrinter(TextPrinter):
         else:
             super().write(text)
 
-    def _hold(self, print_event, event, positions: bool = True) -> str:
-        """What `print_event(event)` writes, held instead of written (its
-        `# at` line, when `print_event` writes one, left out: it is written
-        at once)."""
+    def _hold(self, print_event, event) -> str:
+        """What `print_event(event)` writes, held instead of written (but its
+        `# at` line, which `_position_line` writes at once)."""
         self._holding = []
         shown = self.options.print_event_positions
-        self.options.print_event_positions = positions and shown
+        self.options.print_event_positions = False
         try:
             print_event(event)
             return "".join(self._holding)
@@ -237,7 +236,7 @@ class FlashbackPrinter(TextPrinter):
             handler = {XidEvent: self._print_xid, MariadbGtidEvent: self._print_mariadb_gtid}.get(
                 type(event))
             if handler is None:
-                self._held.add(self._hold(super().event, event, positions=False))
+                self._held.add(self._hold(super().event, event))
             else:
                 self._held.add(self._hold(handler, event))
         elif isinstance(event, TableMapEvent) and self.options.short_form \
@@ -245,10 +244,10 @@ class FlashbackPrinter(TextPrinter):
             # mariadb-binlog -s flushes no head cache at a table map then: the
             # Annotate_rows text goes with the statement
             self._position_line(event)
-            self.state.head.append(self._hold(super().event, event, positions=False))
+            self.state.head.append(self._hold(super().event, event))
         elif isinstance(event, StopEvent):
             self._position_line(event)
-            self._stop_text = self._hold(super().event, event, positions=False)
+            self._stop_text = self._hold(super().event, event)
         else:
             super().event(event)
 
