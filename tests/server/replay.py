@@ -78,3 +78,11 @@ def with_core(pure: bool, call):
         return call()
     finally:
         core.use_pure(False)
+
+
+def mariadb_binlog(*args: str) -> bytes:
+    """mariadb-binlog's stdout for `args` (TZ=UTC, no option files); it must succeed."""
+    result = subprocess.run(["mariadb-binlog", "--no-defaults", *args], capture_output=True,
+                            env={**os.environ, "TZ": "UTC"})
+    assert result.returncode == 0, result.stderr
+    return result.stdout

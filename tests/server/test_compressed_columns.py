@@ -19,9 +19,7 @@ from both cores; `binlake sql` replayed gives the same table again.
 from __future__ import annotations
 
 import json
-import os
 import random
-import subprocess
 
 import pytest
 
@@ -32,7 +30,7 @@ from binlake.testing.mariadb import MariaDBServer
 
 from differential.equality import compare_cores, first_difference
 
-from .replay import CORES, replay, run_binlake, with_core
+from .replay import CORES, mariadb_binlog, replay, run_binlake, with_core
 
 pytestmark = pytest.mark.server
 
@@ -151,22 +149,13 @@ def written(request, mariadbd, tmp_path_factory):
         yield files, final, server, request.param
 
 
-def _mariadb_binlog(*args: str) -> bytes:
-    result = subprocess.run(["mariadb-binlog", "--no-defaults", *args], capture_output=True,
-                            env={**os.environ, "TZ": "UTC"})
-    assert result.returncode == 0, result.stderr
-    return result.stdout
-
-
-
-
 @pytest.mark.parametrize("options", [["-v"], ["-vv"], ["-vv", "--print-table-metadata"],
                                      ["--print-table-metadata", "--base64-output=never"]],
                          ids=["v", "vv", "vv-metadata", "metadata"])
 @pytest.mark.parametrize("pure", CORES, ids=lambda pure: "pure" if pure else "native")
 def test_text_is_what_mariadb_binlog_prints(written, options, pure):
     files = written[0]
-    theirs = _mariadb_binlog(*options, *files)
+    theirs = mariadb_binlog(*options, *files)
     status, ours, err = with_core(pure, lambda: run_binlake("dump", "--no-defaults", *options,
                                                              *files))
     assert status == 0, err
@@ -205,7 +194,7 @@ def test_changes_replayed_are_the_servers_select(written, pure):
 
 def _compressed_stored(files) -> int:
     """How many values of the table were stored deflated (the text's header byte)."""
-    text = _mariadb_binlog("-v", *files)
+    text = mariadb_binlog("-v", *files)
     return sum(text.count(f"@{i}='".encode() + bytes([header]))
                for i in range(2, 12) for header in (0x81, 0x82, 0x83, 0x89, 0x8a, 0x8b))
 
@@ -213,7 +202,7 @@ def _compressed_stored(files) -> int:
 def test_the_workload_reaches_both_storages(written):
     files = written[0]
     assert _compressed_stored(files) > 50
-    assert b"='\\x00" in _mariadb_binlog("-v", *files)  # kept as is, behind a 0
+    assert b"='\\x00" in mariadb_binlog("-v", *files)  # kept as is, behind a 0
 
 
 @pytest.mark.skipif(not core.available(), reason="native core not built")

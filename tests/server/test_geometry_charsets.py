@@ -26,8 +26,6 @@ one read or one file, are each read as their own server counts.
 """
 from __future__ import annotations
 
-import os
-import subprocess
 import zlib
 
 import pytest
@@ -39,7 +37,7 @@ from binlake.testing.mariadb import MariaDBServer
 
 from differential.equality import compare_cores, first_difference
 
-from .replay import CORES, run_binlake, with_core
+from .replay import CORES, mariadb_binlog, run_binlake, with_core
 
 pytestmark = pytest.mark.server
 
@@ -297,20 +295,13 @@ def test_equal_maps_of_both_flavours_are_kept_apart(written, pure, tmp_path):
     assert ours["a"] == [None, BINARY_COLLATION, 8, 45]
 
 
-def _mariadb_binlog(*args: str) -> bytes:
-    result = subprocess.run(["mariadb-binlog", "--no-defaults", *args], capture_output=True,
-                            env={**os.environ, "TZ": "UTC"})
-    assert result.returncode == 0, result.stderr
-    return result.stdout
-
-
 @pytest.mark.parametrize("options", [["-v"], ["-vv"], ["-vv", "--print-table-metadata"],
                                      ["--print-table-metadata", "--base64-output=never"]],
                          ids=["v", "vv", "vv-metadata", "metadata"])
 @pytest.mark.parametrize("pure", CORES, ids=CORE_IDS)
 def test_text_is_what_mariadb_binlog_prints(written, options, pure):
     files = written[0]
-    theirs = _mariadb_binlog(*options, *files)
+    theirs = mariadb_binlog(*options, *files)
     status, ours, err = with_core(pure, lambda: run_binlake("dump", "--no-defaults", *options,
                                                              *files))
     assert status == 0, err
