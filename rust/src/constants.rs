@@ -162,6 +162,11 @@ pub fn column_type_name(code: u8) -> Option<&'static str> {
 /// PARTIAL_UPDATE_ROWS_EVENT value options (`enum_binlog_row_value_options`).
 pub const PARTIAL_JSON_UPDATES: u64 = 1;
 
+/// Transaction payload compression (`mysql::binlog::event::compression::type`;
+/// constants.py `ZSTD`, `NONE`).
+pub const PAYLOAD_ZSTD: u64 = 0;
+pub const PAYLOAD_NONE: u64 = 255;
+
 // Rows event flags (`enum_flag` of Rows_log_event)
 pub const STMT_END_F: u16 = 0x1;
 /// Log_event flag: the QUERY's database is not to be printed as `use`.

@@ -34,9 +34,6 @@ use crate::source::{Source, StreamSource, WINDOW};
 pub const LARGE_EVENT_BYTES: u64 = 64 << 20;
 /// The head of a huge rows event handed out: post-header, extra info and bitmaps fit.
 pub const LARGE_EVENT_HEAD: usize = 1 << 16;
-/// Transaction payload compression (`mysql::binlog::event::compression::type`).
-pub const PAYLOAD_ZSTD: u64 = 0;
-pub const PAYLOAD_NONE: u64 = 255;
 
 /// The early 5.1/5.2 (wl2325) numbering: old code -> today's code.
 const WL2325_EVENT_PERMUTATION: [u8; 23] = [
@@ -258,6 +255,15 @@ pub struct Frame {
 impl Frame {
     pub fn next_pos(&self) -> u64 {
         self.pos + self.length as u64
+    }
+
+    /// A cursor over this event's body (`raw` as the framer hands it: header,
+    /// body, no checksum), whose offsets are file offsets: the body starts at
+    /// `pos + header_len` (for a payload's inner event `pos` is the payload
+    /// event's position, as in reader.py). The `events` decoders read it.
+    pub fn body<'a>(&self, raw: &'a [u8]) -> Cursor<'a> {
+        let start = self.header_len.min(raw.len());
+        Cursor::new(&raw[start..], self.pos + start as u64)
     }
 }
 

@@ -74,7 +74,7 @@ fn read(data: &[u8], verify_checksums: bool) {
         let code = frame.type_code;
         let post = framer.format().post_header_len(code);
         let raw = framer.raw();
-        let mut cur = events::body(raw, &frame);
+        let mut cur = frame.body(raw);
         match code {
             GTID_LOG_EVENT | ANONYMOUS_GTID_LOG_EVENT => {
                 let _ = events::decode_gtid(&mut cur);

@@ -6,9 +6,10 @@
 //! error for error (class and offset; wording as close as it matters). Each
 //! decoder is a plain function over a `Cursor` bounded to the event body (the
 //! checksum already removed by the framer) whose offsets are file offsets:
-//! make it with `body(raw, frame)`. Structs borrow from the body where the
-//! Python event keeps bytes, so decoding allocates only what Python derives
-//! (texts, column facts).
+//! make it with `Frame::body(raw)`. Nothing here depends on the framer (it
+//! uses `decode_transaction_payload` to unpack payloads). Structs borrow from
+//! the body where the Python event keeps bytes, so decoding allocates only
+//! what Python derives (texts, column facts).
 //!
 //! Rules, as `reader.py` applies them around the Python decoders:
 //! * a decoder's error is reported as `"<TYPE_NAME> at <pos>: <detail>"`
@@ -21,7 +22,6 @@ use std::borrow::Cow;
 use crate::constants::*;
 use crate::cursor::Cursor;
 use crate::error::Error;
-use crate::framing::Frame;
 
 pub mod control;
 pub mod gtid;
@@ -38,15 +38,6 @@ pub use query::{classify_query, decode_query, uncompress_mariadb, Query, QueryKi
 pub use rows::{decode_rows_header, RowsHeader};
 pub use table_map::{decode_table_map, TableColumn, TableMap};
 pub use xid::decode_xid;
-
-/// A cursor over an event's body (`raw` as the framer hands it: header,
-/// body, no checksum), whose offsets are file offsets: the body starts at
-/// `frame.pos + frame.header_len` (for a payload's inner event `frame.pos`
-/// is the payload event's position, as in reader.py).
-pub fn body<'a>(raw: &'a [u8], frame: &Frame) -> Cursor<'a> {
-    let start = frame.header_len.min(raw.len());
-    Cursor::new(&raw[start..], frame.pos + start as u64)
-}
 
 /// A decoder's error as reader.py reports it: prefixed with the event's type and position.
 pub fn in_event(error: Error, type_code: u8, pos: u64) -> Error {

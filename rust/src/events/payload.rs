@@ -7,9 +7,9 @@
 //! not. The framer (`framing.rs`) streams the inner events after this one;
 //! this decoder gives the header's facts and the stored bytes.
 
+use crate::constants::PAYLOAD_NONE;
 use crate::cursor::Cursor;
 use crate::error::Result;
-use crate::framing::PAYLOAD_NONE;
 
 pub const OTW_PAYLOAD_HEADER_END_MARK: u64 = 0;
 pub const OTW_PAYLOAD_SIZE_FIELD: u64 = 1;
@@ -31,7 +31,7 @@ impl TransactionPayload<'_> {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TransactionPayload<'a> {
-    /// `framing::PAYLOAD_ZSTD` or `PAYLOAD_NONE` (others are refused when unpacked).
+    /// `PAYLOAD_ZSTD` or `PAYLOAD_NONE` (others are refused when unpacked).
     pub compression_type: u64,
     pub payload_size: u64,
     pub uncompressed_size: u64,
@@ -87,7 +87,7 @@ pub fn decode_transaction_payload<'a>(cur: &mut Cursor<'a>) -> Result<Transactio
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::framing::PAYLOAD_ZSTD;
+    use crate::constants::PAYLOAD_ZSTD;
 
     #[test]
     fn tlv_header_then_payload() {

@@ -37,7 +37,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyList, PyString, PyTuple, PyType};
 
 use super::changes::{ChangesReader, RowsBytes, RowsItem, Stop, TableEntry, Transaction, Window};
-use super::raise;
+use super::errors::raise;
 use super::slots::SlotClass;
 use super::values::RowLayout;
 use crate::constants::PARTIAL_UPDATE_ROWS_EVENT;

@@ -51,8 +51,8 @@ use pyo3::types::{PyBytes, PyModule, PyString};
 
 use super::arrow::{ArrowBatch, Helpers, PyHelper};
 
+use super::errors::raise;
 use super::events::{decoded_natively, described, Described, EventsView};
-use super::raise;
 use super::reader::{open_source, PyErrSlot};
 use crate::constants::*;
 use crate::error::{Error, ErrorKind};
@@ -67,10 +67,8 @@ use crate::sink::events::EventRow;
 use crate::source::Source;
 use crate::transaction::{is_query, StepDetails, TransactionState};
 
-mod json_lines;
-mod listing;
-pub use json_lines::JsonLinesReader;
-pub use listing::EventListReader;
+pub(super) mod json_lines;
+pub(super) mod listing;
 
 /// Rows per batch (`BATCH_ROWS` in spark/batches.py).
 const BATCH_ROWS: usize = 8192;
@@ -359,7 +357,7 @@ impl ChangesReader {
         frame: &Frame,
         decode: impl FnOnce(&mut crate::cursor::Cursor) -> Result<Decoded, Error>,
     ) -> Result<Decoded, Stop> {
-        let mut cur = events::body(self.framer.raw(), frame);
+        let mut cur = frame.body(self.framer.raw());
         match decode(&mut cur) {
             Ok(decoded) => {
                 self.check_end(py, &cur, frame.type_code)?;
@@ -397,7 +395,7 @@ impl ChangesReader {
             TABLE_MAP_EVENT => self.table_map(py, frame),
             TRANSACTION_PAYLOAD_EVENT => {
                 let raw = self.framer.raw();
-                let mut cur = events::body(raw, frame);
+                let mut cur = frame.body(raw);
                 match events::decode_transaction_payload(&mut cur) {
                     Ok(_) => {
                         self.check_end(py, &cur, code)?;
@@ -420,7 +418,7 @@ impl ChangesReader {
             c if is_query(c) && self.events.is_some() => {
                 // decoded whole here (status variables too), else by the reference for its error
                 let raw = self.framer.raw();
-                let mut cur = events::body(raw, frame);
+                let mut cur = frame.body(raw);
                 match super::events::decode_query(&mut cur, c, self.framer.format()) {
                     Some((q, _)) => Ok(Decoded::Query(events::classify_query(&q.query))),
                     None => self.other(py, frame),
@@ -434,7 +432,7 @@ impl ChangesReader {
         let post = self.post_header_len(TABLE_MAP_EVENT);
         let mariadb = self.framer.format().is_mariadb();
         let raw = self.framer.raw();
-        let mut cur = events::body(raw, frame);
+        let mut cur = frame.body(raw);
         // table id and flags first; the rest is the cache key
         let mut head = cur.clone();
         let id = if post == 6 {
@@ -475,7 +473,7 @@ impl ChangesReader {
         let map = self.completed(py, frame, map)?;
         let mut entry = self.table_entry(py, &map, mariadb)?;
         if self.events.is_some() && self.follow_schema {
-            entry.json_fields = json_lines::completed_fields(py, &self.check)?;
+            entry.json_fields = completed_fields(py, &self.check)?;
         }
         let entry = Arc::new(entry);
         if self.tables_by_bytes.len() > TABLE_CACHE_LIMIT {
@@ -590,7 +588,7 @@ impl ChangesReader {
         let code = frame.type_code;
         let post = self.post_header_len(code);
         let raw = self.framer.raw();
-        let mut cur = events::body(raw, frame);
+        let mut cur = frame.body(raw);
         let header =
             match events::decode_rows_header(&mut cur, code, post, frame.large_end.is_some()) {
                 Ok(h) => h,
@@ -665,7 +663,7 @@ impl ChangesReader {
         }
         if is_query(code) {
             let raw = self.framer.raw();
-            let mut cur = events::body(raw, frame);
+            let mut cur = frame.body(raw);
             let post = self.post_header_len(code);
             return match events::decode_query(&mut cur, code, post) {
                 Ok(q) => {
@@ -1168,9 +1166,27 @@ fn arrow_error(e: arrow_schema::ArrowError) -> PyErr {
     PyRuntimeError::new_err(e.to_string())
 }
 
+/// The completed table map's fields after table_id and flags, from the
+/// reference's description of it (`_EventDescriber.last`), if it has one
+/// (`TableEntry::json_fields`, for JSON lines).
+fn completed_fields(py: Python<'_>, check: &Py<PyAny>) -> PyResult<Option<Vec<u8>>> {
+    let Ok(last) = check.getattr(py, "last") else {
+        return Ok(None);
+    };
+    let Ok((_, _, _, described)) =
+        last.extract::<(Option<String>, Option<String>, Option<String>, String)>(py)
+    else {
+        return Ok(None);
+    };
+    // `{["checksum": "0x..", ]"table_id": N, "flags": N, "database": ...}`:
+    // nothing before the database's key can contain it
+    Ok(described
+        .find(", \"database\": ")
+        .filter(|_| described.ends_with('}'))
+        .map(|at| described.as_bytes()[at + 2..described.len() - 1].to_vec()))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<JsonLinesReader>()?;
-    m.add_class::<EventListReader>()?;
     m.add_class::<ChangesReader>()?;
     Ok(())
 }

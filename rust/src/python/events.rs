@@ -1,5 +1,8 @@
-//! The events view of one byte range: `EventsReader`, the changes loop
-//! (`changes.rs`) with a second consumer.
+//! The events view of one byte range: `EventsView`, the changes loop's
+//! (`changes.rs`) second consumer, and what the loop and the whole-file
+//! readers (`changes/json_lines.rs`, `changes/listing.rs`) ask of it: which
+//! events are decoded natively, and each event's row. The Python iterator
+//! over it is `EventsReader` (`events_reader.rs`).
 //!
 //! Strategy: the loop that frames, decodes and groups transactions for the
 //! changes view is reused as is (`ChangesReader` with an `EventsView`): each
@@ -26,17 +29,11 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use pyo3::prelude::*;
-use pyo3::types::PyModule;
-
-use super::arrow::ArrowBatch;
-use super::changes::ChangesReader;
-
 use crate::constants::*;
 use crate::cursor::Cursor;
 use crate::events::status_vars::{status_var_list, StatusVarList};
 use crate::events::{self, control, text};
-use crate::framing::{Format, Frame, LARGE_EVENT_BYTES, PAYLOAD_NONE, PAYLOAD_ZSTD};
+use crate::framing::{Format, Frame};
 use crate::sink::events::{self as sink, EventRow, EventsBuilder, JsonObject};
 
 /// Table maps kept by their bytes (as the changes loop bounds its cache).
@@ -103,7 +100,7 @@ pub(super) fn described_here(code: u8) -> bool {
 /// Whether one of `described_here`'s events decodes natively and whole:
 /// if not, the reference decodes it, for its error or warning.
 pub(super) fn decodes_whole(raw: &[u8], frame: &Frame, format: &Format) -> bool {
-    let mut cur = events::body(raw, frame);
+    let mut cur = frame.body(raw);
     let code = frame.type_code;
     let decoded = match code {
         STOP_EVENT => return true, // padding allowed: nothing in it is read
@@ -160,7 +157,7 @@ impl EventsView {
     ) -> Option<(Option<String>, Option<String>, Option<String>)> {
         let code = frame.type_code;
         let checksum = frame.checksum;
-        let mut cur = events::body(raw, frame);
+        let mut cur = frame.body(raw);
         let (mut database, mut table, mut query) = (None, None, None);
         match code {
             GTID_LOG_EVENT | ANONYMOUS_GTID_LOG_EVENT => {
@@ -314,73 +311,3 @@ pub(super) fn described(frame: &Frame, sub: i32, last: Described) -> EventRow {
 
 /// `_EventChecker.last`: (database, table, query, info) of the last event it decoded.
 pub(super) type Described = (Option<String>, Option<String>, Option<String>, String);
-
-/// The events view of one range (`Split`), as `binlake.spark.batches.event_batches`.
-#[pyclass(module = "binlake._native", unsendable)]
-pub struct EventsReader {
-    inner: ChangesReader,
-}
-
-#[pymethods]
-impl EventsReader {
-    /// `check`: as `ChangesReader`'s, keeping in `check.last` (database,
-    /// table, query, info) of the event it decoded last (its UnknownEvent
-    /// when it returns None). `still_written()`: the file's IN_USE flag now.
-    /// `batch_rows`: a batch ends after the transaction that brings it there.
-    #[new]
-    #[pyo3(signature = (path, file, file_seq, start, end, stream, verify_checksums, force,
-                        check, still_written, batch_rows, large_event_bytes=LARGE_EVENT_BYTES))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        py: Python<'_>,
-        path: String,
-        file: String,
-        file_seq: i64,
-        start: u64,
-        end: Option<u64>,
-        stream: Option<Py<PyAny>>,
-        verify_checksums: bool,
-        force: bool,
-        check: Py<PyAny>,
-        still_written: Py<PyAny>,
-        batch_rows: usize,
-        large_event_bytes: u64,
-    ) -> PyResult<Self> {
-        let inner = ChangesReader::new(
-            py,
-            path,
-            file.clone(),
-            file_seq,
-            start,
-            end,
-            stream,
-            verify_checksums,
-            force,
-            check,
-            None,
-            false, // the events view shows table maps as the binlog wrote them
-            HashMap::new(),
-            still_written,
-            large_event_bytes,
-            1, // the lazy rows window: no row is read for this view
-            1, // job bytes: no job is made for this view
-        )?;
-        Ok(EventsReader {
-            inner: inner.into_events_view(EventsView::new(file, file_seq, batch_rows)),
-        })
-    }
-
-    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
-        slf
-    }
-
-    /// The next batch (`pyarrow.record_batch(it)`), None at the end.
-    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<ArrowBatch>> {
-        self.inner.__next__(py)
-    }
-}
-
-pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<EventsReader>()?;
-    Ok(())
-}

@@ -1,40 +1,23 @@
 //! The CPython glue: thin wrappers over the plain-Rust core, one submodule per area.
 //!
-//! Rule: this is the only place that knows about Python, and `raise` below is
-//! the only place a core `Error` becomes a `binlake.errors` exception.
+//! Rule: this is the only place that knows about Python, and `errors::raise`
+//! is the only place a core `Error` becomes a `binlake.errors` exception.
 
 use pyo3::prelude::*;
 use pyo3::types::PyModule;
-
-use crate::error::Error;
 
 mod arrow;
 mod change_values;
 mod changes;
 mod dump;
+mod errors;
 mod events;
+mod events_reader;
 mod reader;
 mod replica;
 mod slots;
 mod text;
 mod values;
-
-/// A core error as the `binlake.errors` class of its kind, naming file and offset.
-#[allow(dead_code)] // used by the reader glue
-pub fn raise(py: Python<'_>, file: &str, error: Error) -> PyErr {
-    let class_name = error.kind.class_name();
-    let errors = match py.import("binlake.errors") {
-        Ok(m) => m,
-        Err(e) => return e,
-    };
-    match errors.getattr(class_name) {
-        Ok(class) => match class.call1((file, error.offset, error.detail)) {
-            Ok(instance) => PyErr::from_value(instance),
-            Err(e) => e,
-        },
-        Err(_) => pyo3::exceptions::PyOSError::new_err(format!("{file}: {error}")),
-    }
-}
 
 #[pymodule]
 #[pyo3(name = "_native")]
@@ -45,8 +28,10 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     dump::register(m)?;
     arrow::register(m)?;
     changes::register(m)?;
+    changes::json_lines::register(m)?;
+    changes::listing::register(m)?;
     change_values::register(m)?;
-    events::register(m)?;
+    events_reader::register(m)?;
     reader::register(m)?;
     replica::register(m)?;
     Ok(())

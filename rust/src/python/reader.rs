@@ -18,11 +18,11 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple, PyType};
 
-use super::raise;
+use super::errors::raise;
 use super::slots::SlotClass;
 use crate::constants::*;
 use crate::error::{Error, ErrorKind};
-use crate::events::{body, decode_mariadb_gtid, decode_rows_header, decode_xid, text};
+use crate::events::{decode_mariadb_gtid, decode_rows_header, decode_xid, text};
 use crate::framing::{Frame, Framer, Options, LARGE_EVENT_BYTES};
 use crate::source::{FileSource, Source, StreamSource};
 
@@ -215,7 +215,7 @@ impl Makers {
             return Ok(None);
         };
         let header = header.clone();
-        let mut cur = body(framer.raw(), frame);
+        let mut cur = frame.body(framer.raw());
         let event = match frame.type_code {
             GTID_EVENT => match decode_mariadb_gtid(&mut cur) {
                 Ok(g) if cur.at_end() => classes.mariadb_gtid.make(

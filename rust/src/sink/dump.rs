@@ -25,8 +25,8 @@ use crate::error::Error;
 use crate::events::gtid::uuid_text;
 use crate::events::status_vars::decode_status_vars;
 use crate::events::{
-    body, control, decode_gtid, decode_mariadb_gtid, decode_query, decode_rows_header,
-    decode_table_map, decode_xid, expect_end, in_event, text,
+    control, decode_gtid, decode_mariadb_gtid, decode_query, decode_rows_header, decode_table_map,
+    decode_xid, expect_end, in_event, text,
 };
 use crate::framing::{server_version_tuple, Format, Frame};
 use crate::layout::{Column, Layout};
@@ -451,7 +451,7 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
         if !supported || format.binlog_version != 4 {
             return Err(Refused::Unsupported(frame.type_code, frame.pos));
         }
-        let mut cur = body(raw, frame);
+        let mut cur = frame.body(raw);
         if !self.selected(frame)? {
             // read as the reader reads it (its errors are the file's), not shown
             self.skipping = true;

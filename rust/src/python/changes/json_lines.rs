@@ -50,25 +50,6 @@ const JOB_BYTES: usize = 2 << 10;
 /// Rows data handed to the workers per chunk, at most (about).
 const CHUNK_JOB_BYTES: usize = 4 << 20;
 
-/// The completed table map's fields after table_id and flags, from the
-/// reference's description of it (`_EventDescriber.last`), if it has one.
-pub(super) fn completed_fields(py: Python<'_>, check: &Py<PyAny>) -> PyResult<Option<Vec<u8>>> {
-    let Ok(last) = check.getattr(py, "last") else {
-        return Ok(None);
-    };
-    let Ok((_, _, _, described)) =
-        last.extract::<(Option<String>, Option<String>, Option<String>, String)>(py)
-    else {
-        return Ok(None);
-    };
-    // `{["checksum": "0x..", ]"table_id": N, "flags": N, "database": ...}`:
-    // nothing before the database's key can contain it
-    Ok(described
-        .find(", \"database\": ")
-        .filter(|_| described.ends_with('}'))
-        .map(|at| described.as_bytes()[at + 2..described.len() - 1].to_vec()))
-}
-
 /// One rows event's rows, for a worker.
 struct RowsJob {
     id: u64,
@@ -423,7 +404,7 @@ impl JsonLinesReader {
         // a rows event's info first: decoding may move its bytes out of the framer
         self.scratch.clear();
         if events::is_rows_event(code) {
-            let mut cur = events::body(r.framer.raw(), &frame);
+            let mut cur = frame.body(r.framer.raw());
             let post = r.framer.format().post_header_len(code);
             let large = frame.large_end.is_some();
             if let Ok(header) = events::decode_rows_header(&mut cur, code, post, large) {
@@ -477,7 +458,7 @@ impl JsonLinesReader {
                     .json_fields
                     .as_deref()
                     .ok_or("a table map not described")?;
-                let mut head = events::body(r.framer.raw(), &frame);
+                let mut head = frame.body(r.framer.raw());
                 let table_id = if r.framer.format().post_header_len(code) == 6 {
                     head.u32().map(u64::from)
                 } else {
@@ -537,7 +518,7 @@ impl JsonLinesReader {
         let code = frame.type_code;
         if is_query(code) {
             let raw = r.framer.raw();
-            let mut cur = events::body(raw, frame);
+            let mut cur = frame.body(raw);
             let kind = super::super::events::decode_query(&mut cur, code, r.framer.format())
                 .map(|(q, _)| events::classify_query(&q.query));
             return match kind {
@@ -712,4 +693,9 @@ fn stop_text(py: Python<'_>, stop: Stop) -> String {
         Stop::Quiet => "the end of the range".into(),
         Stop::Raise(e) => e.value(py).to_string(),
     }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<JsonLinesReader>()?;
+    Ok(())
 }

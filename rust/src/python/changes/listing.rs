@@ -19,7 +19,7 @@ use pyo3::prelude::*;
 use super::{ChangesReader, Stop};
 use crate::constants::*;
 use crate::events::{self, control, text};
-use crate::framing::{Frame, LARGE_EVENT_BYTES, PAYLOAD_NONE, PAYLOAD_ZSTD};
+use crate::framing::{Frame, LARGE_EVENT_BYTES};
 use crate::sink::events::{json_string, json_text};
 
 use super::super::events::{decoded_natively, described_here};
@@ -235,7 +235,7 @@ fn info(r: &ChangesReader, frame: &Frame) -> crate::error::Result<Option<String>
     let raw = r.framer.raw();
     let format = r.framer.format();
     let code = frame.type_code;
-    let mut cur = events::body(raw, frame);
+    let mut cur = frame.body(raw);
     let post = format.post_header_len(code);
     if described_here(code) && !super::super::events::decodes_whole(raw, frame, format) {
         return Ok(None);
@@ -361,4 +361,9 @@ fn stop_text(py: Python<'_>, stop: Stop) -> String {
         Stop::Quiet => "the end of the range".into(),
         Stop::Raise(e) => e.value(py).to_string(),
     }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<EventListReader>()?;
+    Ok(())
 }
