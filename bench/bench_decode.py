@@ -37,7 +37,7 @@ tree) too:
   pipeline          `binlake pipeline FILE --out DIR` on local[*], end to end
                     (JVM start, events/, changes/, tables/ as Parquet)
   pipeline-floor    the same on a binlog of a few dozen events: Spark's fixed cost
-  header-scan       binlake.scan over the event headers only
+  header-scan       binlake.read.scan over the event headers only
   pymysqlrepl       python-mysql-replication streaming the first 50 000 rows of
                     the same binlog from the server (it cannot read files)
 
@@ -109,7 +109,7 @@ def task_api(path: str) -> None:
     (after the imports), as for arrow_changes."""
     import binlake
     import binlake.core
-    from binlake.events import RowsEvent
+    from binlake.read.events import RowsEvent
     rows = 0
     start = time.perf_counter()
     for event in binlake.open(path):
@@ -170,7 +170,7 @@ def task_core() -> None:
 
 
 def task_scan(path: str) -> None:
-    from binlake.scan import scan
+    from binlake.read.scan import scan
     result = scan(path)
     print(json.dumps({"events": len(result.positions), "boundaries": len(result.boundaries)}))
 

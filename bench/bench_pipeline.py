@@ -11,7 +11,7 @@ tables/) into a scratch directory, timed as a whole and per stage. Reported:
 MB/s and row changes/s per master, the scaling ratio local[1] -> local[2]
 next to the ratio a CPU-only Python source gets on the same machine at the
 same time (the ceiling: these machines are shared), the header scan's speed
-(binlake.scan, the splitter) and, as the yardstick,
+(binlake.read.scan, the splitter) and, as the yardstick,
 `mariadb-binlog --base64-output=decode-rows -v` over the same files.
 """
 from __future__ import annotations
@@ -61,7 +61,7 @@ def timed(function, *args, **kwargs):
 
 
 def header_scan(files: list[Path]) -> float:
-    from binlake.scan import scan
+    from binlake.read.scan import scan
     total = sum(p.stat().st_size for p in files)
     for p in files:  # warm the page cache: the scan is measured, not the disk
         p.read_bytes()
@@ -149,7 +149,7 @@ def main(argv=None) -> int:
     size = sum(p.stat().st_size for p in files)
     print(f"input: {len(files)} file(s), {size / 1e6:.0f} MB; {os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.1f}", flush=True)
-    print(f"header scan (binlake.scan): {header_scan(files):.0f} MB/s", flush=True)
+    print(f"header scan (binlake.read.scan): {header_scan(files):.0f} MB/s", flush=True)
     peer = mariadb_binlog(files)
     if peer:
         print(f"mariadb-binlog -v decode: {peer:.1f} s, {size / peer / 1e6:.0f} MB/s", flush=True)

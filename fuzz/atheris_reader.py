@@ -28,9 +28,9 @@ import atheris
 with atheris.instrument_imports(include=["binlake"]):
     import binlake
     from binlake import core
-    from binlake.cli import main as cli
+    from binlake.cli.dispatch import main as cli
     from binlake.errors import BinlogError
-    from binlake.events import RowsEvent
+    from binlake.read.events import RowsEvent
 
 NATIVE = "--native" in sys.argv
 FILE_INPUT = os.path.join(tempfile.gettempdir(), f"binlake-atheris-{os.getpid()}.bin")

@@ -22,8 +22,8 @@ fi
 # pure-Python reference (the differential tests compare the two everywhere else).
 .venv/bin/python -m pytest -q
 echo "--- the pure-Python reference (BINLAKE_PURE=1): reading tests"
-BINLAKE_PURE=1 .venv/bin/python -m pytest -q tests/corpus tests/test_values.py \
-  tests/test_errors.py tests/test_versions.py tests/test_large_events.py tests/test_scan.py
+BINLAKE_PURE=1 .venv/bin/python -m pytest -q tests/corpus tests/read/test_values.py \
+  tests/test_errors.py tests/read/test_versions.py tests/read/test_large_events.py tests/read/test_scan.py
 echo "--- the native core's own tests (cargo test)"
 ( cd rust && cargo test --quiet )
 echo "--- fuzz smoke: 4 000 mutated binlogs through every entry point on both cores"

@@ -1,11 +1,11 @@
-"""The option matrix the differential tests run (tests/test_option_matrix.py
+"""The option matrix the differential tests run (tests/cli/test_option_matrix.py
 on the corpus, tests/server/test_dba_vs_mariadb_binlog.py on the server's
 binlogs): mariadb-binlog's output options and filters, alone and in the
 pairs users combine, with the facts of a file their placeholders name."""
 from __future__ import annotations
 
-from binlake.events import TableMapEvent
-from binlake.reader import BinlogReader
+from binlake.read.events import TableMapEvent
+from binlake.read.reader import BinlogReader
 
 OUTPUTS = [[], ["-v"], ["-vv"], ["-s"], ["-H"], ["--base64-output=decode-rows", "-v"],
            ["--print-table-metadata"], ["--skip-print-row-event-positions"],

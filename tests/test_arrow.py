@@ -19,7 +19,7 @@ pa = pytest.importorskip("pyarrow")
 
 import binlake  # noqa: E402
 from binlake import core  # noqa: E402
-from binlake.schema import Schema  # noqa: E402
+from binlake.schema.history import Schema  # noqa: E402
 from binlake.spark.batches import CHANGES, _python_change_batches, load_schema_option  # noqa: E402
 from binlake.spark.ranges import Split, expand_inputs, number_files  # noqa: E402
 
@@ -147,8 +147,8 @@ LAZY_FILES = [
 
 @pytest.mark.parametrize("name", LAZY_FILES)
 def test_huge_events_read_through_a_window_give_the_same_rows(corpus, name, monkeypatch):
-    from binlake import reader
-    from binlake.rows import LazyRowData
+    from binlake.read import reader
+    from binlake.read.rows import LazyRowData
     path = str(corpus / name)
     expected = binlake.arrow_changes(path).read_all()
     monkeypatch.setattr(reader, "LARGE_EVENT_BYTES", 64)

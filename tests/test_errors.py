@@ -11,7 +11,7 @@ import pytest
 
 import binlake
 from binlake import ChecksumMismatch, CorruptEvent, NotABinlog, PartialEvent, TruncatedEvent
-from binlake.cli import main
+from binlake.cli.dispatch import main
 
 SAMPLE = "mysql-binlog-connector-java/mysql-bin.checksum-crc32"  # 303 CRC32 events
 
@@ -108,7 +108,7 @@ def test_unknown_event_type_is_kept_raw_and_counted(tmp_path, sample_bytes):
     import struct
     import zlib
 
-    from binlake.events import UnknownEvent
+    from binlake.read.events import UnknownEvent
     good, _ = _read_all_bytes(tmp_path, sample_bytes)
     victim = next(e for e in good if e.type_name == "XID_EVENT")
     pos, length = victim.header.pos, victim.header.length

@@ -108,7 +108,7 @@ def _with_payload(inner: bytes, claimed: int) -> bytes:
 def _inner_events() -> bytes:
     """The payload's own events: QUERY, TABLE_MAP, WRITE_ROWS, XID."""
     from corpus.manifest import corpus_dir
-    from binlake.events import TransactionPayloadEvent
+    from binlake.read.events import TransactionPayloadEvent
     event = next(e for e in binlake.open(corpus_dir() / PAYLOAD_FILE)
                  if isinstance(e, TransactionPayloadEvent))
     return event.uncompressed()
@@ -174,7 +174,7 @@ def _shared_value_document(depth: int) -> bytes:
 def test_a_json_document_of_shared_values_is_refused_in_linear_time(depth):
     """225 bytes took 11 s (and 60 levels would take years): the entries a
     document's containers visit may not outnumber its bytes."""
-    from binlake.mysql_json import JsonError, binary_to_text
+    from binlake.read.mysql_json import JsonError, binary_to_text
     with pytest.raises(JsonError, match="refer to more values than the document has bytes"):
         binary_to_text(_shared_value_document(depth))
 
@@ -184,7 +184,7 @@ def test_a_statement_of_unterminated_version_comments_is_read_in_linear_time():
     start scanned to the end again), a 1 MB statement about half an hour."""
     import time
 
-    from binlake import ddl
+    from binlake.schema import ddl
     text = "CREATE TABLE t (a int) " + "/*!" * 320_000
     start = time.perf_counter()
     with pytest.raises(ddl.DdlError):
@@ -201,8 +201,8 @@ def test_a_mariadb_compressed_body_is_bounded_by_its_header():
     corrupt before anything is inflated."""
     import zlib
 
-    from binlake.cursor import Cursor
-    from binlake.events.query import uncompress_mariadb
+    from binlake.read.cursor import Cursor
+    from binlake.read.events.query import uncompress_mariadb
     bomb = zlib.compress(bytes(50 << 20), 9)   # 50 MB of zeros in about 50 KB
     cur = Cursor(b"", 0, 0, 100, "bomb")
     for claimed, reason in ((1000, "uncompresses past the 1000 bytes"),

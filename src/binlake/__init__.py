@@ -14,14 +14,14 @@
 
 from __future__ import annotations
 
-from .arrow import arrow_changes
-from .errors import (BinlogError, ChecksumMismatch, CorruptEvent, EncryptedBinlog, NotABinlog,
+from binlake.arrow import arrow_changes
+from binlake.errors import (BinlogError, ChecksumMismatch, CorruptEvent, EncryptedBinlog, NotABinlog,
                      PartialEvent, TruncatedEvent, UnsupportedFeature)
-from .live import LiveStream, ResumeToken, stream
-from .reader import BinlogReader, FileInfo, read_events
-from .replica import ReplicationError
-from .records import Change, Transaction, changes, changes_from_events, transactions
-from .values import MysqlTemporal
+from binlake.live.source import LiveStream, ResumeToken, stream
+from binlake.read.reader import BinlogReader, FileInfo, read_events
+from binlake.live.protocol import ReplicationError
+from binlake.records import Change, Transaction, changes, changes_from_events, transactions
+from binlake.read.values import MysqlTemporal
 
 __version__ = "0.1.0"
 

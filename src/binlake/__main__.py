@@ -1,5 +1,5 @@
 import sys
 
-from .cli import main
+from binlake.cli.dispatch import main
 
 sys.exit(main())

@@ -27,19 +27,19 @@ def arrow_changes(paths, **options):
     Options (as the Spark source takes them): `tables` ("db.table" fnmatch
     patterns, comma-separated), `schema` (the seed of the schema history
     that is followed through the files' DDL: CREATE TABLE statements, a file
-    of them or of a saved history, or a `binlake.schema.Schema`), `force`,
+    of them or of a saved history, or a `binlake.schema.history.Schema`), `force`,
     `verify_checksums`.
     """
     import pyarrow as pa
 
-    from .schema import Schema
-    from .spark.batches import CHANGES, change_batches, load_schema_option
-    from .spark.ranges import Split, expand_inputs, number_files
+    from binlake.schema.history import Schema
+    from binlake.spark.batches import CHANGES, change_batches, load_schema_option
+    from binlake.spark.ranges import Split, expand_inputs, number_files
 
     unknown = set(options) - {"tables", "schema", "force", "verify_checksums"}
     if unknown:
         raise TypeError(f"arrow_changes: unknown options {', '.join(sorted(unknown))}")
-    from .live import LiveStream
+    from binlake.live.source import LiveStream
     if isinstance(paths, LiveStream):
         return pa.RecordBatchReader.from_batches(CHANGES, _live_batches(paths, options))
     splits = [Split(path, seq) for path, seq in number_files(expand_inputs(paths))]
@@ -59,9 +59,9 @@ def _live_batches(stream, options: dict):
     a commit, so the rows of a transaction come out soon after it committed,
     whole. A row's `file` and `commit_pos` are its transaction's resume
     token (`binlake.stream(resume=f"{file}:{commit_pos}")` goes on after it)."""
-    from .schema import Schema
-    from .spark.batches import change_batches, load_schema_option
-    from .spark.ranges import Split, name_sequence
+    from binlake.schema.history import Schema
+    from binlake.spark.batches import change_batches, load_schema_option
+    from binlake.spark.ranges import Split, name_sequence
     schema = stream.reader_options.get("schema")
     options = {**options, "schema": (schema if isinstance(schema, Schema)
                                      else load_schema_option(options) or Schema())}

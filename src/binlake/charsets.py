@@ -10,7 +10,7 @@ not guessed at: the value stays bytes. Collation 63 is `binary`.
 
 from __future__ import annotations
 
-from .collation_names import COLLATIONS
+from binlake.collation_names import COLLATIONS
 
 BINARY_COLLATION = 63
 

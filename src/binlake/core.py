@@ -13,7 +13,7 @@ import os
 import sys
 
 try:
-    from . import _native
+    from binlake import _native
 except ImportError as exc:  # no Rust toolchain when installed, or a broken build
     _native = None
     _MISSING = str(exc)

@@ -23,15 +23,15 @@ import sys
 from dataclasses import dataclass, replace
 from typing import Iterable, Iterator
 
-from . import core
-from .charsets import collation_codecs
-from .constants import EventType as E
-from .events import Event, GtidEvent, MariadbGtidEvent, RowsEvent
-from . import reader
-from .gzipped import GzipBinlog, is_gzip
-from .reader import BinlogReader, EventChecker, _history
-from .rows import LazyRowData
-from .scan import TransactionState, step_details
+from binlake import core
+from binlake.charsets import collation_codecs
+from binlake.constants import EventType as E
+from binlake.read.events import Event, GtidEvent, MariadbGtidEvent, RowsEvent
+from binlake.read import reader
+from binlake.read.gzipped import GzipBinlog, is_gzip
+from binlake.read.reader import BinlogReader, EventChecker, _history
+from binlake.read.rows import LazyRowData
+from binlake.read.scan import TransactionState, step_details
 
 #: BinlogReader options the native loop takes (others: the reference).
 _NATIVE_OPTIONS = frozenset({"verify_checksums", "force", "start_position", "schema"})

@@ -17,7 +17,7 @@ import pytest
 import binlake
 from binlake import BinlogError, EncryptedBinlog
 from binlake.constants import EventType as E
-from binlake.events import RowsEvent, UnknownEvent
+from binlake.read.events import RowsEvent, UnknownEvent
 
 from corpus.manifest import corpus_dir, read_manifest
 

@@ -21,7 +21,7 @@ import pytest
 
 from binlake import core
 from binlake.errors import BinlogError
-from binlake.scan import scan
+from binlake.read.scan import scan
 from binlake.spark.ranges import Split, is_binlog
 from corpus.manifest import corpus_dir, corpus_files
 

@@ -32,8 +32,8 @@ from pathlib import Path
 
 from binlake import core
 from binlake.constants import ColumnType as T, EventType as E
-from binlake.events.rows import PRE_GA_ROWS_EVENTS
-from binlake.values import string_real_type
+from binlake.read.rows import PRE_GA_ROWS_EVENTS
+from binlake.read.values import string_real_type
 
 from differential.equality import compare_cores, outcome
 from differential.seeds import binlog_files, rows_events
@@ -65,7 +65,7 @@ class Seed:
 
 def _pure_end_of_rows(event, count: int) -> int | None:
     """Where the first `count` rows end, per the pure decoder; None if it cannot tell."""
-    from binlake.rows import _pair_decoder
+    from binlake.read.rows import _pair_decoder
     core.use_pure(True)
     try:
         pair = _pair_decoder(event)
@@ -110,7 +110,7 @@ def _present(table, bitmap: int) -> list:
 def field_spans(event) -> list[tuple[str, object, int, int]]:
     """(what, column, start, end) of the first row's null bitmaps and values,
     found with the pure decoders; stops quietly at the first value it cannot read."""
-    from binlake.rows import _decoder, _plan
+    from binlake.read.rows import _decoder, _plan
     table, spans = event.table, []
     if table is None or len(table.columns) < event.width:
         return spans

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import binlake
 from binlake.errors import BinlogError
-from binlake.events import RowsEvent
-from binlake.rows import LazyRowData
+from binlake.read.events import RowsEvent
+from binlake.read.rows import LazyRowData
 
 
 def binlog_files(root: Path) -> list[str]:

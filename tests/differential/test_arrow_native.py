@@ -2,7 +2,7 @@
 
 Both sides read the same range the same way (`binlake.spark.batches`); the
 pure side runs with the native core switched off (`core.use_pure`), so its
-values come from binlake/values.py and their texts from spark/exact.py.
+values come from binlake/read/values.py and their texts from spark/exact.py.
 Batches must be equal one by one (same boundaries), and a file that fails
 must fail the same way on both sides (error class, offset, row).
 """

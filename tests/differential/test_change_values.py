@@ -21,8 +21,8 @@ import pytest
 
 from binlake import core, records
 from binlake.errors import BinlogError
-from binlake.reader import BinlogReader
-from binlake.scan import scan
+from binlake.read.reader import BinlogReader
+from binlake.read.scan import scan
 from differential.equality import first_difference
 from differential.loop_checks import MUTATION_FILES, corpus_binlogs, corpus_path, mutated
 
@@ -160,8 +160,8 @@ def test_gzip_input(tmp_path):
 
 @pytest.mark.parametrize("relpath", MUTATION_FILES[:3])
 def test_huge_events_through_a_window(relpath, monkeypatch):
-    from binlake import reader
-    from binlake.rows import LazyRowData
+    from binlake.read import reader
+    from binlake.read.rows import LazyRowData
     monkeypatch.setattr(reader, "LARGE_EVENT_BYTES", 64)
     monkeypatch.setattr(LazyRowData, "WINDOW", 16)  # rows cut by the window: refills, growth
     assert assert_same(corpus_path(relpath), {}) > 0

@@ -80,8 +80,8 @@ def test_gzip_input(tmp_path):
 
 @pytest.mark.parametrize("relpath", MUTATION_FILES[:3])
 def test_huge_events_through_a_window(relpath, monkeypatch, job_bytes):
-    from binlake import reader
-    from binlake.rows import LazyRowData
+    from binlake.read import reader
+    from binlake.read.rows import LazyRowData
     monkeypatch.setattr(reader, "LARGE_EVENT_BYTES", 64)
     monkeypatch.setattr(LazyRowData, "WINDOW", 16)  # rows cut by the window: refills, growth
     assert assert_same(Split(corpus_path(relpath), 1), {}) > 0
@@ -107,7 +107,7 @@ def test_images_of_no_columns_end_with_an_error(tmp_path, job_bytes):
     """A columns-present bitmap zeroed: the images take no bytes, so the rows
     data left cannot be decoded (appending empty rows forever was the bug)."""
     import binlake
-    from binlake.events import RowsEvent
+    from binlake.read.events import RowsEvent
     source = corpus_path("mysql-binlog-connector-java/mysql-bin.checksum-crc32")
     data = bytearray(open(source, "rb").read())
     event = next(e for e in binlake.open(source)

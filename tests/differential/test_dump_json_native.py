@@ -19,8 +19,8 @@ import io
 import pytest
 
 from binlake import core
-from binlake.cli import main
-from binlake.commands import dump
+from binlake.cli.dispatch import main
+from binlake.cli.commands import dump
 from corpus.manifest import corpus_files
 
 pytestmark = pytest.mark.skipif(not core.available(), reason="native core not built")
@@ -105,8 +105,8 @@ def test_mutated_events_write_alike(huge, tmp_path, monkeypatch):
     rows event read through a small window, checked before it is written)."""
     from differential.test_dump_native import _mutants
     if huge:
-        from binlake import reader
-        from binlake.rows import LazyRowData
+        from binlake.read import reader
+        from binlake.read.rows import LazyRowData
         monkeypatch.setattr(reader, "LARGE_EVENT_BYTES", 64)
         monkeypatch.setattr(LazyRowData, "WINDOW", 32)
     counted = _Whole(monkeypatch)
@@ -126,8 +126,8 @@ def test_huge_rows_events_stream_alike(monkeypatch):
     """Every rows event taken as huge, its rows read through a 16-byte
     window that grows and refills: written natively, a window at a time,
     and still the reference's bytes."""
-    from binlake import reader
-    from binlake.rows import LazyRowData
+    from binlake.read import reader
+    from binlake.read.rows import LazyRowData
     monkeypatch.setattr(reader, "LARGE_EVENT_BYTES", 64)
     monkeypatch.setattr(LazyRowData, "WINDOW", 16)
     counted = _Whole(monkeypatch)

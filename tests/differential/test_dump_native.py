@@ -23,9 +23,9 @@ import pytest
 
 from binlake import core
 from corpus.manifest import corpus_files
-from binlake.cli import main
-from binlake.commands import dump
-from binlake.text import TextPrinter
+from binlake.cli.dispatch import main
+from binlake.cli.commands import dump
+from binlake.text.mysqlbinlog import TextPrinter
 
 pytestmark = pytest.mark.skipif(not core.available(), reason="native core not built")
 
@@ -164,7 +164,7 @@ def _mutants(path, count: int, seed: int):
     event's CRC32 made right again, so the change reaches the decoders."""
     import random
     import zlib
-    from binlake.scan import scan
+    from binlake.read.scan import scan
     result = scan(path)
     if result.framing is None or len(result.positions) < 3:
         return
@@ -210,8 +210,8 @@ def test_huge_events_through_a_window_print_alike(options, monkeypatch):
     window that grows and refills): the native printer streams its lines,
     the Python printer spools them; same bytes (or the file left to Python:
     BINLOG blocks of huge events, statements not ended by them)."""
-    from binlake import reader
-    from binlake.rows import LazyRowData
+    from binlake.read import reader
+    from binlake.read.rows import LazyRowData
     monkeypatch.setattr(reader, "LARGE_EVENT_BYTES", 64)
     monkeypatch.setattr(LazyRowData, "WINDOW", 16)
     taken = _Taken(monkeypatch)
@@ -239,7 +239,7 @@ def test_positions_print_alike(positions, printing, monkeypatch):
 
 def test_positions_of_every_event_print_alike(monkeypatch):
     """Start and stop at each event boundary of a few files (and one byte off)."""
-    from binlake.scan import scan
+    from binlake.read.scan import scan
     for path in [p for p in FILES if "mariadb" in str(p).lower()][:3] + FILES[:2]:
         positions = list(scan(path).positions)[:40]
         for pos in positions:

@@ -16,8 +16,8 @@ import io
 import pytest
 
 from binlake import core
-from binlake.cli import main
-from binlake.commands import events
+from binlake.cli.dispatch import main
+from binlake.cli.commands import events
 from corpus.manifest import corpus_files
 
 pytestmark = pytest.mark.skipif(not core.available(), reason="native core not built")

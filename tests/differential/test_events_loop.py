@@ -74,7 +74,7 @@ def test_gzip_input(tmp_path):
 
 @pytest.mark.parametrize("relpath", MUTATION_FILES[:3])
 def test_huge_events(relpath, monkeypatch):
-    from binlake import reader
+    from binlake.read import reader
     monkeypatch.setattr(reader, "LARGE_EVENT_BYTES", 64)
     assert assert_same(Split(corpus_path(relpath), 1), {}) > 0
 

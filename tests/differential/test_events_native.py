@@ -18,7 +18,7 @@ import pytest
 
 from binlake import core
 from binlake.errors import BinlogError
-from binlake.reader import BinlogReader
+from binlake.read.reader import BinlogReader
 
 from differential.test_framing_native import _corpus_files, _id, _mutate, _small_files
 from differential.test_framing_native import walk as walk_frames

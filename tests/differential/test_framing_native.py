@@ -18,7 +18,7 @@ import pytest
 
 from binlake import core
 from binlake.errors import BinlogError
-from binlake.reader import BinlogReader
+from binlake.read.reader import BinlogReader
 
 from corpus.manifest import corpus_dir
 

@@ -38,7 +38,7 @@ def test_mutated_events_decode_alike_in_both_cores(seeds, run_seed):
 
 def test_the_fuzzer_sees_a_broken_core(seeds, monkeypatch):
     """Break the pure TIME2 decoder by one microsecond: the sample must notice."""
-    from binlake import values
+    from binlake.read import values
     real = values._time2
 
     def off_by_one(fsp):

@@ -18,8 +18,8 @@ import pytest
 
 from binlake import core
 from binlake.constants import ColumnType as T, EventType as E
-from binlake.events.table_map import Column
-from binlake.rowtext import _native_text, format_rows
+from binlake.read.events.table_map import Column
+from binlake.text.rowtext import _native_text, format_rows
 
 from differential.equality import compare_cores
 from differential.mutations import Seed, run_cases

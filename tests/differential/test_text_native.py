@@ -1,5 +1,5 @@
 """The native text sink (rust/src/sink/text.rs) against the pure reference
-(`binlake/rowtext.py`): every rows event of every corpus file, -v and -vv,
+(`binlake/text/rowtext.py`): every rows event of every corpus file, -v and -vv,
 the same lines and row count, or the same RowFormatError.
 
 The native path hands back to the reference what it will not print itself
@@ -19,9 +19,10 @@ import pytest
 from binlake import core
 from corpus.manifest import corpus_files
 from binlake.errors import BinlogError
-from binlake.events.rows import PRE_GA_ROWS_EVENTS, RowsEvent
-from binlake.reader import BinlogReader
-from binlake.rowtext import _native_text, format_rows
+from binlake.read.events.rows import RowsEvent
+from binlake.read.rows import PRE_GA_ROWS_EVENTS
+from binlake.read.reader import BinlogReader
+from binlake.text.rowtext import _native_text, format_rows
 
 pytestmark = pytest.mark.skipif(not core.available(), reason="native core not built")
 
@@ -118,8 +119,8 @@ def test_random_values_of_types_the_corpus_lacks():
     """FLOAT/DOUBLE %g, VECTOR, out-of-range temporals, overflowing DECIMAL
     groups, BIT: seeded random images of one table, -vv."""
     from binlake.constants import ColumnType as T
-    from binlake.events.base import EventHeader
-    from binlake.events.table_map import Column, TableMapEvent
+    from binlake.read.events.base import EventHeader
+    from binlake.read.events.table_map import Column, TableMapEvent
     rng = random.Random(11)
     columns = [(T.MYSQL_TYPE_FLOAT, 4, 4, "<f"), (T.MYSQL_TYPE_DOUBLE, 8, 8, "<d"),
                (T.MYSQL_TYPE_DATETIME2, 6, 8, None), (T.MYSQL_TYPE_TIME2, 3, 5, None),

@@ -17,7 +17,7 @@ import pytest
 
 from binlake import core
 from binlake.errors import BinlogError
-from binlake.values import MysqlTemporal
+from binlake.read.values import MysqlTemporal
 
 from corpus.manifest import corpus_dir
 from differential.equality import compare_cores, first_difference
@@ -86,13 +86,13 @@ def test_equality_accepts_equal_values():
 @needs_native
 def test_a_broken_value_in_one_core_is_caught(corpus, monkeypatch):
     """Break the pure DECIMAL decoder's exponent and see the corpus comparison fail."""
-    from binlake import values
+    from binlake.read import decimals
     files = binlog_files(corpus)
     event = next(e for f in files for e in rows_events(str(corpus / f))
                  if any(isinstance(v, Decimal) for _, after in e.rows()[:1]
                         for v in (after or {}).values()))
     assert compare_cores(event) is None
-    real = values._newdecimal
+    real = decimals._newdecimal
 
     def wrong(meta):
         decode = real(meta)
@@ -104,13 +104,13 @@ def test_a_broken_value_in_one_core_is_caught(corpus, monkeypatch):
             return Decimal((sign, digits + (0,), exponent - 1)), end
         skewed.cache = {}
         return skewed
-    monkeypatch.setattr(values, "_newdecimal", wrong)
-    values._decimal_decoder.cache_clear()
+    monkeypatch.setattr(decimals, "_newdecimal", wrong)
+    decimals.decimal_decoder.cache_clear()
     event.table.cache.clear()
     try:
         problem = compare_cores(event)
         assert problem is not None and "values differ" in problem
     finally:
         monkeypatch.undo()
-        values._decimal_decoder.cache_clear()
+        decimals.decimal_decoder.cache_clear()
         event.table.cache.clear()

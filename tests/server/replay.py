@@ -8,7 +8,7 @@ import os
 import subprocess
 
 from binlake import core
-from binlake.cli import main
+from binlake.cli.dispatch import main
 from binlake.testing.mariadb import MariaDBServer
 from binlake.testing.workload import DATABASE
 

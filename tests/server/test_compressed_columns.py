@@ -25,7 +25,7 @@ import pytest
 
 import binlake
 from binlake import core
-from binlake.events import RowsEvent
+from binlake.read.events import RowsEvent
 from binlake.testing.mariadb import MariaDBServer
 
 from differential.equality import compare_cores, first_difference

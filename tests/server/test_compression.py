@@ -22,8 +22,8 @@ import time
 
 import pytest
 
-from binlake import wire_compression
-from binlake.schema_source import SchemaSourceError, ServerAddress, connect
+from binlake.connection import compression as wire_compression
+from binlake.connection.settings import SchemaSourceError, ServerAddress, connect
 from binlake.testing.mariadb import MariaDBServer
 from server.live_helpers import (connection_args, dump_threads, kill_dump_threads,
                                  start_backup, wait_for_copies, write)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from binlake.sqlgen import sql_literal
+from binlake.text.sqlgen import sql_literal
 from binlake.testing.mariadb import MariaDBServer
 from binlake.testing.workload import DATABASE, run_basic_workload
 
@@ -235,7 +235,7 @@ SELECTIONS = {
 def _middle_time(run: Recorded) -> str:
     """The time of the first event at the middle position, as mysqlbinlog takes it."""
     import time
-    from binlake.reader import BinlogReader
+    from binlake.read.reader import BinlogReader
     for event in BinlogReader([run.middle_file]):
         if event.header.pos >= run.middle_pos:
             return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(event.header.timestamp))
@@ -417,7 +417,7 @@ def test_sql_without_names_follows_the_create_tables_in_the_binlogs(recorded, ta
 
 @pytest.mark.parametrize("sql_mode", ["", "NO_BACKSLASH_ESCAPES", "ANSI_QUOTES,NO_BACKSLASH_ESCAPES"])
 def test_literals_mean_their_value_in_every_sql_mode(target, sql_mode):
-    from binlake.sqlgen import ColumnInfo
+    from binlake.text.sqlgen import ColumnInfo
     connection = target.connect()
     try:
         with connection.cursor() as c:

@@ -32,7 +32,7 @@ import pytest
 
 import binlake
 from binlake import core
-from binlake.events import RowsEvent, TableMapEvent
+from binlake.read.events import RowsEvent, TableMapEvent
 from binlake.testing.mariadb import MariaDBServer
 
 from differential.equality import compare_cores, first_difference
@@ -163,7 +163,7 @@ def test_the_server_logs_both_forms_of_the_list(written):
     and BLOB) with the text as exceptions, c's utf8mb4 with GEOMETRY as one:
     both forms count GEOMETRY."""
     from binlake.constants import TableMapOptionalMetadata as M
-    from binlake.cursor import Cursor
+    from binlake.read.cursor import Cursor
     forms = {}
     for event in binlake.open(written[0], schema=False):
         if isinstance(event, TableMapEvent) and event.database == DATABASE:

@@ -20,8 +20,8 @@ import pytest
 import binlake
 from binlake import core
 from binlake.constants import ColumnType as T
-from binlake.events import RowsEvent
-from binlake.rowtext import format_rows
+from binlake.read.events import RowsEvent
+from binlake.text.rowtext import format_rows
 from binlake.spark.exact import column_text
 from binlake.testing.mariadb import MariaDBServer
 

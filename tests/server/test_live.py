@@ -1,4 +1,4 @@
-"""Live capture from a private MariaDB (binlake.live, binlake.backup, `dump -R`).
+"""Live capture from a private MariaDB (binlake.live.source, binlake.live.backup, `dump -R`).
 
 Strategy: one server per test, with small binlogs (many rotations). The
 backups are checked byte for byte against the server's own files: every

@@ -15,8 +15,8 @@ import subprocess
 
 import pytest
 
-from binlake.commands import pipeline
-from binlake.schema import load_schema
+from binlake.cli.commands import pipeline
+from binlake.schema.history import load_schema
 from binlake.testing.mariadb import MariaDBServer
 from binlake.testing.workload import tables_state
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from binlake.schema import Schema
+from binlake.schema.history import Schema
 from binlake.testing.mariadb import MariaDBServer
 from binlake.testing.workload import (Checkpoint, SchemaBaseline, prepare_schema_workload,
                                       run_schema_workload, tables_state)

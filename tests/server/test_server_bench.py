@@ -25,7 +25,7 @@ import pytest
 import binlake
 from binlake.testing.mariadb import MariaDBServer
 from binlake.testing.workload import BULK_TABLES, DATABASE, generate_bulk
-from binlake.values import MysqlTemporal
+from binlake.read.values import MysqlTemporal
 
 from .conftest import BenchRun, Column
 

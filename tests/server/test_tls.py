@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 
-from binlake.schema_source import SchemaSourceError, ServerAddress, connect
+from binlake.connection.settings import SchemaSourceError, ServerAddress, connect
 from binlake.testing.mariadb import MariaDBServer
 
 from .replay import run_binlake

@@ -18,7 +18,7 @@ import pytest
 
 pq = pytest.importorskip("pyarrow.parquet")
 pytest.importorskip("pyspark")
-from binlake.cli import main  # noqa: E402
+from binlake.cli.dispatch import main  # noqa: E402
 from binlake.spark.pipeline import load_manifest, read_table, run_pipeline  # noqa: E402
 
 from .truth import canonical_rows, typed_rows  # noqa: E402
@@ -143,7 +143,7 @@ def test_cli_on_the_sample_data_rebuilds_its_tables(spark, tmp_path):
     lake = tmp_path / "lake{a,b}*"
     assert main(["pipeline", "--sample", "--out", str(lake)], out, err) == 0, err.getvalue()
     assert "3 file(s)" in out.getvalue()
-    from binlake.commands.pipeline import sample_dir
+    from binlake.cli.commands.pipeline import sample_dir
     with gzip.open(os.path.join(sample_dir(), "expected_state.json.gz"), "rt") as f:
         expected = json.load(f)["tables"]
     for table, rows in expected.items():

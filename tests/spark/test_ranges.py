@@ -18,9 +18,9 @@ import pytest
 
 from binlake import BinlogError, BinlogReader
 from binlake.constants import ColumnType as T
-from binlake.events import RowsEvent
-from binlake.jsonable import to_jsonable
-from binlake.mysql_json import PartialJson
+from binlake.read.events import RowsEvent
+from binlake.text.jsonable import to_jsonable
+from binlake.read.mysql_json import PartialJson
 from binlake.spark.exact import row_texts
 from binlake.spark.ranges import (Split, name_sequence, number_files, pack, read_split,
                                   transactions)

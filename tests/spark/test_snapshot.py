@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("deltalake")
 
-from binlake.schema_source import ServerAddress  # noqa: E402
+from binlake.connection.settings import ServerAddress  # noqa: E402
 from binlake.spark.pipeline import load_manifest, run_pipeline  # noqa: E402
 from binlake.testing.mariadb import MariaDBServer  # noqa: E402
 from binlake.testing.workload import (DATABASE, SESSION_SETUP,  # noqa: E402

@@ -15,9 +15,9 @@ from collections import defaultdict
 import pytest
 
 from binlake import BinlogError, BinlogReader, PartialEvent
-from binlake.events import GtidEvent, MariadbGtidEvent, RowsEvent
-from binlake.jsonable import event_to_dict
-from binlake.scan import scan
+from binlake.read.events import GtidEvent, MariadbGtidEvent, RowsEvent
+from binlake.text.jsonable import event_to_dict
+from binlake.read.scan import scan
 from binlake.spark.exact import row_texts, text_row
 
 pytest.importorskip("pyspark")

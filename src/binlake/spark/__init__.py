@@ -16,13 +16,13 @@ from __future__ import annotations
 
 def register(spark) -> None:
     """Make `spark.read.format("binlog")` and `readStream.format("binlog")` available."""
-    from .source import BinlogDataSource
-    spark.dataSource.register(BinlogDataSource)
+    from binlake.spark.source import register as register_source
+    register_source(spark)
 
 
 def table_changes(spark, path, db: str, table: str, schema=None, **options):
     """One table's changes with one typed column per table column (see docs/spark.md)."""
-    from .tables import table_changes as build
+    from binlake.spark.tables import table_changes as build
     return build(spark, path, db, table, schema=schema, **options)
 
 
@@ -30,7 +30,7 @@ def read_table(spark, out: str, table: str, as_of=None):
     """A lake table (`table`: "db.table") of `binlake pipeline --out out` as a
     DataFrame: its current version, or `as_of` a Delta version number or a
     datetime. Spark needs no Delta Lake jars: delta-rs names the version's files."""
-    from .lake import spark_table
+    from binlake.spark.lake import spark_table
     return spark_table(spark, out, table, as_of)
 
 

@@ -35,19 +35,20 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from ..charsets import collation_codecs
-from ..constants import ColumnType as T
-from ..events import RowsEvent
-from .. import core, reader
-from ..reader import EventChecker
-from ..errors import CorruptEvent
-from ..events.rows import DELETE, UPDATE, WRITE
-from ..jsonable import EventDescriber, event_json, event_subject
-from ..rows import LazyRowData, row_start
-from ..scan import read_framing
-from .exact import column_texts, row_texts, value_text
-from ..gzipped import GzipBinlog, is_gzip
-from .ranges import Split, read_split, transactions
+from binlake.charsets import collation_codecs
+from binlake.constants import ColumnType as T
+from binlake.read.events import RowsEvent
+from binlake import core
+from binlake.read import reader
+from binlake.read.reader import EventChecker
+from binlake.errors import CorruptEvent
+from binlake.read.rows import DELETE, UPDATE, WRITE
+from binlake.text.jsonable import EventDescriber, event_json, event_subject
+from binlake.read.rows import LazyRowData, row_start
+from binlake.read.scan import read_framing
+from binlake.spark.exact import column_texts, row_texts, value_text
+from binlake.read.gzipped import GzipBinlog, is_gzip
+from binlake.spark.ranges import Split, read_split, transactions
 
 BATCH_ROWS = 8192
 #: Rows data the native loop hands each worker thread at a time.
@@ -294,7 +295,7 @@ def load_schema_option(options: dict):
     seed = options.get("schema")
     if not seed:
         return None
-    from ..schema import Schema, load_schema
+    from binlake.schema.history import Schema, load_schema
     return seed if isinstance(seed, Schema) else load_schema(seed)
 
 
@@ -303,7 +304,7 @@ def split_schema(split: Split, options: dict):
     its DDL: a Schema object passed in is followed as it is (one reader
     across files in order); a saved history is taken as it was at the
     range's start, so a range starting mid-file knows the tables made before."""
-    from ..schema import Schema
+    from binlake.schema.history import Schema
     given = options.get("schema")
     if isinstance(given, Schema):
         return given
@@ -313,7 +314,7 @@ def split_schema(split: Split, options: dict):
 
 def change_batches(split: Split, options: dict, stream=None) -> Iterator[pa.RecordBatch]:
     """The changes view of `split` (read from `stream` when given: a live
-    server's binlog, binlake.live)."""
+    server's binlog, binlake.live.source)."""
     native = core.native()
     if native is None:
         return _python_change_batches(split, options, stream)

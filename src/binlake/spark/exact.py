@@ -15,7 +15,7 @@ lossless and reads back with a plain cast (binlake.spark.typed does that):
   bytes                base64 (BLOB, BINARY, GEOMETRY, INET6/UUID, text of unknown charset)
   JSON, text           as is                     VECTOR    JSON array
 
-Everything else goes through binlake.jsonable and becomes JSON text (a
+Everything else goes through binlake.text.jsonable and becomes JSON text (a
 partial JSON update whose before image lacks the document: its diffs).
 """
 
@@ -27,8 +27,8 @@ import json
 import struct
 from decimal import Decimal
 
-from ..constants import ColumnType as T
-from ..jsonable import to_jsonable
+from binlake.constants import ColumnType as T
+from binlake.text.jsonable import to_jsonable
 
 _TEXT_CACHE = "binlake.spark.exact"
 _F32 = struct.Struct("<f")
@@ -177,14 +177,14 @@ def text_row(row: dict | None, texts: dict) -> dict | None:
 
 def json_value_text(raw: bytes) -> str:
     """A MySQL binary JSON value's text."""
-    from ..mysql_json import binary_to_text
+    from binlake.read.mysql_json import binary_to_text
     return _text(binary_to_text(raw))
 
 
 def partial_json_text(diff: bytes, has_before: bool, before: str | None) -> str:
     """A partial JSON update's text: applied to the before image's document
     when the image has the column, else the diffs themselves."""
-    from ..mysql_json import parse_diffs
+    from binlake.read.mysql_json import parse_diffs
     value = parse_diffs(diff)
     return _text(value.apply(before) if has_before else value)
 

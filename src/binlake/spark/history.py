@@ -19,16 +19,16 @@ import re
 
 from pyspark.sql.types import BinaryType
 
-from ..charsets import BINARY_COLLATION, collation_of
-from ..constants import ColumnType as T
-from ..ddl import might_change_tables
-from ..events import QueryEvent
-from ..scan import query_head, scan
-from ..schema import SEED, Schema
-from .layouts import TEXT_TYPES, ddl_layout_column, qualified
-from ..gzipped import is_gzip
-from .ranges import Split, read_split
-from .typed import spark_type
+from binlake.charsets import BINARY_COLLATION, collation_of
+from binlake.constants import ColumnType as T
+from binlake.schema.ddl import might_change_tables
+from binlake.read.events import QueryEvent
+from binlake.read.scan import query_head, scan
+from binlake.schema.history import SEED, Schema
+from binlake.spark.layouts import TEXT_TYPES, ddl_layout_column, qualified
+from binlake.read.gzipped import is_gzip
+from binlake.spark.ranges import Split, read_split
+from binlake.spark.typed import spark_type
 
 #: Enough of a statement to see past leading comments to its first word.
 HEAD_BYTES = 4096
@@ -87,7 +87,7 @@ class PositionOrder:
 
 def load_history(path: str, seed: str | None) -> Schema:
     """The saved history of an output directory, else the seed (`--schema`)."""
-    from ..schema import load_schema
+    from binlake.schema.history import load_schema
     if os.path.exists(path):
         return load_schema(path)
     return load_schema(seed) if seed else Schema()

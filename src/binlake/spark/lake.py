@@ -48,11 +48,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
-from .delta import DELETED, commit_table, committed_run, merge_net_changes, row_count
-from .layouts import qualified
-from .partitioned import escape_partition_value, parquet_rows, unescape_partition_value
-from .tables import INSERTS, AsOf, one_of, rebuild_states, typed_state
-from .typed import typed_columns
+from binlake.spark.delta import DELETED, commit_table, committed_run, merge_net_changes, row_count
+from binlake.spark.layouts import qualified
+from binlake.spark.partitioned import escape_partition_value, parquet_rows, unescape_partition_value
+from binlake.spark.tables import INSERTS, AsOf, one_of, rebuild_states, typed_state
+from binlake.spark.typed import typed_columns
 
 TABLES = "tables"
 
@@ -395,5 +395,5 @@ def _parquet_schema(folder: str, names: list[str]):
 def _arrow_schema(layout: dict):
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from .typed import table_struct
+    from binlake.spark.typed import table_struct
     return to_arrow_schema(table_struct(layout), timezone="UTC")

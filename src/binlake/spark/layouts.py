@@ -7,7 +7,7 @@ table is that of its last table map in commit order. A layout is plain
 JSON-ready data, so the pipeline keeps it in its manifest for later runs.
 
 Column keys are the names the file carries (binlog_row_metadata=FULL), else
-the names the schema history gives there (binlake.schema), else `@1`, ...
+the names the schema history gives there (binlake.schema.history), else `@1`, ...
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from __future__ import annotations
 import mmap
 from typing import Iterable
 
-from ..charsets import BINARY_COLLATION, collation_of
-from ..constants import ColumnType as T, EventType as E
-from ..ddl import TEXT_TYPES
-from ..cursor import text
-from ..events import TableMapEvent
-from ..scan import ScanResult, scan
-from ..gzipped import is_gzip
-from .ranges import Split, read_split
+from binlake.charsets import BINARY_COLLATION, collation_of
+from binlake.constants import ColumnType as T, EventType as E
+from binlake.schema.ddl import TEXT_TYPES
+from binlake.read.cursor import text
+from binlake.read.events import TableMapEvent
+from binlake.read.scan import ScanResult, scan
+from binlake.read.gzipped import is_gzip
+from binlake.spark.ranges import Split, read_split
 
 
 def layout_of(table_map: TableMapEvent) -> dict:

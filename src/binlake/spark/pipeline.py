@@ -42,15 +42,15 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..scan import read_framing, scan
-from .batches import CHANGES, EVENTS, VIEWS, TableFilter, spark_ddl
-from .history import PositionOrder, follow_ranges, load_history, table_plans
-from .layouts import find_layouts
-from .ranges import (DEFAULT_SPLIT_BYTES, DRIVER_READ_BYTES, FIRST_EVENT, READ_IN, Split,
+from binlake.read.scan import read_framing, scan
+from binlake.spark.batches import CHANGES, EVENTS, VIEWS, TableFilter, spark_ddl
+from binlake.spark.history import PositionOrder, follow_ranges, load_history, table_plans
+from binlake.spark.layouts import find_layouts
+from binlake.spark.ranges import (DEFAULT_SPLIT_BYTES, DRIVER_READ_BYTES, FIRST_EVENT, READ_IN, Split,
                      expand_inputs, number_files, split_bytes_of)
-from .lake import TABLES, concurrently, hadoop_literal, update_tables
-from .partitioned import parquet_rows
-from .tables import AsOf, one_of
+from binlake.spark.lake import TABLES, concurrently, hadoop_literal, update_tables
+from binlake.spark.partitioned import parquet_rows
+from binlake.spark.tables import AsOf, one_of
 
 FORMAT = 1
 STATE_DIR = "_binlake"
@@ -322,10 +322,10 @@ def _before(point: AsOf | None, order: PositionOrder):
 def _take_snapshot(address, wanted, out: str, schema: str | None, chunk_rows, log):
     """(the folder of the snapshot's changes, its point for the manifest, the
     schema seed to start the history with)."""
-    from ..schema import load_schema, parse_schema
-    from ..schema_source import filled_in
-    from .ranges import name_sequence
-    from .snapshot import CHUNK_ROWS, take_snapshot
+    from binlake.schema.history import load_schema, parse_schema
+    from binlake.schema.seeds import filled_in
+    from binlake.spark.ranges import name_sequence
+    from binlake.spark.snapshot import CHUNK_ROWS, take_snapshot
     folder = _state(out, "snapshot")
     shutil.rmtree(folder, ignore_errors=True)
     point, ddl = take_snapshot(address, wanted, folder, file_seq_of=name_sequence,
@@ -353,7 +353,7 @@ def _append(spark, out: str, segments: list, options: dict, new_manifest: dict, 
         events, changes = (_write_in_driver(segments, options, staging, view, parts, log)
                            for view, parts in VIEW_PARTITIONS)
     else:
-        from . import register
+        from binlake.spark.source import register
         register(spark)  # only here: registering a Python data source takes a second
         # Two jobs at once: each keeps the cores busy while the other waits on its tail.
         events, changes = concurrently(
@@ -390,8 +390,8 @@ def _write_in_driver(segments: list, options: dict, staging: str, view: str, par
                      log) -> int:
     """One view of the ranges, decoded here and written as Spark's layout
     (binlake.spark.partitioned)."""
-    from .batches import change_batches, event_batches
-    from .partitioned import PartitionedParquet
+    from binlake.spark.batches import change_batches, event_batches
+    from binlake.spark.partitioned import PartitionedParquet
     batches = change_batches if view == "changes" else event_batches
     sink = PartitionedParquet(os.path.join(staging, view), VIEWS[view], parts)
     for split in segments:
@@ -474,7 +474,7 @@ def read_events(spark, out: str):
 
 def read_table(out: str, table: str):
     """A lake table's current version as a pyarrow Table (`table`: "db.table")."""
-    from .delta import read_table as read
+    from binlake.spark.delta import read_table as read
     return read(os.path.join(out, "tables", table))
 
 

@@ -2,14 +2,14 @@
 
 Strategy: a `Split` is a plain picklable (path, file_seq, start, end). The
 driver cuts files larger than `split_bytes` at transaction boundaries found
-by the header scan (binlake.scan); a task opens the file itself, lets the
+by the header scan (binlake.read.scan); a task opens the file itself, lets the
 core reader take the format description at offset 4 and jump to `start`
 (`BinlogReader(start_position=...)`), and stops at `end`. Table maps are
 rebuilt from the range itself: in row-based logs they come right before
 their rows events inside each transaction.
 
 `transactions()` regroups a range's events into transactions with the state
-machine of binlake.scan, so every change can carry its transaction's GTID,
+machine of binlake.read.scan, so every change can carry its transaction's GTID,
 XID and commit time, which are only known at its end.
 
 Rule: nothing here depends on how the files were split. Every event carries
@@ -28,12 +28,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
-from ..constants import BINLOG_MAGIC, EventType as E
-from ..errors import BinlogError, PartialEvent
-from ..events import Event, GtidEvent, MariadbGtidEvent, XidEvent
-from ..gzipped import GZIP_MAGIC, GzipBinlog, is_gzip
-from ..reader import BinlogReader
-from ..scan import TransactionState, scan, step_details
+from binlake.constants import BINLOG_MAGIC, EventType as E
+from binlake.errors import BinlogError, PartialEvent
+from binlake.read.events import Event, GtidEvent, MariadbGtidEvent, XidEvent
+from binlake.read.gzipped import GZIP_MAGIC, GzipBinlog, is_gzip
+from binlake.read.reader import BinlogReader
+from binlake.read.scan import TransactionState, scan, step_details
 
 DEFAULT_SPLIT_BYTES = 32 << 20
 FIRST_EVENT = 4  #: offset of the first event, after the magic number

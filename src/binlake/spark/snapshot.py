@@ -32,10 +32,10 @@ import uuid
 from dataclasses import asdict, dataclass
 from decimal import Decimal
 
-from ..constants import ColumnType as T
-from ..schema_source import (SYSTEM_DATABASES, SchemaSourceError, connect,
-                             quote_identifier as _quote, server_ddl)
-from .exact import decimal_text, float32_text, value_text
+from binlake.constants import ColumnType as T
+from binlake.connection.settings import SchemaSourceError, connect, quote_identifier as _quote
+from binlake.schema.seeds import SYSTEM_DATABASES, server_ddl
+from binlake.spark.exact import decimal_text, float32_text, value_text
 
 #: Rows per keyset page, and per Parquet file written.
 CHUNK_ROWS = 50_000
@@ -235,7 +235,7 @@ class _ChangeWriter:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from .batches import CHANGES
+        from binlake.spark.batches import CHANGES
         point, n = self.point, len(rows)
         first = self.index
         self.index += n

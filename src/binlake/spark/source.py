@@ -24,9 +24,9 @@ import os
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
-from ..scan import scan
-from .batches import VIEWS, change_batches, event_batches, spark_ddl
-from .ranges import (DEFAULT_SPLIT_BYTES, FIRST_EVENT, Split, expand_inputs, number_files,
+from binlake.read.scan import scan
+from binlake.spark.batches import VIEWS, change_batches, event_batches, spark_ddl
+from binlake.spark.ranges import (DEFAULT_SPLIT_BYTES, FIRST_EVENT, Split, expand_inputs, number_files,
                      pack, plan_splits, split_bytes_of)
 
 SOURCE_NAME = "binlog"
@@ -183,3 +183,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
 def _key(offset: dict) -> tuple:
     return (offset["file_seq"], offset["pos"])
+
+
+def register(spark) -> None:
+    """Make `spark.read.format("binlog")` and `readStream.format("binlog")` available."""
+    spark.dataSource.register(BinlogDataSource)

@@ -8,7 +8,7 @@ The arguments are those of `binlake pipeline`; the session is the one spark-subm
 
 import sys
 
-from binlake.cli import main
+from binlake.cli.dispatch import main
 
 if __name__ == "__main__":
     sys.exit(main(["pipeline", *sys.argv[1:]]))

@@ -27,12 +27,12 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, functions as F
 
-from ..schema import Schema
-from .batches import TableFilter, load_schema_option
-from .history import follow_ranges
-from .layouts import latest_layouts, qualified
-from .ranges import Split, expand_inputs, number_files
-from .typed import typed_columns
+from binlake.schema.history import Schema
+from binlake.spark.batches import TableFilter, load_schema_option
+from binlake.spark.history import follow_ranges
+from binlake.spark.layouts import latest_layouts, qualified
+from binlake.spark.ranges import Split, expand_inputs, number_files
+from binlake.spark.typed import typed_columns
 
 #: Ops that add a row: an insert ("c"), a snapshot's row ("r", as Debezium's read).
 INSERTS = ("c", "r")
@@ -65,7 +65,7 @@ def table_changes(spark, path, db: str, table: str, schema=None, **options) -> D
     per table column, an update as two rows (update_preimage, update_postimage),
     and `_change_type`, `_op`, `_commit_key`, `_commit_timestamp`, `_timestamp`,
     `_file`, `_pos`, `_row_index`, `_gtid`, `_xid`."""
-    from . import register
+    from binlake.spark.source import register
     register(spark)
     paths = expand_inputs(path)
     options = {k: str(v) for k, v in options.items()}

@@ -24,8 +24,8 @@ from __future__ import annotations
 from pyspark.sql import Column, functions as F
 from pyspark.sql import types as S
 
-from ..charsets import BINARY_COLLATION
-from ..constants import ColumnType as T
+from binlake.charsets import BINARY_COLLATION
+from binlake.constants import ColumnType as T
 
 _BLOBS = {T.MYSQL_TYPE_TINY_BLOB, T.MYSQL_TYPE_MEDIUM_BLOB, T.MYSQL_TYPE_LONG_BLOB,
           T.MYSQL_TYPE_BLOB, T.MYSQL_TYPE_BLOB_COMPRESSED}

@@ -33,8 +33,8 @@ def budget(size: int) -> float:
 def run_entry(name: str, path: str, load_dir: str) -> None:
     """Read `path` through one entry point; LOAD DATA files go to `load_dir`."""
     import binlake
-    from binlake.cli import main as cli
-    from binlake.events import RowsEvent
+    from binlake.cli.dispatch import main as cli
+    from binlake.read.events import RowsEvent
     if name == "rows":
         for event in binlake.open(path, verify_checksums=False):
             if isinstance(event, RowsEvent):
@@ -51,11 +51,12 @@ def run_entry(name: str, path: str, load_dir: str) -> None:
 
 
 def worker(conn) -> None:
-    from binlake import core, ddl
+    from binlake import core
+    from binlake.schema import ddl
     from binlake.errors import BinlogError
     # what the entry points import on first use, imported now: a run's clock
     # times reading the input, not loading the package
-    from binlake.cli import main as cli
+    from binlake.cli.dispatch import main as cli
     with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):
         cli(["dump", "--help"], out=io.StringIO(), err=io.StringIO())  # every command's module
     list(ddl.parse_script("CREATE TABLE t (a INT)", None))

@@ -906,7 +906,7 @@ def _schema_steps(c, q, d: str, o: str, s: str):
     c.execute("ALTER TABLE metrics2 WAIT 30 ADD COLUMN unit VARCHAR(8) AFTER name, "
               "ADD COLUMN x INT FIRST, ADD COLUMN y INT FIRST")
     # NOWAIT fails at once if a background thread (statistics after an ALTER) holds
-    # the table's lock for a moment: the tests use long waits (NOWAIT: tests/test_ddl.py)
+    # the table's lock for a moment: the tests use long waits (NOWAIT: tests/schema/test_ddl.py)
     c.execute("ALTER TABLE top_customers WAIT 30 DROP COLUMN points")
     c.execute("RENAME TABLE IF EXISTS metrics2 WAIT 30 TO gauges, no_such_table TO still_none")
     c.execute("RENAME TABLES gauges WAIT 30 TO metrics3")

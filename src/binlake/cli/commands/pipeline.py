@@ -1,0 +1,144 @@
+"""`binlake pipeline`: binlogs into Parquet events and changes and Delta tables with Spark
+(see binlake.spark.pipeline)."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from binlake.cli.status import ExitStatus, os_error_text
+from binlake.errors import BinlogError
+from binlake.spark.ranges import READ_IN
+from binlake.cli.commands.common import add_schema_arguments, seed_schema, server_address
+
+
+#: How a task's BinlogError reads inside the trace Spark hands back.
+_TASK_ERROR = re.compile(r"^binlake\.errors\.\w+: (.+)$", re.MULTILINE)
+#: A JVM exception line of that trace (the last one is the root cause).
+_JAVA_CAUSE = re.compile(r"^(?:Caused by: )?([a-z]\w*(?:\.\w+)+(?:Exception|Error)(?:: .*)?)$",
+                         re.MULTILINE)
+
+
+def failure_line(exc: BaseException) -> str:
+    """One line for a failure of a Spark job: a task's BinlogError as
+    `FILE: offset N: reason`, else the JVM's root cause, else the first
+    line of what Spark said."""
+    text = str(exc)
+    found = _TASK_ERROR.findall(text)
+    if found:
+        return found[-1].strip()
+    causes = _JAVA_CAUSE.findall(text)
+    if causes:  # the JVM's own words on what went wrong (a full disk, ...)
+        return causes[-1].strip()
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def sample_dir() -> str:
+    """The small binlogs shipped with binlake (src/binlake/sample_data)."""
+    from importlib.resources import files
+    return os.fspath(files("binlake") / "sample_data")
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("inputs", nargs="*", metavar="INPUT",
+                        help="binlog files, directories or glob patterns (none: the sample data)")
+    parser.add_argument("--out", required=True, metavar="DIR",
+                        help="output directory: events/, changes/, tables/ and a manifest")
+    parser.add_argument("--sample", action="store_true",
+                        help="read the sample binlogs shipped with binlake")
+    parser.add_argument("--master", metavar="URL",
+                        help="Spark master (default: local[*], or spark-submit's)")
+    parser.add_argument("--as-of", metavar="WHEN",
+                        help="rebuild tables/ as of FILE:POS or a date-time (UTC unless given)")
+    parser.add_argument("--split-bytes", type=int, default=None, metavar="N",
+                        help="cut files larger than N bytes at transaction boundaries (default 32 MiB)")
+    parser.add_argument("--partitions", type=int, default=None, metavar="N",
+                        help="read in at least N partitions where the files allow "
+                             "(default: Spark's default parallelism)")
+    parser.add_argument("--read-in", choices=READ_IN, default="auto",
+                        help="where new binlog ranges are decoded: in this process (the "
+                             "driver), or by the binlog data source in Spark's executors; "
+                             "auto (default): the driver with a local master or when the new "
+                             "ranges are small, the executors of a cluster otherwise")
+    add_schema_arguments(parser)
+    parser.add_argument("--snapshot-from", action="store_true",
+                        help="start the lake from a consistent snapshot of the server's tables "
+                             "(connecting as --schema-from does): every selected table read "
+                             "under one read view, with the binlog position and GTID state it "
+                             "is at; the binlogs are read from that position on. Only for a new "
+                             "output directory")
+    parser.add_argument("--tables", metavar="PATTERNS",
+                        help="only these tables: comma-separated db.table patterns (db.*, *.orders)")
+    parser.add_argument("--force-read", action="store_true",
+                        help="continue past checksum mismatches and undecodable events")
+    parser.add_argument("--no-verify-checksum", dest="verify_checksums", action="store_false",
+                        help="do not check CRC32 checksums")
+
+
+def _schema_path(args) -> str | None:
+    """--schema as given; with --schema-from, the seed (server, and --schema's
+    tables) saved as a history next to the output, read by every task as --schema is."""
+    if not args.schema_from:
+        server_address(args)  # connection options without a use are refused
+        return args.schema
+    path = os.path.join(args.out, "_binlake", "schema-from-server.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    seed_schema(args).save(path)
+    return path
+
+
+def run(args, out, err) -> int:
+    from binlake.spark.pipeline import run_pipeline, spark_session, unread_bytes
+    from binlake.spark.ranges import DEFAULT_SPLIT_BYTES
+
+    inputs = args.inputs if args.inputs and not args.sample else [sample_dir()]
+
+    def log(message: str) -> None:
+        err.write(message + "\n")
+        err.flush()
+
+    try:
+        schema = _schema_path(args)
+        snapshot = server_address(args, for_snapshot=True) if args.snapshot_from else None
+    except (ValueError, OSError) as exc:
+        err.write(f"binlake pipeline: {exc}\n")
+        return ExitStatus.ERROR
+    spark = spark_session(args.master, work_bytes=None if snapshot or args.as_of
+                          else unread_bytes(inputs, args.out))
+    # Failures are reported here, in one line; Spark's own traces would bury it.
+    spark.sparkContext.setLogLevel("OFF")
+    try:
+        result = run_pipeline(
+            spark, inputs, args.out, as_of=args.as_of,
+            split_bytes=args.split_bytes or DEFAULT_SPLIT_BYTES, min_partitions=args.partitions,
+            schema=schema, tables=args.tables,
+            reader_options={"force": args.force_read, "verify_checksums": args.verify_checksums},
+            snapshot=snapshot, read_in=args.read_in, log=log)
+    except BinlogError as exc:  # read in the driver; a task's comes wrapped (failure_line)
+        err.write(f"binlake pipeline: {exc}\n")
+        return ExitStatus.ERROR
+    except OSError as exc:
+        err.write(f"binlake pipeline: {os_error_text(exc)}\n")
+        return ExitStatus.ERROR
+    except (ValueError, LookupError) as exc:
+        err.write(f"binlake pipeline: {exc}\n")
+        return ExitStatus.ERROR
+    except Exception as exc:  # noqa: BLE001 - whatever Spark raised, as one line
+        err.write(f"binlake pipeline: {failure_line(exc)}\n")
+        return ExitStatus.ERROR
+    if result.segments:
+        files = len({s.path for s in result.segments})
+        out.write(f"read {len(result.segments)} range(s) of {files} file(s): "
+                  f"{result.events} events, {result.changes} changes appended\n")
+    else:
+        out.write("nothing new to read\n")
+    if result.tables_rebuilt:
+        work = ", ".join(f"{len(tables)} {how}" for how, tables in result.table_work.items()
+                         if tables) or "none changed"
+        out.write(f"tables/: {len(result.tables)} table(s), {work}"
+                  + (f" as of {args.as_of}" if args.as_of else "") + "\n")
+        for name, rows in sorted(result.tables.items()):
+            out.write(f"  {name}: {rows} rows\n")
+    out.write(f"output: {os.path.abspath(args.out)}\n")
+    return ExitStatus.OK

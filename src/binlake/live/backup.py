@@ -1,0 +1,200 @@
+"""Raw binlog backups from a live server (`dump -R --raw`): byte-exact and resumable.
+
+Strategy: each binlog the server sends (a `LiveFile`) is written under its
+server name after the `--result-file` prefix, by appending whole events
+(`os.write` of complete events only), with an fsync at least once a second
+and at the end of each file. The copy is the server's file: the bytes from
+offset 0 (the dump sends the events as stored). Two bytes of state differ
+on the wire, and are put back as the server's file has them: the format
+description's LOG_EVENT_BINLOG_IN_USE_F, which the server clears when it
+sends it, is set while the file is being written and cleared once its
+ROTATE or STOP event arrives (the server does the same when it closes the
+file; the flag is outside the event's checksum).
+
+Resuming: run again, and each existing copy is checked from its start
+(event lengths and CRC32s): whatever follows the last complete, intact event
+(a half-written event after a SIGKILL or a power cut) is cut off, and the
+dump continues at that event's end in server coordinates (its `log_pos`).
+A copy that ends with a ROTATE continues with the file it names; one that
+ends with a STOP continues with the server's next binlog (SHOW BINARY LOGS).
+
+Rule: nothing is ever written but whole events in file order; a reader of a
+copy cut short by a crash sees the IN_USE flag and reports the tail as the
+event being written, and the next run removes it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import struct
+import time
+import zlib
+from dataclasses import dataclass
+
+from binlake.constants import BINLOG_MAGIC, EventType as E, LogEventFlag
+
+_HEADER = struct.Struct("<IBIIIH")
+#: the format description's flags byte: after the magic, at FLAGS_OFFSET (17) of its header
+IN_USE_AT = 4 + 17
+_IN_USE = int(LogEventFlag.LOG_EVENT_BINLOG_IN_USE_F)
+_FDE = int(E.FORMAT_DESCRIPTION_EVENT)
+_ROTATE = int(E.ROTATE_EVENT)
+_STOP = int(E.STOP_EVENT)
+FSYNC_EVERY = 1.0  # seconds
+
+
+@dataclass
+class CopyState:
+    """What an existing copy holds: its intact part and where the server's file goes on."""
+
+    local_end: int            #: bytes of the copy that are whole, intact events
+    server_position: int      #: the server offset after the last whole event (0: none)
+    last_type: int | None     #: type of the last whole event
+    next_file: str | None     #: the file a final ROTATE names
+    checksums: bool
+
+
+def inspect_copy(path: str) -> CopyState:
+    """Walk a copy's events from the start; stop at the first that is cut
+    short or fails its CRC32 (what a crash leaves)."""
+    with open(path, "rb") as handle:
+        data_size = os.fstat(handle.fileno()).st_size
+        if handle.read(4) != BINLOG_MAGIC:
+            return CopyState(0, 0, None, None, False)
+        pos, checksums = 4, False
+        state = CopyState(4, 0, None, None, False)
+        while pos + 19 <= data_size:
+            handle.seek(pos)
+            head = handle.read(19)
+            _, type_code, _, length, log_pos, _ = _HEADER.unpack(head)
+            if length < 19 or pos + length > data_size:
+                break
+            raw = head + handle.read(length - 19)
+            if type_code == _FDE:
+                checksums = _fde_checksums(raw)
+                if checksums and not _crc_ok(raw, fde=True):
+                    break
+            elif checksums and not _crc_ok(raw):
+                break
+            pos += length
+            next_file = None
+            if type_code == _ROTATE:
+                body = raw[19:-4] if checksums else raw[19:]
+                next_file = body[8:].decode("utf-8", "replace")
+            state = CopyState(pos, log_pos or state.server_position, type_code, next_file, checksums)
+        return state
+
+
+def _fde_checksums(raw: bytes) -> bool:
+    from binlake.live.source import _fde_has_checksum
+    return _fde_has_checksum(raw)
+
+
+def _crc_ok(raw: bytes, fde: bool = False) -> bool:
+    body = bytearray(raw[:-4])
+    if fde:
+        body[17] &= ~_IN_USE & 0xFF
+    return zlib.crc32(body) == int.from_bytes(raw[-4:], "little")
+
+
+class CopyWriter:
+    """Appends whole events to one copy; fsyncs; puts the IN_USE flag back."""
+
+    def __init__(self, path: str, keep: int):
+        self.path = path
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        os.ftruncate(self.fd, keep)        # what follows the last whole event goes
+        os.lseek(self.fd, keep, os.SEEK_SET)
+        self.size = keep
+        self._synced = time.monotonic()
+        self._dirty = keep > 0
+
+    def write(self, data: bytes) -> None:
+        if self.size <= IN_USE_AT < self.size + len(data):
+            # The format description as the server's open file has it.
+            data = bytearray(data)
+            data[IN_USE_AT - self.size] |= _IN_USE
+        view = memoryview(data)
+        while view:
+            written = os.write(self.fd, view)
+            view = view[written:]
+        self.size += len(data)
+        self._dirty = True
+        if time.monotonic() - self._synced >= FSYNC_EVERY:
+            self.sync()
+
+    def sync(self) -> None:
+        if self._dirty:
+            os.fsync(self.fd)
+            self._dirty = False
+        self._synced = time.monotonic()
+
+    def closed_by_server(self) -> None:
+        """The ROTATE or STOP arrived: the server's file is closed, its flag clear."""
+        if self.size > IN_USE_AT:
+            flags = os.pread(self.fd, 1, IN_USE_AT)
+            os.pwrite(self.fd, bytes([flags[0] & ~_IN_USE & 0xFF]), IN_USE_AT)
+
+    def close(self) -> None:
+        try:
+            self.sync()
+        finally:
+            os.close(self.fd)
+
+
+def resume_point(prefix: str, name: str, position: int, next_binlog) -> tuple[str, int, int]:
+    """(server file, server position, bytes of its copy to keep): where a
+    backup into `prefix` continues. `next_binlog(name)` names the server's
+    binlog after `name` (None if it has none)."""
+    keep = 0
+    while True:
+        path = prefix + name
+        if not os.path.exists(path):
+            return name, position, 0
+        state = inspect_copy(path)
+        keep = state.local_end
+        if state.last_type == _ROTATE and state.next_file:
+            name, position = state.next_file, 4
+            continue
+        if state.last_type == _STOP:
+            following = next_binlog(name)
+            if following is None:
+                return name, state.server_position, keep
+            name, position = following, 4
+            continue
+        if state.server_position:
+            return name, state.server_position, keep
+        return name, position, 0    # nothing usable: write the copy anew
+
+
+def lock(prefix: str):
+    """One backup per prefix at a time: a second run would interleave writes."""
+    path = prefix + ".binlake-lock"
+    handle = open(path, "w")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise RuntimeError(f"another backup is writing into {prefix!r} ({path} is locked)") from None
+    return handle
+
+
+def copy_file(live_file, prefix: str, keep: int, resume_at: int) -> CopyWriter:
+    """Write one LiveFile into its copy: after `keep` bytes already there
+    (server bytes before `resume_at` are not written again)."""
+    writer = CopyWriter(prefix + live_file.name, keep)
+    try:
+        while True:
+            live_file.next_event_at(live_file.offset)
+            offset, data = live_file.read_chunk(1 << 20)
+            if not data:
+                break
+            if keep and offset < resume_at:
+                continue      # the magic and format description the copy has
+            writer.write(data)
+        if live_file.closed_by_server:
+            writer.closed_by_server()
+    finally:
+        writer.close()
+    return writer

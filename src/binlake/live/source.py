@@ -1,0 +1,646 @@
+"""A live server's binlogs as one more byte source: each binlog the server
+sends becomes a `LiveFile`, a stream of that file's bytes at their offsets.
+
+Strategy: the replica connection (replica.py) hands over events; each real
+event knows its place in the server's file (v4 header: `log_pos` is its end),
+so the bytes a `LiveFile` gives are the server's file itself from the
+requested position on: the magic, the format description at offset 4, then
+the events where they are in the file. What the server sends that is not in
+the file is recognised and kept out: the artificial rotate that names the
+file (a new `LiveFile`), the format description re-sent with `log_pos` 0 on
+a mid-file start (placed at offset 4 only when the file is new to us),
+MariaDB's artificial GTID list at a GTID start, heartbeats. The reader that
+reads files reads these streams (framing, checksums, schema history, every
+sink): a `LiveFile` tells it, through `next_event_at`, where the next event
+starts when the stream does not start at 4 or resumes after a gap the
+server chose (a GTID start).
+
+Rule: the stream never repeats or skips a byte. A lost connection (killed,
+stalled past the read timeout, a server restart) is replaced by a new one
+asking for the same file at the offset already given, after a bounded
+backoff; what the server sends again before that offset is dropped, a gap
+after it is an error. A start point the server no longer has, a refused
+login or a duplicate replica id end the stream with one ReplicationError.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from collections import deque
+import time
+import weakref
+from dataclasses import dataclass
+
+from binlake.constants import BINLOG_MAGIC, EventType as E, LogEventFlag
+from binlake.live.protocol import ReplicaConnection, ReplicationError
+
+_HEADER = struct.Struct("<IBIIIH")
+_ARTIFICIAL = int(LogEventFlag.LOG_EVENT_ARTIFICIAL_F)
+_HEARTBEATS = (int(E.HEARTBEAT_LOG_EVENT), int(E.HEARTBEAT_LOG_EVENT_V2))
+_ROTATE = int(E.ROTATE_EVENT)
+_FDE = int(E.FORMAT_DESCRIPTION_EVENT)
+_STOP = int(E.STOP_EVENT)
+_XID = int(E.XID_EVENT)
+#: What a server sends at the start of a file before the events asked for
+_POSITIONING_EVENTS = frozenset({_FDE, int(E.GTID_LIST_EVENT), int(E.BINLOG_CHECKPOINT_EVENT),
+                                 int(E.PREVIOUS_GTIDS_LOG_EVENT)})
+
+#: Bytes of a live file kept after they were read, for BINLOG statements
+RECENT_BYTES = 16 << 20
+
+#: mysqlbinlog's server id for --stop-never (`--stop-never-slave-server-id`'s default)
+DEFAULT_SERVER_ID = 65535
+
+
+@dataclass
+class LiveOptions:
+    """How to follow the server (the command line's -R options, the API's keywords)."""
+
+    settings: dict                         #: pymysql.connect keywords
+    file: str | None = None                #: first binlog; None: the server's first (or GTID start)
+    position: int = 4
+    mariadb_gtid: str | None = None        #: MariaDB GTID list to start after (@slave_connect_state)
+    mysql_gtid_set: str | None = None      #: MySQL: leave out these transactions (COM_BINLOG_DUMP_GTID)
+    gtid_strict_mode: bool = False
+    to_last_log: bool = False              #: go on past the first file, to the end of the last
+    stop_never: bool = False               #: wait for new events, reconnect, never end
+    server_id: int = DEFAULT_SERVER_ID
+    heartbeat: float = 5.0                 #: seconds between the server's heartbeats
+    read_timeout: float | None = None      #: default: 3 heartbeats
+    max_backoff: float = 10.0              #: seconds between reconnects, at most
+    retries: int | None = None             #: reconnects in a row before giving up (None: 5, or forever with stop_never)
+    on_progress: object = None             #: callable(file, position, server_time) or None
+    on_reconnect: object = None            #: callable(error, attempt) or None
+
+
+class LiveSource:
+    """The server's binlogs, in order, each a `LiveFile` (iterate once).
+
+    Without `stop_never` the dump ends at the end of the last binlog
+    (`to_last_log`) or of the first file; with it, it waits for new events
+    and survives lost connections and server restarts."""
+
+    def __init__(self, options: LiveOptions, connection_class=ReplicaConnection):
+        self.options = options
+        self._connection_class = connection_class   # tests script a server with their own
+        self._connection: ReplicaConnection | None = None
+        self._file: LiveFile | None = None
+        self._next_name: str | None = None      # the file the server moved on to
+        self._ended = False
+        self._first_connect = True
+        #: the server may skip ahead (to a mid-file start, a GTID start, past
+        #: transactions a MySQL GTID set leaves out); otherwise a gap is an error
+        self.positioning = True
+        self.server_version = ""
+        self.last_heartbeat: tuple | None = None  # (file, position) of the last heartbeat
+        self.mysql_gtid_dump = False
+        self.last_event_time = 0
+
+    @property
+    def where(self) -> str:
+        s = self.options.settings
+        return s.get("unix_socket") or f"{s.get('host')}:{s.get('port')}"
+
+    # Iterating files --------------------------------------------------------------
+    def __iter__(self):
+        try:
+            self._connect(self.options.file, self.options.position)
+            while not self._ended:
+                name = self._next_name
+                if name is None:
+                    # Before the first artificial rotate arrives.
+                    self._read_until_file()
+                    name = self._next_name
+                    if name is None:
+                        return
+                self._next_name = None
+                first = self._file is None and name == self.options.file
+                self._file = LiveFile(self, name, self.options.position if first else 4)
+                yield self._file
+                self._file.drain()
+                if self._next_name is not None and not self.options.to_last_log \
+                        and not self.options.stop_never:
+                    return   # mysqlbinlog -R without -t: the requested file only
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self._ended = True
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    # Connecting --------------------------------------------------------------------
+    def _connect(self, file: str | None, position: int) -> None:
+        o = self.options
+        connection = self._connection_class(o.settings, server_id=o.server_id, heartbeat=o.heartbeat,
+                                       read_timeout=o.read_timeout or 3 * o.heartbeat + 5,
+                                       report_host=f"binlake@{socket.gethostname()}")
+        try:
+            connection.connect()
+            self.server_version = connection.server_version
+            if self._first_connect:
+                self._check_server(connection)
+            gtid = o.mariadb_gtid if (file is None and connection.is_mariadb) else None
+            mysql_set = o.mysql_gtid_set if not connection.is_mariadb else None
+            connection.prepare(mariadb_gtid=gtid, strict=o.gtid_strict_mode)
+            if file is None and gtid is None and mysql_set is None:
+                file, position = self._first_binlog(connection), 4
+            connection.register()
+            non_block = not o.stop_never
+            if mysql_set is not None:
+                from binlake.live.protocol import encode_gtid_set
+                connection.request(file or "", position if file else 4, non_block=non_block,
+                                   mysql_gtid_set=encode_gtid_set(mysql_set))
+            else:
+                connection.request(file or "", position if file else 4, non_block=non_block)
+        except BaseException:
+            connection.close()
+            raise
+        self._connection = connection
+        self._first_connect = False
+        self.mysql_gtid_dump = mysql_set is not None
+        # A first connection may be skipped ahead to its start; a new one
+        # continues exactly where the last left off (MySQL GTID dumps excepted).
+        self.positioning = self.mysql_gtid_dump or (
+            self._file is None and (file is None or position > 4))
+
+    def _check_server(self, connection: ReplicaConnection) -> None:
+        """Refuse, in one line each, what would fail later or harm others:
+        a server without binlogs, and a replica id another replica uses
+        (the server would drop that replica's connection for ours)."""
+        if str(connection.variable("log_bin")) not in ("1", "ON"):
+            raise ReplicationError(self.where, 0, "the server does not write a binlog "
+                                   "(log_bin is OFF): it cannot be read as a primary")
+        for server_id, host, port in connection.registered_replicas():
+            if server_id == self.options.server_id:
+                raise ReplicationError(self.where, 0, f"server id {server_id} is already used by "
+                                       f"the replica {host}:{port} (SHOW SLAVE HOSTS); connecting "
+                                       "with it would disconnect that replica: choose another "
+                                       "with --connection-server-id")
+
+    def _first_binlog(self, connection: ReplicaConnection) -> str:
+        rows = connection.query("SHOW BINARY LOGS")
+        if not rows:
+            raise ReplicationError(self.where, 0, "the server lists no binary logs")
+        return str(rows[0][0])
+
+    def _reconnect(self, error: ReplicationError) -> None:
+        """A new connection asking for the same file at the offset already given."""
+        o = self.options
+        limit = o.retries if o.retries is not None else (None if o.stop_never else 5)
+        attempt = 0
+        delay = 0.1
+        while True:
+            if not error.retryable or (limit is not None and attempt >= limit):
+                raise error
+            attempt += 1
+            if o.on_reconnect is not None:
+                o.on_reconnect(error, attempt)
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+            time.sleep(delay)
+            delay = min(delay * 2, o.max_backoff)
+            try:
+                self._connect(*self._resume_point())
+            except ReplicationError as exc:
+                error = exc
+                continue
+            return
+
+    def _resume_point(self) -> tuple[str | None, int]:
+        """Where a new connection continues: the next file the server named,
+        else the current file after what is queued (the server sends again
+        only what is dropped as already had), else the start asked for."""
+        file = self._file
+        if self._next_name is not None:
+            return self._next_name, 4
+        if file is not None:
+            return file.name, file.resume_at
+        return self.options.file, self.options.position
+
+    # Events -----------------------------------------------------------------------
+    def has_backlog(self) -> bool:
+        """Whether a whole event is here already (reading it will not wait)."""
+        return self._connection is not None and self._connection.buffered()
+
+    def take_run(self, expected: int):
+        """(bytes, count, last type, last timestamp) of the ordinary events
+        already here, the first at `expected` (replica.ReplicaConnection.take_run)."""
+        return None if self._connection is None else self._connection.take_run(expected)
+
+    def _read_event(self):
+        """(pos, bytes, type, flags, timestamp) of the next event for a file,
+        None at the end; handles heartbeats, rotates and lost connections."""
+        while True:
+            if self._connection is None:
+                return None
+            try:
+                raw = self._connection.next_event()
+            except ReplicationError as error:
+                self._reconnect(error)
+                continue
+            if raw is None:  # EOF: the end of the last binlog, without waiting
+                self._ended = True
+                return None
+            if len(raw) < 19:
+                raise ReplicationError(self.where, 0, f"an event of {len(raw)} bytes is shorter "
+                                       "than its header")
+            timestamp, type_code, _, length, log_pos, flags = _HEADER.unpack_from(raw)
+            if length != len(raw):
+                raise ReplicationError(self.where, 0, f"an event says it has {length} bytes and "
+                                       f"came in a packet of {len(raw)}")
+            if type_code in _HEARTBEATS:
+                self.last_heartbeat = (self._body(raw).split(b"\0")[0].decode("utf-8", "replace"),
+                                       log_pos)
+                self._progress(log_pos)
+                continue
+            if type_code == _ROTATE and (flags & _ARTIFICIAL or log_pos == 0):
+                name = self._body(raw)[8:].decode("utf-8", "replace")
+                if self._file is None or name != self._file.name:
+                    self._next_name = name
+                    return None
+                continue          # the same file again, after a reconnect
+            if flags & _ARTIFICIAL:
+                continue          # MariaDB's GTID list at a GTID start: not in the file
+            return (log_pos - length if log_pos else None, raw, type_code, flags, timestamp)
+
+    def _body(self, raw: bytes) -> bytes:
+        """An artificial event's body: after the header, before the checksum
+        the server adds when its binlog has them (@master_binlog_checksum)."""
+        return raw[19:-4] if self._connection is not None and self._connection.checksums else raw[19:]
+
+    def _progress(self, position: int) -> None:
+        callback = self.options.on_progress
+        if callback is not None and self._file is not None:
+            callback(self._file.name, position, self.last_event_time)
+
+    def _read_until_file(self) -> None:
+        """Before any file: wait for the artificial rotate naming the first one."""
+        while self._next_name is None and not self._ended:
+            event = self._read_event()
+            if event is None:
+                return
+            raise ReplicationError(self.where, 0, "the server sent an event before naming "
+                                   "its binlog file (no artificial rotate)")
+
+
+#: The LiveFiles being read, by name: the text printer re-reads events by
+#: (file, position) for BINLOG statements, and finds a live file's here.
+_OPEN_FILES: "weakref.WeakValueDictionary[str, LiveFile]" = weakref.WeakValueDictionary()
+
+
+def live_file(name: str):
+    """The LiveFile of that name being read in this process, or None."""
+    return _OPEN_FILES.get(name)
+
+
+class LiveFile:
+    """One server binlog as a binary stream of its bytes at their offsets.
+
+    `read(n)` gives contiguous bytes, blocking only until one event is there;
+    `next_event_at(pos)` says where the bytes continue (the reader asks when
+    it has used up what it read); `b""` at the end of the file."""
+
+    def __init__(self, source: LiveSource, name: str, start: int = 4):
+        self.source = source
+        self.name = name
+        self.offset = 0            # the next byte to give
+        #: where the server's events continue: after the last one received
+        #: (the format description re-sent for a mid-file start is not one)
+        self.resume_at = start
+        self.finished = False      # the file ended (rotate, stop, the end of the dump)
+        self.closed_by_server = False  # it ended with ROTATE or STOP: the server closed it
+        self._queue: deque = deque()  # (pos, bytes) ready to give
+        self._queued_end = 0       # the offset after the last event queued
+        self._recent: deque = deque()  # (offset, bytes) given lately (BINLOG blocks re-read them)
+        self._recent_bytes = 0
+        self.format_description: bytes | None = None
+        #: end the stream (b"") when no event is waiting and the last one
+        #: given was an XID: a consumer that reads ranges (the Arrow batches)
+        #: then has whole transactions, and `reopen()` continues
+        self.split_on_idle = False
+        self._last_type = None
+        self._replay: list = []    # (offset, bytes) given again by `reopen()`
+        self._floor = 0            # where the bytes continue after a replay
+        _OPEN_FILES[name] = self
+
+    # The reader's side ---------------------------------------------------------------
+    def read(self, n: int = -1) -> bytes:
+        return self.read_chunk(n)[1]
+
+    def read_chunk(self, n: int = -1) -> tuple[int, bytes]:
+        """(offset, bytes): the next contiguous bytes and where they are in the file."""
+        if self._replay:
+            return self._replay.pop(0)
+        if self.offset < 4:
+            self.offset = 4
+            return 0, BINLOG_MAGIC
+        if self._idle_after_commit():
+            self._last_type = None
+            return self.offset, b""
+        if not self._queue and not self._fill(block=True):
+            return self.offset, b""
+        pos, data = self._queue[0]
+        if pos != self.offset:     # a gap the reader has not moved past
+            return self.offset, b""
+        start, chunks, size = self.offset, [], 0
+        limit = n if n is not None and n > 0 else 1 << 20
+        while self._queue and self._queue[0][0] == self.offset and size < limit:
+            pos, data = self._queue[0]
+            if size + len(data) > limit:   # never more than asked: the rest waits its turn
+                cut = limit - size
+                data = memoryview(data)        # a run is cut many times: no copy of the rest
+                self._queue[0] = (pos + cut, data[cut:])
+                data = data[:cut]
+            else:
+                self._queue.popleft()
+            chunks.append(data)
+            size += len(data)
+            self.offset += len(data)
+            if not self._queue and size < limit and self.source.has_backlog():
+                self._fill(block=False)
+        data = b"".join(chunks)
+        self._remember(start, data)
+        return start, data
+
+    def next_event_at(self, pos: int) -> int:
+        if 4 <= pos < self._floor:     # after a replayed format description
+            return self._floor
+        if pos < self.offset or pos < 4 or self._idle_after_commit():
+            return pos
+        if not self._queue and not self._fill(block=True):
+            return pos
+        first = self._queue[0][0]
+        if first > pos:
+            self.offset = first
+            return first
+        return pos
+
+    def _idle_after_commit(self) -> bool:
+        """Whether to end a range here (`split_on_idle`): all given, the last
+        event a commit, and nothing more waiting on the connection."""
+        return (self.split_on_idle and not self._queue and self._last_type == _XID
+                and not self.source.has_backlog())
+
+    @property
+    def queued_end(self) -> int:
+        """The offset after the last event received for this file."""
+        return max(self._queued_end, self.offset)
+
+    def seekable(self) -> bool:
+        return False
+
+    def reopen(self) -> None:
+        """Read again from the start of the file's stream: its magic and
+        format description, then on from where the last reading stopped."""
+        self._replay = [(0, BINLOG_MAGIC), (4, self.format_description)]
+        self._floor = self.offset
+
+    def raw_event(self, pos: int, length: int) -> bytes | None:
+        """The bytes of an event given lately (for BINLOG statements and hex
+        dumps), from the chunks that hold it; None once they are dropped."""
+        end, parts = pos + length, []
+        for start, data in self._recent:
+            if start + len(data) <= pos or start >= end:
+                continue
+            if not parts and start > pos:
+                return None             # its beginning was dropped
+            parts.append(data[max(pos - start, 0):end - start])
+        found = b"".join(parts)
+        return found if len(found) == length else None
+
+    def close(self) -> None:
+        pass
+
+    def drain(self) -> None:
+        """Read to the end of this file (what a consumer left unread is dropped)."""
+        while not self.finished:
+            self._queue.clear()
+            self._fill(block=True)
+        self._queue.clear()
+
+    # Filling ---------------------------------------------------------------------------
+    def _fill(self, *, block: bool) -> bool:
+        """Queue the events of this file that are here (waiting for one if
+        `block` and none is); False at its end."""
+        source = self.source
+        queue = self._queue
+        had = len(queue)
+        while not self.finished:
+            if len(queue) > had and not source.has_backlog():
+                break
+            if not block and not source.has_backlog():
+                break
+            run = source.take_run(self._queued_end) if self._queued_end > 4 else None
+            if run is not None:    # the common case: ordinary events, many at a time
+                data, _, last_type, timestamp = run
+                queue.append((self._queued_end, data))
+                self._last_type = last_type
+                self.resume_at = self._queued_end = self._queued_end + len(data)
+                if timestamp:
+                    source.last_event_time = timestamp
+                if source.positioning and not source.mysql_gtid_dump:
+                    source.positioning = False
+                continue
+            event = source._read_event()
+            if event is None:
+                self.finished = True
+                return len(queue) > had
+            pos, raw, type_code, flags, timestamp = event
+            if timestamp:
+                source.last_event_time = timestamp
+            if type_code == _FDE:
+                if pos is None:     # re-sent for a mid-file start: log_pos 0
+                    if self.offset <= 4 and not queue:
+                        self.format_description = raw
+                        queue.append((4, raw))
+                        self._queued_end = 4 + len(raw)
+                    continue
+                if pos == 4:
+                    self.format_description = raw
+            if pos is None:
+                raise ReplicationError(self.name, self.offset, f"event of type {type_code} "
+                                       "without a position (log_pos 0) in the dump")
+            queued_end = self.queued_end
+            if pos != queued_end:
+                if pos < queued_end:
+                    continue        # sent again after a reconnect: already had
+                if not source.positioning and queued_end > 4:
+                    raise ReplicationError(self.name, queued_end, "gap in the server's binlog: "
+                                           f"the next event the server sent starts at {pos}")
+            if source.positioning and type_code not in _POSITIONING_EVENTS \
+                    and not source.mysql_gtid_dump:
+                source.positioning = False
+            queue.append((pos, raw))
+            self._last_type = type_code
+            self.resume_at = self._queued_end = pos + len(raw)
+            if type_code == _ROTATE or type_code == _STOP:
+                self.closed_by_server = True
+        if len(queue) > had:
+            source._progress(self._queued_end)
+            return True
+        return bool(queue)
+
+    def _remember(self, start: int, data: bytes) -> None:
+        """Keep the bytes given lately: the text printer re-reads each event
+        by position for its BINLOG statement just after the reader handed it
+        out. Bounded: RECENT_BYTES (an event larger than that cannot be
+        printed as BINLOG from a live server; it can from a --raw copy)."""
+        self._recent.append((start, data))
+        self._recent_bytes += len(data)
+        while self._recent_bytes > RECENT_BYTES and len(self._recent) > 1:
+            self._recent_bytes -= len(self._recent.popleft()[1])
+
+
+def _fde_has_checksum(raw: bytes) -> bool:
+    """Whether a format description announces CRC32 (its algorithm byte is 1).
+    Servers before 5.6.1 and 5.3 write no algorithm byte: no checksums."""
+    from binlake.read.events.control import has_checksum_field
+    version = raw[19 + 2:19 + 52].split(b"\0")[0].decode("ascii", "replace")
+    if not has_checksum_field(version):
+        return False
+    return raw[-5] == 1
+
+
+@dataclass
+class ResumeToken:
+    """Where a live read continues: after the last whole transaction given.
+
+    `file`/`position` name the binlog and the offset after that transaction;
+    `gtid` the server's GTID state there (MariaDB: a GTID list; MySQL: an
+    executed GTID set), used to start where file names differ."""
+
+    file: str
+    position: int
+    gtid: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.position}" + (f"@{self.gtid}" if self.gtid else "")
+
+    @classmethod
+    def parse(cls, text: str) -> "ResumeToken":
+        head, _, gtid = str(text).partition("@")
+        file, _, position = head.rpartition(":")
+        if not file or not position.isdigit():
+            raise ValueError(f"resume token {text!r}: expected FILE:POSITION[@GTID]")
+        return cls(file, int(position), gtid or None)
+
+
+def default_settings(host=None, port=None, user=None, password=None, socket_path=None,
+                     defaults_file=None, **tls) -> dict:
+    """pymysql keywords as the mysql client would connect (option file, then these)."""
+    from binlake.connection.settings import ServerAddress, connection_settings
+    return connection_settings(ServerAddress(host, port, user, password, socket_path,
+                                             defaults_file, **tls))
+
+
+
+
+# -- the Python API ------------------------------------------------------------------------
+
+@dataclass
+class Transaction:
+    """The changes of one committed transaction, and where to resume after it."""
+
+    gtid: str | None
+    changes: list
+    resume_token: ResumeToken
+
+
+class LiveStream:
+    """A live server's events (iterate) or committed transactions
+    (`transactions()`) and row changes (`changes()`), read by the same reader
+    as files. `resume_token` is where a later `binlake.stream(resume=...)`
+    continues: after the last whole transaction handed out."""
+
+    def __init__(self, options: LiveOptions, reader_options: dict):
+        self.source = LiveSource(options)
+        self.reader_options = reader_options
+        self._after: tuple | None = None   # (file, position) after the last transaction given
+        self._gtids: dict = {}             # MariaDB's GTID state there, per domain
+
+    @property
+    def resume_token(self) -> ResumeToken | None:
+        if self._after is None:
+            return None
+        gtids = self._gtids
+        return ResumeToken(*self._after,
+                           ",".join(gtids[d] for d in sorted(gtids, key=int)) or None)
+
+    def _passed(self, group) -> bool:
+        """Move the token past a transaction group that ended (False if it did not)."""
+        if not group.complete:
+            return False
+        gtid = group.gtid
+        if gtid is not None and "-" in gtid and ":" not in gtid:
+            self._gtids[gtid.split("-", 1)[0]] = gtid
+        self._after = (group.file, group.end_pos)
+        return True
+
+    def __iter__(self):
+        from binlake.read.reader import BinlogReader
+        return iter(BinlogReader(self.source, **self.reader_options))
+
+    def transactions(self):
+        """Each committed transaction with its changes and resume token.
+        Statements and events outside transactions (DDL, rotations) move
+        the token past them too, without a Transaction of their own."""
+        from binlake.records import transaction_groups
+        for group in transaction_groups(self.source, **self.reader_options):
+            self._passed(group)
+            if group.changes:
+                yield Transaction(group.gtid, group.changes, self.resume_token)
+
+    def changes(self):
+        """Every row change, in order, as it is read; `resume_token` moves
+        past each transaction once all its changes have been handed out
+        (at the next request, before anything more is read)."""
+        from binlake.records import changes
+        return changes(self.source, on_commit=self._passed, **self.reader_options)
+
+    def close(self) -> None:
+        self.source.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+
+def stream(host: str | None = None, port: int | None = None, user: str | None = None,
+           password: str | None = None, *, socket: str | None = None,
+           defaults_file: str | None = None, ssl_mode: str | None = None,
+           ssl_ca: str | None = None, ssl_cert: str | None = None, ssl_key: str | None = None,
+           resume=None, file: str | None = None, position: int = 4, gtid: str | None = None,
+           stop_never: bool = True, server_id: int = DEFAULT_SERVER_ID, heartbeat: float = 5.0,
+           read_timeout: float | None = None, schema=None, compress: bool = False,
+           **reader_options) -> LiveStream:
+    """Follow a live MySQL or MariaDB server as a replica.
+
+    Where to start: `resume` (a token or its text from an earlier stream),
+    else `file`/`position`, else MariaDB's `gtid` list (transactions after
+    it), else the server's first binlog. `stop_never=False` ends at the end
+    of the last binlog. Column names: the DDL in the stream, and, when the
+    stream does not start at the server's first binlog, the server's tables
+    as they are now (`schema=` seeds otherwise; False: none). `compress`:
+    the compressed protocol (zlib) when the server offers it, as mysqlbinlog -C."""
+    if resume is not None:
+        token = resume if isinstance(resume, ResumeToken) else ResumeToken.parse(resume)
+        file, position, gtid = token.file, token.position, None
+    settings = default_settings(host, port, user, password, socket, defaults_file,
+                                ssl_ca=ssl_ca, ssl_cert=ssl_cert, ssl_key=ssl_key,
+                                ssl_mode=ssl_mode, compress=compress or None)
+    if schema is None and (file is not None or gtid is not None):
+        from binlake.connection.settings import ServerAddress
+        from binlake.schema.seeds import schema_from_server
+        schema = schema_from_server(ServerAddress(host, port, user, password, socket,
+                                                  defaults_file, ssl_ca, ssl_cert, ssl_key,
+                                                  ssl_mode, compress=compress or None))
+    options = LiveOptions(settings, file=file, position=position, mariadb_gtid=gtid,
+                          to_last_log=True, stop_never=stop_never, server_id=server_id,
+                          heartbeat=heartbeat, read_timeout=read_timeout)
+    return LiveStream(options, {"schema": schema, **reader_options})
