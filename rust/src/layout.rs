@@ -5,7 +5,7 @@
 //! bytes; everything a row decoder needs per value (widths, precision, fsp,
 //! length-prefix size) is worked out here once, so decoding a value is one
 //! `match` on `Kind` with no per-row lookups. The Python twin of these facts is
-//! `binlake/values.py` (`column_decoder`, `string_real_type`).
+//! `binlake/read/values.py` (`column_decoder`, `string_real_type`).
 
 use crate::constants::*;
 

@@ -1,4 +1,4 @@
-//! The replica protocol's packets (binlake/replica.py): the run of ordinary
+//! The replica protocol's packets (binlake/live/protocol.py): the run of ordinary
 //! events at the front of what a binlog dump connection received.
 //!
 //! Strategy: a dump sends one event per packet (3-byte length, sequence

@@ -8,7 +8,7 @@
 //! date fields, ...). The sinks (Python values, mysqlbinlog text, Arrow) only
 //! decide what a value becomes; none of them reads the wire format.
 //!
-//! Rule: this module and `binlake/values.py` are the only two places that know
+//! Rule: this module and `binlake/read/values.py` are the only two places that know
 //! how a column type is stored; the differential tests keep them equal.
 
 use std::borrow::Cow;
@@ -483,7 +483,7 @@ impl<'a> Images<'a> {
 // as is; 8: zlib, bit 3 set for a raw deflate stream (no zlib header and
 // checksum, the server's default), the low 3 bits the width of the value's
 // length, which follows big-endian, then the stream. An empty value has no
-// header byte. The twin of this reader is `binlake/values.py` (`uncompress`).
+// header byte. The twin of this reader is `binlake/read/values.py` (`uncompress`).
 
 /// The compression method of zlib in the header byte's high nibble.
 pub const ZLIB_COMPRESSION_METHOD: u8 = 8;
@@ -840,7 +840,7 @@ pub enum Operation {
 }
 
 impl Operation {
-    /// The operation of its name in `binlake.events.rows` ("insert", "update", "delete").
+    /// The operation of its name in `binlake.read.events.rows` ("insert", "update", "delete").
     pub fn from_name(name: &str) -> Option<Operation> {
         match name {
             "insert" => Some(Operation::Insert),

@@ -1,4 +1,4 @@
-//! Where transactions start and end: the native twin of binlake/scan.py
+//! Where transactions start and end: the native twin of binlake/read/scan.py
 //! `TransactionState` (the reference; one definition per language).
 //!
 //! `open`: some event since the last boundary still needs its sequel.

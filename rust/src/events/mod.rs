@@ -2,7 +2,7 @@
 //! mysqlbinlog text printer need (GTID, XID, QUERY, TABLE_MAP, ROWS headers,
 //! TRANSACTION_PAYLOAD).
 //!
-//! Strategy: the twin of `binlake/events/*.py`, decision for decision and
+//! Strategy: the twin of `binlake/read/events/*.py`, decision for decision and
 //! error for error (class and offset; wording as close as it matters). Each
 //! decoder is a plain function over a `Cursor` bounded to the event body (the
 //! checksum already removed by the framer) whose offsets are file offsets:

@@ -1,6 +1,6 @@
 //! QUERY_EVENT, MariaDB's QUERY_COMPRESSED_EVENT and EXECUTE_LOAD_QUERY_EVENT
 //! (events/query.py `decode_query`), and the statement classification of
-//! binlake/scan.py `classify_query`.
+//! binlake/read/scan.py `classify_query`.
 //!
 //! The status-variables block is kept as a raw slice: what it holds is
 //! decoded elsewhere (its parser is not this module's).

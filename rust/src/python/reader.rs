@@ -94,7 +94,7 @@ pub(super) fn open_source(
 ) -> PyResult<(Box<dyn Source + Send>, PyErrSlot)> {
     let stream_error: PyErrSlot = Arc::new(Mutex::new(None));
     let source: Box<dyn Source + Send> = match stream {
-        // A live server's binlog (binlake.live) says where its bytes continue.
+        // A live server's binlog (binlake.live.source) says where its bytes continue.
         Some(obj) if Python::attach(|py| obj.bind(py).hasattr("next_event_at"))? => {
             let locate = Python::attach(|py| obj.clone_ref(py));
             let slot = stream_error.clone();

@@ -1,7 +1,7 @@
 //! Python glue for the text area: `RowText`, one per table map, prints a rows
 //! event's `###` lines with `sink::text`.
 //!
-//! Strategy: the Python side (`binlake/rowtext.py::format_rows`) caches a
+//! Strategy: the Python side (`binlake/text/rowtext.py::format_rows`) caches a
 //! `RowText` next to the map's `RowLayout` and asks it for the whole event's
 //! text as one `str`. MySQL JSON values are printed by the reference's own
 //! helpers (`rowtext.json_text`, `rowtext.json_diff_text`), called from here.
@@ -66,7 +66,7 @@ impl RowText {
     #[new]
     fn new(py: Python<'_>, layout: Bound<'_, RowLayout>) -> PyResult<Self> {
         let columns = TextColumns::new(layout.try_borrow()?.layout());
-        let rowtext = py.import("binlake.rowtext")?;
+        let rowtext = py.import("binlake.text.rowtext")?;
         Ok(RowText {
             layout: layout.unbind(),
             columns,

@@ -313,9 +313,9 @@ impl RowLayout {
             });
             cols.push(col);
         }
-        let values = py.import("binlake.values")?;
-        let json = py.import("binlake.mysql_json")?;
-        let rows = py.import("binlake.rows")?;
+        let values = py.import("binlake.read.values")?;
+        let json = py.import("binlake.read.mysql_json")?;
+        let rows = py.import("binlake.read.rows")?;
         let helpers = Helpers {
             decimal: exact_decimal(py)?,
             mysql_temporal: values.getattr("MysqlTemporal")?.unbind(),

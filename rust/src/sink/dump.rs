@@ -1,4 +1,4 @@
-//! A whole binlog as mysqlbinlog text: the native twin of `binlake/text.py`
+//! A whole binlog as mysqlbinlog text: the native twin of `binlake/text/mysqlbinlog.py`
 //! `TextPrinter` for the events real binlogs are made of.
 //!
 //! Strategy: one `DumpPrinter` per file walks the framer's events, decodes
@@ -247,7 +247,7 @@ pub struct DumpPrinter<'h, H: DumpHost> {
     /// The stop position was reached: nothing more of the file is read.
     pub stopped: bool,
     /// The checking pass's MariaDB Gtid lists and GTIDs shown, in file order,
-    /// for mariadb-binlog's GTID state checks (binlake/gtid_state.py).
+    /// for mariadb-binlog's GTID state checks (binlake/text/gtid_state.py).
     pub gtid_trail: Vec<GtidMark>,
     pub out: Vec<u8>,
 }

@@ -3,7 +3,7 @@
 //!
 //! Strategy: the event loop (python/changes.rs) decodes each event with the
 //! `events/` decoders and hands the decoded value to one of the `*_info`
-//! writers below, which write `binlake.jsonable.event_json(event,
+//! writers below, which write `binlake.text.jsonable.event_json(event,
 //! header=False, rows=False)` byte for byte: the checksum, then the Python
 //! event's `fields()` in their order, as `json.dumps(..., ensure_ascii=False)`
 //! writes them (", " and ": " separators, the same escapes, bytes as

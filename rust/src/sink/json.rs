@@ -1,5 +1,5 @@
 //! `binlake dump --format json` natively: the JSON line of an event, and the
-//! `rows` of a rows event, byte for byte as `binlake.jsonable.event_json`
+//! `rows` of a rows event, byte for byte as `binlake.text.jsonable.event_json`
 //! writes them.
 //!
 //! Strategy: a line is the header's fields, then the event's `info` (the

@@ -7,11 +7,11 @@
 //! whether its reading of the column is the one `rowimage` decodes (`Kind`).
 //! Where the two readings differ (metadata no server writes) or mysqlbinlog
 //! cannot print the type, the sink stops with `ValueError` and the caller
-//! hands the event to the reference formatter (`binlake/rowtext.py`), which
+//! hands the event to the reference formatter (`binlake/text/rowtext.py`), which
 //! also owns every error text. The sink only formats: values arrive decoded,
 //! with their raw bytes for the few formats that print bytes (BIT, SET).
 //!
-//! The twin of this module is `binlake/rowtext.py`; the differential test
+//! The twin of this module is `binlake/text/rowtext.py`; the differential test
 //! `tests/differential/test_text_native.py` holds them equal on the corpus.
 
 use std::fmt::Write as _;
@@ -237,7 +237,7 @@ impl TextColumns {
 }
 
 /// MySQL binary JSON as text: the caller's (binlake keeps that format's
-/// reader in Python, `binlake/mysql_json.py`). Failures make the event go to
+/// reader in Python, `binlake/read/mysql_json.py`). Failures make the event go to
 /// the reference formatter, like any other.
 pub trait JsonText {
     /// A document as mysqlbinlog shows it, before quoting.
@@ -780,7 +780,7 @@ mod tests {
 
     #[test]
     fn values_as_rowtext_prints_them() {
-        // the cases of tests/test_text.py::test_value_formats
+        // the cases of tests/text/test_mysqlbinlog.py::test_value_formats
         assert_eq!(value(MYSQL_TYPE_TINY, 0, b"\xff"), "-1 (255)");
         assert_eq!(
             value(MYSQL_TYPE_SHORT, 0, &(-32768i16).to_le_bytes()),

@@ -19,7 +19,7 @@ remain the reference (BINLAKE_PURE=1, or no native core), which the
 differential tests hold equal to it, batch boundaries and errors included.
 
 The events view is read by the same loop with a second consumer
-(`_native.EventsReader`, rust/src/python/events.rs), which writes each
+(`_native.EventsReader`, rust/src/python/events_reader.rs), which writes each
 event's row and, for the common events, its `info` JSON natively; the
 others are described by the reference (`jsonable.EventDescriber`).
 
@@ -207,7 +207,7 @@ def event_batches(split: Split, options: dict) -> Iterator[pa.RecordBatch]:
 def _native_event_batches(native, split: Split, options: dict) -> Iterator[pa.RecordBatch]:
     """The same batches as `_python_event_batches`, read by the changes
     loop feeding the events view (`_native.EventsReader`,
-    rust/src/python/events.rs): `info` is written natively for the events
+    rust/src/python/events_reader.rs, rows in events.rs): `info` is written natively for the events
     every transaction has; the others are decoded and described here
     (`jsonable.EventDescriber`)."""
     opts = reader_options(options)
