@@ -1,6 +1,6 @@
 """Entry point for spark-submit, which runs a file rather than a module:
 
-    spark-submit --master spark://host:7077 "$(python -c 'import binlake.spark.submit as m; print(m.__file__)')" \
+    spark-submit --master spark://host:7077 "$(python -c 'import binlake.cli.spark_submit as m; print(m.__file__)')" \
         /shared/binlogs/ --out /shared/lake/
 
 The arguments are those of `binlake pipeline`; the session is the one spark-submit prepared.
