@@ -3,7 +3,7 @@
 Strategy: one `Change` per row image pair, carrying what rows events do not
 repeat: the GTID of the transaction the row belongs to (None outside a GTID
 transaction). Transactions are cut by `scan.TransactionState`, the one
-definition of where they start and end. Values are as `values.py` describes.
+definition of where they start and end. Values are as `read/values.py` describes.
 
 With the native core, `changes()` and `transactions()` are the native
 changes loop (`_native.ChangeValues`, rust/src/python/change_values.rs): the

@@ -70,7 +70,7 @@ class ServerAddress:
     ssl_fplist: str | None = None
     tls_sni_servername: str | None = None
     #: The compressed protocol: -C/--compress (--skip-compress: False), MySQL's
-    #: --compression-algorithms and --zstd-compression-level (wire_compression.py)
+    #: --compression-algorithms and --zstd-compression-level (connection/compression.py)
     compress: bool | None = None
     compression_algorithms: str | None = None
     zstd_compression_level: int | None = None

@@ -1,7 +1,7 @@
 """A live server's binlogs as one more byte source: each binlog the server
 sends becomes a `LiveFile`, a stream of that file's bytes at their offsets.
 
-Strategy: the replica connection (replica.py) hands over events; each real
+Strategy: the replica connection (live/protocol.py) hands over events; each real
 event knows its place in the server's file (v4 header: `log_pos` is its end),
 so the bytes a `LiveFile` gives are the server's file itself from the
 requested position on: the magic, the format description at offset 4, then

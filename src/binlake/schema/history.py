@@ -343,7 +343,7 @@ class Schema:
         (when the binlog has none), UNSIGNED (when it has no optional
         metadata), the primary key, and the precision of MariaDB 5.3-10.0
         TIME/DATETIME/TIMESTAMP(n), which is logged as the classic type with
-        no metadata (values.py reads meta n of those types as that format).
+        no metadata (read/values.py reads meta n of those types as that format).
         The same table map, when the history adds nothing."""
         memo = table_map.cache.get("schema")
         if memo is None or memo[0] is not self or memo[1] != self.generation:

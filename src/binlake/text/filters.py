@@ -18,7 +18,7 @@ give their options:
   `--stop-gtid` inclusive, per replication domain).
 
 `--database` and `--table` are not here: mysqlbinlog applies them while
-printing (a table map decides about the rows events after it), see text.py.
+printing (a table map decides about the rows events after it), see text/mysqlbinlog.py.
 """
 
 from __future__ import annotations

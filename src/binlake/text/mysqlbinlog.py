@@ -308,7 +308,7 @@ class TextPrinter:
         print the same, or any reading error (this printer reports those).
         The native printer decides that in a first pass over the file,
         before it prints anything. `start`/`stop`: --start-position and
-        --stop-position as they apply to this file (filters.py)."""
+        --stop-position as they apply to this file (text/filters.py)."""
         native = _native_dump()
         if is_gzip(path):  # the reader streams those
             return False

@@ -196,7 +196,7 @@ class RawEvents:
             return event.query
         fde = state.fde
         # the FDE's lengths are in the file's own numbering (early 5.1 trees
-        # numbered events differently: reader.py `_permutation`), as is raw[4]
+        # numbered events differently: read/reader.py `_permutation`), as is raw[4]
         stored_code = raw[4]
         if fde is not None and 0 < stored_code <= len(fde.post_header_lengths):
             post = fde.post_header_lengths[stored_code - 1]

@@ -95,7 +95,7 @@ def _bit_string(data: bytes, nbits: int) -> str:
 
 def _decimal_formatter(precision: int, scale: int):
     """DECIMAL text straight from the digits (no Decimal object): the same
-    digit groups as values.py, printed as format(Decimal, 'f') would."""
+    digit groups as read/decimals.py, printed as format(Decimal, 'f') would."""
     size = decimal_size(precision, scale)
     sign_bit = 1 << (8 * size - 1)
     all_bits = (1 << (8 * size)) - 1
@@ -200,7 +200,7 @@ def value_formatter(column_type: int, meta: int, mysql_flavour: bool = False):
         return _integer(8, "LONGINT")
     if column_type == T.MYSQL_TYPE_NEWDECIMAL:
         precision, scale = meta >> 8, meta & 0xFF
-        if not 0 < precision <= 65 or scale > 30 or scale > precision:  # as values.py refuses
+        if not 0 < precision <= 65 or scale > 30 or scale > precision:  # as read/values.py refuses
             return None, f"!! Bad DECIMAL({precision},{scale})"
         return _decimal_formatter(precision, scale), f"DECIMAL({precision},{scale})"
     if column_type == T.MYSQL_TYPE_FLOAT:

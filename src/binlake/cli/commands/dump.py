@@ -1,8 +1,8 @@
 """`binlake dump`: every event as mysqlbinlog text (default) or JSON lines.
 
-The text is what `mariadb-binlog` prints for the same options (see text.py
+The text is what `mariadb-binlog` prints for the same options (see text/mysqlbinlog.py
 and docs/mysqlbinlog-differences.md); the selection options have the
-meanings of mysqlbinlog/mariadb-binlog (see filters.py).
+meanings of mysqlbinlog/mariadb-binlog (see text/filters.py).
 """
 
 from __future__ import annotations

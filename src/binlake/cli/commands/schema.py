@@ -1,5 +1,5 @@
 """`binlake schema`: the schema history of binlogs, each version of each
-table with the position of the statement that made it (schema.py)."""
+table with the position of the statement that made it (schema/history.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`binlake sql`: executable SQL for every change in the selected range, or
-(`--flashback`) the SQL that undoes them, last change first. See sqlgen.py."""
+(`--flashback`) the SQL that undoes them, last change first. See text/sqlgen.py."""
 
 from __future__ import annotations
 

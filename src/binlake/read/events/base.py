@@ -5,7 +5,7 @@ common `EventHeader`; the remaining fields are the decoded post-header and
 body, grouped in wire order. Decoders are pure functions
 `decode(header, cursor, ctx) -> Event` over a cursor bounded to the body with
 the checksum already removed; `ctx` is the read-only stream state (format
-description and table maps) that only `reader.py` changes.
+description and table maps) that only `read/reader.py` changes.
 
 Construction is on the hot path (a million small events make a million
 headers and events), so the classes are made with `frozen_dataclass`: the

@@ -227,7 +227,7 @@ def apply_optional_metadata(columns: list[dict], cur: Cursor, lenient: bool = Fa
     columns leave the rest without (None), as mysqlbinlog's iterators do;
     `listed(view)`: whether a column has a place in the charset list (the
     decoder's: the server's count, `takes_listed_charset`), by default the
-    view's own `is_character` (a printer's count: table_metadata.py);
+    view's own `is_character` (a printer's count: text/table_metadata.py);
     `raw_members`: ENUM/SET member names as the bytes logged (the printer's)."""
     numeric = [c for c in columns if c["_column"].is_numeric]
     character = [c for c in columns if listed(c["_column"])]
