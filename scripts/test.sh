@@ -18,11 +18,15 @@ export PYSPARK_DRIVER_PYTHON="$PWD/.venv/bin/python"
 if [ $# -gt 0 ]; then
   exec .venv/bin/python -m pytest -q "$@"
 fi
+# One pytest worker per core (pytest-xdist); tests/conftest.py keeps the tests
+# that share a Spark session or a private server on one worker. The slow
+# sweeps run a rotating share (tests/sweeps.py; BINLAKE_SWEEPS=full for all).
+workers=(-n "${BINLAKE_TEST_WORKERS:-auto}" --dist loadgroup)
 # The whole suite on the native core, then the reading tests again on the
 # pure-Python reference (the differential tests compare the two everywhere else).
-.venv/bin/python -m pytest -q
+.venv/bin/python -m pytest -q "${workers[@]}"
 echo "--- the pure-Python reference (BINLAKE_PURE=1): reading tests"
-BINLAKE_PURE=1 .venv/bin/python -m pytest -q tests/corpus tests/read/test_values.py \
+BINLAKE_PURE=1 .venv/bin/python -m pytest -q "${workers[@]}" tests/corpus tests/read/test_values.py \
   tests/test_errors.py tests/read/test_versions.py tests/read/test_large_events.py tests/read/test_scan.py
 echo "--- the native core's own tests (cargo test)"
 ( cd rust && cargo test --quiet )

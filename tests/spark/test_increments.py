@@ -11,7 +11,6 @@ runs that merge: each rerun must end where one uninterrupted run would.
 from __future__ import annotations
 
 import os
-import random
 import shutil
 import signal
 import subprocess
@@ -31,12 +30,14 @@ from binlake.testing.mariadb import MariaDBServer  # noqa: E402
 from binlake.testing.workload import (DATABASE, SESSION_SETUP,  # noqa: E402
                                       expected_final_state, run_basic_workload)
 
+import sweeps  # noqa: E402
+
 from .test_pipeline import assert_tables_equal  # noqa: E402
 from .truth import _columns  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 RESTART = "RESTART"
-KILLS_PER_STEP = 3
+KILLS_PER_STEP = 3  #: in a full sweep (tests/sweeps.py)
 
 #: After the basic workload, one binlog file per step.
 STEPS = [
@@ -154,11 +155,11 @@ def test_runs_killed_while_merging_end_as_uninterrupted_runs(steps, tmp_path):
     incoming.mkdir()
     arrive(steps[0], incoming)
     subprocess.run(pipeline(incoming, out), env=environment(), check=True, capture_output=True)
-    rng = random.Random(18)
+    rng = sweeps.generator(18)
     kills = 0
     for step in (steps[1], steps[2], steps[5]):  # appends; merges; merges after a restart
         arrive(step, incoming)
-        for _ in range(KILLS_PER_STEP):
+        for _ in range(sweeps.trials(KILLS_PER_STEP)):
             process = subprocess.Popen(pipeline(incoming, out), env=environment(),
                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                        text=True, start_new_session=True)
@@ -176,4 +177,4 @@ def test_runs_killed_while_merging_end_as_uninterrupted_runs(steps, tmp_path):
                               capture_output=True, text=True)
         assert done.returncode == 0, done.stderr[-2000:]
         assert_tables_equal(out, step.tables, step.columns)
-    assert kills == 3 * KILLS_PER_STEP
+    assert kills == 3 * sweeps.trials(KILLS_PER_STEP)

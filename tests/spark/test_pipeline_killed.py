@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import re
 import shlex
 import signal
@@ -24,12 +23,13 @@ pytest.importorskip("pyspark")
 pq = pytest.importorskip("pyarrow.parquet")
 
 from binlake.spark.pipeline import read_table  # noqa: E402
+import sweeps  # noqa: E402
 from full_disk import on_a_small_disk  # noqa: E402
 
 from .test_pipeline import dataset  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-KILLS = 20
+KILLS = 20  #: in a full sweep (tests/sweeps.py)
 
 
 def pipeline(out: Path) -> list[str]:
@@ -63,8 +63,8 @@ def uninterrupted(tmp_path_factory):
 def test_runs_killed_at_random_moments_end_as_one_run_would(uninterrupted, tmp_path):
     expected, duration = uninterrupted
     out = tmp_path / "killed"
-    rng = random.Random(7)
-    for _ in range(KILLS):
+    rng = sweeps.generator(7)
+    for _ in range(sweeps.trials(KILLS)):
         process = subprocess.Popen(pipeline(out), env=environment(), stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL, start_new_session=True)
         time.sleep(rng.uniform(0.2, duration))

@@ -10,7 +10,6 @@ replay: a batch between two logged offsets reads the same bytes again.
 from __future__ import annotations
 
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -20,13 +19,15 @@ from pathlib import Path
 
 import pytest
 
+import sweeps
+
 from .test_streaming import change_keys
 
 pytest.importorskip("pyspark")
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted(str(p) for p in (ROOT / "src" / "binlake" / "sample_data").glob("binlog.0*"))
-KILLS = 6
+KILLS = 6  #: in a full sweep (tests/sweeps.py)
 
 #: One run of the query: the files not yet in the folder arrive one by one,
 #: each processed as a micro-batch of its own, then the query stops.
@@ -81,8 +82,8 @@ def test_a_streaming_query_killed_at_random_moments_ends_with_every_change_once(
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert whole.wait() == 0, whole.stderr.read()[-2000:]
     duration = time.perf_counter() - start
-    rng = random.Random(17)
-    for _ in range(KILLS):
+    rng = sweeps.generator(17)
+    for _ in range(sweeps.trials(KILLS)):
         process = run(folder, sink, checkpoint, stdout=subprocess.DEVNULL,
                       stderr=subprocess.DEVNULL)
         time.sleep(rng.uniform(duration / 3, duration))  # past the JVM's start, mostly
