@@ -18,10 +18,10 @@ export PYSPARK_DRIVER_PYTHON="$PWD/.venv/bin/python"
 if [ $# -gt 0 ]; then
   exec .venv/bin/python -m pytest -q "$@"
 fi
-# One pytest worker per core (pytest-xdist); tests/conftest.py keeps the tests
-# that share a Spark session or a private server on one worker. The slow
-# sweeps run a rotating share (tests/sweeps.py; BINLAKE_SWEEPS=full for all).
-workers=(-n "${BINLAKE_TEST_WORKERS:-auto}" --dist loadgroup)
+# One pytest worker per core (pytest-xdist); tests/conftest.py sends the Spark
+# tests to one worker, and each other module whole to one. The slow sweeps run
+# a rotating share (tests/sweeps.py; BINLAKE_SWEEPS=full for all).
+workers=(-n "${BINLAKE_TEST_WORKERS:-auto}")
 # The whole suite on the native core, then the reading tests again on the
 # pure-Python reference (the differential tests compare the two everywhere else).
 .venv/bin/python -m pytest -q "${workers[@]}"

@@ -44,37 +44,33 @@ def pytest_report_header(config):
     return sweeps.describe()
 
 
-#: Fixtures that cost seconds and are made once per test process: the tests
-#: that use them share a pytest-xdist worker.
-_SHARED_ONCE = {"spark": "spark", "truth": "spark", "server_binlogs": "server-binlogs"}
+#: Under pytest-xdist (scripts/test.sh runs `-n auto`) the work goes to the
+#: workers in these units, in this order: all Spark tests as one (one Spark
+#: session and one ground-truth server, made on the worker that runs them),
+#: then every other module as one (what its module-scoped fixtures make, a
+#: private server or a pipeline run, is made once), the folders with the
+#: longest modules first so that no worker is left alone with one at the end.
+_FIRST = ("tests/spark/", "tests/server/", "tests/differential/")
 
 
-def _group(item) -> str | None:
-    """The xdist group of a test: the Spark session's, the server binlogs',
-    its module's when it uses a module-scoped fixture (a private server, a
-    pipeline run), or none (any worker)."""
-    info = getattr(item, "_fixtureinfo", None)
-    fixtures = info.name2fixturedefs if info is not None else {}
-    if item.path.parent.name == "spark":
-        return "spark"
-    for name, group in _SHARED_ONCE.items():
-        if name in fixtures:
-            return group
-    if any(defs[-1].scope == "module" for defs in fixtures.values()):
-        return item.module.__name__
-    return None
+def _unit(nodeid: str) -> str:
+    return "tests/spark" if nodeid.startswith("tests/spark/") else nodeid.split("::", 1)[0]
 
 
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist's `--dist loadgroup` (scripts/test.sh runs `-n 2`),
-    what a group shares is made once, on one worker, and the groups that
-    take longest start first so that no worker is left alone at the end:
-    the Spark tests, then the other groups, then the rest in their order."""
-    groups = {}
-    for item in items:
-        group = _group(item)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
-            groups[item.nodeid] = group
-    rank = {"spark": 0}
-    items.sort(key=lambda item: rank.get(groups.get(item.nodeid), 1 if item.nodeid in groups else 2))
+    rank = {folder: i for i, folder in enumerate(_FIRST)}
+    items.sort(key=lambda item: next((rank[f] for f in _FIRST if item.nodeid.startswith(f)),
+                                     len(_FIRST)))
+
+
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedOnceScheduling(LoadScopeScheduling):
+        """xdist's scheduling by scope, with the scopes above, in collection order."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return _unit(nodeid)
+
+    config.option.loadscopereorder = False
+    return SharedOnceScheduling(config, log)

@@ -27,11 +27,18 @@ written under _binlake/staging/, the manifest they belong to is written
 next to them, then they are moved into place and the manifest replaced.
 A run finding a staging manifest finishes that move first; one finding
 staging data without one discards it.
+
+Rule: what would make the lake silently wrong is refused in one line
+before anything is written: a second run on the same lake (a lock held for
+the run), a binlog older than those read or after one never read (by
+number, and by the name the previous file's ROTATE gives), a file that is
+not the one read before under its name.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import json
 import os
 import re
@@ -39,9 +46,13 @@ import shutil
 import sys
 import uuid
 import zlib
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from binlake.constants import EventType as E
+
+from binlake.read.gzipped import GzipBinlog, is_gzip
 from binlake.read.scan import read_framing, scan
 from binlake.spark.batches import CHANGES, EVENTS, VIEWS, TableFilter, spark_ddl
 from binlake.spark.history import PositionOrder, follow_ranges, load_history, table_plans
@@ -192,6 +203,32 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
         raise ValueError(f"--out {out}: the Delta tables' writer (delta-rs) cannot address a "
                          f"path containing {' '.join(unusable)}: choose another directory")
     os.makedirs(_state(out), exist_ok=True)
+    with _the_only_run(out):
+        return _run(spark, inputs, out, as_of=as_of, split_bytes=split_bytes,
+                    min_partitions=min_partitions, schema=schema, tables=tables,
+                    reader_options=reader_options, snapshot=snapshot,
+                    snapshot_chunk_rows=snapshot_chunk_rows, read_in=read_in, log=log)
+
+
+@contextmanager
+def _the_only_run(out: str):
+    """An exclusive lock on the lake for the run: a second run is refused
+    (two runs would stage and append the same ranges). The lock goes with
+    the process however it ends, so a killed run never leaves it held."""
+    handle = os.open(_state(out, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ValueError(f"{out}: another binlake pipeline run is using this lake: "
+                             "nothing was changed; run again when it has ended") from None
+        yield
+    finally:
+        os.close(handle)
+
+
+def _run(spark, inputs, out: str, *, as_of, split_bytes, min_partitions, schema, tables,
+         reader_options, snapshot, snapshot_chunk_rows, read_in, log) -> PipelineResult:
     _recover(out, log)
     manifest = load_manifest(out)
     result = PipelineResult()
@@ -276,6 +313,7 @@ def _new_segments(files, manifest: dict, warnings: list):
     to its last transaction boundary."""
     segments, scans, entries = [], {}, {}
     floor = manifest.get("snapshot")
+    _refuse_holes(files, manifest)
     for path, seq in files:
         name = os.path.basename(path)
         known = manifest["files"].get(name)
@@ -302,11 +340,82 @@ def _new_segments(files, manifest: dict, warnings: list):
             warnings.append(f"{path}: read up to offset {found.closed_end} of {found.size}: {reason}")
         end = max(found.closed_end, start)
         entries[name] = {"file_seq": seq, "path": path, "end": end, "fingerprint": mark}
+        following = _rotated_to(path, found) or (known or {}).get("next")
+        if following:
+            entries[name]["next"] = following
         if end > start:
             split = Split(path, seq, start, end)
             segments.append(split)
             scans[split] = found
+    _refuse_other_successors(files, {**manifest["files"], **entries})
     return segments, scans, entries
+
+
+def _refuse_holes(files, manifest: dict) -> None:
+    """Files read before and files given now must follow one another by
+    number: a file older than the last one read that was never read, or a
+    number missing between them, would leave changes out of the lake."""
+    read = {entry["file_seq"]: name for name, entry in manifest["files"].items()}
+    floor = manifest.get("snapshot")
+    given = {seq: os.path.basename(path) for path, seq in files
+             if os.path.basename(path) not in manifest["files"]
+             and (floor is None or seq >= floor["file_seq"])}
+    if read:
+        last = max(read)
+        older = sorted(seq for seq in given if seq < last)
+        if older:
+            raise ValueError(f"{given[older[0]]} is older than {read[last]}, the last binlog "
+                             "this lake has read, and was never read: nothing was changed "
+                             "(a binlog's changes go in in order; use a new output directory)")
+    named = {**read, **given}
+    numbers = sorted(named)
+    for before, after in zip(numbers, numbers[1:]):
+        if after != before + 1:
+            first, last = _numbered(named[after], before + 1), _numbered(named[after], after - 1)
+            missing = (f"{first} was" if first == last else f"{first} to {last} were")
+            raise ValueError(f"{named[after]} follows {named[before]}, but {missing} never read: "
+                             "nothing was changed; give " + ("it" if first == last else "them")
+                             + " too")
+
+
+def _numbered(name: str, seq: int) -> str:
+    """`name` with its number (the digits it ends with) replaced by `seq`."""
+    return re.sub(r"\d+$", lambda digits: str(seq).zfill(len(digits.group())), name)
+
+
+def _refuse_other_successors(files, entries: dict) -> None:
+    """A closed binlog names the next one in its ROTATE event: the file read
+    after it must be that one (a file of another server or another lineage
+    under the next number would splice two histories)."""
+    by_seq = {entry["file_seq"]: name for name, entry in entries.items()}
+    for seq, name in sorted(by_seq.items()):
+        expected = entries[name].get("next")
+        successor = by_seq.get(seq + 1)
+        if expected and successor and successor != expected:
+            raise ValueError(f"{name} rotates to {expected}, but the next binlog given is "
+                             f"{successor}: nothing was changed (is it another server's?)")
+
+
+def _rotated_to(path: str, found) -> str | None:
+    """The file name a binlog's last event, a ROTATE, gives as the next one
+    (None when the scan ended elsewhere)."""
+    if found.framing is None or not found.types or found.types[-1] != E.ROTATE_EVENT:
+        return None
+    pos, framing = found.positions[-1], found.framing
+    if is_gzip(path):
+        with GzipBinlog(path) as inflated:
+            inflated.read(pos)  # a stream: the bytes before the event are passed over
+            event = inflated.read(found.end - pos)
+    else:
+        with open(path, "rb") as f:
+            f.seek(pos)
+            event = f.read(found.end - pos)
+    checksum = framing.checksum_len
+    if not checksum and len(event) > 4 and zlib.crc32(event[:-4]) == int.from_bytes(event[-4:], "little"):
+        checksum = 4  # a file without a format description whose events carry CRC32s
+    # the header, the next file's position (ROTATE_HEADER_LEN, 8 bytes), its name
+    body = event[framing.header_length + 8:len(event) - checksum]
+    return body.decode("utf-8", "replace") or None
 
 
 def _before(point: AsOf | None, order: PositionOrder):

@@ -1,0 +1,94 @@
+"""What would make the lake silently wrong is refused in one line, with the
+lake left byte for byte as it was: a second run at the same time, a binlog
+after one never read, a binlog older than those read, and a file under the
+next number that is not the one the previous file rotates to."""
+from __future__ import annotations
+
+import fcntl
+import io
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark")
+from binlake.cli.commands.pipeline import sample_dir  # noqa: E402
+from binlake.cli.dispatch import main  # noqa: E402
+from binlake.spark.pipeline import run_pipeline  # noqa: E402
+
+
+def lake_bytes(out: Path) -> dict:
+    """Every file of the lake, and its bytes."""
+    return {str(path.relative_to(out)): path.read_bytes()
+            for path in sorted(out.rglob("*")) if path.is_file()}
+
+
+@pytest.fixture
+def binlogs(tmp_path) -> Path:
+    folder = tmp_path / "binlogs"
+    folder.mkdir()
+    for name in ("binlog.000001", "binlog.000002", "binlog.000003"):
+        shutil.copy(Path(sample_dir()) / name, folder / name)
+    return folder
+
+
+def refused(spark, inputs, out: Path, words: str) -> None:
+    """The run fails with one line saying `words`, through the command line
+    as through the API, and the lake has not changed."""
+    before = lake_bytes(out)
+    with pytest.raises(ValueError, match=re.escape(words)):
+        run_pipeline(spark, [str(p) for p in inputs], str(out))
+    assert lake_bytes(out) == before
+    err = io.StringIO()
+    assert main(["pipeline", *map(str, inputs), "--out", str(out)], io.StringIO(), err) == 1
+    lines = err.getvalue().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("binlake pipeline: ") and words in lines[0], lines
+    assert lake_bytes(out) == before
+
+
+def test_a_binlog_after_one_never_read_is_refused(spark, binlogs, tmp_path):
+    out = tmp_path / "lake"
+    run_pipeline(spark, [str(binlogs / "binlog.000001")], str(out))
+    refused(spark, [binlogs / "binlog.000001", binlogs / "binlog.000003"], out,
+            "binlog.000003 follows binlog.000001, but binlog.000002 was never read")
+    # a first run too: what is given must follow on
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    with pytest.raises(ValueError, match="never read"):
+        run_pipeline(spark, [str(binlogs / "binlog.000001"), str(binlogs / "binlog.000003")],
+                     str(fresh))
+    # given whole, the run goes on
+    result = run_pipeline(spark, [str(binlogs)], str(out))
+    assert {os.path.basename(s.path) for s in result.segments} == {"binlog.000002", "binlog.000003"}
+
+
+def test_a_binlog_older_than_those_read_is_refused(spark, binlogs, tmp_path):
+    out = tmp_path / "lake"
+    run_pipeline(spark, [str(binlogs / "binlog.000002"), str(binlogs / "binlog.000003")], str(out))
+    refused(spark, [binlogs / "binlog.000001"], out,
+            "binlog.000001 is older than binlog.000003, the last binlog this lake has read")
+
+
+def test_a_file_that_is_not_the_one_rotated_to_is_refused(spark, binlogs, tmp_path):
+    """binlog.000001 ends in a ROTATE naming binlog.000002: a file numbered 2
+    under another name is another lineage's."""
+    out = tmp_path / "lake"
+    run_pipeline(spark, [str(binlogs / "binlog.000001")], str(out))
+    other = tmp_path / "other"
+    other.mkdir()
+    shutil.copy(binlogs / "binlog.000002", other / "mysql-bin.000002")
+    refused(spark, [other / "mysql-bin.000002"], out,
+            "binlog.000001 rotates to binlog.000002, but the next binlog given is mysql-bin.000002")
+
+
+def test_a_second_run_on_the_same_lake_is_refused(spark, binlogs, tmp_path):
+    out = tmp_path / "lake"
+    run_pipeline(spark, [str(binlogs / "binlog.000001")], str(out))
+    with open(out / "_binlake" / "lock", "a") as held:  # a run in another process
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        refused(spark, [binlogs], out, "another binlake pipeline run is using this lake")
+    # the lock goes with the run that held it
+    result = run_pipeline(spark, [str(binlogs)], str(out))
+    assert len(result.segments) == 2
