@@ -4,12 +4,23 @@ temporary directory for the whole run."""
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 from pathlib import Path
 
 import pytest
 
 from corpus.manifest import CORPUS_ENV, corpus_dir
+
+
+def pytest_configure(config):
+    """A run started in the background of a script ignores SIGINT, and so
+    would every process it starts: the tests that stop a binlake run as
+    Ctrl-C does need the signal at its default (its handler does not
+    survive exec, so the children start with SIGINT as they would from a
+    terminal)."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session", autouse=True)
