@@ -4,7 +4,8 @@ runs after each, and tables/ equals the server's `SELECT *` every time.
 
 The steps exercise each way a run brings a table in step: inserts appended,
 updates and deletes merged by key, a keyless table's deletes (rebuilt), and
-DDL (ADD COLUMN with a default, TRUNCATE, RENAME, DROP: rebuilt). Then the
+DDL (ADD COLUMN with a default, TRUNCATE, RENAME, DROP: rebuilt; an index or
+a comment: the table as it was, new rows appended). Then the
 same increments again with the pipeline SIGKILLed at random moments of the
 runs that merge: each rerun must end where one uninterrupted run would.
 """
@@ -55,6 +56,8 @@ STEPS = [
     ["DROP TABLE geo", "INSERT INTO ints (id, ti) VALUES (7001, 7)"],
     ["START TRANSACTION", "UPDATE ints SET id = id + 100000 WHERE id BETWEEN 1050 AND 1055",
      "INSERT INTO ints (id, ti) VALUES (1050, 50)", "DELETE FROM probe WHERE id = 300", "COMMIT"],
+    ["ALTER TABLE ints ADD INDEX by_ti (ti)", "ALTER TABLE ints COMMENT 'an index, a comment'",
+     "INSERT INTO ints (id, ti) VALUES (8001, 8)"],
 ]
 
 
@@ -103,10 +106,10 @@ def arrive(step: Step, incoming: Path) -> None:
             shutil.copy(path, incoming)
 
 
-def test_ten_increments_each_equal_to_the_server(spark, steps, tmp_path):
+def test_every_increment_equal_to_the_server(spark, steps, tmp_path):
     incoming, out = tmp_path / "incoming", tmp_path / "out"
     incoming.mkdir()
-    assert len(steps) == 10
+    assert len(steps) == 1 + len(STEPS)
     work = []
     for number, step in enumerate(steps):
         arrive(step, incoming)
@@ -126,6 +129,7 @@ def test_ten_increments_each_equal_to_the_server(spark, steps, tmp_path):
     assert work[7] == {"rebuilt": ["enums_renamed"]}
     assert work[8] == {"appended": ["ints"]}
     assert work[9] == {"merged": ["ints", "probe"]}
+    assert work[10] == {"appended": ["ints"]}  # DDL that changes no column changes nothing
     # Nothing new: nothing done.
     assert not run_pipeline(spark, [str(incoming)], str(out)).tables_rebuilt
     # Spark reads the Delta tables, now and as of an earlier version (the

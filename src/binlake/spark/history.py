@@ -138,12 +138,31 @@ def table_plans(history: Schema, layouts: dict, order: PositionOrder, before=Non
         primary = [keys_now.index(k) for k in final["primary_key"] if k in keys_now]
         plans.append({
             "database": database, "table": key[1], "layout": final, "primary_key": primary,
-            "stretches": [{"database": s.key[0] if s.key[0] is not None else database,
-                           "table": s.key[1], "after": order(s.start),
-                           "before": order(s.end) if s.end is not None else (None, None),
-                           "sources": list(src), "defaults": list(dflt), "fractions": list(frac)}
-                          for s, src, dflt, frac in zip(lineage, sources, defaults, fractions)]})
+            "stretches": _joined([{"database": s.key[0] if s.key[0] is not None else database,
+                                   "table": s.key[1], "after": order(s.start),
+                                   "before": order(s.end) if s.end is not None else (None, None),
+                                   "sources": list(src), "defaults": list(dflt),
+                                   "fractions": list(frac)}
+                                  for s, src, dflt, frac in zip(lineage, sources, defaults,
+                                                                fractions)])})
     return plans
+
+
+def _joined(stretches: list[dict]) -> list[dict]:
+    """Stretches (latest first) with each run of neighbours that read their
+    changes alike made one: a statement that changed nothing of the columns
+    (an index, a comment, table options) then leaves the plan, and so the
+    table, as it was, and new changes go on top of its rows."""
+    out: list[dict] = []
+    for stretch in stretches:
+        later = out[-1] if out else None
+        if later is not None and later["after"] == stretch["before"] and all(
+                later[field] == stretch[field]
+                for field in ("database", "table", "sources", "defaults", "fractions")):
+            later["after"] = stretch["after"]
+        else:
+            out.append(stretch)
+    return out
 
 
 _TEMPORALS = ("TIME", "DATETIME", "TIMESTAMP")

@@ -10,7 +10,7 @@ Strategy: a run that appended new changes hands every table only those
   per key (the key's last image, or its deletion), written the same way
   and applied by one MERGE (binlake.spark.delta);
 - a table without a primary key that had updates or deletes, a table
-  whose definition changed (any DDL touching it: its plan differs from
+  whose columns, key or rows a DDL statement changed (its plan differs from
   the one recorded at its last commit), and a table new to the lake are
   rebuilt from all of its changes and committed as its next version whole.
 `--as-of` rebuilds every table as of that point; the next run without it

@@ -379,8 +379,9 @@ def _refuse_holes(files, manifest: dict) -> None:
 
 
 def _numbered(name: str, seq: int) -> str:
-    """`name` with its number (the digits it ends with) replaced by `seq`."""
-    return re.sub(r"\d+$", lambda digits: str(seq).zfill(len(digits.group())), name)
+    """`name` with its number (its last digits: binlog.000042, binlog.000042.gz)
+    replaced by `seq`."""
+    return re.sub(r"\d+(?=\D*$)", lambda digits: str(seq).zfill(len(digits.group())), name)
 
 
 def _refuse_other_successors(files, entries: dict) -> None:
