@@ -92,3 +92,25 @@ def test_a_second_run_on_the_same_lake_is_refused(spark, binlogs, tmp_path):
     # the lock goes with the run that held it
     result = run_pipeline(spark, [str(binlogs)], str(out))
     assert len(result.segments) == 2
+
+
+def test_another_table_selection_is_refused(spark, binlogs, tmp_path):
+    """The lake's changes/ holds the tables its --tables selected: another
+    selection would build tables without their history, or leave some behind."""
+    out = tmp_path / "lake"
+    run_pipeline(spark, [str(binlogs / "binlog.000001")], str(out), tables="binlake_test.ints")
+    assert sorted(os.listdir(out / "tables")) == ["binlake_test.ints"]
+    before = lake_bytes(out)
+    for other in ("binlake_test.probe", "binlake_test.ints,binlake_test.probe", None):
+        with pytest.raises(ValueError, match=re.escape(
+                f"{out} was read with --tables binlake_test.ints, not ")):
+            run_pipeline(spark, [str(binlogs)], str(out), tables=other)
+        assert lake_bytes(out) == before
+    err = io.StringIO()
+    assert main(["pipeline", str(binlogs), "--out", str(out), "--tables", "binlake_test.probe"],
+                io.StringIO(), err) == 1
+    assert err.getvalue().count("\n") == 1 and "not --tables binlake_test.probe" in err.getvalue()
+    assert lake_bytes(out) == before
+    # the same selection, written otherwise, goes on
+    result = run_pipeline(spark, [str(binlogs)], str(out), tables=" binlake_test.ints ")
+    assert len(result.segments) == 2

@@ -32,7 +32,9 @@ Rule: what would make the lake silently wrong is refused in one line
 before anything is written: a second run on the same lake (a lock held for
 the run), a binlog older than those read or after one never read (by
 number, and by the name the previous file's ROTATE gives), a file that is
-not the one read before under its name.
+not the one read before under its name, a `--tables` other than the one the
+lake was read with (its changes/ holds the tables that selected, and no
+other table's history).
 """
 
 from __future__ import annotations
@@ -238,6 +240,7 @@ def _run(spark, inputs, out: str, *, as_of, split_bytes, min_partitions, schema,
     if tables:
         options["tables"] = tables
     wanted = TableFilter(tables)
+    manifest = _same_tables(manifest, wanted, out)
     staged_snapshot = None
     if snapshot is not None and "snapshot" not in manifest:
         if manifest["files"]:
@@ -349,6 +352,23 @@ def _new_segments(files, manifest: dict, warnings: list):
             scans[split] = found
     _refuse_other_successors(files, {**manifest["files"], **entries})
     return segments, scans, entries
+
+
+def _same_tables(manifest: dict, wanted: TableFilter, out: str) -> dict:
+    """The manifest, with the `--tables` patterns it is read with; a lake
+    that has read binlogs under others refuses these: the changes of a table
+    newly selected were never kept, and a table no longer selected would
+    stop in its tracks (a lake from before the patterns were recorded takes
+    them as given)."""
+    patterns = sorted(wanted.patterns)
+    if manifest["files"] and "tables_selected" in manifest:
+        before = manifest["tables_selected"]
+        if before != patterns:
+            said = lambda chosen: "--tables " + ",".join(chosen) if chosen else "every table"  # noqa: E731
+            raise ValueError(f"{out} was read with {said(before)}, not {said(patterns)}: nothing "
+                             "was changed (the changes of other tables were not kept); use "
+                             "the same selection, or a new output directory for this one")
+    return dict(manifest, tables_selected=patterns)
 
 
 def _refuse_holes(files, manifest: dict) -> None:
