@@ -360,11 +360,13 @@ def _same_tables(manifest: dict, wanted: TableFilter, out: str) -> dict:
     newly selected were never kept, and a table no longer selected would
     stop in its tracks (a lake from before the patterns were recorded takes
     them as given)."""
+    def said(chosen: list[str]) -> str:
+        return "--tables " + ",".join(chosen) if chosen else "every table"
+
     patterns = sorted(wanted.patterns)
     if manifest["files"] and "tables_selected" in manifest:
         before = manifest["tables_selected"]
         if before != patterns:
-            said = lambda chosen: "--tables " + ",".join(chosen) if chosen else "every table"  # noqa: E731
             raise ValueError(f"{out} was read with {said(before)}, not {said(patterns)}: nothing "
                              "was changed (the changes of other tables were not kept); use "
                              "the same selection, or a new output directory for this one")
