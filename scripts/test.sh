@@ -20,7 +20,8 @@ if [ $# -gt 0 ]; then
 fi
 # One pytest worker per core (pytest-xdist); tests/conftest.py sends the Spark
 # tests to one worker, and each other module whole to one. The slow sweeps run
-# a rotating share (tests/sweeps.py; BINLAKE_SWEEPS=full for all).
+# a rotating share (tests/sweeps.py; BINLAKE_SWEEPS=full for all; the seed is
+# printed at the end).
 workers=(-n "${BINLAKE_TEST_WORKERS:-auto}")
 # The whole suite on the native core, then the reading tests again on the
 # pure-Python reference (the differential tests compare the two everywhere else).

@@ -50,9 +50,10 @@ def corpus() -> Path:
     return path
 
 
-def pytest_report_header(config):
+def pytest_terminal_summary(terminalreporter):
+    """The slow sweeps' share and seed, last, where a quiet run shows it too."""
     import sweeps
-    return sweeps.describe()
+    terminalreporter.write_line(sweeps.describe())
 
 
 #: Under pytest-xdist (scripts/test.sh runs `-n auto`) the work goes to the

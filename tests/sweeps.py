@@ -4,7 +4,7 @@ BINLAKE_SWEEPS=full to run all of it.
 
 Strategy: each sweep asks for its random generator and its points here. The
 seed is BINLAKE_SWEEP_SEED when set, else the day's number, so each day's CI
-run covers another share, every run prints its seed in the header, and a
+run covers another share, every run prints its seed at its end, and a
 failure is repeated with BINLAKE_SWEEP_SEED=N (the full sweep with the
 sweep's own fixed seed is BINLAKE_SWEEPS=full alone). Nothing else changes:
 every run still checks its share with the same oracle.
