@@ -90,10 +90,20 @@ def test_as_of_the_middle_equals_the_server_then(one_partition, truth, tmp_path,
     out = tmp_path / "out"
     shutil.copytree(one_partition[0], out)
     as_of = truth.middle_position if point == "position" else truth.middle_time.isoformat()
-    result = run_pipeline(spark, truth.files, str(out), as_of=as_of)
+    lake = files_under(out)
+    then = tmp_path / "then"
+    result = run_pipeline(spark, truth.files, str(out), as_of=as_of, as_of_out=str(then))
     assert result.segments == [] and result.tables_rebuilt
-    assert_tables_equal(out, truth.middle, truth.columns)
+    assert_tables_equal(then, truth.middle, truth.columns)
     assert truth.middle != truth.final
+    # the lake's own tables (and manifest) stay as they are: readers never see the past
+    assert files_under(out) == lake
+    assert_tables_equal(out, truth.final, truth.columns)
+    with pytest.raises(ValueError, match="--as-of-out"):
+        run_pipeline(spark, truth.files, str(out), as_of=as_of)
+    with pytest.raises(ValueError, match="outside the lake"):
+        run_pipeline(spark, truth.files, str(out), as_of=as_of, as_of_out=str(out / "x"))
+    assert files_under(out) == lake
 
 
 def test_same_output_read_by_executors_in_ranges_and_read_in_several_runs(one_partition, truth,

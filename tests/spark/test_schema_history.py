@@ -177,9 +177,11 @@ def test_tables_equal_the_server_at_the_end_and_between_every_change(workload, s
     result = run_pipeline(spark, files, str(out), schema=str(seed))
     assert not [w for w in result.warnings if "schema history" in w or "cannot read" in w]
     _assert_equal(_rebuilt(out), points[-1][2], backup["seeded"])
+    then = tmp_path / "then"
     for label, position, tables in points[:-1]:
-        run_pipeline(spark, files, str(out), as_of=position)
-        _assert_equal(_rebuilt(out), tables, backup["seeded"])
+        run_pipeline(spark, files, str(out), as_of=position, as_of_out=str(then))
+        _assert_equal(_rebuilt(then), tables, backup["seeded"])
+    _assert_equal(_rebuilt(out), points[-1][2], backup["seeded"])  # the lake's stayed
 
 
 @pytest.mark.parametrize("read_in", ["driver", "executors"])
@@ -241,12 +243,12 @@ def test_pipeline_follows_every_kind_of_ddl_of_the_schema_workload(schema_worklo
     backup held before the first binlog are not in the binlogs (their table
     must only hold the binlogs' rows among the server's)."""
     files, seed, checkpoints, backup_rows = schema_workload
-    out = str(tmp_path / "out")
+    out, then = str(tmp_path / "out"), str(tmp_path / "then")
     result = run_pipeline(spark, files, out, schema=str(seed))
     assert not [w for w in result.warnings if "schema history" in w or "cannot read" in w]
     for checkpoint in sweeps.share(reversed(checkpoints[1:])):  # the last one always
-        run_pipeline(spark, files, out, as_of=f"{checkpoint.file}:{checkpoint.pos}")
-        got = _state_rows(out)
+        run_pipeline(spark, files, out, as_of=f"{checkpoint.file}:{checkpoint.pos}", as_of_out=then)
+        got = _state_rows(then)
         assert sorted(got) == sorted(checkpoint.tables), checkpoint.label
         for name, state in checkpoint.tables.items():
             columns, rows = got[name]

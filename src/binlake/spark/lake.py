@@ -13,8 +13,8 @@ Strategy: a run that appended new changes hands every table only those
   whose columns, key or rows a DDL statement changed (its plan differs from
   the one recorded at its last commit), and a table new to the lake are
   rebuilt from all of its changes and committed as its next version whole.
-`--as-of` rebuilds every table as of that point; the next run without it
-rebuilds them as of the end.
+`--as-of` builds every table as of that point in a folder of its own
+(`tables_dir`), and leaves the lake's tables as they are.
 
 Jobs: the driver decides each table's way from the change files alone
 (`ChangeFiles`: footers, and the `op` column of new files), without a Spark
@@ -65,12 +65,13 @@ def plan_signature(plan: dict) -> str:
 
 
 def update_tables(out: str, plans: list, manifest: dict, *, as_of: AsOf | None,
-                  staged: str, read_changes, save_state, log) -> tuple[dict, dict, dict]:
-    """Bring tables/ in step with the manifest; returns ({"db.table": rows},
-    the manifest's new `tables` entry, {"appended"|"merged"|"rebuilt": [tables]}).
-    `save_state(entry)` records a state in the manifest before work that
-    leaves the tables mixed if killed."""
-    tables_dir = os.path.join(out, TABLES)
+                  staged: str, read_changes, save_state, log,
+                  tables_dir: str | None = None) -> tuple[dict, dict, dict]:
+    """Bring tables/ (or `tables_dir`) in step with the manifest; returns
+    ({"db.table": rows}, the manifest's new `tables` entry,
+    {"appended"|"merged"|"rebuilt": [tables]}). `save_state(entry)` records a
+    state in the manifest before work that leaves the tables mixed if killed."""
+    tables_dir = tables_dir or os.path.join(out, TABLES)
     state = manifest.get("tables") or {}
     run = manifest.get("run", 0)
     through = {name: entry["end"] for name, entry in sorted(manifest["files"].items())}

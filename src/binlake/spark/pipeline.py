@@ -191,7 +191,7 @@ def fingerprint(path: str) -> str:
 # -- a run -------------------------------------------------------------------------------
 
 def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
-                 split_bytes: int = DEFAULT_SPLIT_BYTES, min_partitions: int | None = None,
+                 as_of_out: str | None = None, split_bytes: int = DEFAULT_SPLIT_BYTES, min_partitions: int | None = None,
                  schema: str | None = None, tables: str | None = None,
                  reader_options: dict | None = None, snapshot=None,
                  snapshot_chunk_rows: int | None = None, read_in: str = "auto",
@@ -204,9 +204,11 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
     if unusable:
         raise ValueError(f"--out {out}: the Delta tables' writer (delta-rs) cannot address a "
                          f"path containing {' '.join(unusable)}: choose another directory")
+    if as_of is not None:
+        as_of_out = _as_of_folder(out, as_of_out)
     os.makedirs(_state(out), exist_ok=True)
     with _the_only_run(out):
-        return _run(spark, inputs, out, as_of=as_of, split_bytes=split_bytes,
+        return _run(spark, inputs, out, as_of=as_of, as_of_out=as_of_out, split_bytes=split_bytes,
                     min_partitions=min_partitions, schema=schema, tables=tables,
                     reader_options=reader_options, snapshot=snapshot,
                     snapshot_chunk_rows=snapshot_chunk_rows, read_in=read_in, log=log)
@@ -229,8 +231,25 @@ def _the_only_run(out: str):
         os.close(handle)
 
 
-def _run(spark, inputs, out: str, *, as_of, split_bytes, min_partitions, schema, tables,
-         reader_options, snapshot, snapshot_chunk_rows, read_in, log) -> PipelineResult:
+def _as_of_folder(out: str, as_of_out: str | None) -> str:
+    """Where `--as-of`'s tables go: a folder the user names, never the lake's
+    own tables (readers of those would see the past until the next run)."""
+    if not as_of_out:
+        raise ValueError("--as-of builds the tables as of that point in a folder of their own: "
+                         "name it with --as-of-out DIR (the lake's tables stay as they are)")
+    as_of_out = os.path.abspath(as_of_out)
+    lake = os.path.abspath(out)
+    if as_of_out == lake or as_of_out.startswith(lake + os.sep):
+        raise ValueError(f"--as-of-out {as_of_out}: a folder outside the lake {lake}")
+    unusable = sorted(set(as_of_out) & set(DELTA_UNSAFE))
+    if unusable:
+        raise ValueError(f"--as-of-out {as_of_out}: the Delta tables' writer (delta-rs) cannot "
+                         f"address a path containing {' '.join(unusable)}: choose another")
+    return as_of_out
+
+
+def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitions, schema,
+         tables, reader_options, snapshot, snapshot_chunk_rows, read_in, log) -> PipelineResult:
     _recover(out, log)
     manifest = load_manifest(out)
     result = PipelineResult()
@@ -277,20 +296,31 @@ def _run(spark, inputs, out: str, *, as_of, split_bytes, min_partitions, schema,
         log(f"warning: {message}")
     result.warnings.extend(history.warnings)
 
-    point = parse_as_of(as_of, manifest) if as_of else None
-    state = manifest.get("tables") or {}
-    if (manifest.get("pending") or "plans" not in state
-            or state.get("as_of") != (point.describe() if point else None)
-            or not os.path.isdir(os.path.join(out, TABLES))):
-        order = PositionOrder(manifest["files"])
+    order = PositionOrder(manifest["files"])
+    if as_of:
+        # The tables as of the point, whole, in their own folder; the lake's
+        # tables and its manifest's state of them stay as they are.
+        point = parse_as_of(as_of, manifest)
         plans = [plan for plan in table_plans(history, layouts, order, _before(point, order))
+                 if wanted(plan["database"], plan["table"])]
+        os.makedirs(as_of_out, exist_ok=True)
+        result.tables, _, result.table_work = update_tables(
+            out, plans, manifest, as_of=point, staged=os.path.join(as_of_out, "_binlake.new"),
+            read_changes=lambda files=None, only=None: _changes_of(spark, out, files, only),
+            save_state=lambda entry: None, log=log, tables_dir=os.path.join(as_of_out, TABLES))
+        result.tables_rebuilt = True
+        return result
+    state = manifest.get("tables") or {}
+    if (manifest.get("pending") or "plans" not in state or state.get("as_of") is not None
+            or not os.path.isdir(os.path.join(out, TABLES))):
+        plans = [plan for plan in table_plans(history, layouts, order)
                  if wanted(plan["database"], plan["table"])]
 
         def save_state(entry: dict) -> None:
             _write_json(_state(out, "manifest.json"), dict(manifest, tables=entry))
 
         result.tables, entry, result.table_work = update_tables(
-            out, plans, manifest, as_of=point, staged=_state(out, "tables.new"),
+            out, plans, manifest, as_of=None, staged=_state(out, "tables.new"),
             read_changes=lambda files=None, only=None: _changes_of(spark, out, files, only),
             save_state=save_state, log=log)
         result.tables_rebuilt = True

@@ -50,7 +50,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--master", metavar="URL",
                         help="Spark master (default: local[*], or spark-submit's)")
     parser.add_argument("--as-of", metavar="WHEN",
-                        help="rebuild tables/ as of FILE:POS or a date-time (UTC unless given)")
+                        help="build every table as of FILE:POS or a date-time (UTC unless given) "
+                             "in the folder --as-of-out names; the lake's tables stay as they are")
+    parser.add_argument("--as-of-out", metavar="DIR",
+                        help="where --as-of's tables go (DIR/tables/DB.TABLE, Delta tables), "
+                             "outside the lake")
     parser.add_argument("--split-bytes", type=int, default=None, metavar="N",
                         help="cut files larger than N bytes at transaction boundaries (default 32 MiB)")
     parser.add_argument("--partitions", type=int, default=None, metavar="N",
@@ -110,7 +114,7 @@ def run(args, out, err) -> int:
     spark.sparkContext.setLogLevel("OFF")
     try:
         result = run_pipeline(
-            spark, inputs, args.out, as_of=args.as_of,
+            spark, inputs, args.out, as_of=args.as_of, as_of_out=args.as_of_out,
             split_bytes=args.split_bytes or DEFAULT_SPLIT_BYTES, min_partitions=args.partitions,
             schema=schema, tables=args.tables,
             reader_options={"force": args.force_read, "verify_checksums": args.verify_checksums},
@@ -136,7 +140,9 @@ def run(args, out, err) -> int:
     if result.tables_rebuilt:
         work = ", ".join(f"{len(tables)} {how}" for how, tables in result.table_work.items()
                          if tables) or "none changed"
-        out.write(f"tables/: {len(result.tables)} table(s), {work}"
+        where = (f"{os.path.join(os.path.abspath(args.as_of_out), 'tables')}/"
+                 if args.as_of else "tables/")
+        out.write(f"{where}: {len(result.tables)} table(s), {work}"
                   + (f" as of {args.as_of}" if args.as_of else "") + "\n")
         for name, rows in sorted(result.tables.items()):
             out.write(f"  {name}: {rows} rows\n")
