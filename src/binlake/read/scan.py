@@ -174,6 +174,8 @@ class ScanResult:
     end: int = 4            #: after the last complete event
     descriptions: int = 0   #: format description events seen (relay logs have several)
     stopped: str | None = None  #: why the walk ended before the file did, if it did
+    #: the next file's name, when the walk ended with a ROTATE event (a closed binlog)
+    rotates_to: str | None = None
 
     def split_points(self, every: int) -> list[int]:
         """Boundaries about `every` bytes apart (each the first at or past a multiple)."""
@@ -238,7 +240,18 @@ def _scan_buffer(path: str, buf, size: int, start: int | None, stop: int | None)
     result = ScanResult(path, size, framing)
     _walk(buf, min(size, stop) if stop is not None else size, framing, result,
           start if start is not None else 4)
+    if result.types and result.types[-1] == E.ROTATE_EVENT:
+        result.rotates_to = _rotate_target(bytes(buf[result.positions[-1]:result.end]), framing)
     return result
+
+
+def _rotate_target(event: bytes, framing: Framing) -> str | None:
+    """The file name a ROTATE event gives: after its header and the next
+    file's position (ROTATE_HEADER_LEN, 8 bytes), up to its checksum."""
+    checksum = framing.checksum_len
+    if not checksum and len(event) > 4 and zlib.crc32(event[:-4]) == int.from_bytes(event[-4:], "little"):
+        checksum = 4  # a file without a format description whose events carry CRC32s
+    return event[framing.header_length + 8:len(event) - checksum].decode("utf-8", "replace") or None
 
 
 def _walk(buf, size: int, framing: Framing, result: ScanResult, pos: int) -> None:

@@ -52,9 +52,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from binlake.constants import EventType as E
-
-from binlake.read.gzipped import GzipBinlog, is_gzip
 from binlake.read.scan import read_framing, scan
 from binlake.spark.batches import CHANGES, EVENTS, VIEWS, TableFilter, spark_ddl
 from binlake.spark.history import PositionOrder, follow_ranges, load_history, table_plans
@@ -297,6 +294,10 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
     result.warnings.extend(history.warnings)
 
     order = PositionOrder(manifest["files"])
+
+    def read_changes(files=None, only=None):
+        return _changes_of(spark, out, files, only)
+
     if as_of:
         # The tables as of the point, whole, in their own folder; the lake's
         # tables and its manifest's state of them stay as they are.
@@ -306,7 +307,7 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
         os.makedirs(as_of_out, exist_ok=True)
         result.tables, _, result.table_work = update_tables(
             out, plans, manifest, as_of=point, staged=os.path.join(as_of_out, "_binlake.new"),
-            read_changes=lambda files=None, only=None: _changes_of(spark, out, files, only),
+            read_changes=read_changes,
             save_state=lambda entry: None, log=log, tables_dir=os.path.join(as_of_out, TABLES))
         result.tables_rebuilt = True
         return result
@@ -321,7 +322,7 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
 
         result.tables, entry, result.table_work = update_tables(
             out, plans, manifest, as_of=None, staged=_state(out, "tables.new"),
-            read_changes=lambda files=None, only=None: _changes_of(spark, out, files, only),
+            read_changes=read_changes,
             save_state=save_state, log=log)
         result.tables_rebuilt = True
         manifest = dict(manifest, tables=entry, pending={})
@@ -373,7 +374,7 @@ def _new_segments(files, manifest: dict, warnings: list):
             warnings.append(f"{path}: read up to offset {found.closed_end} of {found.size}: {reason}")
         end = max(found.closed_end, start)
         entries[name] = {"file_seq": seq, "path": path, "end": end, "fingerprint": mark}
-        following = _rotated_to(path, found) or (known or {}).get("next")
+        following = found.rotates_to or (known or {}).get("next")
         if following:
             entries[name]["next"] = following
         if end > start:
@@ -447,28 +448,6 @@ def _refuse_other_successors(files, entries: dict) -> None:
         if expected and successor and successor != expected:
             raise ValueError(f"{name} rotates to {expected}, but the next binlog given is "
                              f"{successor}: nothing was changed (is it another server's?)")
-
-
-def _rotated_to(path: str, found) -> str | None:
-    """The file name a binlog's last event, a ROTATE, gives as the next one
-    (None when the scan ended elsewhere)."""
-    if found.framing is None or not found.types or found.types[-1] != E.ROTATE_EVENT:
-        return None
-    pos, framing = found.positions[-1], found.framing
-    if is_gzip(path):
-        with GzipBinlog(path) as inflated:
-            inflated.read(pos)  # a stream: the bytes before the event are passed over
-            event = inflated.read(found.end - pos)
-    else:
-        with open(path, "rb") as f:
-            f.seek(pos)
-            event = f.read(found.end - pos)
-    checksum = framing.checksum_len
-    if not checksum and len(event) > 4 and zlib.crc32(event[:-4]) == int.from_bytes(event[-4:], "little"):
-        checksum = 4  # a file without a format description whose events carry CRC32s
-    # the header, the next file's position (ROTATE_HEADER_LEN, 8 bytes), its name
-    body = event[framing.header_length + 8:len(event) - checksum]
-    return body.decode("utf-8", "replace") or None
 
 
 def _before(point: AsOf | None, order: PositionOrder):
