@@ -9,13 +9,16 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 deltalake = pytest.importorskip("deltalake")
 
-from binlake.spark.delta import (DELETED, committed_run, merge_net_changes,  # noqa: E402
-                                 through_of)
+from binlake.spark.delta import (AT, DELETED, PRESENT, committed_run,  # noqa: E402
+                                 merge_net_changes, rows_not_held, through_of)
 
 
-def net(rows: list[tuple], deleted: list[bool], names=("id", "name")):
+def net(rows: list[tuple], deleted: list[bool], names=("id", "name"), present=None):
     columns = {name: [row[i] for row in rows] for i, name in enumerate(names)}
-    return pa.table({**columns, DELETED: deleted})
+    present = present or [None] * len(rows)
+    at = [None if p is None else f"binlog.000001:{100 + i}" for i, p in enumerate(present)]
+    return pa.table({**columns, DELETED: deleted, PRESENT: pa.array(present, pa.string()),
+                     AT: pa.array(at, pa.string())})
 
 
 def rows(dicts: list[dict]) -> list[str]:
@@ -116,3 +119,26 @@ def test_a_datetime_column_added_later_gets_its_table_feature(tmp_path):
     pq.write_table(pa.table({"id": [1], "at": [when]}, schema=wider), uri / "part-2.parquet")
     commit_table(str(uri), "db.t", ["part-2.parquet"], wider, run=2, through={})
     assert read_table(str(uri)).to_pylist() == [{"id": 1, "at": when}]
+
+
+def test_a_partial_row_sets_the_columns_it_holds_and_keeps_the_others(tmp_path):
+    """binlog_row_image=MINIMAL: an UPDATE logs the key and what changed."""
+    uri = str(tmp_path / "db.t")
+    names = ("id", "name", "n")
+    merge_net_changes(uri, "db.t", net([(1, "a", 1), (2, "b", 2)], [False] * 2, names), ["id"],
+                      run=1, through={})
+    partial = net([(1, None, 10), (2, None, None), (3, "c", 3)], [False] * 3, names,
+                  present=["101", "110", None])
+    assert rows_not_held(uri, partial, ["id"]) == []
+    merge_net_changes(uri, "db.t", partial, ["id"], run=2, through={})
+    assert state(uri) == rows([{"id": 1, "name": "a", "n": 10}, {"id": 2, "name": None, "n": 2},
+                               {"id": 3, "name": "c", "n": 3}])
+
+
+def test_a_partial_row_of_a_key_the_table_does_not_hold_is_found_before_any_merge(tmp_path):
+    uri = str(tmp_path / "db.t")
+    merge_net_changes(uri, "db.t", net([(1, "a")], [False]), ["id"], run=1, through={})
+    partial = net([(1, "A"), (9, "z")], [False, False], present=["11", "11"])
+    assert rows_not_held(uri, partial, ["id"]) == ["binlog.000001:101"]
+    assert rows_not_held(str(tmp_path / "db.none"), partial, ["id"]) == [
+        "binlog.000001:100", "binlog.000001:101"]

@@ -24,6 +24,13 @@ import os
 
 #: The column of a net-change row that says the key's last change deleted it.
 DELETED = "_binlake_deleted"
+#: ... that says which columns the changes set, "1" or "0" per column, where
+#: they set only some (partial row images): the others keep the table's values.
+PRESENT = "_binlake_present"
+#: ... that says where the last of those changes is ("file:pos").
+AT = "_binlake_at"
+#: The columns of a net-change row that are not the table's.
+NET_COLUMNS = (DELETED, PRESENT, AT)
 #: Application id of binlake's commits to a table (one per table: tables commit apart).
 APP_ID = "binlake:{table}"
 #: Commit metadata key: the binlog position (file -> offset) the table reflects.
@@ -43,9 +50,11 @@ def committed_run(uri: str, table: str) -> int | None:
 
 def merge_net_changes(uri: str, table: str, net, keys: list[str], *, run: int,
                       through: dict) -> str:
-    """Apply `net` (a pyarrow Table: one row per key, the table's columns plus
-    `DELETED`) to the Delta table at `uri` as run number `run`. Returns what
-    was done: "created", "merged", or "already" (this run committed it before)."""
+    """Apply `net` (one row per key, the table's columns plus NET_COLUMNS)
+    to the Delta table at `uri` as run number `run`. A row with `PRESENT`
+    sets only the columns it names in the row its key holds (the caller has
+    checked, `rows_not_held`, that there is one). Returns what was done:
+    "created", "merged", or "already" (this run committed it before)."""
     import pyarrow.compute as pc
     from deltalake import DeltaTable, write_deltalake
 
@@ -56,23 +65,50 @@ def merge_net_changes(uri: str, table: str, net, keys: list[str], *, run: int,
         return "already"
     commit = _commit_properties(table, run, through)
     if done is None and not _exists(uri):
-        present = net.filter(pc.invert(net[DELETED])).drop_columns([DELETED])
+        net = net.read_all() if hasattr(net, "read_all") else net
+        present = net.filter(pc.invert(net[DELETED])).drop_columns(list(NET_COLUMNS))
         write_deltalake(uri, present, mode="error", commit_properties=commit)
         return "created"
     on = " AND ".join(f"t.{_quoted(k)} = s.{_quoted(k)}" for k in keys)
-    deleted = f"s.{_quoted(DELETED)}"
+    deleted, partial = f"s.{_quoted(DELETED)}", f"s.{_quoted(PRESENT)}"
     # Every column named by us, quoted: delta-rs's update_all/insert_all
     # cannot name a column with a backtick in it, which MySQL allows.
-    values = {_quoted(name): f"s.{_quoted(name)}" for name in net.schema.names
-              if name != DELETED}
-    (DeltaTable(uri)
+    names = [name for name in net.schema.names if name not in NET_COLUMNS]
+    target = DeltaTable(uri)
+    held = {field.name for field in target.schema().fields}  # a column new to it: NULL there
+    inserted = {_quoted(name): f"s.{_quoted(name)}" for name in names}
+    updated = {_quoted(name): f"CASE WHEN {partial} IS NULL OR substr({partial}, {i + 1}, 1)"
+                              f" = '1' THEN s.{_quoted(name)} ELSE t.{_quoted(name)} END"
+               if name in held else f"s.{_quoted(name)}"
+               for i, name in enumerate(names)}
+    (target
      .merge(net, on, source_alias="s", target_alias="t", merge_schema=True,
             commit_properties=commit)
      .when_matched_delete(predicate=deleted)
-     .when_matched_update(values, predicate=f"NOT {deleted}")
-     .when_not_matched_insert(values, predicate=f"NOT {deleted}")
+     .when_matched_update(updated, predicate=f"NOT {deleted}")
+     .when_not_matched_insert(inserted, predicate=f"NOT {deleted} AND {partial} IS NULL")
      .execute())
     return "merged"
+
+
+def rows_not_held(uri: str, net, keys: list[str]) -> list[str]:
+    """Where (`AT`) the partial rows of `net` (a pyarrow Table of net
+    changes) are whose key the Delta table at `uri` holds no row under: a
+    partial row image can only complete a row that is there."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+    from deltalake import DeltaTable
+    partial = net.filter(pc.is_valid(net[PRESENT]))
+    if partial.num_rows == 0:
+        return []
+    wanted = list(zip(*(partial[k].to_pylist() for k in keys)))
+    if not _exists(uri):
+        return partial[AT].to_pylist()
+    # Files whose statistics rule the first key column out are not read.
+    held = DeltaTable(uri).to_pyarrow_dataset().to_table(
+        columns=keys, filter=ds.field(keys[0]).isin(partial[keys[0]]))
+    found = set(zip(*(held[k].to_pylist() for k in keys)))
+    return [at for at, key in zip(partial[AT].to_pylist(), wanted) if key not in found]
 
 
 def commit_table(uri: str, table: str, files: list[str], schema, *, run: int,

@@ -122,6 +122,7 @@ def table_plans(history: Schema, layouts: dict, order: PositionOrder, before=Non
             sources = [tuple(keys_now)] * len(lineage)
             defaults = [(None,) * len(keys_now)] * len(lineage)
             fractions = [(None,) * len(keys_now)] * len(lineage)
+            omitted = [(None,) * len(keys_now)] * len(lineage)
         else:
             # the table map of a later version of the table says nothing of this one
             later = [v for v in history.versions.get(key, ())
@@ -135,6 +136,7 @@ def table_plans(history: Schema, layouts: dict, order: PositionOrder, before=Non
                                   final["columns"]))
                         for s in lineage]
             fractions = [_fractions_changed(s, definition, src) for s, src in zip(lineage, sources)]
+            omitted = [_omitted_texts(s, src, final["columns"]) for s, src in zip(lineage, sources)]
         primary = [keys_now.index(k) for k in final["primary_key"] if k in keys_now]
         plans.append({
             "database": database, "table": key[1], "layout": final, "primary_key": primary,
@@ -142,9 +144,12 @@ def table_plans(history: Schema, layouts: dict, order: PositionOrder, before=Non
                                    "table": s.key[1], "after": order(s.start),
                                    "before": order(s.end) if s.end is not None else (None, None),
                                    "sources": list(src), "defaults": list(dflt),
-                                   "fractions": list(frac)}
-                                  for s, src, dflt, frac in zip(lineage, sources, defaults,
-                                                                fractions)])})
+                                   "fractions": list(frac), "omitted": list(left_out),
+                                   # columns of a full row image there
+                                   "width": (len(s.definition.columns) if s.definition
+                                             else len(src))}
+                                  for s, src, dflt, frac, left_out in zip(
+                                      lineage, sources, defaults, fractions, omitted)])})
     return plans
 
 
@@ -158,7 +163,7 @@ def _joined(stretches: list[dict]) -> list[dict]:
         later = out[-1] if out else None
         if later is not None and later["after"] == stretch["before"] and all(
                 later[field] == stretch[field]
-                for field in ("database", "table", "sources", "defaults", "fractions")):
+                for field in ("database", "table", "sources", "defaults", "fractions", "omitted", "width")):
             later["after"] = stretch["after"]
         else:
             out.append(stretch)
@@ -244,6 +249,30 @@ def _default_text(default: str | None, spec, column: dict) -> str | None:
     if re.fullmatch(r"[-+]?\d+(\.\d*)?([eE][-+]?\d+)?", default):
         return default
     return None
+
+
+def _omitted_texts(stretch, sources, columns: list) -> tuple:
+    """Per column: what an INSERT that leaves the column out gives it, as
+    `[exact text or None]`, or None when that is not known here (an
+    expression or CURRENT_TIMESTAMP, a TIMESTAMP the server may fill, no
+    DDL for the table). binlog_row_image=MINIMAL logs only the columns an
+    INSERT names; the server filled in the rest from their DEFAULT."""
+    out = []
+    for source, column in zip(sources, columns):
+        spec = None
+        if stretch.definition is not None and source is not None:
+            at = stretch.definition.index(source)
+            spec = stretch.definition.columns[at] if at is not None else None
+        if spec is None:
+            out.append(None)
+        elif spec.default is None or spec.default.upper() == "NULL":
+            text = _default_text(spec.default, spec, column)
+            known = spec.nullable or (text is not None and spec.type != "TIMESTAMP")
+            out.append([text] if known else None)
+        else:
+            text = _default_text(spec.default, spec, column)
+            out.append([text] if text is not None else None)
+    return tuple(out)
 
 
 _NUMERIC = {T.MYSQL_TYPE_TINY, T.MYSQL_TYPE_SHORT, T.MYSQL_TYPE_INT24, T.MYSQL_TYPE_LONG,

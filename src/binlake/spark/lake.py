@@ -48,10 +48,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
-from binlake.spark.delta import DELETED, commit_table, committed_run, merge_net_changes, row_count
+from binlake.spark.delta import (AT, DELETED, NET_COLUMNS, PRESENT, commit_table, committed_run,
+                                 merge_net_changes, row_count, rows_not_held)
 from binlake.spark.layouts import qualified
 from binlake.spark.partitioned import escape_partition_value, parquet_rows, unescape_partition_value
-from binlake.spark.tables import INSERTS, AsOf, one_of, rebuild_states, typed_state
+from binlake.spark.tables import INSERTS, AsOf, one_of, rebuild_states, refused, typed_state
 from binlake.spark.typed import typed_columns
 
 TABLES = "tables"
@@ -82,6 +83,26 @@ def update_tables(out: str, plans: list, manifest: dict, *, as_of: AsOf | None,
     shutil.rmtree(staged, ignore_errors=True)
     lake = _Lake(tables_dir, staged, run, through, log,
                  ChangeFiles(os.path.join(out, "changes")))
+    try:
+        _stage(lake, manifest, state, by_key, signatures, in_step, as_of, out, tables_dir,
+               read_changes, save_state)
+    except Exception as exc:
+        reason = refused(exc)  # a change a Spark job refused: one line, nothing committed
+        if reason is None:
+            raise
+        raise ValueError(f"{reason}: nothing was applied to the tables") from None
+    lake.commit()
+    lake.drop_all_but(by_key)
+    shutil.rmtree(staged, ignore_errors=True)
+    counts = {key: row_count(os.path.join(tables_dir, key)) for key in sorted(by_key)}
+    return counts, {"as_of": as_of.describe() if as_of else None, "through": through,
+                    "plans": signatures}, lake.work
+
+
+def _stage(lake: "_Lake", manifest: dict, state: dict, by_key: dict, signatures: dict,
+           in_step: bool, as_of, out: str, tables_dir: str, read_changes, save_state) -> None:
+    """Every table's next version written to the staging folder, none
+    committed: a change refused on the way leaves every table as it was."""
     if not in_step:
         # A kill in the middle leaves tables of two points: rebuild all next time.
         save_state({"rebuilding": True})
@@ -102,11 +123,6 @@ def update_tables(out: str, plans: list, manifest: dict, *, as_of: AsOf | None,
             if files:
                 rebuild += lake.apply(read_changes(files), files, group)
         lake.rebuild(read_changes, rebuild, None)
-    lake.drop_all_but(by_key)
-    shutil.rmtree(staged, ignore_errors=True)
-    counts = {key: row_count(os.path.join(tables_dir, key)) for key in sorted(by_key)}
-    return counts, {"as_of": as_of.describe() if as_of else None, "through": through,
-                    "plans": signatures}, lake.work
 
 
 #: A table with at most this many change rows is computed in a job with
@@ -128,6 +144,14 @@ class _Lake:
         self.changes = changes
         self.run, self.through, self.log = run, through, log
         self.work = {"appended": [], "merged": [], "rebuilt": []}
+        self.commits: list = []  #: (function, arguments) run by `commit`, in order
+
+    def commit(self) -> None:
+        """Each staged table's next version committed (a table at a time:
+        each commit is atomic, and a rerun completes the ones a kill left)."""
+        for function, arguments in self.commits:
+            function(*arguments)
+        self.commits = []
 
     def rebuild(self, read_changes, plans: list, as_of: AsOf | None) -> None:
         """Each table's state as of the end (or `as_of`), computed from its
@@ -145,7 +169,7 @@ class _Lake:
                 self._write(rebuild_states(changes, group, as_of), group, sizes)
         self._each(job, self._jobs(sizes))
         for key, plan in by_key.items():
-            self._commit(key, plan["layout"], "overwrite")
+            self.commits.append((self._commit, (key, plan["layout"], "overwrite")))
         self.work["rebuilt"] += list(by_key)
         self.log(f"tables: {len(by_key)} rebuilt" + (f" as of {as_of.describe()}" if as_of else ""))
 
@@ -183,9 +207,11 @@ class _Lake:
         self._each(job, jobs)
         for key, plan in by_key.items():
             if kinds[key] == "rows":
-                self._commit(key, plan["layout"], "append")
+                self.commits.append((self._commit, (key, plan["layout"], "append")))
             else:
-                self._merge(key, plan["layout"])
+                net = self._net_changes(key)
+                self._refuse_rows_not_held(key, net, plan["layout"]["primary_key"])
+                self.commits.append((self._merge, (key, net, plan["layout"])))
         self.work["appended"] += [key for key in by_key if kinds[key] == "rows"]
         self.work["merged"] += [key for key in by_key if kinds[key] == "net"]
         return rebuild
@@ -230,7 +256,7 @@ class _Lake:
             frame.write.parquet(os.path.join(self.staged, keys[0]))
             return
         # Each table's columns side by side, set on its own rows only.
-        names = [[c["key"] for c in plan["layout"]["columns"]] + ([DELETED] if net else [])
+        names = [[c["key"] for c in plan["layout"]["columns"]] + (list(NET_COLUMNS) if net else [])
                  for plan in plans]
         packed = [F.when(one_of({(plan["database"], plan["table"])}), column).alias(f"t{i}_{j}")
                   for i, plan in enumerate(plans)
@@ -265,11 +291,28 @@ class _Lake:
         schema = _parquet_schema(target, names) or _arrow_schema(layout)
         commit_table(target, key, names, schema, run=self.run, through=self.through, mode=mode)
 
-    def _merge(self, key: str, layout: dict) -> None:
+    def _net_changes(self, key: str):
+        """The staged net changes of `key` (a pyarrow Dataset)."""
         import pyarrow.dataset as ds
         folder = os.path.join(self.staged, key)
-        files = [os.path.join(folder, name) for name in _parquet_names(folder)]
-        net = ds.dataset(files, format="parquet")
+        return ds.dataset([os.path.join(folder, name) for name in _parquet_names(folder)],
+                          format="parquet")
+
+    def _refuse_rows_not_held(self, key: str, net, primary_key: list) -> None:
+        """Partial row images complete the rows their keys hold: a key the
+        table does not hold is refused, before any table is committed."""
+        import pyarrow.dataset as ds
+        partial = net.to_table(filter=ds.field(PRESENT).is_valid(),
+                               columns=[*primary_key, PRESENT, AT])
+        missing = rows_not_held(os.path.join(self.tables_dir, key), partial, primary_key)
+        if missing:
+            file, _, pos = missing[0].rpartition(":")
+            raise ValueError(f"{file} at {pos}: {key}: a partial row image (binlog_row_image="
+                             "MINIMAL or NOBLOB) of a row the table does not hold: the columns "
+                             "it leaves out are not in the binlog; nothing was applied to the "
+                             "tables")
+
+    def _merge(self, key: str, net, layout: dict) -> None:
         merge_net_changes(os.path.join(self.tables_dir, key), key, net.scanner().to_reader(),
                           layout["primary_key"], run=self.run, through=self.through)
 
@@ -378,7 +421,8 @@ def _typed_columns(plan: dict, net: bool) -> list:
     key_only = F.array(*[F.col("key")[primary.index(i)] if i in primary
                          else F.lit(None).cast("string") for i in range(len(layout["columns"]))])
     return [*typed_columns(layout, F.coalesce("row", key_only), by_position=True),
-            F.col("row").isNull().alias(DELETED)]
+            F.col("row").isNull().alias(DELETED), F.col("present").alias(PRESENT),
+            F.col("at").alias(AT)]
 
 
 def _net_rows(net, plan: dict):

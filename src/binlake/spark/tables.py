@@ -9,8 +9,8 @@ Strategy for the state of a table as of a point (binlake pipeline's tables/):
 - without one, the table is a multiset of full rows: +1 for each after
   image, -1 for each before image, summed per distinct row. Addition does
   not care about order, so this too is one aggregation.
-Both need full row images (binlog_row_image=FULL): with MINIMAL or NOBLOB
-images the columns a change left out are not carried over.
+Partial row images (binlog_row_image=MINIMAL, NOBLOB) complete the row
+their key holds; what cannot be completed exactly is refused (REFUSED).
 
 `as_of` is applied to whole transactions: their commit time, or the
 position their commit event ends at, must not be past the point.
@@ -115,7 +115,10 @@ def rebuild_states(changes: DataFrame, plans: list[dict], as_of: AsOf | None = N
     end), `row` being the exact text of the row's values in the table's
     column order (arrays: smaller to shuffle than maps, and groupable).
     `net` (tables with a primary key only): what `changes` do to each key,
-    (database, table, key, row), `row` NULL where they delete it.
+    (database, table, key, row, present, at), `row` NULL where they delete
+    it; `present` NULL where `row` is whole, else which of its columns the
+    changes set ("1" or "0" per column: the rest is the row's as the table
+    holds it), `at` the "file:pos" of the last change that left it partial.
 
     A plan (`history.table_plans`) names a table as it is at that point, its
     primary key (column indexes) and its stretches: the spans of changes its rows
@@ -123,6 +126,15 @@ def rebuild_states(changes: DataFrame, plans: list[dict], as_of: AsOf | None = N
     of every column in those changes or, for a column added later, its
     default. Changes outside every stretch (before a TRUNCATE or a re-CREATE,
     of a dropped table) are left out.
+
+    Partial row images (binlog_row_image=MINIMAL or NOBLOB: an UPDATE logs
+    the key and the changed columns, an INSERT the columns it names): an
+    update sets the columns it holds, its key taken from the before image
+    where the after image leaves it out; an insert's missing columns get
+    the DEFAULT they had then. A row that stays partial where it cannot be
+    completed (no row under its key to complete it, a DEFAULT not known)
+    fails the job with `REFUSED` and where it is: never a row with NULLs
+    in place of values the binlog did not say.
 
     Every stretch becomes literal expressions (which stretch a change is in,
     its values in column order, its key), so the plan is one scan and one
@@ -135,7 +147,8 @@ def rebuild_states(changes: DataFrame, plans: list[dict], as_of: AsOf | None = N
         which = (F.when if which is None else which.when)(_inside(s), F.lit(i))
     if which is None:
         which = F.lit(None).cast("int")
-    located = changes.select("op", "commit_key", "before", "after", which.alias("_stretch"))
+    located = changes.select("op", "commit_key", "file", "pos", "before", "after",
+                             which.alias("_stretch"))
     located = located.where(F.col("_stretch").isNotNull())
 
     def each(value) -> Column:  # CASE _stretch WHEN i THEN value(plan, stretch) ...
@@ -147,16 +160,50 @@ def rebuild_states(changes: DataFrame, plans: list[dict], as_of: AsOf | None = N
     images = located.select(
         each(lambda plan, s: F.lit(plan["database"])).alias("database"),
         each(lambda plan, s: F.lit(plan["table"])).alias("table"),
-        "op", "commit_key", "_stretch", F.col("_stretch").isin(keyed).alias("keyed"),
+        "op", "commit_key", "file", "pos", "_stretch",
+        F.col("_stretch").isin(keyed).alias("keyed"),
         each(lambda plan, s: _values("before", s)).alias("before"),
-        each(lambda plan, s: _values("after", s)).alias("after"))
-    # Keys from the images in column order (the select above made them).
-    images = images.select("*", each(lambda plan, s: _key("before", plan)).alias("before_key"),
-                           each(lambda plan, s: _key("after", plan)).alias("after_key"))
+        each(lambda plan, s: _values("after", s)).alias("after"),
+        each(lambda plan, s: _whole("before", s)).alias("before_whole"),
+        each(lambda plan, s: F.when(~_whole("after", s), _parts(s))).alias("parts"))
+    # The row an image leaves (whole: its values; partial: what it sets,
+    # PART_VALUE per column, NULL where it says nothing) and the keys.
+    whole = F.col("parts").isNull() | F.forall("parts", lambda part: part.isNotNull())
+    images = images.select(
+        "*", F.when(F.col("parts").isNull(), F.col("after"))
+              .otherwise(F.transform("parts", lambda part: part["v"])).alias("after_row"),
+        F.when(~whole, F.col("parts")).alias("partial"),
+        each(lambda plan, s: _key("before", plan)).alias("before_key"),
+        each(lambda plan, s: _key("after", plan)).alias("after_key"))
     by_key = _states_by_key(images.where("keyed"), net)
     if net:
         return by_key
     return by_key.unionByName(_states_as_multiset(images.where(~F.col("keyed"))))
+
+
+#: How a refused change reads in the failure of the Spark job that met it.
+REFUSED = "binlake refused: "
+#: A column's value in a partial row image: NULL where the image does not hold it.
+PART_VALUE = "struct<v:string>"
+
+
+def refused(exc: BaseException) -> str | None:
+    """The reason a job failed on a change it refused (REFUSED), if it did."""
+    text = str(exc)
+    at = text.find(REFUSED)
+    if at < 0:
+        return None
+    return text[at + len(REFUSED):].splitlines()[0].strip()
+
+
+def _refuse(condition: Column, value: Column, reason: Column) -> Column:
+    """`value`, or the job fails with `reason` where `condition` holds."""
+    failed = F.raise_error(F.concat(F.lit(REFUSED), reason)).cast("array<string>")
+    return F.when(condition, failed).otherwise(value)
+
+
+def _where(file: Column, pos: Column) -> Column:
+    return F.concat(file, F.lit(" at "), pos.cast("string"))
 
 
 def _inside(s: dict) -> Column:
@@ -175,18 +222,59 @@ def _values(side: str, s: dict) -> Column:
     """An image's values in the table's column order (a column it does not
     have yet: its default); NULL when the change has no such image."""
     image = F.col(side)
-    values = []
-    for key, default, digits in zip(s["sources"], s["defaults"], s["fractions"]):
-        text = image[key] if key is not None else F.lit(default).cast("string")
-        if digits is not None:
-            text = F.when(text.isNull(), text).otherwise(_with_fraction(text, F.lit(digits)))
-        values.append(text)
+    values = [_text(image, key, default, digits)
+              for key, default, digits in zip(s["sources"], s["defaults"], s["fractions"])]
     return F.when(image.isNotNull(), F.array(*values).cast("array<string>"))
 
 
+def _text(image: Column, key: str | None, default: str | None, digits: int | None) -> Column:
+    text = image[key] if key is not None else F.lit(default).cast("string")
+    if digits is not None:
+        text = F.when(text.isNull(), text).otherwise(_with_fraction(text, F.lit(digits)))
+    return text
+
+
+def _whole(side: str, s: dict) -> Column:
+    """The image holds every column the table had then (a full row image)."""
+    width = s.get("width", sum(key is not None for key in s["sources"]))
+    return F.size(F.col(side)) >= width
+
+
+def _parts(s: dict) -> Column:
+    """What a change with a partial after image sets, PART_VALUE per column
+    (NULL: not known): an insert, the values it holds and the DEFAULT of the
+    others; an update, the after image's values, then the before image's
+    (NOBLOB logs the unchanged columns before and after but leaves out
+    BLOBs that did not change; MINIMAL, the key before and changed columns
+    after)."""
+    def part(side: str, key, default, digits) -> Column:
+        value = F.struct(_text(F.col(side), key, default, digits).alias("v"))
+        if key is None:
+            return value
+        return F.when(F.map_contains_key(F.col(side), key), value)
+    empty = F.lit(None).cast(PART_VALUE)
+    inserted, updated = [], []
+    for key, default, digits, omitted in zip(s["sources"], s["defaults"], s["fractions"],
+                                             s.get("omitted") or [None] * len(s["sources"])):
+        after = part("after", key, default, digits)
+        filled = (F.struct(F.lit(omitted[0]).cast("string").alias("v"))
+                  if omitted is not None else empty)
+        inserted.append(F.coalesce(after, filled))
+        updated.append(F.coalesce(after, part("before", key, default, digits)))
+    return (F.when(F.col("op").isin(*INSERTS), F.array(*inserted))
+             .when(F.col("op") == "u", F.array(*updated)))
+
+
 def _key(side: str, plan: dict) -> Column:
-    """The primary key's texts of an image (of the values in column order)."""
-    return F.array(*[F.col(side)[i] for i in plan["primary_key"] or []]).cast("array<string>")
+    """The primary key's texts of an image (of the values in column order);
+    the after image's, column by column from the before image where it
+    leaves one out (MINIMAL logs only the changed columns after: a key is
+    never NULL, so a NULL is a column left out)."""
+    image = F.col(side)
+    if side == "after":
+        return F.array(*[F.coalesce(image[i], F.col("before")[i])
+                         for i in plan["primary_key"] or []]).cast("array<string>")
+    return F.array(*[image[i] for i in plan["primary_key"] or []]).cast("array<string>")
 
 
 def _with_fraction(text: Column, digits: Column) -> Column:
@@ -197,31 +285,98 @@ def _with_fraction(text: Column, digits: Column) -> Column:
         F.concat(whole, F.lit("."), F.rpad(fraction, digits, "0")))
 
 
+#: A key's touches: its row cleared, set whole, or set in part (PART_VALUEs).
+CLEAR, SET, PART = 0, 1, 2
+
+
 def _states_by_key(changes: DataFrame, net: bool = False) -> DataFrame:
+    """Each key's row after the changes: its last touch in commit order (the
+    greatest commit_key, unique), then, when touches that set only some
+    columns follow the last whole one, those applied on top of it in order
+    (collected only for such touches: whole images cost no more than the
+    last touch)."""
     before_key, after_key = F.col("before_key"), F.col("after_key")
     no_row = F.lit(None).cast("array<string>")
-    sets = F.struct(after_key.alias("key"), F.col("after").alias("row"))
-    clears = F.struct(before_key.alias("key"), no_row.alias("row"))
+    no_parts = F.lit(None).cast(f"array<{PART_VALUE}>")
+
+    def touch(kind: int, key: Column, row: Column, parts: Column) -> Column:
+        return F.struct(F.lit(kind).alias("kind"), key.alias("key"), row.alias("row"),
+                        parts.alias("parts"))
+    sets = F.when(F.col("partial").isNull(), touch(SET, after_key, F.col("after_row"), no_parts)
+                  ).otherwise(touch(PART, after_key, no_row, F.col("partial")))
+    clears = touch(CLEAR, before_key, no_row, no_parts)
     touches = (F.when(F.col("op").isin(*INSERTS), F.array(sets))
                 .when(F.col("op") == "d", F.array(clears))
                 .when(before_key == after_key, F.array(sets))
                 .otherwise(F.array(clears, sets)))
-    # The last touch of each key: the greatest (commit_key, row), commit keys
-    # being unique (max of a struct compiles to code; max_by does not).
-    last = (changes.select("database", "table", "commit_key", F.explode(touches).alias("t"))
-            .groupBy("database", "table", F.col("t.key").alias("key"))
-            .agg(F.max(F.struct("commit_key", "t.row")).alias("last"))
-            .select("database", "table", "key", F.col("last.row").alias("row")))
+    kind = F.col("t.kind")
+    # The last touch; the last that is not partial, with its row (a
+    # struct's max compiles to code, max_by does not); the partial ones.
+    grouped = (changes.select("database", "table", "commit_key", "file", "pos",
+                              F.explode(touches).alias("t"))
+               .groupBy("database", "table", F.col("t.key").alias("key"))
+               .agg(F.max(F.struct("commit_key", kind.alias("kind"))).alias("last"),
+                    F.max(F.when(kind != PART, F.struct("commit_key", kind.alias("kind"),
+                                                        F.col("t.row").alias("row"))))
+                    .alias("base"),
+                    F.collect_list(F.when(kind == PART, F.struct(
+                        "commit_key", F.col("t.parts").alias("parts"), "file", "pos")))
+                    .alias("parts")))
+    base = F.col("base")
+    later = F.array_sort(F.filter("parts", lambda p: base.isNull()
+                                  | (p["commit_key"] > base["commit_key"])))
+    start = F.when(base["kind"] == SET, F.transform(base["row"], lambda v: F.struct(v.alias("v")))
+                   ).otherwise(F.array_repeat(F.lit(None).cast(PART_VALUE),
+                                              F.size(F.element_at(later, 1)["parts"])))
+    applied = F.aggregate(later, start, lambda row, p: F.zip_with(
+        p["parts"], row, lambda new, old: F.coalesce(new, old)))
+    partial = F.size(later) > 0
+    incomplete = partial & F.exists(applied, lambda part: part.isNull())
+    row = (F.when(F.col("last.kind") == CLEAR, no_row)
+            .when(partial, F.transform(applied, lambda part: part["v"]))
+            .otherwise(base["row"]))
+    last_partial = F.element_at(later, -1)
+    # Rows no change of this run completes: known only to the table (net,
+    # when no touch before cleared the key), else refused.
+    unknown = incomplete & (base.isNotNull() if net else F.lit(True))
+    row = _refuse(unknown & (F.col("last.kind") != CLEAR), row, F.concat(
+        _where(last_partial["file"], last_partial["pos"]), F.lit(": "),
+        F.col("database"), F.lit("."), F.col("table"),
+        F.lit(": a partial row image (binlog_row_image=MINIMAL or NOBLOB) of a row no "
+              "change before it wrote whole (an UPDATE that moved it to a new key, an "
+              "INSERT leaving out a column whose DEFAULT is not known): the columns it "
+              "leaves out are not in the binlog")))
     if net:
-        return last
-    return last.where(F.col("row").isNotNull()).select("database", "table", "row")
+        present = F.when(incomplete, F.array_join(F.transform(
+            applied, lambda part: F.when(part.isNull(), "0").otherwise("1")), ""))
+        at = F.when(incomplete, F.concat(last_partial["file"], F.lit(":"),
+                                         last_partial["pos"].cast("string")))
+        return grouped.select("database", "table", "key", row.alias("row"),
+                              present.alias("present"), at.alias("at"))
+    states = grouped.select("database", "table", row.alias("row"))
+    return states.where(F.col("row").isNotNull())
 
 
 def _states_as_multiset(changes: DataFrame) -> DataFrame:
-    plus = F.struct(F.lit(1).alias("n"), F.col("after").alias("row"))
-    minus = F.struct(F.lit(-1).alias("n"), F.col("before").alias("row"))
-    deltas = (F.when(F.col("op").isin(*INSERTS), F.array(plus))
-               .when(F.col("op") == "d", F.array(minus))
+    """A table without a key: +1 per after image, -1 per before image. Both
+    must be whole rows: the after image completed by the before image
+    (NOBLOB), and a before image that is not whole means the server found
+    the row by a key binlake does not know of (a UNIQUE NOT NULL key under
+    MINIMAL): refused."""
+    op = F.col("op")
+    after = _refuse(F.col("partial").isNotNull(), F.col("after_row"), F.concat(
+        _where(F.col("file"), F.col("pos")), F.lit(": "), F.col("database"), F.lit("."),
+        F.col("table"), F.lit(": a partial row image of a table without a primary key: the "
+                              "columns it leaves out are not in the binlog")))
+    before = _refuse(op.isin("u", "d") & ~F.col("before_whole"), F.col("before"), F.concat(
+        _where(F.col("file"), F.col("pos")), F.lit(": "), F.col("database"), F.lit("."),
+        F.col("table"), F.lit(": the row is identified by a key binlake does not know (a "
+                              "partial before image, binlog_row_image=MINIMAL): give the "
+                              "table's definition with its key (--schema)")))
+    plus = F.struct(F.lit(1).alias("n"), after.alias("row"))
+    minus = F.struct(F.lit(-1).alias("n"), before.alias("row"))
+    deltas = (F.when(op.isin(*INSERTS), F.array(plus))
+               .when(op == "d", F.array(minus))
                .otherwise(F.array(minus, plus)))
     counted = (changes.select("database", "table", F.explode(deltas).alias("d"))
                .groupBy("database", "table", F.col("d.row").alias("row"))
