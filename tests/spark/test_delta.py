@@ -142,3 +142,39 @@ def test_a_partial_row_of_a_key_the_table_does_not_hold_is_found_before_any_merg
     assert rows_not_held(uri, partial, ["id"]) == ["binlog.000001:101"]
     assert rows_not_held(str(tmp_path / "db.none"), partial, ["id"]) == [
         "binlog.000001:100", "binlog.000001:101"]
+
+
+def test_committed_files_carry_statistics_and_every_commit_feeds_changes(tmp_path):
+    """Readers and MERGE skip files by their min/max; a downstream job reads
+    each version's changes (the change data feed)."""
+    import datetime as dt
+
+    import pyarrow.parquet as pq
+
+    from binlake.spark.delta import STATS_TEXT_CHARS, commit_table
+
+    uri = tmp_path / "db.t"
+    uri.mkdir()
+    long_text = "x" * (STATS_TEXT_CHARS + 1)
+    rows = pa.table({"id": pa.array([3, 1, None], pa.int64()), "name": ["b", "a", long_text],
+                     "day": [dt.date(2024, 1, 2), dt.date(2023, 5, 6), None],
+                     "ratio": [0.5, float("nan"), 1.0]})
+    pq.write_table(rows, uri / "part-1.parquet")
+    commit_table(str(uri), "db.t", ["part-1.parquet"], rows.schema, run=1, through={})
+    actions = pa.table(deltalake.DeltaTable(str(uri)).get_add_actions(flatten=True)).to_pylist()
+    (action,) = actions
+    assert action["num_records"] == 3
+    assert (action["min.id"], action["max.id"], action["null_count.id"]) == (1, 3, 1)
+    assert (action["min.day"], action["max.day"]) == (dt.date(2023, 5, 6), dt.date(2024, 1, 2))
+    assert action.get("min.name") is None  # the longest text is past what stats carry
+    assert action.get("min.ratio") is None  # a NaN has no place in a range
+    assert deltalake.DeltaTable(str(uri)).metadata().configuration[
+        "delta.enableChangeDataFeed"] == "true"
+    more = pa.table({"id": pa.array([3], pa.int64()), "name": ["B"],
+                     "day": pa.array([None], pa.date32()), "ratio": [2.0],
+                     DELETED: [False], PRESENT: pa.array([None], pa.string()),
+                     AT: pa.array([None], pa.string())})
+    merge_net_changes(str(uri), "db.t", more, ["id"], run=2, through={})
+    feed = pa.table(deltalake.DeltaTable(str(uri)).load_cdf(starting_version=2).read_all()).to_pylist()
+    changes = sorted((row["_change_type"], row["id"], row["name"]) for row in feed)
+    assert changes == [("update_postimage", 3, "B"), ("update_preimage", 3, "b")]

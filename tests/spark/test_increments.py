@@ -3,7 +3,7 @@ one from a server that keeps writing (and is restarted once), the pipeline
 runs after each, and tables/ equals the server's `SELECT *` every time.
 
 The steps exercise each way a run brings a table in step: inserts appended,
-updates and deletes merged by key, a keyless table's deletes (rebuilt), and
+updates and deletes merged by key, a keyless table's deletes (its rows rewritten), and
 DDL (ADD COLUMN with a default, TRUNCATE, RENAME, DROP: rebuilt; an index or
 a comment: the table as it was, new rows appended). Then the
 same increments again with the pipeline SIGKILLed at random moments of the
@@ -23,8 +23,10 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("pyspark")
-pytest.importorskip("deltalake")
+deltalake = pytest.importorskip("deltalake")
+pa = pytest.importorskip("pyarrow")
 
+import binlake  # noqa: E402
 import binlake.spark  # noqa: E402
 from binlake.spark.pipeline import load_manifest, run_pipeline  # noqa: E402
 from binlake.testing.mariadb import MariaDBServer  # noqa: E402
@@ -110,7 +112,7 @@ def test_every_increment_equal_to_the_server(spark, steps, tmp_path):
     incoming, out = tmp_path / "incoming", tmp_path / "out"
     incoming.mkdir()
     assert len(steps) == 1 + len(STEPS)
-    work = []
+    work, versions = [], []
     for number, step in enumerate(steps):
         arrive(step, incoming)
         result = run_pipeline(spark, [str(incoming)], str(out))
@@ -119,10 +121,12 @@ def test_every_increment_equal_to_the_server(spark, steps, tmp_path):
         assert load_manifest(str(out))["pending"] == {}
         work.append({how: sorted(t.split(".")[1] for t in tables)
                      for how, tables in result.table_work.items() if tables})
+        versions.append({table: deltalake.DeltaTable(str(out / "tables" / f"{DATABASE}.{table}"))
+                         .version() for table in FED})
     # Each table took the cheapest way its changes allow.
     assert work[1] == {"appended": ["ints", "no_pk"]}
     assert work[2] == {"merged": ["ints", "probe"]}
-    assert work[3] == {"rebuilt": ["no_pk"]}  # no key: a delete is a rebuild
+    assert work[3] == {"rewritten": ["no_pk"]}  # no key: its rows now, rewritten
     assert work[4] == {"rebuilt": ["probe"]}  # ADD COLUMN
     assert work[5] == {"merged": ["ints", "probe"]}
     assert work[6] == {"rebuilt": ["strings"]}  # TRUNCATE
@@ -130,6 +134,15 @@ def test_every_increment_equal_to_the_server(spark, steps, tmp_path):
     assert work[8] == {"appended": ["ints"]}
     assert work[9] == {"merged": ["ints", "probe"]}
     assert work[10] == {"appended": ["ints"]}  # DDL that changes no column changes nothing
+    # The change data feed of each run's commits says what the binlogs
+    # say the run's changes did to each key of the tables merged into.
+    for number in range(1, len(steps)):
+        new_files = [f for f in steps[number].files if f not in steps[number - 1].files]
+        for table in FED:
+            if table in work[number].get("merged", []) + work[number].get("appended", []):
+                feed = fed_keys(out, table, versions[number - 1][table] + 1,
+                                versions[number][table])
+                assert feed == binlog_keys(new_files, table), (number, table)
     # Nothing new: nothing done.
     assert not run_pipeline(spark, [str(incoming)], str(out)).tables_rebuilt
     # Spark reads the Delta tables, now and as of an earlier version (the
@@ -139,6 +152,46 @@ def test_every_increment_equal_to_the_server(spark, steps, tmp_path):
     assert ids(r.asDict() for r in now.collect()) == ids(steps[-1].tables["ints"])
     then = binlake.spark.read_table(spark, str(out), f"{DATABASE}.ints", as_of=2)
     assert ids(r.asDict() for r in then.collect()) == ids(steps[1].tables["ints"])
+
+
+#: Keyed tables whose change data feed is held to the binlog's changes.
+FED = ("ints", "probe")
+
+
+def fed_keys(out: Path, table: str, first: int, last: int) -> dict:
+    """{id: "insert"|"delete"|"update"} of the table's change data feed
+    over versions first..last (a version that changed no row adds nothing)."""
+    uri = str(out / "tables" / f"{DATABASE}.{table}")
+    rows = pa.table(deltalake.DeltaTable(uri).load_cdf(
+        starting_version=first, ending_version=last).read_all()).to_pylist()
+    before = {row["id"] for row in rows if row["_change_type"] in ("delete", "update_preimage")}
+    after = {row["id"] for row in rows if row["_change_type"] in ("insert", "update_postimage")}
+    return net_kinds(before, after)
+
+
+def binlog_keys(files: list[str], table: str) -> dict:
+    """The same from the binlog: a key existed before if its first change
+    found it there, and after if its last change left it there."""
+    first, last = {}, {}
+    for path in files:
+        for change in binlake.changes(path):
+            if change.table != table:
+                continue
+            touches = []
+            if change.before is not None:
+                touches.append((change.before["id"], True, False))
+            if change.after is not None:
+                touches.append((change.after["id"], False, True))
+            for key, was, stays in touches:
+                first.setdefault(key, was)
+                last[key] = stays
+    return net_kinds({k for k, was in first.items() if was},
+                     {k for k, stays in last.items() if stays})
+
+
+def net_kinds(before: set, after: set) -> dict:
+    return {key: "update" if key in before and key in after else
+            "delete" if key in before else "insert" for key in before | after}
 
 
 def pipeline(incoming: Path, out: Path) -> list[str]:

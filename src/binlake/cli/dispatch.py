@@ -22,6 +22,7 @@ COMMANDS = {
     "sql": "Write executable SQL for every change, or its rollback (--flashback)",
     "schema": "Print the schema history: every table's columns after each DDL statement",
     "pipeline": "Run the Spark pipeline: events, changes and rebuilt tables as Parquet",
+    "maintain": "Compact and vacuum the Delta tables of a pipeline's output",
 }
 
 

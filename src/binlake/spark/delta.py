@@ -35,6 +35,13 @@ NET_COLUMNS = (DELETED, PRESENT, AT)
 APP_ID = "binlake:{table}"
 #: Commit metadata key: the binlog position (file -> offset) the table reflects.
 THROUGH = "binlake.through"
+#: Every table's properties: its change data feed on (a downstream job reads
+#: what each commit changed: appends as inserts, merges as delete,
+#: update_preimage, update_postimage and insert).
+TABLE_PROPERTIES = {"delta.enableChangeDataFeed": "true"}
+#: Longest text a file's statistics carry: a longer min or max is left out
+#: (a prefix would be a valid min but not a valid max).
+STATS_TEXT_CHARS = 32
 
 
 def committed_run(uri: str, table: str) -> int | None:
@@ -67,7 +74,8 @@ def merge_net_changes(uri: str, table: str, net, keys: list[str], *, run: int,
     if done is None and not _exists(uri):
         net = net.read_all() if hasattr(net, "read_all") else net
         present = net.filter(pc.invert(net[DELETED])).drop_columns(list(NET_COLUMNS))
-        write_deltalake(uri, present, mode="error", commit_properties=commit)
+        write_deltalake(uri, present, mode="error", commit_properties=commit,
+                        configuration=TABLE_PROPERTIES)
         return "created"
     on = " AND ".join(f"t.{_quoted(k)} = s.{_quoted(k)}" for k in keys)
     deleted, partial = f"s.{_quoted(DELETED)}", f"s.{_quoted(PRESENT)}"
@@ -124,15 +132,15 @@ def commit_table(uri: str, table: str, files: list[str], schema, *, run: int,
     from deltalake.transaction import AddAction
 
     if not _exists(uri):  # version 0: the schema, no rows
-        write_deltalake(uri, schema.empty_table(), mode="error")
+        write_deltalake(uri, schema.empty_table(), mode="error", configuration=TABLE_PROPERTIES)
     _allow_timestamp_ntz(uri, schema)
+    _with_table_properties(uri)
     actions = []
     for path in files:
         full = os.path.join(uri, path)
-        meta = pq.ParquetFile(full).metadata
         stat = os.stat(full)
         actions.append(AddAction(path, stat.st_size, {}, int(stat.st_mtime * 1000), True,
-                                 json.dumps({"numRecords": meta.num_rows})))
+                                 file_stats(pq.ParquetFile(full).metadata)))
     commit = _commit_properties(table, run, through)
     DeltaTable(uri).create_write_transaction(actions, mode, schema,
                                              commit_properties=commit)
@@ -150,6 +158,104 @@ def _allow_timestamp_ntz(uri: str, schema) -> None:
     if "timestampNtz" not in (table.protocol().writer_features or []):
         table.alter.add_feature(TableFeatures.TimestampWithoutTimezone,
                                 allow_protocol_versions_increase=True)
+
+
+#: A table holding more files than this is compacted after a run that
+#: committed to it (appends and merges add files, run after run).
+COMPACT_AT_FILES = 16
+#: The size compaction writes files of.
+TARGET_FILE_BYTES = 128 << 20
+#: Old versions stay readable (time travel) this long; then the files no
+#: later version holds are deleted (Delta's own default: a week).
+RETENTION_HOURS = 7 * 24
+
+
+def maintain(uri: str, *, compact: bool = False, retention_hours: int = RETENTION_HOURS) -> dict:
+    """Compact the table's small files (`compact`, or more than
+    COMPACT_AT_FILES of them; one commit that changes no row, which the
+    change data feed skips) and vacuum it: files no version of the last
+    `retention_hours` holds are deleted, files never committed (a run killed
+    before its commit) among them. Returns {"compacted": files replaced,
+    "vacuumed": files deleted}."""
+    from deltalake import DeltaTable
+    table = DeltaTable(uri)
+    compacted = 0
+    files = len(table.file_uris())
+    if files > 1 and (compact or files > COMPACT_AT_FILES):
+        compacted = table.optimize.compact(target_size=TARGET_FILE_BYTES)["numFilesRemoved"]
+    vacuumed = table.vacuum(retention_hours=retention_hours, dry_run=False,
+                            enforce_retention_duration=False, full=True)
+    return {"compacted": compacted, "vacuumed": len(vacuumed)}
+
+
+def _with_table_properties(uri: str) -> None:
+    """TABLE_PROPERTIES on a table made before binlake set them."""
+    from deltalake import DeltaTable
+    table = DeltaTable(uri)
+    config = table.metadata().configuration
+    if any(config.get(name) != value for name, value in TABLE_PROPERTIES.items()):
+        table.alter.set_table_properties(TABLE_PROPERTIES)
+
+
+def file_stats(metadata) -> str:
+    """Delta statistics of a Parquet file, from its footer (no row is read):
+    numRecords, and for each top-level column of a plain type its nullCount
+    and, where every row group with values has them, minValues and
+    maxValues. Readers and MERGE skip a file its ranges rule out, so a
+    range is written only where its JSON is exact: integers, dates, texts
+    up to STATS_TEXT_CHARS; not floats (NaN), decimals (a JSON number is a
+    double), timestamps (Delta's are milliseconds) or bytes."""
+    import pyarrow as pa
+    leaves: dict[str, list[int]] = {}
+    for index in range(metadata.num_columns):
+        leaves.setdefault(metadata.schema.column(index).path, []).append(index)
+    out = {"numRecords": metadata.num_rows, "minValues": {}, "maxValues": {}, "nullCount": {}}
+    for field in metadata.schema.to_arrow_schema():
+        found = leaves.get(field.name)
+        if not found or len(found) != 1 or pa.types.is_nested(field.type):
+            continue  # a nested column (SET, VECTOR), or a name with dots that reads as one
+        summary = _column_stats(metadata, found[0])
+        if summary is None:
+            continue
+        nulls, low, high = summary
+        out["nullCount"][field.name] = nulls
+        low, high = _stats_value(low, field.type), _stats_value(high, field.type)
+        if low is not None and high is not None:
+            out["minValues"][field.name], out["maxValues"][field.name] = low, high
+    return json.dumps(out)
+
+
+def _column_stats(metadata, index: int):
+    """(null count, min, max) of one column over the row groups; min and max
+    None where a row group with values has none; None if a null count is missing."""
+    nulls, low, high, ranged = 0, None, None, True
+    for group in range(metadata.num_row_groups):
+        rows = metadata.row_group(group)
+        stats = rows.column(index).statistics
+        if stats is None or not stats.has_null_count:
+            return None
+        nulls += stats.null_count
+        if stats.null_count == rows.num_rows:
+            continue  # no value, no range
+        if not stats.has_min_max:
+            ranged = False
+            continue
+        low = stats.min if low is None else min(low, stats.min)
+        high = stats.max if high is None else max(high, stats.max)
+    return (nulls, low, high) if ranged else (nulls, None, None)
+
+
+def _stats_value(value, kind):
+    import pyarrow as pa
+    if value is None:
+        return None
+    if pa.types.is_integer(kind):
+        return int(value)
+    if pa.types.is_date32(kind):
+        return value.isoformat()
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return value if len(value) <= STATS_TEXT_CHARS else None
+    return None
 
 
 def read_table(uri: str):

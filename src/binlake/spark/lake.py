@@ -49,10 +49,11 @@ import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
 from binlake.spark.delta import (AT, DELETED, NET_COLUMNS, PRESENT, commit_table, committed_run,
-                                 merge_net_changes, row_count, rows_not_held)
+                                 maintain, merge_net_changes, row_count, rows_not_held)
 from binlake.spark.layouts import qualified
 from binlake.spark.partitioned import escape_partition_value, parquet_rows, unescape_partition_value
-from binlake.spark.tables import INSERTS, AsOf, one_of, rebuild_states, refused, typed_state
+from binlake.spark.tables import (INSERTS, ROWS_PER_FILE, AsOf, multiset_deltas, one_of,
+                                  rebuild_states, refused, typed_rows, typed_state)
 from binlake.spark.typed import typed_columns
 
 TABLES = "tables"
@@ -92,6 +93,7 @@ def update_tables(out: str, plans: list, manifest: dict, *, as_of: AsOf | None,
             raise
         raise ValueError(f"{reason}: nothing was applied to the tables") from None
     lake.commit()
+    lake.maintain()
     lake.drop_all_but(by_key)
     shutil.rmtree(staged, ignore_errors=True)
     counts = {key: row_count(os.path.join(tables_dir, key)) for key in sorted(by_key)}
@@ -121,7 +123,7 @@ def _stage(lake: "_Lake", manifest: dict, state: dict, by_key: dict, signatures:
             files = [os.path.join(out, "changes", name)
                      for r in runs for name in manifest["pending"][str(r)]]
             if files:
-                rebuild += lake.apply(read_changes(files), files, group)
+                lake.apply(read_changes(files), files, group)
         lake.rebuild(read_changes, rebuild, None)
 
 
@@ -143,7 +145,7 @@ class _Lake:
         self.tables_dir, self.staged = tables_dir, staged
         self.changes = changes
         self.run, self.through, self.log = run, through, log
-        self.work = {"appended": [], "merged": [], "rebuilt": []}
+        self.work = {"appended": [], "merged": [], "rewritten": [], "rebuilt": []}
         self.commits: list = []  #: (function, arguments) run by `commit`, in order
 
     def commit(self) -> None:
@@ -152,6 +154,15 @@ class _Lake:
         for function, arguments in self.commits:
             function(*arguments)
         self.commits = []
+
+    def maintain(self) -> None:
+        """The tables this run committed to, compacted when their files are
+        many, and vacuumed (binlake.spark.delta.maintain)."""
+        touched = [key for keys in self.work.values() for key in keys]
+        done = [maintain(os.path.join(self.tables_dir, key)) for key in touched]
+        compacted = sum(d["compacted"] for d in done)
+        if compacted:
+            self.log(f"tables: {compacted} small files compacted")
 
     def rebuild(self, read_changes, plans: list, as_of: AsOf | None) -> None:
         """Each table's state as of the end (or `as_of`), computed from its
@@ -173,12 +184,12 @@ class _Lake:
         self.work["rebuilt"] += list(by_key)
         self.log(f"tables: {len(by_key)} rebuilt" + (f" as of {as_of.describe()}" if as_of else ""))
 
-    def apply(self, changes, files: list, plans: list) -> list:
+    def apply(self, changes, files: list, plans: list) -> None:
         """Add new changes (`changes`, read from `files`) to tables whose
-        definition did not change; returns the plans that need a rebuild
-        instead (no key, and more than inserts)."""
+        definition did not change: inserts appended, a keyed table's net
+        changes merged, a keyless table's rows rewritten."""
         found = self.changes.stats(files)
-        appended, merged, rebuild = [], [], []
+        appended, merged, rewritten = [], [], []
         for plan in plans:
             sources = _sources(plan)
             if not any(source in found for source in sources):
@@ -188,9 +199,10 @@ class _Lake:
             elif plan["primary_key"]:
                 merged.append(plan)
             else:
-                rebuild.append(plan)
-        if appended or merged:
-            self.log(f"tables: appending to {len(appended)}, merging into {len(merged)}")
+                rewritten.append(plan)
+        if appended or merged or rewritten:
+            self.log(f"tables: appending to {len(appended)}, merging into {len(merged)}, "
+                     f"rewriting {len(rewritten)}")
         kinds = {**{key: "rows" for key in _by_table(appended)},
                  **{key: "net" for key in _by_table(merged)}}
         by_key = _by_table(appended + merged)
@@ -214,7 +226,34 @@ class _Lake:
                 self.commits.append((self._merge, (key, net, plan["layout"])))
         self.work["appended"] += [key for key in by_key if kinds[key] == "rows"]
         self.work["merged"] += [key for key in by_key if kinds[key] == "net"]
-        return rebuild
+        self._each(lambda plan: self._rewrite(changes, plan, found), rewritten)
+        for key, plan in _by_table(rewritten).items():
+            self.commits.append((self._commit, (key, plan["layout"], "overwrite")))
+        self.work["rewritten"] += list(_by_table(rewritten))
+
+    def _rewrite(self, changes, plan: dict, found: dict) -> None:
+        """A table without a key is a multiset of rows: its rows now (read
+        from its current version: a cost that follows the table's size, not
+        its history), each distinct row's copies added or removed by the new
+        changes, staged whole for one overwrite (readers see the old version
+        or the new). A copy removed that the table does not hold changes
+        nothing, as a rebuild from the changes has it, and as a keyed
+        table's DELETE of a key it does not hold does."""
+        key, layout = qualified(plan["database"], plan["table"]), plan["layout"]
+        deltas = multiset_deltas(changes.where(one_of(_sources(plan))), [plan])
+        uri = os.path.join(self.tables_dir, key)
+        current = delta_frame(changes.sparkSession, uri)
+        typed = typed_rows(deltas, layout, extra=("n",))
+        names = [_column(c["key"]) for c in layout["columns"]]
+        rows = (current.select(*names, F.lit(1).cast("long").alias("n"))
+                .unionByName(typed)
+                .groupBy(*names).agg(F.sum("n").alias("n")).where(F.col("n") > 0))
+        rows = rows.select(F.explode(F.array_repeat(F.struct(*names), F.col("n").cast("int")))
+                           .alias("r")).select("r.*")
+        size = row_count(uri) + sum(found[s].rows for s in _sources(plan) if s in found)
+        files = max(1, -(-size // ROWS_PER_FILE))
+        spread = rows.repartition(1) if files == 1 else rows.repartitionByRange(files, *names)
+        spread.sortWithinPartitions(*names).write.parquet(os.path.join(self.staged, key))
 
     def drop_all_but(self, keep) -> None:
         """Tables dropped, or no longer selected, leave the lake whole."""
@@ -322,10 +361,15 @@ def spark_table(spark, out: str, table: str, as_of=None):
     version number, or a datetime: the version current then). delta-rs names
     the version's files; Spark reads them as Parquet (binlake's tables have
     no deletion vectors, so the files are the rows)."""
+    return delta_frame(spark, os.path.join(out, TABLES, table), as_of)
+
+
+def delta_frame(spark, uri: str, as_of=None):
+    """The Delta table at `uri` as a DataFrame (see `spark_table`)."""
     import pyarrow as pa
     from deltalake import DeltaTable
     from pyspark.sql.pandas.types import from_arrow_schema
-    delta = DeltaTable(os.path.join(out, TABLES, table))
+    delta = DeltaTable(uri)
     if as_of is not None:
         delta.load_as_version(as_of)
     schema = from_arrow_schema(pa.schema(delta.schema().to_arrow()))
@@ -339,6 +383,11 @@ def hadoop_literal(path: str) -> str:
     """A path Spark's readers take as it is: they expand glob patterns, so
     an output directory named like `lake{a,b}` would otherwise match others."""
     return re.sub(r"([\\\[\]{}*?])", r"\\\1", path)
+
+
+def _column(name: str):
+    """A column by its name, whatever characters it holds."""
+    return F.col("`" + name.replace("`", "``") + "`")
 
 
 def _sorted_by(rows, key: list[str]):

@@ -211,6 +211,20 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
                     snapshot_chunk_rows=snapshot_chunk_rows, read_in=read_in, log=log)
 
 
+def maintain_lake(out: str, *, retention_hours: int | None = None) -> dict:
+    """Every table of the lake compacted and vacuumed now (a run does it for
+    the tables it committed to when their files are many); {"db.table":
+    {"compacted": n, "vacuumed": n}}. Holds the lake's lock: never beside a run."""
+    from binlake.spark.delta import RETENTION_HOURS, maintain
+    folder = os.path.join(out, TABLES)
+    if not os.path.isdir(_state(out)) or not os.path.isdir(folder):
+        raise ValueError(f"{out}: no tables of a binlake pipeline here")
+    hours = RETENTION_HOURS if retention_hours is None else retention_hours
+    with _the_only_run(out):
+        return {name: maintain(os.path.join(folder, name), compact=True, retention_hours=hours)
+                for name in sorted(os.listdir(folder))}
+
+
 @contextmanager
 def _the_only_run(out: str):
     """An exclusive lock on the lake for the run: a second run is refused

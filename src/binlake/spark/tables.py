@@ -134,13 +134,33 @@ def rebuild_states(changes: DataFrame, plans: list[dict], as_of: AsOf | None = N
     the DEFAULT they had then. A row that stays partial where it cannot be
     completed (no row under its key to complete it, a DEFAULT not known)
     fails the job with `REFUSED` and where it is: never a row with NULLs
-    in place of values the binlog did not say.
+    in place of values the binlog did not say."""
+    if as_of is not None:
+        changes = changes.where(as_of.condition())
+    images = _images(changes, plans)
+    by_key = _states_by_key(images.where("keyed"), net)
+    if net:
+        return by_key
+    return by_key.unionByName(_states_as_multiset(images.where(~F.col("keyed"))))
+
+
+def multiset_deltas(changes: DataFrame, plans: list[dict]) -> DataFrame:
+    """What `changes` do to tables without a key (plans without one): per
+    distinct row, (database, table, row, n), `n` the copies they add
+    (negative: remove; never 0)."""
+    images = _images(changes, plans)
+    return _multiset_counts(images.where(~F.col("keyed")), net=True)
+
+
+def _images(changes: DataFrame, plans: list[dict]) -> DataFrame:
+    """Each change of the plans' stretches: its table, op, commit key and
+    place, its images as values in the table's column order (`before`,
+    `after_row`; `partial` where the after image sets only some columns),
+    its keys, and whether its table has one (`keyed`).
 
     Every stretch becomes literal expressions (which stretch a change is in,
     its values in column order, its key), so the plan is one scan and one
     projection Spark compiles to code: no join, no per-row lambda."""
-    if as_of is not None:
-        changes = changes.where(as_of.condition())
     stretches = [(plan, s) for plan in plans for s in plan["stretches"]]
     which = None
     for i, (_, s) in enumerate(stretches):
@@ -175,10 +195,9 @@ def rebuild_states(changes: DataFrame, plans: list[dict], as_of: AsOf | None = N
         F.when(~whole, F.col("parts")).alias("partial"),
         each(lambda plan, s: _key("before", plan)).alias("before_key"),
         each(lambda plan, s: _key("after", plan)).alias("after_key"))
-    by_key = _states_by_key(images.where("keyed"), net)
-    if net:
-        return by_key
-    return by_key.unionByName(_states_as_multiset(images.where(~F.col("keyed"))))
+    return images
+
+
 
 
 #: How a refused change reads in the failure of the Spark job that met it.
@@ -196,13 +215,16 @@ def refused(exc: BaseException) -> str | None:
     return text[at + len(REFUSED):].splitlines()[0].strip()
 
 
-def _refuse(condition: Column, value: Column, reason: Column) -> Column:
-    """`value`, or the job fails with `reason` where `condition` holds."""
-    failed = F.raise_error(F.concat(F.lit(REFUSED), reason)).cast("array<string>")
+def refuse(condition: Column, value: Column, reason: Column, kind: str = "array<string>"
+           ) -> Column:
+    """`value` (of Spark type `kind`), or the job fails with `reason` where
+    `condition` holds."""
+    failed = F.raise_error(F.concat(F.lit(REFUSED), reason)).cast(kind)
     return F.when(condition, failed).otherwise(value)
 
 
-def _where(file: Column, pos: Column) -> Column:
+def where(file: Column, pos: Column) -> Column:
+    """How a refusal names a change: "FILE at POS"."""
     return F.concat(file, F.lit(" at "), pos.cast("string"))
 
 
@@ -339,8 +361,8 @@ def _states_by_key(changes: DataFrame, net: bool = False) -> DataFrame:
     # Rows no change of this run completes: known only to the table (net,
     # when no touch before cleared the key), else refused.
     unknown = incomplete & (base.isNotNull() if net else F.lit(True))
-    row = _refuse(unknown & (F.col("last.kind") != CLEAR), row, F.concat(
-        _where(last_partial["file"], last_partial["pos"]), F.lit(": "),
+    row = refuse(unknown & (F.col("last.kind") != CLEAR), row, F.concat(
+        where(last_partial["file"], last_partial["pos"]), F.lit(": "),
         F.col("database"), F.lit("."), F.col("table"),
         F.lit(": a partial row image (binlog_row_image=MINIMAL or NOBLOB) of a row no "
               "change before it wrote whole (an UPDATE that moved it to a new key, an "
@@ -358,21 +380,31 @@ def _states_by_key(changes: DataFrame, net: bool = False) -> DataFrame:
 
 
 def _states_as_multiset(changes: DataFrame) -> DataFrame:
-    """A table without a key: +1 per after image, -1 per before image. Both
-    must be whole rows: the after image completed by the before image
-    (NOBLOB), and a before image that is not whole means the server found
-    the row by a key binlake does not know of (a UNIQUE NOT NULL key under
-    MINIMAL): refused."""
+    """Rows of tables without a key: each distinct row as many times as the
+    changes add it."""
+    counted = _multiset_counts(changes).where(F.col("n") > 0)
+    return counted.select("database", "table",
+                          F.explode(F.array_repeat("row", F.col("n").cast("int"))).alias("row"))
+
+
+def _multiset_counts(changes: DataFrame, net: bool = False) -> DataFrame:
+    """A table without a key: +1 per after image, -1 per before image,
+    summed per distinct row (with `net`, without the rows that sum to 0).
+    Both images must be whole rows: the after image completed by the before
+    image (NOBLOB), and a before image that is not whole means the server
+    found the row by a key binlake does not know of (a UNIQUE NOT NULL
+    key): refused."""
     op = F.col("op")
-    after = _refuse(F.col("partial").isNotNull(), F.col("after_row"), F.concat(
-        _where(F.col("file"), F.col("pos")), F.lit(": "), F.col("database"), F.lit("."),
+    after = refuse(F.col("partial").isNotNull(), F.col("after_row"), F.concat(
+        where(F.col("file"), F.col("pos")), F.lit(": "), F.col("database"), F.lit("."),
         F.col("table"), F.lit(": a partial row image of a table without a primary key: the "
                               "columns it leaves out are not in the binlog")))
-    before = _refuse(op.isin("u", "d") & ~F.col("before_whole"), F.col("before"), F.concat(
-        _where(F.col("file"), F.col("pos")), F.lit(": "), F.col("database"), F.lit("."),
+    before = refuse(op.isin("u", "d") & ~F.col("before_whole"), F.col("before"), F.concat(
+        where(F.col("file"), F.col("pos")), F.lit(": "), F.col("database"), F.lit("."),
         F.col("table"), F.lit(": the row is identified by a key binlake does not know (a "
-                              "partial before image, binlog_row_image=MINIMAL): give the "
-                              "table's definition with its key (--schema)")))
+                              "UNIQUE key: binlake keys tables by their PRIMARY KEY): a "
+                              "partial before image cannot name the row; log full row "
+                              "images (binlog_row_image=FULL)")))
     plus = F.struct(F.lit(1).alias("n"), after.alias("row"))
     minus = F.struct(F.lit(-1).alias("n"), before.alias("row"))
     deltas = (F.when(op.isin(*INSERTS), F.array(plus))
@@ -380,10 +412,8 @@ def _states_as_multiset(changes: DataFrame) -> DataFrame:
                .otherwise(F.array(minus, plus)))
     counted = (changes.select("database", "table", F.explode(deltas).alias("d"))
                .groupBy("database", "table", F.col("d.row").alias("row"))
-               .agg(F.sum("d.n").alias("n"))
-               .where(F.col("n") > 0))
-    return counted.select("database", "table",
-                          F.explode(F.array_repeat("row", F.col("n").cast("int"))).alias("row"))
+               .agg(F.sum("d.n").alias("n")))
+    return counted.where(F.col("n") != 0) if net else counted
 
 
 ROWS_PER_FILE = 1_000_000

@@ -1,0 +1,66 @@
+"""`binlake maintain`: a lake's Delta tables compacted and vacuumed, never
+beside a pipeline run (binlake.spark.delta.maintain)."""
+from __future__ import annotations
+
+import fcntl
+import io
+from pathlib import Path
+
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+deltalake = pytest.importorskip("deltalake")
+pytest.importorskip("pyspark")
+
+import pyarrow.parquet as pq  # noqa: E402
+
+from binlake.cli.dispatch import main  # noqa: E402
+from binlake.spark.delta import commit_table, maintain, read_table  # noqa: E402
+
+
+def lake_of_small_files(out: Path, commits: int) -> Path:
+    """A lake whose one table took `commits` appends, a file each, and holds
+    a file no commit names (what a run killed before its commit leaves)."""
+    table = out / "tables" / "db.t"
+    table.mkdir(parents=True)
+    (out / "_binlake").mkdir()
+    for run in range(1, commits + 1):
+        rows = pa.table({"id": pa.array([run], pa.int64())})
+        pq.write_table(rows, table / f"part-{run}.parquet")
+        commit_table(str(table), "db.t", [f"part-{run}.parquet"], rows.schema, run=run,
+                     through={}, mode="append")
+    pq.write_table(pa.table({"id": pa.array([99], pa.int64())}), table / "part-orphan.parquet")
+    return table
+
+
+def parquet_files(table: Path) -> set:
+    return {p.name for p in table.glob("*.parquet")}
+
+
+def test_a_table_of_many_small_files_is_compacted_and_the_rest_vacuumed(tmp_path):
+    table = lake_of_small_files(tmp_path / "lake", 3)
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["maintain", "--out", str(tmp_path / "lake"), "--retention-hours", "0"],
+                out, err) == 0, err.getvalue()
+    assert out.getvalue() == "db.t: 3 files compacted, 4 files deleted\n"
+    assert len(parquet_files(table)) == 1  # the compacted one
+    assert sorted(read_table(str(table)).column("id").to_pylist()) == [1, 2, 3]
+
+
+def test_a_run_leaves_few_files_alone_and_old_versions_readable(tmp_path):
+    table = lake_of_small_files(tmp_path / "lake", 2)
+    assert maintain(str(table)) == {"compacted": 0, "vacuumed": 0}  # a week's retention
+    assert parquet_files(table) == {"part-1.parquet", "part-2.parquet", "part-orphan.parquet"}
+
+
+def test_maintenance_beside_a_run_is_refused(tmp_path):
+    lake = tmp_path / "lake"
+    lake_of_small_files(lake, 2)
+    with open(lake / "_binlake" / "lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        err = io.StringIO()
+        assert main(["maintain", "--out", str(lake)], io.StringIO(), err) == 1
+    assert "another binlake pipeline run is using this lake" in err.getvalue()
+    err = io.StringIO()
+    assert main(["maintain", "--out", str(tmp_path / "none")], io.StringIO(), err) == 1
+    assert err.getvalue().startswith("binlake maintain: ") and "no tables" in err.getvalue()
