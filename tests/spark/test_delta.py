@@ -178,3 +178,29 @@ def test_committed_files_carry_statistics_and_every_commit_feeds_changes(tmp_pat
     feed = pa.table(deltalake.DeltaTable(str(uri)).load_cdf(starting_version=2).read_all()).to_pylist()
     changes = sorted((row["_change_type"], row["id"], row["name"]) for row in feed)
     assert changes == [("update_postimage", 3, "B"), ("update_preimage", 3, "b")]
+
+
+def test_a_merge_reads_only_the_files_its_keys_bounds_overlap(tmp_path):
+    import pyarrow.parquet as pq
+
+    from binlake.spark.delta import commit_table, key_bounds
+
+    uri = tmp_path / "db.t"
+    uri.mkdir()
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
+    names = []
+    for n in range(4):  # four files of 100 keys each
+        pq.write_table(pa.table({"id": list(range(n * 100, n * 100 + 100)),
+                                 "name": ["x"] * 100}, schema), uri / f"part-{n}.parquet")
+        names.append(f"part-{n}.parquet")
+    commit_table(str(uri), "db.t", names, schema, run=1, through={})
+    change = net([(150, "y"), (160, None)], [False, True])
+    bounds = key_bounds(change.select(["id"]))
+    assert bounds == {"id": ("150", "160")}
+    merge_net_changes(str(uri), "db.t", change, ["id"], run=2, through={}, bounds=bounds)
+    (metrics,) = [h["operationMetrics"] for h in deltalake.DeltaTable(str(uri)).history(1)]
+    assert (metrics["num_target_files_scanned"], metrics["num_target_files_skipped_during_scan"]) \
+        == (1, 3)
+    rows = deltalake.DeltaTable(str(uri)).to_pyarrow_table()
+    assert rows.num_rows == 399 and ("y" in rows.column("name").to_pylist())
+    assert key_bounds(pa.table({"k": ["b'", "a"], "f": [1.5, 2.5]})) == {"k": ("'a'", "'b'''")}

@@ -60,6 +60,12 @@ STEPS = [
      "INSERT INTO ints (id, ti) VALUES (1050, 50)", "DELETE FROM probe WHERE id = 300", "COMMIT"],
     ["ALTER TABLE ints ADD INDEX by_ti (ti)", "ALTER TABLE ints COMMENT 'an index, a comment'",
      "INSERT INTO ints (id, ti) VALUES (8001, 8)"],
+    ["ALTER TABLE probe DROP COLUMN extra", "ALTER TABLE ints CHANGE ti tiny TINYINT",
+     "UPDATE ints SET tiny = 9 WHERE id = 8001", "DELETE FROM no_pk WHERE a IS NULL OR a = 1",
+     "ALTER TABLE no_pk ADD PRIMARY KEY (a, b)", "UPDATE no_pk SET c = 3 WHERE a = 2"],
+    ["ALTER TABLE probe MODIFY amount DECIMAL(12,3)", "RENAME TABLE strings TO strings_old",
+     "CREATE TABLE strings (id INT PRIMARY KEY, note TEXT)",
+     "INSERT INTO strings VALUES (1, 'a new table under an old name')"],
 ]
 
 
@@ -127,13 +133,17 @@ def test_every_increment_equal_to_the_server(spark, steps, tmp_path):
     assert work[1] == {"appended": ["ints", "no_pk"]}
     assert work[2] == {"merged": ["ints", "probe"]}
     assert work[3] == {"rewritten": ["no_pk"]}  # no key: its rows now, rewritten
-    assert work[4] == {"rebuilt": ["probe"]}  # ADD COLUMN
+    assert work[4] == {"carried": ["probe"]}  # ADD COLUMN: its rows, with the new column
     assert work[5] == {"merged": ["ints", "probe"]}
-    assert work[6] == {"rebuilt": ["strings"]}  # TRUNCATE
-    assert work[7] == {"rebuilt": ["enums_renamed"]}
+    assert work[6] == {"carried": ["strings"]}  # TRUNCATE: none of its rows
+    assert work[7] == {"carried": ["enums_renamed"]}  # RENAME TABLE
     assert work[8] == {"appended": ["ints"]}
     assert work[9] == {"merged": ["ints", "probe"]}
     assert work[10] == {"appended": ["ints"]}  # DDL that changes no column changes nothing
+    # DROP/RENAME COLUMN and a new primary key carry the rows; a type
+    # changed rebuilds (the server converted the values; the binlog says how)
+    assert work[11] == {"carried": ["ints", "no_pk", "probe"]}
+    assert work[12] == {"carried": ["strings", "strings_old"], "rebuilt": ["probe"]}
     # The change data feed of each run's commits says what the binlogs
     # say the run's changes did to each key of the tables merged into.
     for number in range(1, len(steps)):
@@ -214,14 +224,16 @@ def test_runs_killed_while_merging_end_as_uninterrupted_runs(steps, tmp_path):
     subprocess.run(pipeline(incoming, out), env=environment(), check=True, capture_output=True)
     rng = sweeps.generator(18)
     kills = 0
-    for step in (steps[1], steps[2], steps[5]):  # appends; merges; merges after a restart
+    # appends; merges; a keyless table's rows rewritten; ADD COLUMN carrying
+    # a table's rows; merges after a restart
+    for step in steps[1:6]:
         arrive(step, incoming)
         for _ in range(sweeps.trials(KILLS_PER_STEP)):
             process = subprocess.Popen(pipeline(incoming, out), env=environment(),
                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                        text=True, start_new_session=True)
             for line in process.stderr:
-                if line.startswith("tables: appending"):
+                if line.startswith(("tables: appending", "tables: carrying")):
                     time.sleep(rng.uniform(0, 3))
                     break
             try:
@@ -234,4 +246,4 @@ def test_runs_killed_while_merging_end_as_uninterrupted_runs(steps, tmp_path):
                               capture_output=True, text=True)
         assert done.returncode == 0, done.stderr[-2000:]
         assert_tables_equal(out, step.tables, step.columns)
-    assert kills == 3 * sweeps.trials(KILLS_PER_STEP)
+    assert kills == 5 * sweeps.trials(KILLS_PER_STEP)

@@ -56,11 +56,13 @@ def committed_run(uri: str, table: str) -> int | None:
 
 
 def merge_net_changes(uri: str, table: str, net, keys: list[str], *, run: int,
-                      through: dict) -> str:
+                      through: dict, bounds: dict | None = None) -> str:
     """Apply `net` (one row per key, the table's columns plus NET_COLUMNS)
     to the Delta table at `uri` as run number `run`. A row with `PRESENT`
     sets only the columns it names in the row its key holds (the caller has
-    checked, `rows_not_held`, that there is one). Returns what was done:
+    checked, `rows_not_held`, that there is one). `bounds` ({key column:
+    (least, greatest)} of `net`, `key_bounds`) let the MERGE read only the
+    files whose statistics overlap them. Returns what was done:
     "created", "merged", or "already" (this run committed it before)."""
     import pyarrow.compute as pc
     from deltalake import DeltaTable, write_deltalake
@@ -77,7 +79,9 @@ def merge_net_changes(uri: str, table: str, net, keys: list[str], *, run: int,
         write_deltalake(uri, present, mode="error", commit_properties=commit,
                         configuration=TABLE_PROPERTIES)
         return "created"
-    on = " AND ".join(f"t.{_quoted(k)} = s.{_quoted(k)}" for k in keys)
+    on = " AND ".join([f"t.{_quoted(k)} = s.{_quoted(k)}" for k in keys]
+                      + [f"t.{_quoted(k)} >= {low} AND t.{_quoted(k)} <= {high}"
+                         for k, (low, high) in (bounds or {}).items()])
     deleted, partial = f"s.{_quoted(DELETED)}", f"s.{_quoted(PRESENT)}"
     # Every column named by us, quoted: delta-rs's update_all/insert_all
     # cannot name a column with a backtick in it, which MySQL allows.
@@ -97,6 +101,27 @@ def merge_net_changes(uri: str, table: str, net, keys: list[str], *, run: int,
      .when_not_matched_insert(inserted, predicate=f"NOT {deleted} AND {partial} IS NULL")
      .execute())
     return "merged"
+
+
+def key_bounds(columns) -> dict:
+    """{name: (least, greatest)} as SQL literals, of the integer and text
+    columns of `columns` (a pyarrow Table of key columns): conditions on
+    the target alone, by which a MERGE skips the files whose statistics lie
+    outside (delta-rs prunes by them, not by the join)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    bounds = {}
+    for name in columns.schema.names:
+        kind = columns.schema.field(name).type
+        if not (pa.types.is_integer(kind) or pa.types.is_string(kind)) or columns.num_rows == 0:
+            continue
+        least, greatest = pc.min_max(columns[name]).values()
+        if least.as_py() is None:
+            continue
+        literal = (str if pa.types.is_integer(kind)
+                   else lambda text: "'" + text.replace("'", "''") + "'")
+        bounds[name] = (literal(least.as_py()), literal(greatest.as_py()))
+    return bounds
 
 
 def rows_not_held(uri: str, net, keys: list[str]) -> list[str]:

@@ -7,12 +7,22 @@ Strategy: a run that appended new changes hands every table only those
   insert never meets a row already there: the server would have refused a
   duplicate key, and a table without a key is a multiset);
 - a table with a primary key and updates or deletes gets its net change
-  per key (the key's last image, or its deletion), written the same way
-  and applied by one MERGE (binlake.spark.delta);
-- a table without a primary key that had updates or deletes, a table
-  whose columns, key or rows a DDL statement changed (its plan differs from
-  the one recorded at its last commit), and a table new to the lake are
-  rebuilt from all of its changes and committed as its next version whole.
+  per key (the key's last image, its deletion, or the columns a partial row
+  image sets), written the same way and applied by one MERGE
+  (binlake.spark.delta);
+- a table without a primary key that had updates or deletes (a multiset)
+  has its rows now read, the new copies added and removed, and the result
+  committed whole as its next version;
+- a table whose columns, key, name or rows a DDL statement changed (its
+  plan differs from the one recorded at its last commit) has its rows
+  carried into the new definition (`carried_from`: each column from the
+  one it was, an added one its DEFAULT, none after a TRUNCATE), the new
+  changes applied on top, committed whole; a column whose type changed
+  (the server converted its values), and a table new to the lake, are
+  rebuilt from all of its changes. The cost of all but the last follows
+  a table's current size and its new changes, never its history.
+A partial row image that cannot be completed fails the run in one line
+before any table is committed: every table is staged first.
 `--as-of` builds every table as of that point in a folder of its own
 (`tables_dir`), and leaves the lake's tables as they are.
 
@@ -34,8 +44,10 @@ only after every table committed.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import operator
 import os
 import re
 import shutil
@@ -49,12 +61,14 @@ import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
 from binlake.spark.delta import (AT, DELETED, NET_COLUMNS, PRESENT, commit_table, committed_run,
-                                 maintain, merge_net_changes, row_count, rows_not_held)
+                                 key_bounds, maintain, merge_net_changes, row_count,
+                                 rows_not_held)
+from binlake.spark.history import PositionOrder
 from binlake.spark.layouts import qualified
 from binlake.spark.partitioned import escape_partition_value, parquet_rows, unescape_partition_value
 from binlake.spark.tables import (INSERTS, ROWS_PER_FILE, AsOf, multiset_deltas, one_of,
-                                  rebuild_states, refused, typed_rows, typed_state)
-from binlake.spark.typed import typed_columns
+                                  rebuild_states, refuse, refused, typed_rows, typed_state)
+from binlake.spark.typed import from_text, spark_type, table_struct, typed_columns
 
 TABLES = "tables"
 
@@ -110,21 +124,84 @@ def _stage(lake: "_Lake", manifest: dict, state: dict, by_key: dict, signatures:
         save_state({"rebuilding": True})
         lake.rebuild(read_changes, list(by_key.values()), as_of)
     else:
-        rebuild, groups = [], {}
+        rebuild, groups, carried = [], {}, {}
+        order = PositionOrder(manifest["files"])
         for key, plan in by_key.items():
             done = committed_run(os.path.join(tables_dir, key), key)
-            if done is None or state["plans"].get(key) != signatures[key]:
+            if state["plans"].get(key) != signatures[key]:
+                source = carried_from(plan, tables_dir, order)
+                if source is None:
+                    rebuild.append(plan)
+                else:
+                    carried[key] = (plan, source)
+                continue
+            if done is None:
                 rebuild.append(plan)
                 continue
             runs = tuple(sorted(int(r) for r in manifest.get("pending", {}) if int(r) > done))
             if runs:
                 groups.setdefault(runs, []).append(plan)
+
+        def new_files(done: int) -> list:
+            return [os.path.join(out, "changes", name)
+                    for run, names in sorted(manifest.get("pending", {}).items(),
+                                             key=lambda item: int(item[0]))
+                    if int(run) > done for name in names]
         for runs, group in groups.items():
-            files = [os.path.join(out, "changes", name)
-                     for r in runs for name in manifest["pending"][str(r)]]
+            files = new_files(runs[0] - 1)
             if files:
                 lake.apply(read_changes(files), files, group)
+        rebuild += lake.carry(read_changes, {key: (plan, source, new_files(source.done))
+                                             for key, (plan, source) in carried.items()})
         lake.rebuild(read_changes, rebuild, None)
+
+
+@dataclass(frozen=True)
+class CarriedFrom:
+    """Where a table whose definition changed takes its rows from: the Delta
+    table at `uri` (None: no row of it lives on, as after a TRUNCATE), as
+    of run `done`, its columns named as `stretch` has them."""
+    uri: str | None
+    done: int
+    stretch: dict | None
+
+
+def carried_from(plan: dict, tables_dir: str, order) -> CarriedFrom | None:
+    """How a table whose plan changed since its last commit (a DDL statement
+    changed its columns, key or name, or emptied it) is brought in step
+    from the rows it holds, or None: it is rebuilt from changes/. Its rows
+    live on in the stretch of the new plan that holds the point the table
+    was last committed at, under that stretch's table name (the one before
+    a RENAME); no stretch holds it when a TRUNCATE or a new CREATE came
+    since, and the rows start empty."""
+    own = os.path.join(tables_dir, qualified(plan["database"], plan["table"]))
+    for stretch in plan["stretches"]:
+        uri = os.path.join(tables_dir, qualified(stretch["database"], stretch["table"]))
+        point = _committed_point(uri, order)
+        if point is None:
+            continue
+        after, before = tuple(stretch["after"]), tuple(stretch["before"])
+        if after < point and (before[0] is None or point < before):
+            done = committed_run(uri, qualified(stretch["database"], stretch["table"]))
+            return CarriedFrom(uri, done, stretch) if done is not None else None
+    point = _committed_point(own, order)
+    done = committed_run(own, qualified(plan["database"], plan["table"])) if point else None
+    if done is None:
+        return None
+    if any(tuple(stretch["after"]) < point for stretch in plan["stretches"]):
+        return None  # rows of before the point the table does not hold: rebuild
+    return CarriedFrom(None, done, None)
+
+
+def _committed_point(uri: str, order) -> tuple | None:
+    """(file_seq, pos) the Delta table at `uri` was last committed at."""
+    from binlake.spark.delta import through_of
+    if not os.path.isdir(uri):
+        return None
+    through = through_of(uri)
+    if not through:
+        return None
+    return max(order((name, end)) for name, end in through.items())
 
 
 #: A table with at most this many change rows is computed in a job with
@@ -145,7 +222,8 @@ class _Lake:
         self.tables_dir, self.staged = tables_dir, staged
         self.changes = changes
         self.run, self.through, self.log = run, through, log
-        self.work = {"appended": [], "merged": [], "rewritten": [], "rebuilt": []}
+        self.work = {"appended": [], "merged": [], "rewritten": [], "carried": [],
+                     "rebuilt": []}
         self.commits: list = []  #: (function, arguments) run by `commit`, in order
 
     def commit(self) -> None:
@@ -226,34 +304,100 @@ class _Lake:
                 self.commits.append((self._merge, (key, net, plan["layout"])))
         self.work["appended"] += [key for key in by_key if kinds[key] == "rows"]
         self.work["merged"] += [key for key in by_key if kinds[key] == "net"]
-        self._each(lambda plan: self._rewrite(changes, plan, found), rewritten)
+        def rewrite(plan: dict) -> None:
+            uri = os.path.join(self.tables_dir, qualified(plan["database"], plan["table"]))
+            current = delta_frame(changes.sparkSession, uri).select(
+                *[_column(c["key"]) for c in plan["layout"]["columns"]])
+            size = row_count(uri) + sum(found[s].rows for s in _sources(plan) if s in found)
+            self._rewrite(changes, plan, current, size)
+        self._each(rewrite, rewritten)
         for key, plan in _by_table(rewritten).items():
             self.commits.append((self._commit, (key, plan["layout"], "overwrite")))
         self.work["rewritten"] += list(_by_table(rewritten))
 
-    def _rewrite(self, changes, plan: dict, found: dict) -> None:
-        """A table without a key is a multiset of rows: its rows now (read
-        from its current version: a cost that follows the table's size, not
-        its history), each distinct row's copies added or removed by the new
-        changes, staged whole for one overwrite (readers see the old version
-        or the new). A copy removed that the table does not hold changes
-        nothing, as a rebuild from the changes has it, and as a keyed
-        table's DELETE of a key it does not hold does."""
+    def carry(self, read_changes, carried: dict) -> list:
+        """Tables whose definition changed (ADD/DROP/RENAME COLUMN, a new
+        key, RENAME TABLE, TRUNCATE, a new CREATE), {key: (plan, CarriedFrom,
+        new change files)}: the rows they hold carried into the new columns
+        (each from the column it was, an added one its DEFAULT), the new
+        changes applied on top, staged whole for one overwrite. The cost
+        follows the table's size and its new changes, never its history.
+        Returns the plans that need a rebuild instead (a column whose type
+        changed: its values are converted by the server, as binlake reads
+        them from the binlog, not from the table)."""
+        rebuild, jobs = [], []
+        for key, (plan, source, files) in carried.items():
+            current = self._carried_rows(plan, source)
+            if current is None:
+                rebuild.append(plan)
+                continue
+            held = row_count(source.uri) if source.uri else 0
+            jobs.append((plan, current, files, held + sum(map(parquet_rows, files))))
+        if jobs:
+            self.log(f"tables: carrying {len(jobs)} into their new definitions")
+
+        def job(plan, current, files, size) -> None:
+            self._rewrite(read_changes(files) if files else None, plan, current, size)
+        concurrently(job, jobs)
+        for plan, *_ in jobs:
+            key = qualified(plan["database"], plan["table"])
+            self.commits.append((self._commit, (key, plan["layout"], "overwrite")))
+            self.work["carried"].append(key)
+        return rebuild
+
+    def _carried_rows(self, plan: dict, source: "CarriedFrom"):
+        """The rows `source` holds in the plan's columns, or None where a
+        column's type changed; None rows (a DataFrame of none) after a
+        TRUNCATE."""
+        layout = plan["layout"]
+        spark = _spark()
+        if source.uri is None:
+            return spark.createDataFrame([], table_struct(layout))
+        current = delta_frame(spark, source.uri)
+        held = {field.name: field.dataType for field in current.schema.fields}
+        columns = []
+        for column, name, default, digits in zip(layout["columns"], source.stretch["sources"],
+                                                 source.stretch["defaults"],
+                                                 source.stretch["fractions"]):
+            if name is None:
+                value = from_text(F.lit(default).cast("string"), column)
+            elif held.get(name) != spark_type(column) or digits is not None:
+                return None
+            else:
+                value = _column(name)
+            columns.append(value.alias(column["key"]))
+        return current.select(*columns)
+
+    def _rewrite(self, changes, plan: dict, current, size: int) -> None:
+        """`current` (a table's rows, typed) with `changes` (None: none)
+        applied, staged whole for one overwrite (readers see the old version
+        or the new): a keyed table's net changes replace, delete or complete
+        (partial images) the rows of their keys; a table without a key is a
+        multiset, each distinct row's copies added or removed. A copy
+        removed that the table does not hold changes nothing, as a rebuild
+        from the changes has it, and as a keyed table's DELETE of a key it
+        does not hold does; a partial image of a key it does not hold is
+        refused."""
         key, layout = qualified(plan["database"], plan["table"]), plan["layout"]
-        deltas = multiset_deltas(changes.where(one_of(_sources(plan))), [plan])
-        uri = os.path.join(self.tables_dir, key)
-        current = delta_frame(changes.sparkSession, uri)
-        typed = typed_rows(deltas, layout, extra=("n",))
         names = [_column(c["key"]) for c in layout["columns"]]
-        rows = (current.select(*names, F.lit(1).cast("long").alias("n"))
-                .unionByName(typed)
-                .groupBy(*names).agg(F.sum("n").alias("n")).where(F.col("n") > 0))
-        rows = rows.select(F.explode(F.array_repeat(F.struct(*names), F.col("n").cast("int")))
-                           .alias("r")).select("r.*")
-        size = row_count(uri) + sum(found[s].rows for s in _sources(plan) if s in found)
-        files = max(1, -(-size // ROWS_PER_FILE))
-        spread = rows.repartition(1) if files == 1 else rows.repartitionByRange(files, *names)
-        spread.sortWithinPartitions(*names).write.parquet(os.path.join(self.staged, key))
+        rows = current
+        if changes is not None:
+            mine = changes.where(one_of(_sources(plan)))
+            if plan["primary_key"]:
+                net = _net_rows(rebuild_states(mine, [plan], net=True), plan)
+                rows = _merged(current, net, layout)
+            else:
+                typed = typed_rows(multiset_deltas(mine, [plan]), layout, extra=("n",))
+                rows = (current.select(*names, F.lit(1).cast("long").alias("n"))
+                        .unionByName(typed)
+                        .groupBy(*names).agg(F.sum("n").alias("n")).where(F.col("n") > 0))
+                rows = rows.select(F.explode(F.array_repeat(F.struct(*names),
+                                                            F.col("n").cast("int")))
+                                   .alias("r")).select("r.*")
+        order = [_column(k) for k in layout["primary_key"]] or names
+        files = max(1, -(-size // ROWS_PER_FILE))  # `size`: at most the rows written
+        spread = rows.repartition(1) if files == 1 else rows.repartitionByRange(files, *order)
+        spread.sortWithinPartitions(*order).write.parquet(os.path.join(self.staged, key))
 
     def drop_all_but(self, keep) -> None:
         """Tables dropped, or no longer selected, leave the lake whole."""
@@ -352,8 +496,10 @@ class _Lake:
                              "tables")
 
     def _merge(self, key: str, net, layout: dict) -> None:
+        keys = layout["primary_key"]
+        bounds = key_bounds(net.to_table(columns=keys))
         merge_net_changes(os.path.join(self.tables_dir, key), key, net.scanner().to_reader(),
-                          layout["primary_key"], run=self.run, through=self.through)
+                          keys, run=self.run, through=self.through, bounds=bounds)
 
 
 def spark_table(spark, out: str, table: str, as_of=None):
@@ -383,6 +529,41 @@ def hadoop_literal(path: str) -> str:
     """A path Spark's readers take as it is: they expand glob patterns, so
     an output directory named like `lake{a,b}` would otherwise match others."""
     return re.sub(r"([\\\[\]{}*?])", r"\\\1", path)
+
+
+def _spark():
+    from pyspark.sql import SparkSession
+    return SparkSession.builder.getOrCreate()
+
+
+def _merged(current, net, layout: dict):
+    """A keyed table's rows (`current`) with its net changes (`net`, as
+    `_net_rows` types them) applied: a key's net change replaces its row,
+    deletes it, or sets the columns a partial one holds (PRESENT) in it; a
+    partial one whose key the table does not hold is refused. One full
+    outer join on the key."""
+    names = [c["key"] for c in layout["columns"]]
+    held = current.select(*[_column(n).alias(f"c{i}") for i, n in enumerate(names)],
+                          F.lit(True).alias("c_held"))
+    new = net.select(*[_column(n).alias(f"n{i}") for i, n in enumerate(names)],
+                     _column(DELETED).alias("n_deleted"), _column(PRESENT).alias("n_present"),
+                     _column(AT).alias("n_at"))
+    # NULL-safe: changes from before a key was added may carry NULLs in it
+    keys = [names.index(k) for k in layout["primary_key"]]
+    joined = held.join(new, functools.reduce(operator.and_, [
+        held[f"c{i}"].eqNullSafe(new[f"n{i}"]) for i in keys]), "full_outer")
+    changed, present = F.col("n_deleted").isNotNull(), F.col("n_present")
+    unheld = changed & present.isNotNull() & F.col("c_held").isNull()
+    key = qualified(layout["database"], layout["table"])
+    kept = refuse(unheld, ~F.coalesce(F.col("n_deleted"), F.lit(False)), F.concat(
+        F.regexp_replace(F.col("n_at"), ":(\\d+)$", " at $1"),
+        F.lit(f": {key}: a partial row image (binlog_row_image=MINIMAL or NOBLOB) of a row "
+              "the table does not hold: the columns it leaves out are not in the binlog")),
+        "boolean")
+    values = [F.when(~changed | (present.isNotNull() & (F.substring(present, i + 1, 1) == "0")),
+                     F.col(f"c{i}")).otherwise(F.col(f"n{i}")).alias(name)
+              for i, name in enumerate(names)]
+    return joined.where(kept).select(*values)
 
 
 def _column(name: str):
