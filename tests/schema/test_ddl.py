@@ -133,10 +133,37 @@ def test_rename_drop_truncate_and_databases():
         CreateDatabase("y", "latin1")]
 
 
+def test_unique_keys_are_followed_and_one_of_not_null_columns_finds_rows():
+    """Without a primary key the server finds a row by its first UNIQUE key
+    of NOT NULL columns (and logs only it in a MINIMAL before image)."""
+    (create,) = parse("CREATE TABLE t (id INT NOT NULL, b INT, c VARCHAR(3) NOT NULL UNIQUE, "
+                      "UNIQUE KEY (id), CONSTRAINT u2 UNIQUE (b), KEY plain (b))")
+    table = create.definition
+    assert table.unique_keys == (("c", ("c",)), ("id", ("id",)), ("u2", ("b",)))
+    assert table.primary_key == () and table.row_key == ("c",)
+    (alter,) = parse("ALTER TABLE t DROP INDEX c, RENAME COLUMN id TO ident, ADD UNIQUE (b, c)")
+    table = altered(table, alter.actions)
+    assert table.unique_keys == (("id", ("ident",)), ("u2", ("b",)), ("b", ("b", "c")))
+    assert table.row_key == ("ident",)
+    table = altered(table, parse("ALTER TABLE t MODIFY ident INT")[0].actions)  # nullable now
+    assert table.row_key == ()
+    (index,) = parse("CREATE UNIQUE INDEX ux ON db.t (c)")
+    assert index == AlterTable("db", "t", (("unique", "ux", ("c",)),))
+    table = altered(table, index.actions)
+    assert table.row_key == ("c",)
+    assert parse("DROP INDEX ux ON t", "db") == [AlterTable("db", "t", (("drop_index", "ux"),))]
+    table = altered(table, parse("ALTER TABLE t RENAME INDEX ux TO uy")[0].actions)
+    assert table.unique_keys[-1] == ("uy", ("c",))
+    table = altered(table, parse("ALTER TABLE t DROP KEY uy, DROP COLUMN b")[0].actions)
+    assert table.unique_keys == (("id", ("ident",)), ("b", ("c",))) and table.row_key == ("c",)
+    table = altered(table, parse("ALTER TABLE t ADD PRIMARY KEY (ident)")[0].actions)
+    assert table.row_key == ("ident",)
+
+
 def test_statements_that_change_no_table():
     for statement in ("BEGIN", "INSERT INTO t VALUES (1)", "CREATE INDEX i ON t (a)",
                       "ALTER DATABASE d CHARACTER SET utf8", "CREATE VIEW v AS SELECT 1",
-                      "DROP INDEX i ON t", "GRANT ALL ON *.* TO x", "SET @a = 1"):
+                      "GRANT ALL ON *.* TO x", "SET @a = 1"):
         assert parse(statement) == [], statement
     assert not might_change_tables("BEGIN")
     assert not might_change_tables("insert into t values (1)")

@@ -29,6 +29,9 @@ CREATE = [
     "z INT, label VARCHAR(10) DEFAULT 'dflt')",
     "CREATE TABLE composite (a INT, b VARCHAR(8), n INT DEFAULT 1, PRIMARY KEY (a, b))",
     "CREATE TABLE keyless (a INT, b VARCHAR(8))",
+    # no primary key: the server finds rows by the UNIQUE key of NOT NULL columns
+    "CREATE TABLE unique_keyed (id INT NOT NULL, v INT DEFAULT 3, note TEXT, UNIQUE KEY (id), "
+    "UNIQUE KEY (v))",
 ]
 
 #: One binlog file per step, the pipeline run after each.
@@ -37,11 +40,15 @@ STEPS = [
         "INSERT INTO keyed (id, note) VALUES (1, 'one'), (2, NULL)",
         "INSERT INTO keyed VALUES (3, 30, 'three', 3, 'full')",
         "INSERT INTO composite (a, b) VALUES (1, 'x'), (1, 'y')",
-        "INSERT INTO keyless VALUES (1, 'a'), (1, 'a'), (2, 'b')"],
+        "INSERT INTO keyless VALUES (1, 'a'), (1, 'a'), (2, 'b')",
+        "INSERT INTO unique_keyed (id, note) VALUES (1, 'one')",
+        "INSERT INTO unique_keyed VALUES (2, 20, 'two')"],
     ["UPDATE keyed SET x = 8 WHERE id = 1",
      "UPDATE keyed SET z = 2, note = 'two' WHERE id = 2",
      "UPDATE composite SET n = 5 WHERE a = 1 AND b = 'y'",
-     "UPDATE keyless SET b = 'c' WHERE a = 2"],
+     "UPDATE keyless SET b = 'c' WHERE a = 2",
+     "UPDATE unique_keyed SET v = 30, note = 'changed' WHERE id = 2",
+     "DELETE FROM unique_keyed WHERE id = 1"],
     ["UPDATE keyed SET x = x + 1",  # rows of earlier runs, held by the table only
      "UPDATE keyed SET label = NULL WHERE id = 3",
      "DELETE FROM keyed WHERE id = 2",
@@ -110,7 +117,7 @@ def test_every_increment_equal_to_the_server(spark, steps, image, tmp_path):
         work.append({how: sorted(t.split(".")[1] for t in names)
                      for how, names in result.table_work.items() if names})
     # Partial images are merged into the rows the tables hold, not rebuilt.
-    assert work[1]["merged"] == ["composite", "keyed"]
+    assert work[1]["merged"] == ["composite", "keyed", "unique_keyed"]
     assert work[2]["merged"] == ["composite", "keyed"]
 
 
@@ -144,10 +151,18 @@ def test_a_row_moved_to_a_new_key_by_a_partial_image_is_refused(spark, server, i
 
 
 def test_a_table_keyed_by_a_key_binlake_does_not_know_is_refused(spark, server, tmp_path):
-    """A UNIQUE NOT NULL key without a primary key: the server finds rows by
-    it, and logs only it (MINIMAL) or no BLOB (NOBLOB) in the before image."""
+    """A UNIQUE NOT NULL key without a primary key, created where the
+    binlogs do not say (sql_log_bin=0: no --schema either) and not named by
+    the table maps (binlog_row_metadata=MINIMAL; FULL names it as the
+    primary key): the server finds rows by it, and logs only it (MINIMAL) or
+    no BLOB (NOBLOB) in the before image, which names no row of a table
+    binlake takes for keyless."""
     refused_then(spark, server, tmp_path, "uniques", [
+        "SET SESSION sql_log_bin = 0",
         "CREATE TABLE unique_only (id INT NOT NULL, v INT, note TEXT, UNIQUE KEY (id))",
+        "SET SESSION sql_log_bin = 1",
+        "SET GLOBAL binlog_row_metadata = 'MINIMAL'",
         "INSERT INTO unique_only VALUES (1, 1, 'a')",
-        "UPDATE unique_only SET v = 2 WHERE id = 1"],
+        "UPDATE unique_only SET v = 2 WHERE id = 1",
+        "SET GLOBAL binlog_row_metadata = 'FULL'"],
         r"uniques\.unique_only: the row is identified by a key binlake does not know")

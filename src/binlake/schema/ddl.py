@@ -74,14 +74,30 @@ def _sql_arg(arg) -> str:
 
 @dataclass(frozen=True)
 class TableDef:
-    """A table's columns and primary key at one point of the history."""
+    """A table's columns and keys at one point of the history."""
     columns: tuple[ColumnSpec, ...]
     primary_key: tuple[str, ...] = ()
     charset: str | None = None     #: the table's default character set, when known
+    #: UNIQUE keys, (name, (column, ...)), in the order they were declared
+    unique_keys: tuple = ()
 
     @property
     def names(self) -> list[str]:
         return [c.name for c in self.columns]
+
+    @property
+    def row_key(self) -> tuple[str, ...]:
+        """The columns the server finds a row by: the primary key, else the
+        first UNIQUE key of NOT NULL columns (the server takes it as the
+        primary key: a row image under binlog_row_image=MINIMAL names the
+        row by it), else none."""
+        if self.primary_key:
+            return self.primary_key
+        for _name, columns in self.unique_keys:
+            found = [self.index(c) for c in columns]
+            if found and all(i is not None and not self.columns[i].nullable for i in found):
+                return tuple(self.columns[i].name for i in found)
+        return ()
 
     def index(self, name: str) -> int | None:
         """Column names compare case-insensitively, as the server compares them."""
@@ -143,6 +159,7 @@ class UseDatabase:
 # ALTER TABLE actions: ("add", ColumnSpec, place, if_not_exists), ("drop", name,
 # if_exists), ("change", old name, ColumnSpec, place, if_exists), ("rename", old, new),
 # ("default", name, text or None), ("primary", names or ()), ("charset", charset);
+# ("unique", name or None, names), ("drop_index", name), ("rename_index", old, new);
 # place: None, ("first",), ("after", name).
 
 
@@ -360,6 +377,9 @@ def _create(words: _Words, database) -> list:
         words.accept("IF", "NOT", "EXISTS")
         name = words.next()
         return [CreateDatabase(name, _charset_option(words))]
+    unique = words.accept("UNIQUE")
+    if words.accept("INDEX") or words.accept("KEY"):
+        return _create_index(words, database, unique)
     if not words.accept("TABLE"):
         return []  # CREATE INDEX, VIEW, PROCEDURE, ...: no table's columns change
     if_not_exists = words.accept("IF", "NOT", "EXISTS")
@@ -369,6 +389,26 @@ def _create(words: _Words, database) -> list:
     except DdlError as exc:
         exc.tables = ((db, table),)
         raise
+
+
+def _create_index(words: _Words, database, unique: bool) -> list:
+    """CREATE [UNIQUE] INDEX [IF NOT EXISTS] name [USING x] ON table (columns):
+    a UNIQUE one is a key rows may be found by (TableDef.row_key)."""
+    if not unique:
+        return []
+    words.accept("IF", "NOT", "EXISTS")
+    name = words.next()
+    while words.more() and words.upper() != "ON":
+        words.next()
+    if not words.accept("ON"):
+        return []
+    db, table = words.table_name(database)
+    while words.more() and words.upper() != "(":
+        words.next()
+    if not words.more():
+        return []
+    columns = tuple(_key_part(part) for part in _split(words.group()))
+    return [AlterTable(db, table, (("unique", name, columns),))]
 
 
 def _create_body(words: _Words, db, table, if_not_exists: bool, database) -> list:
@@ -381,23 +421,31 @@ def _create_body(words: _Words, db, table, if_not_exists: bool, database) -> lis
     if words.upper() != "(":
         # CREATE TABLE t [options] [AS] SELECT ...: the columns are the query's
         return [CreateTable(db, table, None, if_not_exists)]
-    columns, primary = [], ()
+    columns, primary, uniques = [], (), []
     body = words.group()
     charset = _charset_option(words)
     for element in _split(body):
         spec = _Words(element)
         if _is_key(spec):
+            start = spec.i
             primary = _primary_key(spec) or primary
+            spec.i = start
+            unique = _unique_key(spec)
+            if unique is not None:
+                uniques.append(unique)
             continue
-        column, inline_primary = _column(spec)
+        column, key = _column(spec)
         columns.append(column)
-        if inline_primary:
+        if key == "primary":
             primary = (column.name,)
+        elif key == "unique":
+            uniques.append((None, (column.name,)))
     if words.more() and _selects(words):
         # CREATE TABLE t (a INT) SELECT ...: the query's columns come first
         # unless they have these names; the binlog does not say which.
         return [CreateTable(db, table, None, if_not_exists)]
-    return [CreateTable(db, table, TableDef(tuple(columns), primary, charset), if_not_exists)]
+    return [CreateTable(db, table, TableDef(tuple(columns), primary, charset,
+                                            _named_keys(uniques, primary)), if_not_exists)]
 
 
 def _charset_option(words: _Words) -> str | None:
@@ -448,6 +496,41 @@ def _primary_key(spec: _Words) -> tuple:
     return tuple(_key_part(part) for part in _split(spec.group()))
 
 
+def _unique_key(spec: _Words) -> tuple | None:
+    """(name or None, columns) of a [CONSTRAINT [name]] UNIQUE [KEY|INDEX]
+    [name] [USING x] (cols) element; None for any other."""
+    constraint = None
+    if spec.accept("CONSTRAINT"):
+        if spec.upper() != "UNIQUE":
+            constraint = spec.next()
+    if not spec.accept("UNIQUE"):
+        return None
+    spec.accept("KEY") or spec.accept("INDEX")
+    name = None
+    if spec.more() and spec.upper() not in ("(", "USING"):
+        name = spec.next()
+    while spec.more() and spec.upper() != "(":
+        spec.next()
+    if not spec.more():
+        return None
+    return (name or constraint, tuple(_key_part(part) for part in _split(spec.group())))
+
+
+def _named_keys(keys: list, primary: tuple = (), taken: tuple = ()) -> tuple:
+    """Keys with the names the server gives the unnamed ones: the first
+    column's, then _2, _3, ... while taken."""
+    names = {n.lower() for n in taken} | ({"primary"} if primary else set())
+    out = []
+    for name, columns in keys:
+        if name is None:
+            name, n = columns[0], 2
+            while name.lower() in names:
+                name, n = f"{columns[0]}_{n}", n + 1
+        names.add(name.lower())
+        out.append((name, tuple(columns)))
+    return tuple(out)
+
+
 def _key_part(part: list) -> str:
     """`col`, `col`(10), `col` DESC -> col"""
     return part[0].text
@@ -461,9 +544,10 @@ _TYPE_ALIASES = {
     "NVARCHAR": "VARCHAR", "VARCHARACTER": "VARCHAR", "LONG": "MEDIUMTEXT",
 }
 
-def _column(spec: _Words) -> tuple[ColumnSpec, bool]:
+def _column(spec: _Words) -> tuple[ColumnSpec, str | None]:
     """name type[(args)] attributes...; the cursor ends after the definition
-    (before FIRST/AFTER). Also whether it declares PRIMARY KEY inline."""
+    (before FIRST/AFTER). Also the key it declares inline: "primary",
+    "unique" or None."""
     name = spec.next()
     if not spec.more():
         raise DdlError(f"column {name} has no type")
@@ -489,7 +573,7 @@ def _column(spec: _Words) -> tuple[ColumnSpec, bool]:
             raise DdlError(f"column `{name}`: {kind} takes numbers in parentheses, not {args!r}")
     if original in ("BOOL", "BOOLEAN"):
         args = (1,)
-    charset, nullable, default, primary = None, True, None, False
+    charset, nullable, default, primary, unique = None, True, None, False, False
     while spec.more():
         word = spec.upper()
         if word in ("FIRST", "AFTER"):
@@ -517,13 +601,15 @@ def _column(spec: _Words) -> tuple[ColumnSpec, bool]:
             primary, nullable = True, False
         elif word == "UNIQUE":
             spec.accept("KEY")  # a unique key, not the primary one
+            unique = True
         elif word == "KEY":
             # KEY alone in a column definition is PRIMARY KEY (the server's grammar)
             primary, nullable = True, False
         elif word == "(":
             spec.i -= 1
             spec.group()  # an expression (GENERATED ... AS (...), CHECK (...))
-    return ColumnSpec(name, kind, args, unsigned, charset, nullable, default), primary
+    key = "primary" if primary else "unique" if unique else None
+    return ColumnSpec(name, kind, args, unsigned, charset, nullable, default), key
 
 
 def _type_arg(tokens: list):
@@ -624,8 +710,13 @@ def _alter_action(spec: _Words, database):
     if word == "ADD":
         spec.next()
         if _is_key(spec):
+            start = spec.i
             key = _primary_key(spec)  # ADD [CONSTRAINT x] PRIMARY KEY (...)
-            return ("primary", key) if key else None  # other keys and checks: no column changes
+            if key:
+                return ("primary", key)
+            spec.i = start
+            unique = _unique_key(spec)
+            return ("unique", *unique) if unique else None  # other keys, checks: no change
         if spec.upper() == "PARTITION":
             return None
         spec.accept("COLUMN")
@@ -639,21 +730,27 @@ def _alter_action(spec: _Words, database):
                     key = _primary_key(inner)
                     if key:
                         added.append(("primary", key))
+                        continue
+                    inner.i = 0
+                    unique = _unique_key(inner)
+                    if unique:
+                        added.append(("unique", *unique))
                     continue
-                column, primary = _column(inner)
+                column, key = _column(inner)
                 added.append(("add", column, None, if_not_exists))
-                if primary:
-                    added.append(("primary", (column.name,)))
+                added.extend(_inline_key(column, key))
             return ("columns", added)
-        column, primary = _column(spec)
+        column, key = _column(spec)
         add = ("add", column, _place(spec), if_not_exists)
-        return ("columns", [add, ("primary", (column.name,))]) if primary else add
+        return ("columns", [add, *_inline_key(column, key)]) if key else add
     if word == "DROP":
         spec.next()
         if spec.accept("PRIMARY", "KEY"):
             return ("primary", ())
-        if spec.upper() in ("INDEX", "KEY", "FOREIGN", "CHECK", "CONSTRAINT", "PARTITION",
-                            "SYSTEM"):
+        if spec.accept("INDEX") or spec.accept("KEY"):
+            spec.accept("IF", "EXISTS")
+            return ("drop_index", spec.next())
+        if spec.upper() in ("FOREIGN", "CHECK", "CONSTRAINT", "PARTITION", "SYSTEM"):
             return None
         spec.accept("COLUMN")
         if_exists = spec.accept("IF", "EXISTS")
@@ -663,17 +760,19 @@ def _alter_action(spec: _Words, database):
         spec.accept("COLUMN")
         if_exists = spec.accept("IF", "EXISTS")
         old = spec.next() if word == "CHANGE" else spec.tokens[spec.i].text
-        column, primary = _column(spec)
+        column, key = _column(spec)
         change = ("change", old, column, _place(spec), if_exists)
-        return ("columns", [change, ("primary", (column.name,))]) if primary else change
+        return ("columns", [change, *_inline_key(column, key)]) if key else change
     if word == "RENAME":
         spec.next()
         if spec.accept("COLUMN"):
             old = spec.next()
             spec.accept("TO")
             return ("rename", old, spec.next())
-        if spec.upper() in ("INDEX", "KEY"):
-            return None
+        if spec.accept("INDEX") or spec.accept("KEY"):
+            old = spec.next()
+            spec.accept("TO")
+            return ("rename_index", old, spec.next())
         spec.accept("TO") or spec.accept("AS")
         return ("rename_table", spec.table_name(database))
     if word == "ALTER":
@@ -706,6 +805,15 @@ def _alter_action(spec: _Words, database):
     return None
 
 
+def _inline_key(column: ColumnSpec, key: str | None) -> list:
+    """The action of a key a column definition declares inline."""
+    if key == "primary":
+        return [("primary", (column.name,))]
+    if key == "unique":
+        return [("unique", None, (column.name,))]
+    return []
+
+
 # -- RENAME, DROP ------------------------------------------------------------------------
 
 def _rename(words: _Words, database) -> list:
@@ -731,6 +839,13 @@ def _drop(words: _Words, database) -> list:
         words.accept("IF", "EXISTS")
         return [DropDatabase(words.next())]
     words.accept("TEMPORARY")
+    if words.accept("INDEX"):  # DROP INDEX [IF EXISTS] name ON table
+        words.accept("IF", "EXISTS")
+        name = words.next()
+        if not words.accept("ON"):
+            return []
+        db, table = words.table_name(database)
+        return [AlterTable(db, table, (("drop_index", name),))]
     if not words.accept("TABLE") and not words.accept("TABLES"):
         return []
     words.accept("IF", "EXISTS")
@@ -770,6 +885,8 @@ def altered_with_origins(definition: TableDef, actions) -> tuple[TableDef, tuple
         raise DdlError(f"no column {name}")
 
     key_before = [k.lower() for k in definition.primary_key]
+    uniques = [[name, [c.lower() for c in columns]] for name, columns in definition.unique_keys]
+    added_uniques = []  # (name or None, names in the new table)
     new_key = None
     charset = None
     table_charset = definition.charset
@@ -793,6 +910,14 @@ def altered_with_origins(definition: TableDef, actions) -> tuple[TableDef, tuple
             entry[1] = replace(entry[1], default=action[2])
         elif kind == "primary":
             new_key = action[1]
+        elif kind == "unique":
+            added_uniques.append((action[1], action[2]))
+        elif kind == "drop_index":
+            uniques = [u for u in uniques if u[0].lower() != action[1].lower()]
+        elif kind == "rename_index":
+            for u in uniques:
+                if u[0].lower() == action[1].lower():
+                    u[0] = action[2]
         elif kind == "charset":
             charset = table_charset = action[1]
         elif kind == "table_charset":
@@ -819,13 +944,17 @@ def altered_with_origins(definition: TableDef, actions) -> tuple[TableDef, tuple
     if charset is not None:
         columns = [replace(c, charset=charset) if c.type in TEXT_TYPES else c
                    for c in columns]
+    # keys' columns renamed as their columns were; dropped ones leave them
+    names = {origin: column.name for origin, column in entries if origin is not None}
     if new_key is None:
-        # the key's columns, renamed as their columns were; dropped ones leave it
-        names = {origin: column.name for origin, column in entries if origin is not None}
         new_key = tuple(names[k] for k in key_before if k in names)
+    kept = [(name, tuple(names[c] for c in columns if c in names)) for name, columns in uniques]
+    kept = [(name, columns) for name, columns in kept if columns]
+    unique_keys = kept + list(_named_keys(added_uniques, new_key, [n for n, _ in kept]))
     spelled = {c.name.lower(): c.name for c in definition.columns}
     origins = tuple(spelled[origin] if origin is not None else None for origin, _ in entries)
-    return TableDef(tuple(columns), tuple(new_key), table_charset), origins
+    return (TableDef(tuple(columns), tuple(new_key), table_charset, tuple(unique_keys)),
+            origins)
 
 
 def _unskipped(definition: TableDef, actions) -> list:

@@ -421,7 +421,9 @@ class Schema:
                     definition = TableDef(
                         tuple(ColumnSpec(**{**c, "args": tuple(c.get("args", ()))})
                               for c in v["columns"]),
-                        tuple(v.get("primary_key", ())), v.get("table_charset"))
+                        tuple(v.get("primary_key", ())), v.get("table_charset"),
+                        tuple((name, tuple(columns))
+                              for name, columns in v.get("unique_keys", ())))
                 origins, renamed_from = v.get("origins"), v.get("renamed_from")
                 schema._timestamp = v.get("timestamp")
                 schema._set(key, (v["file"], v["pos"]), v["statement"], definition,
@@ -440,6 +442,9 @@ def _version_json(version: Version) -> dict:
     if version.definition is not None:
         out["columns"] = [asdict(c) for c in version.definition.columns]
         out["primary_key"] = list(version.definition.primary_key)
+        if version.definition.unique_keys:
+            out["unique_keys"] = [[name, list(columns)]
+                                  for name, columns in version.definition.unique_keys]
         if version.definition.charset is not None:
             out["table_charset"] = version.definition.charset
     if version.origins is not None:

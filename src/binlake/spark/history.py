@@ -221,7 +221,9 @@ def _final_layout(database: str, table: str, definition, lineage, entry, order,
                                      else None)
         columns.append(dict(column, key=spec.name))
     return {"database": database, "table": table, "columns": columns,
-            "primary_key": list(definition.primary_key)}
+            # the key the server finds rows by: a UNIQUE key of NOT NULL
+            # columns where there is no primary key
+            "primary_key": list(definition.row_key)}
 
 
 def _declared(spec) -> tuple:
