@@ -94,19 +94,23 @@ spark.stop()
 """
 
 
+def bulk_server(work: str):
+    """A private MariaDB sized for writing large binlogs fast."""
+    from binlake.testing.mariadb import MariaDBServer
+    return MariaDBServer(work, max_binlog_size=1 << 30,
+                         extra={"innodb_buffer_pool_size": "1G", "innodb_log_file_size": "256M"})
+
+
 def lake_binlogs(megabytes: int) -> list[Path]:
     folder = DATA / f"lake-{megabytes}MB"
     done = folder / "lake.json"
     if not done.exists():
-        from binlake.testing.mariadb import MariaDBServer
         from binlake.testing.workload import generate_bulk
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         counts = {}
         with tempfile.TemporaryDirectory(prefix="binlake-bench-") as work:
-            with MariaDBServer(work, max_binlog_size=1 << 30,
-                               extra={"innodb_buffer_pool_size": "1G",
-                                      "innodb_log_file_size": "256M"}) as server:
+            with bulk_server(work) as server:
                 counts["first"] = generate_bulk(server, "bench", megabytes << 20)
                 server.flush_logs()
                 server.execute("UPDATE bench.bulk_orders SET amount = amount + 1 WHERE id <= 20")

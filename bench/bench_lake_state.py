@@ -16,6 +16,10 @@ DDL, for comparison). The lake is built over binlog.000001 once, then each
 round starts from a copy of it and times a run with nothing new and each
 increment in turn. Each figure is the median of the rounds.
 
+Peers, same run: the run with nothing new (no Spark job), and the floor of
+any increment computed in Spark (bench_lake.py's): a Spark session reading
+the new change files of one increment with one aggregate.
+
 Targets: ADD COLUMN <= 1.5x nothing new; DROP COLUMN and a type change at
 most the cost of rewriting the 10 000 rows (here: <= 1.5x nothing new, the
 rewrite's own share being part of the run); UPDATE of 10 rows, keyed or
@@ -27,19 +31,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-DATA = HERE / "data"
-PYTHON = sys.executable
+from bench_lake import DATA, PYTHON, READ_NEW_CHANGES, SHORT_RUN_JVM, bulk_server, timed
+
 DATABASE = "state"
 ROWS = 10_000
 
@@ -54,18 +53,22 @@ INCREMENTS = [
 ]
 
 
+#: The increment whose floor is timed: a Spark session reading its new
+#: change files with one aggregate, what any run that computes an increment
+#: in Spark pays before it types, merges or commits anything.
+FLOORED = INCREMENTS[1][0]
+FLOOR = "floor: Spark reading its changes"
+
+
 def binlogs(history_rows: int) -> list[Path]:
     """binlog.000001 (the history), then one file per increment."""
     folder = DATA / f"state-{history_rows}"
     done = folder / "state.json"
     if not done.exists():
-        from binlake.testing.mariadb import MariaDBServer
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         with tempfile.TemporaryDirectory(prefix="binlake-bench-") as work:
-            with MariaDBServer(work, max_binlog_size=1 << 30,
-                               extra={"innodb_buffer_pool_size": "1G",
-                                      "innodb_log_file_size": "256M"}) as server:
+            with bulk_server(work) as server:
                 _history(server, history_rows)
                 server.flush_logs()
                 for _name, statement in INCREMENTS:
@@ -95,17 +98,6 @@ def _history(server, history_rows: int) -> None:
                        f"FROM seq_{start + 1}_to_{min(start + chunk, history_rows)}")
 
 
-def timed(argv: list[str]) -> float:
-    env = {**os.environ, "TZ": "UTC", "PYTHONPATH": str(ROOT / "src"),
-           "PYSPARK_PYTHON": PYTHON, "PYSPARK_DRIVER_PYTHON": PYTHON}
-    started = time.perf_counter()
-    done = subprocess.run(argv, env=env, capture_output=True, text=True)
-    seconds = time.perf_counter() - started
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(argv)} failed:\n{done.stderr[-3000:]}")
-    return seconds
-
-
 def pipeline(files: list[Path], out: Path, master: str) -> float:
     return timed([PYTHON, "-m", "binlake", "pipeline", *map(str, files), "--out", str(out),
                   "--master", master])
@@ -122,10 +114,19 @@ def merge_files(lake: Path) -> tuple[int, int]:
     return merge["operationMetrics"]["num_target_files_removed"], len(before.file_uris())
 
 
+def change_files(lake: Path) -> set[str]:
+    return {str(p) for p in (lake / "changes").rglob("*.parquet")}
+
+
 def one_round(lake: Path, files: list[Path], master: str) -> dict:
     figures = {"nothing new": pipeline(files[:1], lake, master)}
     for number, (name, _statement) in enumerate(INCREMENTS, start=2):
+        before = change_files(lake)
         figures[name] = pipeline(files[:number], lake, master)
+        if name == FLOORED:  # Spark's part alone of such an increment (bench_lake.py)
+            figures[FLOOR] = timed([PYTHON, "-c", READ_NEW_CHANGES, str(lake / "changes"),
+                                    master, *sorted(change_files(lake) - before)],
+                                   SHORT_RUN_JVM)
         if "MERGE" in name:
             figures["MERGE files rewritten"], figures["MERGE files held"] = merge_files(lake)
     figures["nothing new, after"] = pipeline(files, lake, master)
@@ -155,11 +156,14 @@ def main(argv=None) -> int:
     figures = {name: statistics.median(r[name] for r in rounds) for name in rounds[0]}
     for name, value in figures.items():
         spread = ", ".join(f"{r[name]:.1f}" for r in rounds)
-        unit = "" if "files" in name else " s"
+        unit = "" if "files " in name else " s"
         print(f"{name:32} {value:7.1f}{unit}   ({spread})", flush=True)
     noop = figures["nothing new"]
     ratios = {f"{name} / nothing new" + (" (<= 1.5)" if "rebuilt" not in name else ""):
               figures[name] / noop for name, _ in INCREMENTS}
+    ratios[f"floor ({FLOORED}) / nothing new"] = figures[FLOOR] / noop
+    for name, _ in INCREMENTS:
+        ratios[f"{name} / floor"] = figures[name] / figures[FLOOR]
     for name, ratio in ratios.items():
         print(f"{name:52} {ratio:5.2f}x", flush=True)
     print(f"{'MERGE: files rewritten / files held':52} "

@@ -16,7 +16,7 @@ from binlake.spark.delta import (AT, DELETED, PRESENT, committed_run,  # noqa: E
 def net(rows: list[tuple], deleted: list[bool], names=("id", "name"), present=None):
     columns = {name: [row[i] for row in rows] for i, name in enumerate(names)}
     present = present or [None] * len(rows)
-    at = [None if p is None else f"binlog.000001:{100 + i}" for i, p in enumerate(present)]
+    at = [None if p is None else f"binlog.000001 at {100 + i}" for i, p in enumerate(present)]
     return pa.table({**columns, DELETED: deleted, PRESENT: pa.array(present, pa.string()),
                      AT: pa.array(at, pa.string())})
 
@@ -139,9 +139,9 @@ def test_a_partial_row_of_a_key_the_table_does_not_hold_is_found_before_any_merg
     uri = str(tmp_path / "db.t")
     merge_net_changes(uri, "db.t", net([(1, "a")], [False]), ["id"], run=1, through={})
     partial = net([(1, "A"), (9, "z")], [False, False], present=["11", "11"])
-    assert rows_not_held(uri, partial, ["id"]) == ["binlog.000001:101"]
+    assert rows_not_held(uri, partial, ["id"]) == ["binlog.000001 at 101"]
     assert rows_not_held(str(tmp_path / "db.none"), partial, ["id"]) == [
-        "binlog.000001:100", "binlog.000001:101"]
+        "binlog.000001 at 100", "binlog.000001 at 101"]
 
 
 def test_committed_files_carry_statistics_and_every_commit_feeds_changes(tmp_path):

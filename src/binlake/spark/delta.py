@@ -27,7 +27,7 @@ DELETED = "_binlake_deleted"
 #: ... that says which columns the changes set, "1" or "0" per column, where
 #: they set only some (partial row images): the others keep the table's values.
 PRESENT = "_binlake_present"
-#: ... that says where the last of those changes is ("file:pos").
+#: ... that says where the last of those changes is ("FILE at POS").
 AT = "_binlake_at"
 #: The columns of a net-change row that are not the table's.
 NET_COLUMNS = (DELETED, PRESENT, AT)

@@ -62,7 +62,7 @@ from pyspark.sql import functions as F
 
 from binlake.spark.delta import (AT, DELETED, NET_COLUMNS, PRESENT, commit_table, committed_run,
                                  key_bounds, maintain, merge_net_changes, row_count,
-                                 rows_not_held)
+                                 rows_not_held, through_of)
 from binlake.spark.history import PositionOrder
 from binlake.spark.layouts import qualified
 from binlake.spark.partitioned import escape_partition_value, parquet_rows, unescape_partition_value
@@ -195,7 +195,6 @@ def carried_from(plan: dict, tables_dir: str, order) -> CarriedFrom | None:
 
 def _committed_point(uri: str, order) -> tuple | None:
     """(file_seq, pos) the Delta table at `uri` was last committed at."""
-    from binlake.spark.delta import through_of
     if not os.path.isdir(uri):
         return None
     through = through_of(uri)
@@ -304,6 +303,7 @@ class _Lake:
                 self.commits.append((self._merge, (key, net, plan["layout"])))
         self.work["appended"] += [key for key in by_key if kinds[key] == "rows"]
         self.work["merged"] += [key for key in by_key if kinds[key] == "net"]
+
         def rewrite(plan: dict) -> None:
             uri = os.path.join(self.tables_dir, qualified(plan["database"], plan["table"]))
             current = delta_frame(changes.sparkSession, uri).select(
@@ -346,9 +346,8 @@ class _Lake:
         return rebuild
 
     def _carried_rows(self, plan: dict, source: "CarriedFrom"):
-        """The rows `source` holds in the plan's columns, or None where a
-        column's type changed; None rows (a DataFrame of none) after a
-        TRUNCATE."""
+        """The rows `source` holds, in the plan's columns (none after a
+        TRUNCATE), or None where a column's type changed."""
         layout = plan["layout"]
         spark = _spark()
         if source.uri is None:
@@ -489,8 +488,7 @@ class _Lake:
                                columns=[*primary_key, PRESENT, AT])
         missing = rows_not_held(os.path.join(self.tables_dir, key), partial, primary_key)
         if missing:
-            file, _, pos = missing[0].rpartition(":")
-            raise ValueError(f"{file} at {pos}: {key}: a partial row image (binlog_row_image="
+            raise ValueError(f"{missing[0]}: {key}: a partial row image (binlog_row_image="
                              "MINIMAL or NOBLOB) of a row the table does not hold: the columns "
                              "it leaves out are not in the binlog; nothing was applied to the "
                              "tables")
@@ -556,7 +554,7 @@ def _merged(current, net, layout: dict):
     unheld = changed & present.isNotNull() & F.col("c_held").isNull()
     key = qualified(layout["database"], layout["table"])
     kept = refuse(unheld, ~F.coalesce(F.col("n_deleted"), F.lit(False)), F.concat(
-        F.regexp_replace(F.col("n_at"), ":(\\d+)$", " at $1"),
+        F.col("n_at"),
         F.lit(f": {key}: a partial row image (binlog_row_image=MINIMAL or NOBLOB) of a row "
               "the table does not hold: the columns it leaves out are not in the binlog")),
         "boolean")

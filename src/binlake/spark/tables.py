@@ -118,7 +118,7 @@ def rebuild_states(changes: DataFrame, plans: list[dict], as_of: AsOf | None = N
     (database, table, key, row, present, at), `row` NULL where they delete
     it; `present` NULL where `row` is whole, else which of its columns the
     changes set ("1" or "0" per column: the rest is the row's as the table
-    holds it), `at` the "file:pos" of the last change that left it partial.
+    holds it), `at` ("FILE at POS") the last change that left it partial.
 
     A plan (`history.table_plans`) names a table as it is at that point, its
     primary key (column indexes) and its stretches: the spans of changes its rows
@@ -371,8 +371,7 @@ def _states_by_key(changes: DataFrame, net: bool = False) -> DataFrame:
     if net:
         present = F.when(incomplete, F.array_join(F.transform(
             applied, lambda part: F.when(part.isNull(), "0").otherwise("1")), ""))
-        at = F.when(incomplete, F.concat(last_partial["file"], F.lit(":"),
-                                         last_partial["pos"].cast("string")))
+        at = F.when(incomplete, where(last_partial["file"], last_partial["pos"]))
         return grouped.select("database", "table", "key", row.alias("row"),
                               present.alias("present"), at.alias("at"))
     states = grouped.select("database", "table", row.alias("row"))
