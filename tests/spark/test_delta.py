@@ -204,3 +204,14 @@ def test_a_merge_reads_only_the_files_its_keys_bounds_overlap(tmp_path):
     rows = deltalake.DeltaTable(str(uri)).to_pyarrow_table()
     assert rows.num_rows == 399 and ("y" in rows.column("name").to_pylist())
     assert key_bounds(pa.table({"k": ["b'", "a"], "f": [1.5, 2.5]})) == {"k": ("'a'", "'b'''")}
+
+
+def test_a_table_made_before_the_change_data_feed_gets_it_at_its_next_merge(tmp_path):
+    uri = str(tmp_path / "db.t")
+    deltalake.write_deltalake(uri, pa.table({"id": pa.array([1], pa.int64()), "name": ["a"]}))
+    assert "delta.enableChangeDataFeed" not in deltalake.DeltaTable(uri).metadata().configuration
+    merge_net_changes(uri, "db.t", net([(1, "b")], [False]), ["id"], run=1, through={})
+    table = deltalake.DeltaTable(uri)
+    assert table.metadata().configuration["delta.enableChangeDataFeed"] == "true"
+    feed = pa.table(table.load_cdf(starting_version=table.version()).read_all()).to_pylist()
+    assert sorted(row["_change_type"] for row in feed) == ["update_postimage", "update_preimage"]

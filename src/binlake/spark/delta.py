@@ -86,6 +86,7 @@ def merge_net_changes(uri: str, table: str, net, keys: list[str], *, run: int,
     # Every column named by us, quoted: delta-rs's update_all/insert_all
     # cannot name a column with a backtick in it, which MySQL allows.
     names = [name for name in net.schema.names if name not in NET_COLUMNS]
+    _with_table_properties(uri)
     target = DeltaTable(uri)
     held = {field.name for field in target.schema().fields}  # a column new to it: NULL there
     inserted = {_quoted(name): f"s.{_quoted(name)}" for name in names}
