@@ -64,3 +64,46 @@ def test_maintenance_beside_a_run_is_refused(tmp_path):
     err = io.StringIO()
     assert main(["maintain", "--out", str(tmp_path / "none")], io.StringIO(), err) == 1
     assert err.getvalue().startswith("binlake maintain: ") and "no tables" in err.getvalue()
+
+
+KILLS = 6  #: in a full sweep (tests/sweeps.py)
+MAINTAIN = """
+import sys
+import deltalake  # loaded before "ready": the moments drawn are the maintenance's
+from binlake.spark.delta import maintain
+print("ready", flush=True)
+maintain(sys.argv[1], compact=True, retention_hours=0)
+"""
+
+
+def test_maintenance_killed_at_random_moments_leaves_the_rows_as_they_were(tmp_path):
+    """Compaction is one commit and vacuum deletes only what no version
+    holds: a SIGKILL at any moment of it leaves the table's rows, and the
+    next maintenance finishes the work."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import sweeps
+
+    timing = lake_of_small_files(tmp_path / "timing", 20)
+    started = time.perf_counter()
+    maintain(str(timing), compact=True, retention_hours=0)
+    takes = time.perf_counter() - started
+    rng = sweeps.generator(29)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    for trial in range(sweeps.trials(KILLS)):
+        table = lake_of_small_files(tmp_path / f"lake{trial}", 20)
+        rows = sorted(read_table(str(table)).column("id").to_pylist())
+        process = subprocess.Popen([sys.executable, "-c", MAINTAIN, str(table)], env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        assert process.stdout.readline() == "ready\n"
+        time.sleep(rng.uniform(0, 2 * takes))  # a moment of the maintenance, or just after
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        assert sorted(read_table(str(table)).column("id").to_pylist()) == rows
+        maintain(str(table), compact=True, retention_hours=0)
+        assert sorted(read_table(str(table)).column("id").to_pylist()) == rows
+        assert len(parquet_files(table)) == 1
