@@ -163,7 +163,8 @@ def _joined(stretches: list[dict]) -> list[dict]:
         later = out[-1] if out else None
         if later is not None and later["after"] == stretch["before"] and all(
                 later[field] == stretch[field]
-                for field in ("database", "table", "sources", "defaults", "fractions", "omitted", "width")):
+                for field in ("database", "table", "sources", "defaults", "fractions",
+                              "omitted", "width")):
             later["after"] = stretch["after"]
         else:
             out.append(stretch)
