@@ -66,8 +66,9 @@ from binlake.spark.delta import (AT, DELETED, NET_COLUMNS, PRESENT, commit_table
 from binlake.spark.history import PositionOrder
 from binlake.spark.layouts import qualified
 from binlake.spark.partitioned import escape_partition_value, parquet_rows, unescape_partition_value
-from binlake.spark.tables import (INSERTS, ROWS_PER_FILE, AsOf, multiset_deltas, one_of,
-                                  rebuild_states, refuse, refused, typed_rows, typed_state)
+from binlake.spark.tables import (INSERTS, NOT_HELD, ROWS_PER_FILE, AsOf, multiset_deltas,
+                                  one_of, rebuild_states, refuse, refused, typed_rows,
+                                  typed_state)
 from binlake.spark.typed import from_text, spark_type, table_struct, typed_columns
 
 TABLES = "tables"
@@ -127,7 +128,6 @@ def _stage(lake: "_Lake", manifest: dict, state: dict, by_key: dict, signatures:
         rebuild, groups, carried = [], {}, {}
         order = PositionOrder(manifest["files"])
         for key, plan in by_key.items():
-            done = committed_run(os.path.join(tables_dir, key), key)
             if state["plans"].get(key) != signatures[key]:
                 source = carried_from(plan, tables_dir, order)
                 if source is None:
@@ -135,6 +135,7 @@ def _stage(lake: "_Lake", manifest: dict, state: dict, by_key: dict, signatures:
                 else:
                     carried[key] = (plan, source)
                 continue
+            done = committed_run(os.path.join(tables_dir, key), key)
             if done is None:
                 rebuild.append(plan)
                 continue
@@ -175,16 +176,19 @@ def carried_from(plan: dict, tables_dir: str, order) -> CarriedFrom | None:
     a RENAME); no stretch holds it when a TRUNCATE or a new CREATE came
     since, and the rows start empty."""
     own = os.path.join(tables_dir, qualified(plan["database"], plan["table"]))
+    points = {}  # uri -> its committed point (stretches share table names)
     for stretch in plan["stretches"]:
         uri = os.path.join(tables_dir, qualified(stretch["database"], stretch["table"]))
-        point = _committed_point(uri, order)
+        if uri not in points:
+            points[uri] = _committed_point(uri, order)
+        point = points[uri]
         if point is None:
             continue
         after, before = tuple(stretch["after"]), tuple(stretch["before"])
         if after < point and (before[0] is None or point < before):
             done = committed_run(uri, qualified(stretch["database"], stretch["table"]))
             return CarriedFrom(uri, done, stretch) if done is not None else None
-    point = _committed_point(own, order)
+    point = points[own] if own in points else _committed_point(own, order)
     done = committed_run(own, qualified(plan["database"], plan["table"])) if point else None
     if done is None:
         return None
@@ -488,9 +492,7 @@ class _Lake:
                                columns=[*primary_key, PRESENT, AT])
         missing = rows_not_held(os.path.join(self.tables_dir, key), partial, primary_key)
         if missing:
-            raise ValueError(f"{missing[0]}: {key}: a partial row image (binlog_row_image="
-                             "MINIMAL or NOBLOB) of a row the table does not hold: the columns "
-                             "it leaves out are not in the binlog; nothing was applied to the "
+            raise ValueError(f"{missing[0]}: {key}: {NOT_HELD}; nothing was applied to the "
                              "tables")
 
     def _merge(self, key: str, net, layout: dict) -> None:
@@ -553,11 +555,8 @@ def _merged(current, net, layout: dict):
     changed, present = F.col("n_deleted").isNotNull(), F.col("n_present")
     unheld = changed & present.isNotNull() & F.col("c_held").isNull()
     key = qualified(layout["database"], layout["table"])
-    kept = refuse(unheld, ~F.coalesce(F.col("n_deleted"), F.lit(False)), F.concat(
-        F.col("n_at"),
-        F.lit(f": {key}: a partial row image (binlog_row_image=MINIMAL or NOBLOB) of a row "
-              "the table does not hold: the columns it leaves out are not in the binlog")),
-        "boolean")
+    kept = refuse(unheld, ~F.coalesce(F.col("n_deleted"), F.lit(False)),
+                  F.concat(F.col("n_at"), F.lit(f": {key}: {NOT_HELD}")), "boolean")
     values = [F.when(~changed | (present.isNotNull() & (F.substring(present, i + 1, 1) == "0")),
                      F.col(f"c{i}")).otherwise(F.col(f"n{i}")).alias(name)
               for i, name in enumerate(names)]

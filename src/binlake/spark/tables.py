@@ -223,6 +223,16 @@ def refuse(condition: Column, value: Column, reason: Column, kind: str = "array<
     return F.when(condition, failed).otherwise(value)
 
 
+#: Why a partial row image of a row the table does not hold is refused.
+NOT_HELD = ("a partial row image (binlog_row_image=MINIMAL or NOBLOB) of a row the table "
+            "does not hold: the columns it leaves out are not in the binlog")
+
+
+def said(file: Column, pos: Column, table: Column, reason: str) -> Column:
+    """A refusal's words: "FILE at POS: DB.TABLE: reason"."""
+    return F.concat(where(file, pos), F.lit(": "), table, F.lit(": " + reason))
+
+
 def where(file: Column, pos: Column) -> Column:
     """How a refusal names a change: "FILE at POS"."""
     return F.concat(file, F.lit(" at "), pos.cast("string"))
@@ -307,6 +317,10 @@ def _with_fraction(text: Column, digits: Column) -> Column:
         F.concat(whole, F.lit("."), F.rpad(fraction, digits, "0")))
 
 
+def _qualified() -> Column:
+    return F.concat(F.col("database"), F.lit("."), F.col("table"))
+
+
 #: A key's touches: its row cleared, set whole, or set in part (PART_VALUEs).
 CLEAR, SET, PART = 0, 1, 2
 
@@ -361,13 +375,12 @@ def _states_by_key(changes: DataFrame, net: bool = False) -> DataFrame:
     # Rows no change of this run completes: known only to the table (net,
     # when no touch before cleared the key), else refused.
     unknown = incomplete & (base.isNotNull() if net else F.lit(True))
-    row = refuse(unknown & (F.col("last.kind") != CLEAR), row, F.concat(
-        where(last_partial["file"], last_partial["pos"]), F.lit(": "),
-        F.col("database"), F.lit("."), F.col("table"),
-        F.lit(": a partial row image (binlog_row_image=MINIMAL or NOBLOB) of a row no "
-              "change before it wrote whole (an UPDATE that moved it to a new key, an "
-              "INSERT leaving out a column whose DEFAULT is not known): the columns it "
-              "leaves out are not in the binlog")))
+    row = refuse(unknown & (F.col("last.kind") != CLEAR), row, said(
+        last_partial["file"], last_partial["pos"], _qualified(),
+        "a partial row image (binlog_row_image=MINIMAL or NOBLOB) of a row no change "
+        "before it wrote whole (an UPDATE that moved it to a new key, an INSERT leaving "
+        "out a column whose DEFAULT is not known): the columns it leaves out are not in "
+        "the binlog"))
     if net:
         present = F.when(incomplete, F.array_join(F.transform(
             applied, lambda part: F.when(part.isNull(), "0").otherwise("1")), ""))
@@ -394,16 +407,14 @@ def _multiset_counts(changes: DataFrame, net: bool = False) -> DataFrame:
     found the row by a key binlake does not know of (a UNIQUE NOT NULL
     key): refused."""
     op = F.col("op")
-    after = refuse(F.col("partial").isNotNull(), F.col("after_row"), F.concat(
-        where(F.col("file"), F.col("pos")), F.lit(": "), F.col("database"), F.lit("."),
-        F.col("table"), F.lit(": a partial row image of a table without a primary key: the "
-                              "columns it leaves out are not in the binlog")))
-    before = refuse(op.isin("u", "d") & ~F.col("before_whole"), F.col("before"), F.concat(
-        where(F.col("file"), F.col("pos")), F.lit(": "), F.col("database"), F.lit("."),
-        F.col("table"), F.lit(": the row is identified by a key binlake does not know (a "
-                              "UNIQUE key: binlake keys tables by their PRIMARY KEY): a "
-                              "partial before image cannot name the row; log full row "
-                              "images (binlog_row_image=FULL)")))
+    file, pos = F.col("file"), F.col("pos")
+    after = refuse(F.col("partial").isNotNull(), F.col("after_row"), said(
+        file, pos, _qualified(), "a partial row image of a table without a primary key: "
+        "the columns it leaves out are not in the binlog"))
+    before = refuse(op.isin("u", "d") & ~F.col("before_whole"), F.col("before"), said(
+        file, pos, _qualified(), "the row is identified by a key binlake does not know (a "
+        "UNIQUE key: binlake keys tables by their PRIMARY KEY): a partial before image "
+        "cannot name the row; log full row images (binlog_row_image=FULL)"))
     plus = F.struct(F.lit(1).alias("n"), after.alias("row"))
     minus = F.struct(F.lit(-1).alias("n"), before.alias("row"))
     deltas = (F.when(op.isin(*INSERTS), F.array(plus))
