@@ -162,6 +162,7 @@ def one_round(work: Path, first: Path, small: Path, second: Path, args) -> dict:
     figures["session + one tiny query"] = timed([PYTHON, "-c", TINY_QUERY, "-", args.master],
                                                 SHORT_RUN_JVM)
     figures["pipeline, sample"] = timed([PYTHON, "-m", "binlake", "pipeline", "--sample",
+                                         "--temporals", "text",  # the sample's zero dates
                                          "--out", str(work / "sample"), "--master", args.master])
     lake = work / "lake"
     figures["pipeline, first bulk"] = pipeline([first], lake, args.master)

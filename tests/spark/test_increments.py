@@ -28,6 +28,7 @@ pa = pytest.importorskip("pyarrow")
 
 import binlake  # noqa: E402
 import binlake.spark  # noqa: E402
+from binlake.spark import driver_tables  # noqa: E402
 from binlake.spark.pipeline import load_manifest, run_pipeline  # noqa: E402
 from binlake.testing.mariadb import MariaDBServer  # noqa: E402
 from binlake.testing.workload import (DATABASE, SESSION_SETUP,  # noqa: E402
@@ -114,14 +115,20 @@ def arrive(step: Step, incoming: Path) -> None:
             shutil.copy(path, incoming)
 
 
-def test_every_increment_equal_to_the_server(spark, steps, tmp_path):
+@pytest.mark.parametrize("way", ["driver", "spark"])
+def test_every_increment_equal_to_the_server(spark, steps, tmp_path, monkeypatch, way):
+    """`way`: small increments computed in the driver (the default), or all
+    by Spark's jobs (binlake.spark.driver_tables holds them equal)."""
+    if way == "spark":
+        monkeypatch.setattr(driver_tables, "DRIVER_ROWS", -1)
     incoming, out = tmp_path / "incoming", tmp_path / "out"
     incoming.mkdir()
     assert len(steps) == 1 + len(STEPS)
     work, versions = [], []
     for number, step in enumerate(steps):
         arrive(step, incoming)
-        result = run_pipeline(spark, [str(incoming)], str(out))
+        # The workload's zero dates: DATE/DATETIME/TIMESTAMP kept as text.
+        result = run_pipeline(spark, [str(incoming)], str(out), temporals="text")
         assert result.segments, number
         assert_tables_equal(out, step.tables, step.columns)
         assert load_manifest(str(out))["pending"] == {}
@@ -164,6 +171,7 @@ def test_every_increment_equal_to_the_server(spark, steps, tmp_path):
     assert ids(r.asDict() for r in then.collect()) == ids(steps[1].tables["ints"])
 
 
+WAYS = ("driver", "spark")
 #: Keyed tables whose change data feed is held to the binlog's changes.
 FED = ("ints", "probe")
 
@@ -204,9 +212,15 @@ def net_kinds(before: set, after: set) -> dict:
             "delete" if key in before else "insert" for key in before | after}
 
 
-def pipeline(incoming: Path, out: Path) -> list[str]:
-    return [sys.executable, "-m", "binlake", "pipeline", str(incoming), "--out", str(out),
-            "--master", "local[2]"]
+#: `binlake pipeline` with every increment computed by Spark's jobs.
+IN_SPARK = ("import sys; from binlake.spark import driver_tables; driver_tables.DRIVER_ROWS = -1; "
+            "from binlake.cli.dispatch import main; sys.exit(main(sys.argv[1:]))")
+
+
+def pipeline(incoming: Path, out: Path, way: str = "driver") -> list[str]:
+    start = ["-m", "binlake"] if way == "driver" else ["-c", IN_SPARK]
+    return [sys.executable, *start, "pipeline", str(incoming), "--out", str(out),
+            "--master", "local[2]", "--temporals", "text"]
 
 
 def environment() -> dict:
@@ -229,7 +243,9 @@ def test_runs_killed_while_merging_end_as_uninterrupted_runs(steps, tmp_path):
     for step in steps[1:6]:
         arrive(step, incoming)
         for _ in range(sweeps.trials(KILLS_PER_STEP)):
-            process = subprocess.Popen(pipeline(incoming, out), env=environment(),
+            # either way: the driver's small increments, or Spark's jobs
+            process = subprocess.Popen(pipeline(incoming, out, rng.choice(WAYS)),
+                                       env=environment(),
                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                        text=True, start_new_session=True)
             for line in process.stderr:

@@ -1,7 +1,8 @@
 """What would make the lake silently wrong is refused in one line, with the
 lake left byte for byte as it was: a second run at the same time, a binlog
-after one never read, a binlog older than those read, and a file under the
-next number that is not the one the previous file rotates to."""
+after one never read, a binlog older than those read, a file under the
+next number that is not the one the previous file rotates to; and a value
+the table's type cannot hold, with its tables left as they were."""
 from __future__ import annotations
 
 import fcntl
@@ -16,7 +17,13 @@ import pytest
 pytest.importorskip("pyspark")
 from binlake.cli.commands.pipeline import sample_dir  # noqa: E402
 from binlake.cli.dispatch import main  # noqa: E402
-from binlake.spark.pipeline import run_pipeline  # noqa: E402
+from binlake.spark.pipeline import run_pipeline as pipeline_run  # noqa: E402
+
+
+def run_pipeline(*args, **options):
+    """The sample and the truth hold zero dates: their lakes keep DATE,
+    DATETIME and TIMESTAMP as text (a typed lake refuses them, tested apart)."""
+    return pipeline_run(*args, **{"temporals": "text", **options})
 
 
 def lake_bytes(out: Path) -> dict:
@@ -114,3 +121,31 @@ def test_another_table_selection_is_refused(spark, binlogs, tmp_path):
     # the same selection, written otherwise, goes on
     result = run_pipeline(spark, [str(binlogs)], str(out), tables=" binlake_test.ints ")
     assert len(result.segments) == 2
+
+
+def test_a_value_the_tables_type_cannot_hold_is_refused_never_null(spark, binlogs, tmp_path):
+    """The sample's zero dates: a typed lake refuses them in one line naming
+    table, column and value, and builds no table; the same lake started
+    again with --temporals text holds them as MySQL's text."""
+    out = tmp_path / "lake"
+    err = io.StringIO()
+    assert main(["pipeline", str(binlogs), "--out", str(out)], io.StringIO(), err) == 1
+    line = err.getvalue().splitlines()[-1]  # after the lines saying what was read
+    assert line.startswith("binlake pipeline: binlake_test.temporal: column `"), line
+    assert "'0000-00-00" in line and "--temporals text" in line
+    assert line.endswith("exact text: nothing was applied to the tables"), line
+    assert not (out / "tables").exists() or not list((out / "tables").iterdir())
+    # the changes were read (exact text holds every value); a rerun refuses alike
+    before = lake_bytes(out)
+    with pytest.raises(ValueError, match="binlake_test.temporal: column `"):
+        pipeline_run(spark, [str(binlogs)], str(out))
+    assert lake_bytes(out) == before
+    # the lake's way chosen again: every table built, zero dates as the server wrote them
+    result = pipeline_run(spark, [str(binlogs)], str(out), temporals="text")
+    assert result.tables["binlake_test.temporal"] > 0
+    from binlake.spark.pipeline import read_table
+    dates = {row["id"]: row["d"] for row in read_table(str(out), "binlake_test.temporal")
+             .to_pylist()}
+    assert dates[3] == "0000-00-00" and dates[2] == "9999-12-31"
+    # recorded: a later run that does not say keeps it, nothing to do
+    assert not pipeline_run(spark, [str(binlogs)], str(out)).tables_rebuilt

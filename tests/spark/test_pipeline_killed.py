@@ -33,7 +33,7 @@ KILLS = 20  #: in a full sweep (tests/sweeps.py)
 
 
 def pipeline(out: Path) -> list[str]:
-    return [sys.executable, "-m", "binlake", "pipeline", "--sample", "--out", str(out)]
+    return [sys.executable, "-m", "binlake", "pipeline", "--sample", "--temporals", "text", "--out", str(out)]
 
 
 def environment() -> dict:

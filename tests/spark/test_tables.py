@@ -10,6 +10,7 @@ pytest.importorskip("pyspark")
 from pyspark.sql import types as S  # noqa: E402
 
 import binlake.spark  # noqa: E402
+from binlake.spark.tables import refused  # noqa: E402
 
 from .truth import canonical_rows, typed_rows  # noqa: E402
 
@@ -59,13 +60,30 @@ def test_typed_columns_and_a_feed_that_replays_to_the_server_state(spark, truth)
 
 def test_every_column_type_of_the_workload(spark, truth):
     for table in ("temporal", "numbers", "bits", "enums", "net"):
-        feed = binlake.spark.table_changes(spark, truth.files, DB, table)
+        # The temporal table holds zero dates: as text, every value is held.
+        temporals = "text" if table == "temporal" else "typed"
+        feed = binlake.spark.table_changes(spark, truth.files, DB, table, temporals=temporals)
         state = replay(collect(feed), "id")
-        expected = typed_rows(truth.final[table], truth.columns[table])
+        expected = typed_rows(truth.final[table], truth.columns[table], temporals)
         assert canonical_rows(list(state.values())) == canonical_rows(expected), table
     temporal = dict(binlake.spark.table_changes(spark, truth.files, DB, "temporal")
-                    .select("dt6", "ts6", "t3").first().asDict())
+                    .where("id = 2").select("dt6", "ts6", "t3").first().asDict())
     assert isinstance(temporal["dt6"], dt.datetime) and isinstance(temporal["t3"], str)
+
+
+def test_temporals_spark_cannot_hold_are_refused_never_null(spark, truth):
+    feed = binlake.spark.table_changes(spark, truth.files, DB, "temporal")
+    # The rows whose dates Spark holds read back typed ...
+    held = feed.where("id IN (2, 6, 60)")
+    expected = [r for r in truth.final["temporal"] if r["id"] in (2, 60)]
+    assert canonical_rows(list(replay(collect(held), "id").values())) == canonical_rows(
+        typed_rows(expected, truth.columns["temporal"]))
+    # ... a zero date fails the job in one line naming table, column and value.
+    with pytest.raises(Exception) as failure:
+        feed.collect()
+    reason = refused(failure.value)
+    assert reason and reason.startswith(f"{DB}.temporal: column `")
+    assert "'0000-00-00" in reason and "--temporals text" in reason
     assert isinstance(dict(binlake.spark.table_changes(spark, truth.files, DB, "ints")
                            .select("bi_u").first().asDict())["bi_u"], Decimal)
 

@@ -119,10 +119,21 @@ FIXED_BINARY = {"binary", "inet6", "uuid"}  # trailing zero bytes are not logged
 TEXTS = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum"}
 
 
-def typed_value(value: Any, column: dict) -> Any:
+def typed_value(value: Any, column: dict, temporals: str = "typed") -> Any:
+    """What tables/ holds for a server value (pymysql's) of `column`; a
+    lake of `temporals="text"` keeps DATE/DATETIME/TIMESTAMP as MySQL's text."""
     if value is None:
         return None
     kind, full = column["data_type"], column["column_type"]
+    if kind in ("date", "datetime", "timestamp") and temporals == "text":
+        if isinstance(value, str):  # zero parts or year 0: the server's own text
+            return value
+        if kind == "date":
+            return value.isoformat()
+        fsp = re.search(r"\((\d)\)", full)
+        digits = int(fsp.group(1)) if fsp else 0
+        fraction = f".{value.microsecond:06d}"[:1 + digits] if digits else ""
+        return f"{value.year:04d}-{value:%m-%d %H:%M:%S}{fraction}"
     if kind == "bigint" and "unsigned" in full:
         return Decimal(value)  # decimal(20,0)
     if kind == "float":
@@ -134,8 +145,7 @@ def typed_value(value: Any, column: dict) -> Any:
         number = int.from_bytes(value, "big")
         return Decimal(number) if full == "bit(64)" else number  # decimal(20,0)
     if kind in ("date", "datetime", "timestamp"):
-        if isinstance(value, str):  # zero parts or year 0: no Spark value
-            return None
+        assert not isinstance(value, str), f"{value}: no Spark value (a typed lake refuses it)"
         return value.replace(tzinfo=dt.timezone.utc) if kind == "timestamp" else value
     if kind == "time":
         fsp = re.search(r"\((\d)\)", full)
@@ -151,9 +161,10 @@ def typed_value(value: Any, column: dict) -> Any:
     return value
 
 
-def typed_rows(rows: list[dict], columns: list[dict]) -> list[dict]:
+def typed_rows(rows: list[dict], columns: list[dict], temporals: str = "typed") -> list[dict]:
     by_name = {c["name"]: c for c in columns}
-    return [{name: typed_value(value, by_name[name]) for name, value in row.items()} for row in rows]
+    return [{name: typed_value(value, by_name[name], temporals) for name, value in row.items()}
+            for row in rows]
 
 
 def canonical(value: Any) -> Any:

@@ -20,10 +20,13 @@ def register(spark) -> None:
     register_source(spark)
 
 
-def table_changes(spark, path, db: str, table: str, schema=None, **options):
-    """One table's changes with one typed column per table column (see docs/spark.md)."""
+def table_changes(spark, path, db: str, table: str, schema=None, temporals: str = "typed",
+                  **options):
+    """One table's changes with one typed column per table column (see
+    docs/spark.md); `temporals="text"` keeps DATE, DATETIME and TIMESTAMP
+    columns as MySQL's exact text (typed, a zero date fails the job)."""
     from binlake.spark.tables import table_changes as build
-    return build(spark, path, db, table, schema=schema, **options)
+    return build(spark, path, db, table, schema=schema, temporals=temporals, **options)
 
 
 def read_table(spark, out: str, table: str, as_of=None):

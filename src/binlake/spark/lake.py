@@ -60,16 +60,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
+from binlake.spark import driver_tables as driver
 from binlake.spark.delta import (AT, DELETED, NET_COLUMNS, PRESENT, commit_table, committed_run,
-                                 key_bounds, maintain, merge_net_changes, row_count,
+                                 key_bounds, maintain, merge_net_changes, read_table, row_count,
                                  rows_not_held, through_of)
 from binlake.spark.history import PositionOrder
 from binlake.spark.layouts import qualified
-from binlake.spark.partitioned import escape_partition_value, parquet_rows, unescape_partition_value
+from binlake.spark.partitioned import escape_partition_value, parquet_rows
 from binlake.spark.tables import (INSERTS, NOT_HELD, ROWS_PER_FILE, AsOf, multiset_deltas,
-                                  one_of, rebuild_states, refuse, refused, typed_rows,
-                                  typed_state)
-from binlake.spark.typed import from_text, spark_type, table_struct, typed_columns
+                                  one_of, rebuild_states, refused, typed_rows, typed_state)
+from binlake.spark.typed import from_text, refuse, spark_type, table_struct, typed_columns
 
 TABLES = "tables"
 
@@ -150,10 +150,12 @@ def _stage(lake: "_Lake", manifest: dict, state: dict, by_key: dict, signatures:
                     if int(run) > done for name in names]
         for runs, group in groups.items():
             files = new_files(runs[0] - 1)
-            if files:
+            group = lake.apply_in_driver(files, group) if files else []
+            if group:
                 lake.apply(read_changes(files), files, group)
-        rebuild += lake.carry(read_changes, {key: (plan, source, new_files(source.done))
-                                             for key, (plan, source) in carried.items()})
+        carried = lake.carry_in_driver({key: (plan, source, new_files(source.done))
+                                        for key, (plan, source) in carried.items()})
+        rebuild += lake.carry(read_changes, carried)
         lake.rebuild(read_changes, rebuild, None)
 
 
@@ -319,6 +321,110 @@ class _Lake:
             self.commits.append((self._commit, (key, plan["layout"], "overwrite")))
         self.work["rewritten"] += list(_by_table(rewritten))
 
+    def apply_in_driver(self, files: list, plans: list) -> list:
+        """`apply` for the tables whose new changes the driver computes
+        (binlake.spark.driver_tables); returns the plans left to Spark."""
+        found = self.changes.stats(files)
+        left, done = [], {"appended": [], "merged": [], "rewritten": []}
+        for plan in plans:
+            sources = _sources(plan)
+            rows = sum(found[s].rows for s in sources if s in found)
+            if not rows:
+                continue  # nothing new
+            if not driver.takes(rows):
+                left.append(plan)
+                continue
+            key, layout = qualified(plan["database"], plan["table"]), plan["layout"]
+            uri = os.path.join(self.tables_dir, key)
+            try:
+                changes = driver.images(driver.read_changes(files, self.changes.root, sources),
+                                        plan)
+                if all(found[s].inserts_only for s in sources if s in found):
+                    rows, how = driver.appended(changes, layout, key), "appended"
+                    if layout["primary_key"]:
+                        rows = _sorted_by(rows, layout["primary_key"])
+                elif plan["primary_key"]:
+                    rows, how = driver.net_changes(changes, plan, key), "merged"
+                else:
+                    current = read_table(uri).select([c["key"] for c in layout["columns"]])
+                    rows, how = driver.rewritten(current, changes, plan, key), "rewritten"
+            except driver.InSpark:
+                left.append(plan)
+                continue
+            if how != "rewritten":  # the table's own types (a list's item name, say)
+                rows = rows.cast(_with_table_types(rows.schema, uri))
+            self._stage_rows(key, rows, layout, how)
+            done[how].append(key)
+        if any(done.values()):
+            self.log(f"tables: appending to {len(done['appended'])}, merging into "
+                     f"{len(done['merged'])}, rewriting {len(done['rewritten'])} (in the driver)")
+        return left
+
+    def carry_in_driver(self, carried: dict) -> dict:
+        """`carry` for the tables whose rows and new changes the driver
+        computes; returns those left to Spark."""
+        left, done = {}, []
+        for key, (plan, source, files) in carried.items():
+            sources = _sources(plan)
+            mine = [path for path in files
+                    if driver.partition_of(path, self.changes.root) in sources]
+            try:
+                if not driver.takes(sum(map(parquet_rows, mine))):
+                    raise driver.InSpark("many changes")
+                current = self._carried_in_driver(plan, source)
+                changes = driver.images(driver.read_changes(mine, self.changes.root, sources),
+                                        plan)
+                rows = driver.rewritten(current, changes, plan, key)
+            except driver.InSpark:
+                left[key] = (plan, source, files)
+                continue
+            self._stage_rows(key, rows, plan["layout"], "carried")
+            done.append(key)
+        if done:
+            self.log(f"tables: carrying {len(done)} into their new definitions (in the driver)")
+        return left
+
+    def _carried_in_driver(self, plan: dict, source: "CarriedFrom"):
+        """`_carried_rows` as an Arrow table (InSpark where that is None, or
+        the table is large)."""
+        from pyspark.sql.pandas.types import from_arrow_type
+        layout = plan["layout"]
+        key = qualified(plan["database"], plan["table"])
+        types = driver.arrow_types(layout)
+        names = [c["key"] for c in layout["columns"]]
+        if source.uri is None:
+            return pa.table([pa.array([], kind) for kind in types], names=names)
+        if row_count(source.uri) > driver.DRIVER_TABLE_ROWS:
+            raise driver.InSpark("a large table")
+        current = read_table(source.uri)
+        columns = []
+        for column, kind, name, default, digits in zip(
+                layout["columns"], types, source.stretch["sources"], source.stretch["defaults"],
+                source.stretch["fractions"]):
+            if name is None:
+                value = None if default is None else driver.value_of(column, key)(default)
+                columns.append(pa.array([value] * current.num_rows, kind))
+            elif (digits is not None
+                  or from_arrow_type(current.schema.field(name).type) != spark_type(column)):
+                raise driver.InSpark("a column's type changed")
+            else:
+                columns.append(current.column(name))
+        return pa.table(columns, names=names)
+
+    def _stage_rows(self, key: str, rows, layout: dict, how: str) -> None:
+        """Rows the driver computed, staged and committed as Spark's are."""
+        if how in ("rewritten", "carried"):
+            rows = _sorted_by(rows, layout["primary_key"] or [c["key"] for c in layout["columns"]])
+        folder = os.path.join(self.staged, key)
+        os.makedirs(folder, exist_ok=True)
+        pq.write_table(rows, os.path.join(folder, f"part-{uuid.uuid4().hex}.parquet"))
+        if how == "merged":
+            self.commits.append((self._merge, (key, self._net_changes(key), layout)))
+        else:
+            mode = "append" if how == "appended" else "overwrite"
+            self.commits.append((self._commit, (key, layout, mode)))
+        self.work[how].append(key)
+
     def carry(self, read_changes, carried: dict) -> list:
         """Tables whose definition changed (ADD/DROP/RENAME COLUMN, a new
         key, RENAME TABLE, TRUNCATE, a new CREATE), {key: (plan, CarriedFrom,
@@ -353,6 +459,7 @@ class _Lake:
         """The rows `source` holds, in the plan's columns (none after a
         TRUNCATE), or None where a column's type changed."""
         layout = plan["layout"]
+        key = qualified(plan["database"], plan["table"])
         spark = _spark()
         if source.uri is None:
             return spark.createDataFrame([], table_struct(layout))
@@ -363,7 +470,7 @@ class _Lake:
                                                  source.stretch["defaults"],
                                                  source.stretch["fractions"]):
             if name is None:
-                value = from_text(F.lit(default).cast("string"), column)
+                value = from_text(F.lit(default).cast("string"), column, key)
             elif held.get(name) != spark_type(column) or digits is not None:
                 return None
             else:
@@ -568,6 +675,14 @@ def _column(name: str):
     return F.col("`" + name.replace("`", "``") + "`")
 
 
+def _with_table_types(schema: pa.Schema, uri: str) -> pa.Schema:
+    """`schema` with the types the Delta table at `uri` has for its columns."""
+    from deltalake import DeltaTable
+    held = pa.schema(DeltaTable(uri).schema().to_arrow())
+    return pa.schema([held.field(f.name).with_nullable(f.nullable)
+                      if f.name in held.names else f for f in schema])
+
+
 def _sorted_by(rows, key: list[str]):
     """`rows` in key order, as a large table's files are (a key Arrow
     cannot sort, such as a SET's list, leaves them as they came)."""
@@ -607,10 +722,7 @@ class ChangeFiles:
         """{(database, table): TableChanges} of these files of changes/."""
         found = {}
         for path in files:
-            parts = dict(part.split("=", 1) for part in
-                         os.path.relpath(os.path.dirname(path), self.root).split(os.sep))
-            key = (unescape_partition_value(parts["database"]),
-                   unescape_partition_value(parts["table"]))
+            key = driver.partition_of(path, self.root)
             ops = pq.ParquetFile(path).read(columns=["op"]).column("op")
             inserts = bool(pc.all(pc.is_in(ops, pa.array(INSERTS))).as_py()) if len(ops) else True
             known = found.get(key, TableChanges(0, True))

@@ -61,6 +61,7 @@ from binlake.spark.ranges import (DEFAULT_SPLIT_BYTES, DRIVER_READ_BYTES, FIRST_
 from binlake.spark.lake import TABLES, concurrently, hadoop_literal, update_tables
 from binlake.spark.partitioned import parquet_rows
 from binlake.spark.tables import AsOf, one_of
+from binlake.spark.typed import TEMPORALS, with_temporals
 
 FORMAT = 1
 STATE_DIR = "_binlake"
@@ -97,8 +98,7 @@ def spark_session(master: str | None = None, app: str = "binlake pipeline",
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
     builder = SparkSession.builder.appName(app)
-    if not master and "PYSPARK_GATEWAY_PORT" not in os.environ:  # not under spark-submit
-        master = "local[*]"
+    master = master or local_master()
     if master:
         builder = builder.master(master)
     cores = _local_cores(master)
@@ -114,6 +114,41 @@ def spark_session(master: str | None = None, app: str = "binlake pipeline",
                                  local_java_options(cores, work_bytes))
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     return builder.config("spark.sql.session.timeZone", "UTC").getOrCreate()
+
+
+def local_master() -> str | None:
+    """The master of a session nobody named one for: local[*], unless under
+    spark-submit (None: the one it prepared)."""
+    return None if "PYSPARK_GATEWAY_PORT" in os.environ else "local[*]"
+
+
+class LazySession:
+    """A Spark session started where a run first needs one (`start()` gives
+    it): a run the driver does alone (nothing new, a small increment,
+    binlake.spark.driver_tables) starts no JVM. `master` is what the
+    session is for, known before it starts."""
+
+    def __init__(self, start, master: str | None = None):
+        self._start, self._session, self._then = start, None, []
+        self.master = master
+
+    @property
+    def started(self) -> bool:
+        return self._session is not None
+
+    def then(self, configure) -> None:
+        """`configure(session)` now if it runs, else when it starts."""
+        if self._session is not None:
+            configure(self._session)
+        else:
+            self._then.append(configure)
+
+    def __getattr__(self, name: str):
+        if self._session is None:
+            self._session = self._start()
+            for configure in self._then:
+                configure(self._session)
+        return getattr(self._session, name)
 
 
 def local_java_options(cores: int, work_bytes: int | None) -> str:
@@ -192,9 +227,11 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
                  schema: str | None = None, tables: str | None = None,
                  reader_options: dict | None = None, snapshot=None,
                  snapshot_chunk_rows: int | None = None, read_in: str = "auto",
-                 log=None) -> PipelineResult:
-    # Spark's default INT96 timestamps read back as naive times outside Spark.
-    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+                 temporals: str | None = None, log=None) -> PipelineResult:
+    if isinstance(spark, LazySession):
+        spark.then(_configure)
+    else:
+        _configure(spark)
     log = log or (lambda message: None)
     out = os.path.abspath(out)
     unusable = sorted(set(out) & set(DELTA_UNSAFE))
@@ -208,7 +245,13 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
         return _run(spark, inputs, out, as_of=as_of, as_of_out=as_of_out, split_bytes=split_bytes,
                     min_partitions=min_partitions, schema=schema, tables=tables,
                     reader_options=reader_options, snapshot=snapshot,
-                    snapshot_chunk_rows=snapshot_chunk_rows, read_in=read_in, log=log)
+                    snapshot_chunk_rows=snapshot_chunk_rows, read_in=read_in,
+                    temporals=temporals, log=log)
+
+
+def _configure(spark) -> None:
+    # Spark's default INT96 timestamps read back as naive times outside Spark.
+    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
 
 
 def maintain_lake(out: str, *, retention_hours: int | None = None) -> dict:
@@ -260,12 +303,19 @@ def _as_of_folder(out: str, as_of_out: str | None) -> str:
 
 
 def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitions, schema,
-         tables, reader_options, snapshot, snapshot_chunk_rows, read_in, log) -> PipelineResult:
+         tables, reader_options, snapshot, snapshot_chunk_rows, read_in, temporals,
+         log) -> PipelineResult:
     _recover(out, log)
     manifest = load_manifest(out)
+    # Chosen when the lake starts, kept by the runs that do not say.
+    temporals = temporals or manifest.get("temporals") or "typed"
+    if temporals not in TEMPORALS:
+        raise ValueError(f"--temporals {temporals}: one of {', '.join(TEMPORALS)}")
+    manifest = dict(manifest, temporals=temporals)
     result = PipelineResult()
-    options = {"split_bytes": str(split_bytes),
-               "min_partitions": str(min_partitions or spark.sparkContext.defaultParallelism)}
+    options = {"split_bytes": str(split_bytes)}
+    if min_partitions:  # else Spark's default parallelism, where Spark reads (_append)
+        options["min_partitions"] = str(min_partitions)
     options.update({k: str(v) for k, v in (reader_options or {}).items()})
     if tables:
         options["tables"] = tables
@@ -316,8 +366,7 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
         # The tables as of the point, whole, in their own folder; the lake's
         # tables and its manifest's state of them stay as they are.
         point = parse_as_of(as_of, manifest)
-        plans = [plan for plan in table_plans(history, layouts, order, _before(point, order))
-                 if wanted(plan["database"], plan["table"])]
+        plans = _plans(history, layouts, order, wanted, temporals, _before(point, order))
         os.makedirs(as_of_out, exist_ok=True)
         result.tables, _, result.table_work = update_tables(
             out, plans, manifest, as_of=point, staged=os.path.join(as_of_out, "_binlake.new"),
@@ -327,9 +376,9 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
         return result
     state = manifest.get("tables") or {}
     if (manifest.get("pending") or "plans" not in state or state.get("as_of") is not None
+            or state.get("temporals", "typed") != temporals
             or not os.path.isdir(os.path.join(out, TABLES))):
-        plans = [plan for plan in table_plans(history, layouts, order)
-                 if wanted(plan["database"], plan["table"])]
+        plans = _plans(history, layouts, order, wanted, temporals)
 
         def save_state(entry: dict) -> None:
             _write_json(_state(out, "manifest.json"), dict(manifest, tables=entry))
@@ -339,9 +388,18 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
             read_changes=read_changes,
             save_state=save_state, log=log)
         result.tables_rebuilt = True
-        manifest = dict(manifest, tables=entry, pending={})
+        manifest = dict(manifest, tables=dict(entry, temporals=temporals), pending={})
         _write_json(_state(out, "manifest.json"), manifest)
     return result
+
+
+def _plans(history, layouts: dict, order, wanted, temporals: str, before=None) -> list:
+    """The plans of the tables `wanted` selects, their temporal columns
+    typed as `temporals` says (a lake switched to another way carries no
+    such column over: its tables are rebuilt, the plans having changed)."""
+    return [dict(plan, layout=with_temporals(plan["layout"], temporals))
+            for plan in table_plans(history, layouts, order, before)
+            if wanted(plan["database"], plan["table"])]
 
 
 def _changes_of(spark, out: str, files: list | None, only: set | None):
@@ -510,6 +568,7 @@ def _append(spark, out: str, segments: list, options: dict, new_manifest: dict, 
     else:
         from binlake.spark.source import register
         register(spark)  # only here: registering a Python data source takes a second
+        options = {"min_partitions": str(spark.sparkContext.defaultParallelism), **options}
         # Two jobs at once: each keeps the cores busy while the other waits on its tail.
         events, changes = concurrently(
             lambda view, parts: _write_in_spark(spark, segments, options, staging, view, parts,
@@ -537,7 +596,8 @@ def _read_in_driver(spark, segments: list, read_in: str) -> bool:
         raise ValueError(f"read_in {read_in!r}: one of {', '.join(READ_IN)}")
     if read_in != "auto":
         return read_in == "driver"
-    local = spark.sparkContext.master.startswith("local")
+    lazy = isinstance(spark, LazySession) and spark.master
+    local = (spark.master if lazy else spark.sparkContext.master).startswith("local")
     return local or sum(split_bytes_of(s) for s in segments) <= DRIVER_READ_BYTES
 
 

@@ -23,6 +23,7 @@ import functools
 import glob
 import json
 import operator
+import re
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, functions as F
@@ -32,7 +33,7 @@ from binlake.spark.batches import TableFilter, load_schema_option
 from binlake.spark.history import follow_ranges
 from binlake.spark.layouts import latest_layouts, qualified
 from binlake.spark.ranges import Split, expand_inputs, number_files
-from binlake.spark.typed import typed_columns
+from binlake.spark.typed import REFUSED, refuse, typed_columns, with_temporals
 
 #: Ops that add a row: an insert ("c"), a snapshot's row ("r", as Debezium's read).
 INSERTS = ("c", "r")
@@ -60,7 +61,8 @@ class AsOf:
 
 # -- one table's changes, typed ----------------------------------------------------
 
-def table_changes(spark, path, db: str, table: str, schema=None, **options) -> DataFrame:
+def table_changes(spark, path, db: str, table: str, schema=None, temporals: str = "typed",
+                  **options) -> DataFrame:
     """Changes of `db`.`table` like a Delta change data feed: one typed column
     per table column, an update as two rows (update_preimage, update_postimage),
     and `_change_type`, `_op`, `_commit_key`, `_commit_timestamp`, `_timestamp`,
@@ -84,7 +86,7 @@ def table_changes(spark, path, db: str, table: str, schema=None, **options) -> D
         raise LookupError(f"no table map of {db}.{table} in {path}")
     changes = (spark.read.format("binlog").options(**options).option("view", "changes")
                .option("tables", pattern).load(paths))
-    return typed_change_feed(changes, layout)
+    return typed_change_feed(changes, with_temporals(layout, temporals))
 
 
 def typed_change_feed(changes: DataFrame, layout: dict) -> DataFrame:
@@ -200,8 +202,6 @@ def _images(changes: DataFrame, plans: list[dict]) -> DataFrame:
 
 
 
-#: How a refused change reads in the failure of the Spark job that met it.
-REFUSED = "binlake refused: "
 #: A column's value in a partial row image: NULL where the image does not hold it.
 PART_VALUE = "struct<v:string>"
 
@@ -212,15 +212,9 @@ def refused(exc: BaseException) -> str | None:
     at = text.find(REFUSED)
     if at < 0:
         return None
-    return text[at + len(REFUSED):].splitlines()[0].strip()
-
-
-def refuse(condition: Column, value: Column, reason: Column, kind: str = "array<string>"
-           ) -> Column:
-    """`value` (of Spark type `kind`), or the job fails with `reason` where
-    `condition` holds."""
-    failed = F.raise_error(F.concat(F.lit(REFUSED), reason)).cast(kind)
-    return F.when(condition, failed).otherwise(value)
+    reason = text[at + len(REFUSED):].splitlines()[0]
+    # Spark 4 ends an error's first line with its SQL state: not binlake's words.
+    return re.sub(r"\s*SQLSTATE: \w+\s*$", "", reason).strip()
 
 
 #: Why a partial row image of a row the table does not hold is refused.

@@ -2,9 +2,14 @@
 
 Strategy: a layout column (binlake.spark.layouts) gives one Spark type and
 one expression that turns its text (from a `before`/`after` map) into that
-type. Casts are `try_cast`, so a value Spark cannot hold (a zero date,
-year 0) becomes NULL rather than failing the job; the exact text stays in
-the changes view. DECIMALs wider than 38 digits are kept as text.
+type. DECIMALs wider than 38 digits are kept as text.
+
+Temporals (TEMPORALS, chosen when a lake starts): "typed" (the default)
+gives DATE, DATETIME and TIMESTAMP the Spark types below, and a value no
+Spark date or time can hold (a zero date, a zero month or day, year 0:
+MySQL takes them under a lax sql_mode) fails the job in one line naming
+table, column and value (REFUSED), never a NULL in its place; "text" keeps
+these three as MySQL's exact text, so that every value is held.
 
   TINYINT..BIGINT   byte/short/int/long, one size up when UNSIGNED; BIGINT UNSIGNED decimal(20,0)
   DECIMAL(p,s)      decimal(p,s) up to 38 digits, else string
@@ -27,14 +32,36 @@ from pyspark.sql import types as S
 from binlake.charsets import BINARY_COLLATION
 from binlake.constants import ColumnType as T
 
+#: How DATE, DATETIME and TIMESTAMP columns are typed: their Spark types, or
+#: MySQL's exact text (every value held, zero dates too).
+TEMPORALS = ("typed", "text")
+_TEMPORALS = {T.MYSQL_TYPE_DATE, T.MYSQL_TYPE_NEWDATE, T.MYSQL_TYPE_DATETIME,
+              T.MYSQL_TYPE_DATETIME2, T.MYSQL_TYPE_TIMESTAMP, T.MYSQL_TYPE_TIMESTAMP2}
+#: A layout column marked by `with_temporals` to be typed as text.
+AS_TEXT = "as_text"
+#: How a refused change reads in the failure of the Spark job that met it.
+REFUSED = "binlake refused: "
+
 _BLOBS = {T.MYSQL_TYPE_TINY_BLOB, T.MYSQL_TYPE_MEDIUM_BLOB, T.MYSQL_TYPE_LONG_BLOB,
           T.MYSQL_TYPE_BLOB, T.MYSQL_TYPE_BLOB_COMPRESSED}
 _STRINGS = {T.MYSQL_TYPE_VARCHAR, T.MYSQL_TYPE_VAR_STRING, T.MYSQL_TYPE_STRING,
             T.MYSQL_TYPE_VARCHAR_COMPRESSED}
 
 
+def with_temporals(layout: dict, temporals: str) -> dict:
+    """`layout` with its temporal columns typed as `temporals` says."""
+    if temporals not in TEMPORALS:
+        raise ValueError(f"temporals {temporals!r}: one of {', '.join(TEMPORALS)}")
+    if temporals == "typed":
+        return layout
+    return dict(layout, columns=[dict(c, **{AS_TEXT: True}) if c["type"] in _TEMPORALS else c
+                                 for c in layout["columns"]])
+
+
 def spark_type(column: dict) -> S.DataType:
     kind, meta, unsigned = column["type"], column["meta"], column["unsigned"]
+    if column.get(AS_TEXT):
+        return S.StringType()
     if kind == T.MYSQL_TYPE_TINY:
         return S.ShortType() if unsigned else S.ByteType()
     if kind == T.MYSQL_TYPE_SHORT:
@@ -76,8 +103,9 @@ def spark_type(column: dict) -> S.DataType:
     return S.StringType()  # TIME, ENUM, JSON, old DECIMAL and anything newer
 
 
-def from_text(text: Column, column: dict) -> Column:
-    """`text` (a string column of exact text) as the column's Spark type."""
+def from_text(text: Column, column: dict, table: str = "") -> Column:
+    """`text` (a string column of exact text) as the column's Spark type
+    (of `table`, as a refusal names it)."""
     target = spark_type(column)
     kind = column["type"]
     if isinstance(target, S.StringType):
@@ -86,11 +114,14 @@ def from_text(text: Column, column: dict) -> Column:
         return F.unbase64(text)
     if isinstance(target, (S.DateType, S.TimestampType, S.TimestampNTZType)):
         # MySQL's year 0 is no Spark date (Spark would read it as 1 BC).
-        text = F.when(~text.startswith("0000-"), text)
+        held = F.when(~text.startswith("0000-"), text)
         if isinstance(target, S.TimestampType):
             # The text is UTC; say so, whatever the session time zone is.
-            text = F.concat(text, F.lit("Z"))
-        return text.try_cast(target)
+            held = F.concat(held, F.lit("Z"))
+        typed = held.try_cast(target)
+        before, after = _unheld_words(table, column, target.simpleString())
+        reason = F.concat(F.lit(before), text, F.lit(after))
+        return refuse(text.isNotNull() & typed.isNull(), typed, reason, target)
     if isinstance(target, S.ArrayType):
         if kind == T.MYSQL_TYPE_VECTOR:
             return F.from_json(text, target)
@@ -98,10 +129,34 @@ def from_text(text: Column, column: dict) -> Column:
     return text.try_cast(target)
 
 
+def refused_value(table: str, column: dict, text: str, kind: str) -> str:
+    """Why `text` of `column` is refused: its type `kind` cannot hold it."""
+    before, after = _unheld_words(table, column, kind)
+    return before + text + after
+
+
+def _unheld_words(table: str, column: dict, kind: str) -> tuple[str, str]:
+    """The words around a value no Spark `kind` holds, in its refusal."""
+    name = column["key"].replace("`", "``")
+    return (f"{table}: column `{name}`: '",
+            f"' is no Spark {kind} (a zero date, a zero month or day, or year 0): start "
+            "the lake with --temporals text to keep DATE, DATETIME and TIMESTAMP columns "
+            "as MySQL's exact text")
+
+
+def refuse(condition: Column, value: Column, reason: Column,
+           kind: str | S.DataType = "array<string>") -> Column:
+    """`value` (of Spark type `kind`), or the job fails with `reason` where
+    `condition` holds."""
+    failed = F.raise_error(F.concat(F.lit(REFUSED), reason)).cast(kind)
+    return F.when(condition, failed).otherwise(value)
+
+
 def typed_columns(layout: dict, image: Column, by_position: bool = False) -> list[Column]:
     """One typed column per table column, from a map of exact text by column
     key (or, `by_position`, an array of it in column order)."""
-    return [from_text(image[i if by_position else c["key"]], c).alias(c["key"])
+    table = f"{layout['database']}.{layout['table']}"
+    return [from_text(image[i if by_position else c["key"]], c, table).alias(c["key"])
             for i, c in enumerate(layout["columns"])]
 
 

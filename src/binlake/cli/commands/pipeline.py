@@ -74,6 +74,12 @@ def add_arguments(parser) -> None:
                              "output directory")
     parser.add_argument("--tables", metavar="PATTERNS",
                         help="only these tables: comma-separated db.table patterns (db.*, *.orders)")
+    parser.add_argument("--temporals", choices=("typed", "text"), default=None,
+                        help="DATE, DATETIME and TIMESTAMP columns in tables/: typed (Spark's "
+                             "date and timestamp types; a value they cannot hold, such as a "
+                             "zero date, refuses the run in one line) or text (MySQL's exact "
+                             "text, every value held). Chosen when the lake starts (default: "
+                             "typed); a later run that names the other rebuilds the tables")
     parser.add_argument("--force-read", action="store_true",
                         help="continue past checksum mismatches and undecodable events")
     parser.add_argument("--no-verify-checksum", dest="verify_checksums", action="store_false",
@@ -93,7 +99,8 @@ def _schema_path(args) -> str | None:
 
 
 def run(args, out, err) -> int:
-    from binlake.spark.pipeline import run_pipeline, spark_session, unread_bytes
+    from binlake.spark.pipeline import (LazySession, local_master, run_pipeline, spark_session,
+                                        unread_bytes)
     from binlake.spark.ranges import DEFAULT_SPLIT_BYTES
 
     inputs = args.inputs if args.inputs and not args.sample else [sample_dir()]
@@ -108,17 +115,21 @@ def run(args, out, err) -> int:
     except (ValueError, OSError) as exc:
         err.write(f"binlake pipeline: {exc}\n")
         return ExitStatus.ERROR
-    spark = spark_session(args.master, work_bytes=None if snapshot or args.as_of
-                          else unread_bytes(inputs, args.out))
-    # Failures are reported here, in one line; Spark's own traces would bury it.
-    spark.sparkContext.setLogLevel("OFF")
+    def start():
+        session = spark_session(args.master, work_bytes=None if snapshot or args.as_of
+                                else unread_bytes(inputs, args.out))
+        # Failures are reported here, in one line; Spark's own traces would bury it.
+        session.sparkContext.setLogLevel("OFF")
+        return session
+    # Started where the run first needs Spark: a small increment may not.
+    spark = LazySession(start, args.master or local_master())
     try:
         result = run_pipeline(
             spark, inputs, args.out, as_of=args.as_of, as_of_out=args.as_of_out,
             split_bytes=args.split_bytes or DEFAULT_SPLIT_BYTES, min_partitions=args.partitions,
             schema=schema, tables=args.tables,
             reader_options={"force": args.force_read, "verify_checksums": args.verify_checksums},
-            snapshot=snapshot, read_in=args.read_in, log=log)
+            snapshot=snapshot, read_in=args.read_in, temporals=args.temporals, log=log)
     except BinlogError as exc:  # read in the driver; a task's comes wrapped (failure_line)
         err.write(f"binlake pipeline: {exc}\n")
         return ExitStatus.ERROR

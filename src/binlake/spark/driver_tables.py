@@ -1,0 +1,319 @@
+"""Small increments of tables/ computed in the driver, without a Spark job.
+
+Strategy: when a run's new changes to a table are few, Spark's fixed cost
+is most of what applying them costs (a fresh JVM's first query loads and
+compiles the SQL engine: 3.8 s on the bench machine, bench/README.md), so
+the driver computes them from the change files with pyarrow and Python,
+by the rules binlake.spark.tables gives the Spark jobs:
+- a keyed table's changes in commit order, each touching keys (an insert
+  sets its key, a delete clears it, an update clears its old key and sets
+  its new one): a key's net change is its last touch;
+- a table without a key is a multiset: +1 per after image, -1 per before
+  image, per distinct row;
+- exact text becomes the column's type as binlake.spark.typed says
+  (`value_of`, its twin: the same types, the same refusals), the two kept
+  equal by tests/spark/test_driver_tables.py.
+What these rules do not cover here raises InSpark and the table goes the
+Spark way: a partial row image, a column whose fractional digits a MODIFY
+changed, a DEFAULT not in its type's canonical text, more than DRIVER_ROWS
+new changes, more than DRIVER_TABLE_ROWS rows to rewrite.
+
+The results are what the Spark way stages (binlake.spark.lake): typed rows
+to append or to overwrite with, net changes to merge; committing them is
+the same.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import os
+import struct
+from collections import Counter
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from binlake.spark.delta import AT, DELETED, PRESENT
+from binlake.spark.partitioned import unescape_partition_value
+from binlake.spark.typed import refused_value, spark_type
+
+#: A table's new change rows computed here at most; more go to Spark.
+DRIVER_ROWS = 50_000
+#: A table's rows rewritten here at most (a keyless table's update, DDL
+#: carried); more go to Spark.
+DRIVER_TABLE_ROWS = 250_000
+_F32 = struct.Struct("<f")
+#: Ops that add a row (binlake.spark.tables.INSERTS).
+INSERTS = ("c", "r")
+
+
+class InSpark(Exception):
+    """This table's increment is not one the driver computes: Spark does."""
+
+
+def takes(rows: int) -> bool:
+    """The driver computes a table's increment of `rows` new change rows
+    (DRIVER_ROWS < 0: never, so that tests can hold either way to the other)."""
+    return 0 <= rows <= DRIVER_ROWS
+
+
+# -- the changes ---------------------------------------------------------------------
+
+def partition_of(path: str, root: str) -> tuple[str, str]:
+    """(database, table) of a file of changes/ (its Hive partition folders)."""
+    parts = dict(part.split("=", 1) for part in
+                 os.path.relpath(os.path.dirname(path), root).split(os.sep))
+    return unescape_partition_value(parts["database"]), unescape_partition_value(parts["table"])
+
+
+def read_changes(files: list[str], root: str, sources: set) -> list[dict]:
+    """The changes of the (database, table) pairs `sources` in `files`, in
+    commit order, as dicts (commit_key a tuple)."""
+    rows = []
+    for path in files:
+        database, table = partition_of(path, root)
+        if (database, table) not in sources:
+            continue
+        read = pq.read_table(path, columns=["commit_key", "file", "pos", "op", "before",
+                                            "after"]).to_pylist()
+        for row in read:
+            key = row["commit_key"]
+            row["commit_key"] = (key["file_seq"], key["pos"], key["sub"], key["row"])
+            row["source"] = (database, table)
+            row["before"] = dict(row["before"]) if row["before"] is not None else None
+            row["after"] = dict(row["after"]) if row["after"] is not None else None
+        rows += read
+    rows.sort(key=lambda row: row["commit_key"])
+    return rows
+
+
+def images(changes: list[dict], plan: dict) -> list[tuple]:
+    """(op, before, after) per change of the plan's stretches, in commit
+    order, each image the texts of the table's columns in order (a column
+    added since: its DEFAULT). InSpark where an image is partial or a
+    column's fractional digits changed."""
+    out = []
+    for stretch in plan["stretches"]:
+        if any(digits is not None for digits in stretch["fractions"]):
+            raise InSpark("fractional digits changed")
+    for change in changes:
+        stretch = _stretch_of(change, plan)
+        if stretch is None:
+            continue
+        out.append((change["op"], _values(change["before"], stretch),
+                    _values(change["after"], stretch)))
+    return out
+
+
+def _stretch_of(change: dict, plan: dict) -> dict | None:
+    seq, pos = change["commit_key"][:2]
+    for stretch in plan["stretches"]:
+        (lo_seq, lo_pos), (hi_seq, hi_pos) = stretch["after"], stretch["before"]
+        if (change["source"] == (stretch["database"], stretch["table"])
+                and (seq, pos) > (lo_seq, lo_pos)
+                and (hi_seq is None or (seq, pos) < (hi_seq, hi_pos))):
+            return stretch
+    return None
+
+
+def _values(image: dict | None, stretch: dict) -> tuple | None:
+    if image is None:
+        return None
+    width = stretch.get("width", sum(key is not None for key in stretch["sources"]))
+    if len(image) < width:
+        raise InSpark("a partial row image")
+    return tuple(image.get(key) if key is not None else default
+                 for key, default in zip(stretch["sources"], stretch["defaults"]))
+
+
+def net_by_key(changes: list[tuple], primary: list[int]) -> dict:
+    """{key texts: the key's last row texts, or None where it was cleared}."""
+    net = {}
+    for op, before, after in changes:
+        if op in INSERTS:
+            net[tuple(after[i] for i in primary)] = after
+        elif op == "d":
+            net[tuple(before[i] for i in primary)] = None
+        else:
+            # The after key column by column from the before image where it
+            # is NULL (as the Spark jobs take it: rows from before a key was
+            # added may hold NULLs in it).
+            old = tuple(before[i] for i in primary)
+            new = tuple(after[i] if after[i] is not None else before[i] for i in primary)
+            if old != new:
+                net[old] = None
+            net[new] = after
+    return net
+
+
+def multiset_deltas(changes: list[tuple]) -> Counter:
+    """{row texts: copies added (negative: removed)}, without the zeros."""
+    deltas = Counter()
+    for op, before, after in changes:
+        if op not in INSERTS:
+            deltas[before] -= 1
+        if op != "d":
+            deltas[after] += 1
+    return Counter({row: n for row, n in deltas.items() if n})
+
+
+# -- typed -------------------------------------------------------------------------------
+
+def arrow_types(layout: dict) -> list[pa.DataType]:
+    """Each column's Arrow type: its Spark type's (binlake.spark.typed)."""
+    from pyspark.sql.pandas.types import to_arrow_type
+    return [to_arrow_type(spark_type(c), timezone="UTC") if _needs_zone(c)
+            else to_arrow_type(spark_type(c)) for c in layout["columns"]]
+
+
+def _needs_zone(column: dict) -> bool:
+    from pyspark.sql import types as S
+    return isinstance(spark_type(column), S.TimestampType)
+
+
+def value_of(column: dict, table: str):
+    """A function from a column's exact text to the Python value its Spark
+    type holds, as binlake.spark.typed.from_text casts it: a value the type
+    cannot hold is refused (ValueError, the words the Spark job says), a
+    text not in the canonical form the binlog gives goes to Spark."""
+    from pyspark.sql import types as S
+    target = spark_type(column)
+
+    def refuse(text: str):
+        raise ValueError(refused_value(table, column, text, target.simpleString()))
+
+    def canonical(parse):
+        def value(text):
+            try:
+                return parse(text)
+            except (ValueError, InvalidOperation, json.JSONDecodeError):
+                raise InSpark(f"{text!r} as {target.simpleString()}") from None
+        return value
+
+    if isinstance(target, S.StringType):
+        return lambda text: text
+    if isinstance(target, S.BinaryType):
+        return canonical(lambda text: base64.b64decode(text, validate=True))
+    if isinstance(target, (S.ByteType, S.ShortType, S.IntegerType, S.LongType)):
+        return canonical(int)
+    if isinstance(target, S.DecimalType):
+        quantum = Decimal(1).scaleb(-target.scale)
+        return canonical(lambda text: Decimal(text).quantize(quantum, ROUND_HALF_UP))
+    if isinstance(target, S.DoubleType):
+        return canonical(float)
+    if isinstance(target, S.FloatType):
+        # FLOAT's text is the shortest that round-trips through a 4-byte float.
+        return canonical(lambda text: _F32.unpack(_F32.pack(float(text)))[0])
+    if isinstance(target, S.DateType):
+        def date(text):
+            try:
+                return dt.date.fromisoformat(text)
+            except ValueError:
+                return refuse(text)
+        return date
+    if isinstance(target, (S.TimestampType, S.TimestampNTZType)):
+        zone = dt.timezone.utc if isinstance(target, S.TimestampType) else None
+
+        def stamp(text):
+            try:
+                value = dt.datetime.fromisoformat(text)
+            except ValueError:
+                return refuse(text)
+            return value.replace(tzinfo=zone)
+        return stamp
+    if isinstance(target, S.ArrayType):
+        if isinstance(target.elementType, S.FloatType):
+            return canonical(json.loads)  # VECTOR
+        return lambda text: text.split(",") if text else []
+    raise InSpark(f"no driver typing for {target.simpleString()}")
+
+
+def typed_table(rows: list, layout: dict, table: str, extra: dict | None = None) -> pa.Table:
+    """`rows` (texts in column order) as an Arrow table of the layout's
+    types; `extra`: more columns, {name: array}."""
+    columns = layout["columns"]
+    arrays = []
+    for index, (column, kind) in enumerate(zip(columns, arrow_types(layout))):
+        value = value_of(column, table)
+        arrays.append(pa.array([None if row[index] is None else value(row[index])
+                                for row in rows], kind))
+    names = [c["key"] for c in columns]
+    for name, array in (extra or {}).items():
+        names.append(name)
+        arrays.append(array)
+    return pa.table(arrays, names=names)
+
+
+def typed_rows(rows, layout: dict, table: str) -> list[tuple]:
+    """`rows` (texts in column order) as tuples of typed Python values."""
+    values = [value_of(column, table) for column in layout["columns"]]
+    return [tuple(None if text is None else value(text) for value, text in zip(values, row))
+            for row in rows]
+
+
+# -- what a table's increment stages -----------------------------------------------------
+
+def appended(changes: list[tuple], layout: dict, table: str) -> pa.Table:
+    """The rows inserts-only changes add, typed."""
+    return typed_table([after for _op, _before, after in changes], layout, table)
+
+
+def net_changes(changes: list[tuple], plan: dict, table: str) -> pa.Table:
+    """A keyed table's net changes as binlake.spark.delta merges them: the
+    key's row typed, or its key alone flagged DELETED."""
+    primary = plan["primary_key"]
+    width = len(plan["layout"]["columns"])
+    rows, deleted = [], []
+    for key, row in net_by_key(changes, primary).items():
+        deleted.append(row is None)
+        if row is None:
+            cleared = [None] * width
+            for i, text in zip(primary, key):
+                cleared[i] = text
+            row = cleared
+        rows.append(row)
+    return typed_table(rows, plan["layout"], table, {
+        DELETED: pa.array(deleted, pa.bool_()),
+        PRESENT: pa.nulls(len(rows), pa.string()),
+        AT: pa.nulls(len(rows), pa.string())})
+
+
+def rewritten(current: pa.Table, changes: list[tuple], plan: dict, table: str) -> pa.Table:
+    """`current` (the table's rows, typed, in the plan's columns) with the
+    changes applied: a key's net change replaces or deletes its row; a
+    keyless table's copies added and removed (removing a copy it does not
+    hold changes nothing, as in Spark)."""
+    if current.num_rows > DRIVER_TABLE_ROWS:
+        raise InSpark("a large table")
+    layout = plan["layout"]
+    names = [c["key"] for c in layout["columns"]]
+    types = arrow_types(layout)
+    primary = plan["primary_key"]
+    if primary:
+        net = net_by_key(changes, primary)
+        key_layout = {"columns": [layout["columns"][i] for i in primary]}
+        touched = {_hashable(key) for key in typed_rows(list(net), key_layout, table)}
+        held = zip(*[current.column(names[i]).to_pylist() for i in primary])
+        kept = current.filter(pa.array([_hashable(key) not in touched for key in held],
+                                        pa.bool_()))
+        new = typed_table([row for row in net.values() if row is not None], layout, table)
+        return pa.concat_tables([kept, new.cast(kept.schema)])
+    counts = Counter(map(_hashable, zip(*[current.column(n).to_pylist() for n in names])))
+    deltas = multiset_deltas(changes)
+    for row, n in zip(typed_rows(list(deltas), layout, table), deltas.values()):
+        counts[_hashable(row)] += n
+    rows = [row for row, n in counts.items() for _ in range(max(n, 0))]
+    return pa.table([pa.array([_listed(row[i]) for row in rows], types[i])
+                     for i in range(len(names))], names=names)
+
+
+def _hashable(row: tuple) -> tuple:
+    """A row of typed values as a dict key (a SET's or VECTOR's list as a tuple)."""
+    return tuple(tuple(v) if isinstance(v, list) else v for v in row)
+
+
+def _listed(value):
+    return list(value) if isinstance(value, tuple) else value
