@@ -285,16 +285,32 @@ def _stats_value(value, kind):
 
 
 def read_table(uri: str):
-    """The table's current version as a pyarrow Table."""
+    """The table's current version as a pyarrow Table: its files, read as
+    Parquet (binlake's tables have no deletion vectors, no partitions and
+    no column mapping), each in the table's schema (a file from before a
+    column was merged in has NULLs there). Not through pyarrow.dataset,
+    which imports pandas: a small run's time would go on that."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
     from deltalake import DeltaTable
-    return DeltaTable(uri).to_pyarrow_table()
+    table = DeltaTable(uri)
+    schema = pa.schema(table.schema().to_arrow())
+    parts = []
+    for path in table.file_uris():
+        found = pq.ParquetFile(path).read()
+        parts.append(pa.Table.from_arrays(
+            [found.column(f.name).cast(f.type) if f.name in found.column_names
+             else pa.nulls(found.num_rows, f.type) for f in schema], schema=schema))
+    return pa.concat_tables(parts) if parts else schema.empty_table()
 
 
 def row_count(uri: str) -> int:
     """Rows in the table's current version, from its log (no file is read)."""
     import pyarrow as pa
     from deltalake import DeltaTable
-    actions = pa.table(DeltaTable(uri).get_add_actions(flatten=True))
+    # From the Arrow stream: pa.table() would import pandas to look at it.
+    actions = pa.RecordBatchReader.from_stream(DeltaTable(uri).get_add_actions(flatten=True)
+                                               ).read_all()
     return sum(actions.column("num_records").to_pylist()) if actions.num_rows else 0
 
 

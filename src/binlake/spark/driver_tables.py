@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 
 from binlake.spark.delta import AT, DELETED, PRESENT
 from binlake.spark.partitioned import unescape_partition_value
-from binlake.spark.typed import refused_value, spark_type
+from binlake.spark.typed import arrow_type, refused_value, spark_type
 
 #: A table's new change rows computed here at most; more go to Spark.
 DRIVER_ROWS = 50_000
@@ -77,8 +77,8 @@ def read_changes(files: list[str], root: str, sources: set) -> list[dict]:
         database, table = partition_of(path, root)
         if (database, table) not in sources:
             continue
-        read = pq.read_table(path, columns=["commit_key", "file", "pos", "op", "before",
-                                            "after"]).to_pylist()
+        read = pq.ParquetFile(path).read(columns=["commit_key", "file", "pos", "op", "before",
+                                                  "after"]).to_pylist()
         for row in read:
             key = row["commit_key"]
             row["commit_key"] = (key["file_seq"], key["pos"], key["sub"], key["row"])
@@ -164,14 +164,7 @@ def multiset_deltas(changes: list[tuple]) -> Counter:
 
 def arrow_types(layout: dict) -> list[pa.DataType]:
     """Each column's Arrow type: its Spark type's (binlake.spark.typed)."""
-    from pyspark.sql.pandas.types import to_arrow_type
-    return [to_arrow_type(spark_type(c), timezone="UTC") if _needs_zone(c)
-            else to_arrow_type(spark_type(c)) for c in layout["columns"]]
-
-
-def _needs_zone(column: dict) -> bool:
-    from pyspark.sql import types as S
-    return isinstance(spark_type(column), S.TimestampType)
+    return [arrow_type(c) for c in layout["columns"]]
 
 
 def value_of(column: dict, table: str):
@@ -244,7 +237,7 @@ def typed_table(rows: list, layout: dict, table: str, extra: dict | None = None)
     for name, array in (extra or {}).items():
         names.append(name)
         arrays.append(array)
-    return pa.table(arrays, names=names)
+    return pa.Table.from_arrays(arrays, names=names)
 
 
 def typed_rows(rows, layout: dict, table: str) -> list[tuple]:
@@ -306,8 +299,8 @@ def rewritten(current: pa.Table, changes: list[tuple], plan: dict, table: str) -
     for row, n in zip(typed_rows(list(deltas), layout, table), deltas.values()):
         counts[_hashable(row)] += n
     rows = [row for row, n in counts.items() for _ in range(max(n, 0))]
-    return pa.table([pa.array([_listed(row[i]) for row in rows], types[i])
-                     for i in range(len(names))], names=names)
+    return pa.Table.from_arrays([pa.array([_listed(row[i]) for row in rows], types[i])
+                                 for i in range(len(names))], names=names)
 
 
 def _hashable(row: tuple) -> tuple:

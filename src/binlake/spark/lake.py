@@ -69,7 +69,8 @@ from binlake.spark.layouts import qualified
 from binlake.spark.partitioned import escape_partition_value, parquet_rows
 from binlake.spark.tables import (INSERTS, NOT_HELD, ROWS_PER_FILE, AsOf, multiset_deltas,
                                   one_of, rebuild_states, refused, typed_rows, typed_state)
-from binlake.spark.typed import from_text, refuse, spark_type, table_struct, typed_columns
+from binlake.spark.typed import (arrow_type, from_text, refuse, same_arrow_type, spark_type,
+                                 table_struct, typed_columns)
 
 TABLES = "tables"
 
@@ -387,13 +388,12 @@ class _Lake:
     def _carried_in_driver(self, plan: dict, source: "CarriedFrom"):
         """`_carried_rows` as an Arrow table (InSpark where that is None, or
         the table is large)."""
-        from pyspark.sql.pandas.types import from_arrow_type
         layout = plan["layout"]
         key = qualified(plan["database"], plan["table"])
         types = driver.arrow_types(layout)
         names = [c["key"] for c in layout["columns"]]
         if source.uri is None:
-            return pa.table([pa.array([], kind) for kind in types], names=names)
+            return pa.Table.from_arrays([pa.array([], kind) for kind in types], names=names)
         if row_count(source.uri) > driver.DRIVER_TABLE_ROWS:
             raise driver.InSpark("a large table")
         current = read_table(source.uri)
@@ -405,25 +405,25 @@ class _Lake:
                 value = None if default is None else driver.value_of(column, key)(default)
                 columns.append(pa.array([value] * current.num_rows, kind))
             elif (digits is not None
-                  or from_arrow_type(current.schema.field(name).type) != spark_type(column)):
+                  or not same_arrow_type(current.schema.field(name).type, kind)):
                 raise driver.InSpark("a column's type changed")
             else:
                 columns.append(current.column(name))
-        return pa.table(columns, names=names)
+        return pa.Table.from_arrays(columns, names=names)
 
     def _stage_rows(self, key: str, rows, layout: dict, how: str) -> None:
         """Rows the driver computed, staged and committed as Spark's are."""
+        self.work[how].append(key)
+        if how == "merged":  # the MERGE takes them as they are
+            self.commits.append((self._merge, (key, rows, layout)))
+            return
         if how in ("rewritten", "carried"):
             rows = _sorted_by(rows, layout["primary_key"] or [c["key"] for c in layout["columns"]])
         folder = os.path.join(self.staged, key)
         os.makedirs(folder, exist_ok=True)
         pq.write_table(rows, os.path.join(folder, f"part-{uuid.uuid4().hex}.parquet"))
-        if how == "merged":
-            self.commits.append((self._merge, (key, self._net_changes(key), layout)))
-        else:
-            mode = "append" if how == "appended" else "overwrite"
-            self.commits.append((self._commit, (key, layout, mode)))
-        self.work[how].append(key)
+        mode = "append" if how == "appended" else "overwrite"
+        self.commits.append((self._commit, (key, layout, mode)))
 
     def carry(self, read_changes, carried: dict) -> list:
         """Tables whose definition changed (ADD/DROP/RENAME COLUMN, a new
@@ -603,10 +603,14 @@ class _Lake:
                              "tables")
 
     def _merge(self, key: str, net, layout: dict) -> None:
+        """MERGE `net` (a pyarrow Dataset of staged files, or a Table the
+        driver computed) into the table."""
         keys = layout["primary_key"]
-        bounds = key_bounds(net.to_table(columns=keys))
-        merge_net_changes(os.path.join(self.tables_dir, key), key, net.scanner().to_reader(),
-                          keys, run=self.run, through=self.through, bounds=bounds)
+        whole = isinstance(net, pa.Table)
+        bounds = key_bounds(net.select(keys) if whole else net.to_table(columns=keys))
+        rows = net.to_reader() if whole else net.scanner().to_reader()
+        merge_net_changes(os.path.join(self.tables_dir, key), key, rows, keys, run=self.run,
+                          through=self.through, bounds=bounds)
 
 
 def spark_table(spark, out: str, table: str, as_of=None):
@@ -777,7 +781,4 @@ def _parquet_schema(folder: str, names: list[str]):
 
 
 def _arrow_schema(layout: dict):
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    from binlake.spark.typed import table_struct
-    return to_arrow_schema(table_struct(layout), timezone="UTC")
+    return pa.schema([pa.field(c["key"], arrow_type(c)) for c in layout["columns"]])

@@ -103,6 +103,37 @@ def spark_type(column: dict) -> S.DataType:
     return S.StringType()  # TIME, ENUM, JSON, old DECIMAL and anything newer
 
 
+def arrow_type(column: dict):
+    """The Arrow type of the column's Spark type (as Spark writes it to
+    Parquet), without pyspark's Arrow helpers (they import pandas: most of
+    a small run's time in the driver)."""
+    import pyarrow as pa
+    return _arrow_of(spark_type(column), pa)
+
+
+def _arrow_of(kind: S.DataType, pa):
+    simple = {S.ByteType: pa.int8(), S.ShortType: pa.int16(), S.IntegerType: pa.int32(),
+              S.LongType: pa.int64(), S.FloatType: pa.float32(), S.DoubleType: pa.float64(),
+              S.StringType: pa.string(), S.BinaryType: pa.binary(), S.DateType: pa.date32(),
+              S.TimestampNTZType: pa.timestamp("us"), S.TimestampType: pa.timestamp("us", "UTC"),
+              S.BooleanType: pa.bool_()}
+    if type(kind) in simple:
+        return simple[type(kind)]
+    if isinstance(kind, S.DecimalType):
+        return pa.decimal128(kind.precision, kind.scale)
+    if isinstance(kind, S.ArrayType):
+        return pa.list_(_arrow_of(kind.elementType, pa))
+    raise TypeError(f"no Arrow type for {kind.simpleString()}")
+
+
+def same_arrow_type(held, wanted) -> bool:
+    """Whether a table's Arrow type is the column's (a list's item name aside)."""
+    import pyarrow as pa
+    if pa.types.is_list(held) and pa.types.is_list(wanted):
+        return same_arrow_type(held.value_type, wanted.value_type)
+    return held == wanted
+
+
 def from_text(text: Column, column: dict, table: str = "") -> Column:
     """`text` (a string column of exact text) as the column's Spark type
     (of `table`, as a refusal names it)."""
