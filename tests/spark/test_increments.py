@@ -11,6 +11,7 @@ runs that merge: each rerun must end where one uninterrupted run would.
 """
 from __future__ import annotations
 
+import datetime as dt
 import os
 import shutil
 import signal
@@ -176,6 +177,54 @@ WAYS = ("driver", "spark")
 FED = ("ints", "probe")
 
 
+def test_history_tables_hold_every_version_of_every_row(spark, steps, tmp_path):
+    """--history: after each increment (appends, merges, DDL that rebuilds
+    the history), each keyed table's history equals the versions the
+    binlogs give its rows, transaction by transaction."""
+    incoming, out = tmp_path / "incoming", tmp_path / "out"
+    incoming.mkdir()
+    for number, step in enumerate(steps[:6]):
+        arrive(step, incoming)
+        run_pipeline(spark, [str(incoming)], str(out), temporals="text",
+                     history=number == 0)  # kept by every later run
+        for table in FED:
+            assert history_rows(out, table) == binlog_versions(step.files, table), (number, table)
+    assert sorted(os.listdir(out / "history")) == sorted(
+        f"{DATABASE}.{t}" for t in steps[5].tables if t != "no_pk")  # keyed tables only
+
+
+def history_rows(out: Path, table: str) -> list[tuple]:
+    """(id, from file, from pos, from time, to file, to pos, to time) of the history table."""
+    rows = pa.table(deltalake.DeltaTable(str(out / "history" / f"{DATABASE}.{table}"))
+                    .to_pyarrow_table()).to_pylist()
+    return sorted((r["id"], r["_valid_from_file"], r["_valid_from_pos"], r["_valid_from_time"],
+                   r["_valid_to_file"], r["_valid_to_pos"], r["_valid_to_time"]) for r in rows)
+
+
+def binlog_versions(files: list[str], table: str) -> list[tuple]:
+    """The same from the binlogs: each transaction leaves a version of each
+    row it changed (the last image it wrote), ending the one before."""
+    versions, current = [], {}
+    for txn in binlake.transactions(files):
+        last = {}
+        for change in txn.changes:
+            if change.table != table:
+                continue
+            if change.before is not None:
+                last[change.before["id"]] = None
+            if change.after is not None:
+                last[change.after["id"]] = change.after
+        point = [os.path.basename(txn.file), txn.end_pos,
+                 dt.datetime.fromtimestamp(txn.timestamp, dt.timezone.utc)]
+        for key, row in last.items():
+            if key in current:
+                current.pop(key)[4:] = point
+            if row is not None:
+                current[key] = [key, *point, None, None, None]
+                versions.append(current[key])
+    return sorted(map(tuple, versions))
+
+
 def fed_keys(out: Path, table: str, first: int, last: int) -> dict:
     """{id: "insert"|"delete"|"update"} of the table's change data feed
     over versions first..last (a version that changed no row adds nothing)."""
@@ -220,7 +269,7 @@ IN_SPARK = ("import sys; from binlake.spark import driver_tables; driver_tables.
 def pipeline(incoming: Path, out: Path, way: str = "driver") -> list[str]:
     start = ["-m", "binlake"] if way == "driver" else ["-c", IN_SPARK]
     return [sys.executable, *start, "pipeline", str(incoming), "--out", str(out),
-            "--master", "local[2]", "--temporals", "text"]
+            "--master", "local[2]", "--temporals", "text", "--history"]
 
 
 def environment() -> dict:
@@ -230,8 +279,9 @@ def environment() -> dict:
 
 def test_runs_killed_while_merging_end_as_uninterrupted_runs(steps, tmp_path):
     """Each kill comes at a random moment of the tables step (the run says
-    when it starts appending and merging), run after run; a rerun then
-    completes the work once."""
+    when it starts appending and merging; the history tables follow),
+    run after run; a rerun then completes the work once: tables equal to
+    the server, history tables to the binlogs' versions."""
     incoming, out = tmp_path / "incoming", tmp_path / "out"
     incoming.mkdir()
     arrive(steps[0], incoming)
@@ -262,4 +312,6 @@ def test_runs_killed_while_merging_end_as_uninterrupted_runs(steps, tmp_path):
                               capture_output=True, text=True)
         assert done.returncode == 0, done.stderr[-2000:]
         assert_tables_equal(out, step.tables, step.columns)
+        for table in FED:
+            assert history_rows(out, table) == binlog_versions(step.files, table), table
     assert kills == 5 * sweeps.trials(KILLS_PER_STEP)

@@ -31,6 +31,17 @@ PRESENT = "_binlake_present"
 AT = "_binlake_at"
 #: The columns of a net-change row that are not the table's.
 NET_COLUMNS = (DELETED, PRESENT, AT)
+#: The columns of a history table (`--history`, SCD type 2) that are not the
+#: table's: the commit (binlog file, position of its end, time) at which a
+#: version of a row became current, and the one at which it stopped being
+#: current (NULL while it is).
+VALID_FROM = ("_valid_from_file", "_valid_from_pos", "_valid_from_time")
+VALID_TO = ("_valid_to_file", "_valid_to_pos", "_valid_to_time")
+#: ... in a history MERGE's source: a row that closes the key's open version
+#: at its VALID_FROM (the first commit of the run that touched the key).
+CLOSES = "_binlake_closes"
+#: Commit metadata key: the signature of the plan a history table was built by.
+PLAN = "binlake.plan"
 #: Application id of binlake's commits to a table (one per table: tables commit apart).
 APP_ID = "binlake:{table}"
 #: Commit metadata key: the binlog position (file -> offset) the table reflects.
@@ -104,6 +115,36 @@ def merge_net_changes(uri: str, table: str, net, keys: list[str], *, run: int,
     return "merged"
 
 
+def merge_history(uri: str, table: str, rows, keys: list[str], *, run: int, through: dict,
+                  plan: str) -> str:
+    """Apply a run's history rows to the history table at `uri`: each
+    CLOSES row ends the version its key holds open (VALID_TO set to its
+    VALID_FROM), the other rows are new versions, inserted; one commit, as
+    run number `run`. Returns "merged" or "already"."""
+    from deltalake import DeltaTable
+    done = committed_run(uri, table)
+    if done is not None and done >= run:
+        return "already"
+    closes = f"s.{_quoted(CLOSES)}"
+    on = " AND ".join([f"t.{_quoted(k)} = s.{_quoted(k)}" for k in keys]
+                      + [f"t.{_quoted(VALID_TO[1])} IS NULL", closes])
+    names = [name for name in rows.schema.names if name != CLOSES]
+    (DeltaTable(uri)
+     .merge(rows, on, source_alias="s", target_alias="t", merge_schema=True,
+            commit_properties=_commit_properties(table, run, through, plan))
+     .when_matched_update({_quoted(to): f"s.{_quoted(start)}"
+                           for to, start in zip(VALID_TO, VALID_FROM)})
+     .when_not_matched_insert({_quoted(name): f"s.{_quoted(name)}" for name in names},
+                              predicate=f"NOT {closes}")
+     .execute())
+    return "merged"
+
+
+def plan_of(uri: str) -> str | None:
+    """The plan signature a history table's latest commit records."""
+    return _latest_metadata(uri, PLAN) if _exists(uri) else None
+
+
 def key_bounds(columns) -> dict:
     """{name: (least, greatest)} as SQL literals, of the integer and text
     columns of `columns` (a pyarrow Table of key columns): conditions on
@@ -146,7 +187,7 @@ def rows_not_held(uri: str, net, keys: list[str]) -> list[str]:
 
 
 def commit_table(uri: str, table: str, files: list[str], schema, *, run: int,
-                 through: dict, mode: str = "overwrite") -> None:
+                 through: dict, mode: str = "overwrite", plan: str | None = None) -> None:
     """Make the Parquet `files` (paths inside `uri`, written by Spark's
     executors: no row passes through here) the whole of the Delta table at
     `uri` (`mode` "overwrite": one atomic commit removes what the table held
@@ -167,7 +208,7 @@ def commit_table(uri: str, table: str, files: list[str], schema, *, run: int,
         stat = os.stat(full)
         actions.append(AddAction(path, stat.st_size, {}, int(stat.st_mtime * 1000), True,
                                  file_stats(pq.ParquetFile(full).metadata)))
-    commit = _commit_properties(table, run, through)
+    commit = _commit_properties(table, run, through, plan)
     DeltaTable(uri).create_write_transaction(actions, mode, schema,
                                              commit_properties=commit)
 
@@ -315,21 +356,33 @@ def row_count(uri: str) -> int:
 
 
 def through_of(uri: str) -> dict | None:
-    """The binlog position the table's latest commit says it reflects."""
+    """The binlog position the table's latest commit by binlake says it reflects."""
+    found = _latest_metadata(uri, THROUGH)
+    return json.loads(found) if found is not None else None
+
+
+def _latest_metadata(uri: str, key: str) -> str | None:
+    """`key` of the commit metadata of binlake's latest commit to the table
+    (compaction's and vacuum's commits carry none: looked past)."""
     from deltalake import DeltaTable
-    for entry in DeltaTable(uri).history(1):
-        if THROUGH in entry:
-            return json.loads(entry[THROUGH])
+    table = DeltaTable(uri)
+    for limit in (4, None):
+        for entry in table.history(limit):
+            if key in entry:
+                return entry[key]
     return None
 
 
-def _commit_properties(table: str, run: int, through: dict):
+def _commit_properties(table: str, run: int, through: dict, plan: str | None = None):
     """What every commit of run `run` to `table` carries: the position it
-    reflects, and the application transaction that makes a rerun skip it."""
+    reflects, the application transaction that makes a rerun skip it (and a
+    history table's, the plan it follows)."""
     from deltalake import CommitProperties, Transaction
-    return CommitProperties(
-        custom_metadata={THROUGH: json.dumps(through, sort_keys=True)},
-        app_transactions=[Transaction(APP_ID.format(table=table), run)])
+    metadata = {THROUGH: json.dumps(through, sort_keys=True)}
+    if plan is not None:
+        metadata[PLAN] = plan
+    return CommitProperties(custom_metadata=metadata,
+                            app_transactions=[Transaction(APP_ID.format(table=table), run)])
 
 
 def _exists(uri: str) -> bool:

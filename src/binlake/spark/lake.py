@@ -61,18 +61,22 @@ import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
 from binlake.spark import driver_tables as driver
-from binlake.spark.delta import (AT, DELETED, NET_COLUMNS, PRESENT, commit_table, committed_run,
-                                 key_bounds, maintain, merge_net_changes, read_table, row_count,
-                                 rows_not_held, through_of)
+from binlake.spark.delta import (AT, CLOSES, DELETED, NET_COLUMNS, PRESENT, VALID_FROM, VALID_TO,
+                                 commit_table, committed_run, key_bounds, maintain,
+                                 merge_history, merge_net_changes, plan_of, read_table,
+                                 row_count, rows_not_held, through_of)
 from binlake.spark.history import PositionOrder
 from binlake.spark.layouts import qualified
 from binlake.spark.partitioned import escape_partition_value, parquet_rows
-from binlake.spark.tables import (INSERTS, NOT_HELD, ROWS_PER_FILE, AsOf, multiset_deltas,
-                                  one_of, rebuild_states, refused, typed_rows, typed_state)
+from binlake.spark.tables import (INSERTS, NOT_HELD, ROWS_PER_FILE, AsOf, history_versions,
+                                  multiset_deltas, one_of, rebuild_states, refused, typed_rows,
+                                  typed_state)
 from binlake.spark.typed import (arrow_type, from_text, refuse, same_arrow_type, spark_type,
                                  table_struct, typed_columns)
 
 TABLES = "tables"
+#: The folder of the history tables (`--history`), one per keyed table.
+HISTORY = "history"
 
 
 def plan_signature(plan: dict) -> str:
@@ -84,11 +88,13 @@ def plan_signature(plan: dict) -> str:
 
 def update_tables(out: str, plans: list, manifest: dict, *, as_of: AsOf | None,
                   staged: str, read_changes, save_state, log,
-                  tables_dir: str | None = None) -> tuple[dict, dict, dict]:
-    """Bring tables/ (or `tables_dir`) in step with the manifest; returns
-    ({"db.table": rows}, the manifest's new `tables` entry,
-    {"appended"|"merged"|"rebuilt": [tables]}). `save_state(entry)` records a
-    state in the manifest before work that leaves the tables mixed if killed."""
+                  tables_dir: str | None = None, history: bool = False
+                  ) -> tuple[dict, dict, dict]:
+    """Bring tables/ (or `tables_dir`) in step with the manifest, and with
+    `history` history/ too; returns ({"db.table": rows}, the manifest's new
+    `tables` entry, {"appended"|"merged"|...|"history": [tables]}).
+    `save_state(entry)` records a state in the manifest before work that
+    leaves the tables mixed if killed."""
     tables_dir = tables_dir or os.path.join(out, TABLES)
     state = manifest.get("tables") or {}
     run = manifest.get("run", 0)
@@ -99,10 +105,12 @@ def update_tables(out: str, plans: list, manifest: dict, *, as_of: AsOf | None,
                and os.path.isdir(tables_dir))
     shutil.rmtree(staged, ignore_errors=True)
     lake = _Lake(tables_dir, staged, run, through, log,
-                 ChangeFiles(os.path.join(out, "changes")))
+                 ChangeFiles(os.path.join(out, "changes")), os.path.join(out, HISTORY))
     try:
         _stage(lake, manifest, state, by_key, signatures, in_step, as_of, out, tables_dir,
                read_changes, save_state)
+        if history and as_of is None:
+            _stage_histories(lake, manifest, by_key, signatures, out, read_changes)
     except Exception as exc:
         reason = refused(exc)  # a change a Spark job refused: one line, nothing committed
         if reason is None:
@@ -111,6 +119,9 @@ def update_tables(out: str, plans: list, manifest: dict, *, as_of: AsOf | None,
     lake.commit()
     lake.maintain()
     lake.drop_all_but(by_key)
+    if history and as_of is None:
+        lake.drop_all_but({key for key, plan in by_key.items() if plan["primary_key"]},
+                          lake.history_dir)
     shutil.rmtree(staged, ignore_errors=True)
     counts = {key: row_count(os.path.join(tables_dir, key)) for key in sorted(by_key)}
     return counts, {"as_of": as_of.describe() if as_of else None, "through": through,
@@ -145,10 +156,7 @@ def _stage(lake: "_Lake", manifest: dict, state: dict, by_key: dict, signatures:
                 groups.setdefault(runs, []).append(plan)
 
         def new_files(done: int) -> list:
-            return [os.path.join(out, "changes", name)
-                    for run, names in sorted(manifest.get("pending", {}).items(),
-                                             key=lambda item: int(item[0]))
-                    if int(run) > done for name in names]
+            return _new_files(manifest, out, done)
         for runs, group in groups.items():
             files = new_files(runs[0] - 1)
             group = lake.apply_in_driver(files, group) if files else []
@@ -158,6 +166,45 @@ def _stage(lake: "_Lake", manifest: dict, state: dict, by_key: dict, signatures:
                                         for key, (plan, source) in carried.items()})
         rebuild += lake.carry(read_changes, carried)
         lake.rebuild(read_changes, rebuild, None)
+
+
+def _new_files(manifest: dict, out: str, done: int) -> list:
+    """The change files of the runs after run `done` that are still pending."""
+    return [os.path.join(out, "changes", name)
+            for run, names in sorted(manifest.get("pending", {}).items(),
+                                     key=lambda item: int(item[0]))
+            if int(run) > done for name in names]
+
+
+def _stage_histories(lake: "_Lake", manifest: dict, by_key: dict, signatures: dict, out: str,
+                     read_changes) -> None:
+    """Each keyed table's history (`--history`) staged: its new versions
+    and the versions they end, merged; or, where the table's plan changed
+    since its history was built (DDL changed its columns, key or name), or
+    it has none yet, built from all of the table's changes."""
+    keyless = sorted(key for key, plan in by_key.items() if not plan["primary_key"])
+    if keyless:
+        lake.log(f"history: none for {len(keyless)} table(s) without a primary key "
+                 f"({', '.join(keyless)}): their rows have no identity to follow")
+    for key, plan in by_key.items():
+        if not plan["primary_key"]:
+            continue
+        uri = os.path.join(lake.history_dir, key)
+        if plan_of(uri) != signatures[key]:
+            changes = read_changes(only=_sources(plan))
+            if changes is not None:
+                lake.history(key, plan, changes, signatures[key], whole=True)
+            continue
+        files = _new_files(manifest, out, committed_run(uri, _history_name(key)) or 0)
+        files = [path for path in files
+                 if driver.partition_of(path, lake.changes.root) in _sources(plan)]
+        if files:
+            lake.history(key, plan, read_changes(files), signatures[key], whole=False)
+
+
+def _history_name(key: str) -> str:
+    """A history table's name in its commits' application transaction."""
+    return f"history:{key}"
 
 
 @dataclass(frozen=True)
@@ -224,12 +271,12 @@ class _Lake:
     """The Spark and Delta work on tables/ of one run."""
 
     def __init__(self, tables_dir: str, staged: str, run: int, through: dict, log,
-                 changes: "ChangeFiles"):
-        self.tables_dir, self.staged = tables_dir, staged
+                 changes: "ChangeFiles", history_dir: str):
+        self.tables_dir, self.staged, self.history_dir = tables_dir, staged, history_dir
         self.changes = changes
         self.run, self.through, self.log = run, through, log
         self.work = {"appended": [], "merged": [], "rewritten": [], "carried": [],
-                     "rebuilt": []}
+                     "rebuilt": [], "history": []}
         self.commits: list = []  #: (function, arguments) run by `commit`, in order
 
     def commit(self) -> None:
@@ -242,8 +289,9 @@ class _Lake:
     def maintain(self) -> None:
         """The tables this run committed to, compacted when their files are
         many, and vacuumed (binlake.spark.delta.maintain)."""
-        touched = [key for keys in self.work.values() for key in keys]
-        done = [maintain(os.path.join(self.tables_dir, key)) for key in touched]
+        touched = [os.path.join(self.history_dir if how == "history" else self.tables_dir, key)
+                   for how, keys in self.work.items() for key in keys]
+        done = [maintain(uri) for uri in touched]
         compacted = sum(d["compacted"] for d in done)
         if compacted:
             self.log(f"tables: {compacted} small files compacted")
@@ -509,15 +557,50 @@ class _Lake:
         spread = rows.repartition(1) if files == 1 else rows.repartitionByRange(files, *order)
         spread.sortWithinPartitions(*order).write.parquet(os.path.join(self.staged, key))
 
-    def drop_all_but(self, keep) -> None:
-        """Tables dropped, or no longer selected, leave the lake whole."""
-        if not os.path.isdir(self.tables_dir):
+    def drop_all_but(self, keep, folder: str | None = None) -> None:
+        """Tables dropped, or no longer selected, leave the lake (or the
+        history, `folder`) whole."""
+        folder = folder or self.tables_dir
+        if not os.path.isdir(folder):
             return
-        for name in os.listdir(self.tables_dir):
+        for name in os.listdir(folder):
             if name not in keep:
                 gone = os.path.join(os.path.dirname(self.staged), f"dropped-{uuid.uuid4().hex}")
-                os.replace(os.path.join(self.tables_dir, name), gone)
+                os.replace(os.path.join(folder, name), gone)
                 shutil.rmtree(gone)
+
+    def history(self, key: str, plan: dict, changes, signature: str, whole: bool) -> None:
+        """A keyed table's history rows from `changes` (binlake.spark.tables.
+        history_versions) staged: `whole`, every version, for one overwrite;
+        else the new versions and the versions they end, for one MERGE."""
+        rows = history_versions(changes.where(one_of(_sources(plan))), plan)
+        if whole:
+            rows = rows.where(~F.col(CLOSES)).drop(CLOSES)
+        folder = os.path.join(self.staged, HISTORY, key)
+        size = self.changes.rows(_sources(plan)) if whole else ROWS_PER_FILE
+        files = max(1, -(-size // ROWS_PER_FILE))
+        rows.repartition(files).write.parquet(folder)
+        self.commits.append((self._commit_history, (key, plan, folder, signature, whole)))
+        self.work["history"].append(key)
+
+    def _commit_history(self, key: str, plan: dict, folder: str, signature: str,
+                        whole: bool) -> None:
+        import pyarrow.dataset as ds
+        uri = os.path.join(self.history_dir, key)
+        names = _parquet_names(folder)
+        if not whole:
+            if names:
+                rows = ds.dataset([os.path.join(folder, n) for n in names], format="parquet")
+                merge_history(uri, _history_name(key), rows.scanner().to_reader(),
+                              plan["layout"]["primary_key"], run=self.run,
+                              through=self.through, plan=signature)
+            return
+        os.makedirs(uri, exist_ok=True)
+        for name in names:
+            os.replace(os.path.join(folder, name), os.path.join(uri, name))
+        schema = _parquet_schema(uri, names) or _history_schema(plan["layout"])
+        commit_table(uri, _history_name(key), names, schema, run=self.run,
+                     through=self.through, mode="overwrite", plan=signature)
 
     # -- steps ------------------------------------------------------------------------
     def _jobs(self, sizes: dict) -> list[list[str]]:
@@ -778,6 +861,15 @@ def _parquet_schema(folder: str, names: list[str]):
     """The Arrow schema of the files Spark wrote (their exact types), if any."""
     import pyarrow.parquet as pq
     return pq.read_schema(os.path.join(folder, names[0])).remove_metadata() if names else None
+
+
+def _history_schema(layout: dict):
+    """A history table's Arrow schema: the table's columns, then where and
+    when each version started and ended."""
+    stamps = [pa.string(), pa.int64(), pa.timestamp("us", tz="UTC")]
+    return pa.schema(list(_arrow_schema(layout)) + [
+        pa.field(name, kind) for names in (VALID_FROM, VALID_TO)
+        for name, kind in zip(names, stamps)])
 
 
 def _arrow_schema(layout: dict):

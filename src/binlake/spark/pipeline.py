@@ -227,7 +227,8 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
                  schema: str | None = None, tables: str | None = None,
                  reader_options: dict | None = None, snapshot=None,
                  snapshot_chunk_rows: int | None = None, read_in: str = "auto",
-                 temporals: str | None = None, log=None) -> PipelineResult:
+                 temporals: str | None = None, history: bool = False,
+                 log=None) -> PipelineResult:
     if isinstance(spark, LazySession):
         spark.then(_configure)
     else:
@@ -246,7 +247,7 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
                     min_partitions=min_partitions, schema=schema, tables=tables,
                     reader_options=reader_options, snapshot=snapshot,
                     snapshot_chunk_rows=snapshot_chunk_rows, read_in=read_in,
-                    temporals=temporals, log=log)
+                    temporals=temporals, keep_history=history, log=log)
 
 
 def _configure(spark) -> None:
@@ -304,14 +305,16 @@ def _as_of_folder(out: str, as_of_out: str | None) -> str:
 
 def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitions, schema,
          tables, reader_options, snapshot, snapshot_chunk_rows, read_in, temporals,
-         log) -> PipelineResult:
+         keep_history, log) -> PipelineResult:
     _recover(out, log)
     manifest = load_manifest(out)
     # Chosen when the lake starts, kept by the runs that do not say.
     temporals = temporals or manifest.get("temporals") or "typed"
     if temporals not in TEMPORALS:
         raise ValueError(f"--temporals {temporals}: one of {', '.join(TEMPORALS)}")
-    manifest = dict(manifest, temporals=temporals)
+    # A history of the rows (--history) once kept is kept by every run.
+    keep_history = bool(keep_history or manifest.get("history"))
+    manifest = dict(manifest, temporals=temporals, history=keep_history)
     result = PipelineResult()
     options = {"split_bytes": str(split_bytes)}
     if min_partitions:  # else Spark's default parallelism, where Spark reads (_append)
@@ -377,6 +380,7 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
     state = manifest.get("tables") or {}
     if (manifest.get("pending") or "plans" not in state or state.get("as_of") is not None
             or state.get("temporals", "typed") != temporals
+            or state.get("history", False) != keep_history
             or not os.path.isdir(os.path.join(out, TABLES))):
         plans = _plans(history, layouts, order, wanted, temporals)
 
@@ -385,10 +389,10 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
 
         result.tables, entry, result.table_work = update_tables(
             out, plans, manifest, as_of=None, staged=_state(out, "tables.new"),
-            read_changes=read_changes,
-            save_state=save_state, log=log)
+            read_changes=read_changes, save_state=save_state, log=log, history=keep_history)
         result.tables_rebuilt = True
-        manifest = dict(manifest, tables=dict(entry, temporals=temporals), pending={})
+        manifest = dict(manifest, tables=dict(entry, temporals=temporals, history=keep_history),
+                        pending={})
         _write_json(_state(out, "manifest.json"), manifest)
     return result
 

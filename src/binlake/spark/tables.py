@@ -33,7 +33,8 @@ from binlake.spark.batches import TableFilter, load_schema_option
 from binlake.spark.history import follow_ranges
 from binlake.spark.layouts import latest_layouts, qualified
 from binlake.spark.ranges import Split, expand_inputs, number_files
-from binlake.spark.typed import REFUSED, refuse, typed_columns, with_temporals
+from binlake.spark.delta import CLOSES, VALID_FROM, VALID_TO
+from binlake.spark.typed import REFUSED, from_text, refuse, typed_columns, with_temporals
 
 #: Ops that add a row: an insert ("c"), a snapshot's row ("r", as Debezium's read).
 INSERTS = ("c", "r")
@@ -169,8 +170,8 @@ def _images(changes: DataFrame, plans: list[dict]) -> DataFrame:
         which = (F.when if which is None else which.when)(_inside(s), F.lit(i))
     if which is None:
         which = F.lit(None).cast("int")
-    located = changes.select("op", "commit_key", "file", "pos", "before", "after",
-                             which.alias("_stretch"))
+    located = changes.select("op", "commit_key", "file", "pos", "commit_pos", "commit_timestamp",
+                             "before", "after", which.alias("_stretch"))
     located = located.where(F.col("_stretch").isNotNull())
 
     def each(value) -> Column:  # CASE _stretch WHEN i THEN value(plan, stretch) ...
@@ -182,7 +183,7 @@ def _images(changes: DataFrame, plans: list[dict]) -> DataFrame:
     images = located.select(
         each(lambda plan, s: F.lit(plan["database"])).alias("database"),
         each(lambda plan, s: F.lit(plan["table"])).alias("table"),
-        "op", "commit_key", "file", "pos", "_stretch",
+        "op", "commit_key", "file", "pos", "commit_pos", "commit_timestamp", "_stretch",
         F.col("_stretch").isin(keyed).alias("keyed"),
         each(lambda plan, s: _values("before", s)).alias("before"),
         each(lambda plan, s: _values("after", s)).alias("after"),
@@ -383,6 +384,56 @@ def _states_by_key(changes: DataFrame, net: bool = False) -> DataFrame:
                               present.alias("present"), at.alias("at"))
     states = grouped.select("database", "table", row.alias("row"))
     return states.where(F.col("row").isNotNull())
+
+
+def history_versions(changes: DataFrame, plan: dict) -> DataFrame:
+    """A keyed table's history (`--history`, SCD type 2) from `changes`:
+    one row per version of a row a transaction left (the table's columns,
+    typed; VALID_FROM its commit: file, end position, time; VALID_TO the
+    next commit that changed or deleted the row, NULL while none did), and
+    per key touched one CLOSES row (its key, VALID_FROM the first commit
+    that touched it: where the version the history held open stops).
+    Versions are per transaction: the row as its commit left it. A partial
+    row image is refused (a version is a whole row)."""
+    from pyspark.sql import Window
+    layout = plan["layout"]
+    images = _images(changes, [plan])
+    row = refuse(F.col("partial").isNotNull(), F.col("after_row"), said(
+        F.col("file"), F.col("pos"), _qualified(), "--history keeps whole rows: a partial row "
+        "image (binlog_row_image=MINIMAL or NOBLOB) leaves columns out; log full row images"))
+    commit = F.struct(F.col("commit_key.file_seq").alias("seq"), F.col("commit_pos").alias("pos"),
+                      F.col("file").alias("file"), F.col("commit_timestamp").alias("time"))
+    before_key, after_key = F.col("before_key"), F.col("after_key")
+    no_row = F.lit(None).cast("array<string>")
+
+    def touch(kind: int, key: Column, values: Column) -> Column:
+        return F.struct(F.lit(kind).alias("kind"), key.alias("key"), values.alias("row"))
+    sets, clears = touch(SET, after_key, row), touch(CLEAR, before_key, no_row)
+    touches = (F.when(F.col("op").isin(*INSERTS), F.array(sets))
+                .when(F.col("op") == "d", F.array(clears))
+                .when(before_key == after_key, F.array(sets))
+                .otherwise(F.array(clears, sets)))
+    # Each key's last touch in each transaction, then the next transaction's.
+    last = (images.select("commit_key", commit.alias("commit"), F.explode(touches).alias("t"))
+            .groupBy(F.col("t.key").alias("key"), F.col("commit"))
+            .agg(F.max(F.struct("commit_key", F.col("t.kind").alias("kind"),
+                                F.col("t.row").alias("row"))).alias("last")))
+    following = F.lead("commit").over(Window.partitionBy("key").orderBy("commit.seq",
+                                                                        "commit.pos"))
+    ends = [F.col(f"next.{part}").alias(name) for part, name in zip(("file", "pos", "time"),
+                                                                    VALID_TO)]
+    starts = [F.col(f"commit.{part}").alias(name) for part, name in zip(("file", "pos", "time"),
+                                                                        VALID_FROM)]
+    versions = (last.select("key", "commit", "last", following.alias("next"))
+                .where(F.col("last.kind") == SET)
+                .select(*typed_columns(layout, F.col("last.row"), by_position=True), *starts, *ends,
+                        F.lit(False).alias(CLOSES)))
+    table = qualified(layout["database"], layout["table"])
+    keys = [from_text(F.col("key")[j], layout["columns"][i], table).alias(layout["columns"][i]["key"])
+            for j, i in enumerate(plan["primary_key"])]
+    first = (last.groupBy("key").agg(F.min("commit").alias("commit"))
+             .select(*keys, *starts, F.lit(True).alias(CLOSES)))
+    return versions.unionByName(first, allowMissingColumns=True)
 
 
 def _states_as_multiset(changes: DataFrame) -> DataFrame:

@@ -80,6 +80,11 @@ def add_arguments(parser) -> None:
                              "zero date, refuses the run in one line) or text (MySQL's exact "
                              "text, every value held). Chosen when the lake starts (default: "
                              "typed); a later run that names the other rebuilds the tables")
+    parser.add_argument("--history", action="store_true",
+                        help="also keep DIR/history/DB.TABLE for each table with a primary key: "
+                             "every version of every row (SCD type 2), with the binlog "
+                             "position and commit time it became current and stopped being "
+                             "current; kept by every later run")
     parser.add_argument("--force-read", action="store_true",
                         help="continue past checksum mismatches and undecodable events")
     parser.add_argument("--no-verify-checksum", dest="verify_checksums", action="store_false",
@@ -129,7 +134,8 @@ def run(args, out, err) -> int:
             split_bytes=args.split_bytes or DEFAULT_SPLIT_BYTES, min_partitions=args.partitions,
             schema=schema, tables=args.tables,
             reader_options={"force": args.force_read, "verify_checksums": args.verify_checksums},
-            snapshot=snapshot, read_in=args.read_in, temporals=args.temporals, log=log)
+            snapshot=snapshot, read_in=args.read_in, temporals=args.temporals,
+            history=args.history, log=log)
     except BinlogError as exc:  # read in the driver; a task's comes wrapped (failure_line)
         err.write(f"binlake pipeline: {exc}\n")
         return ExitStatus.ERROR
