@@ -30,10 +30,12 @@ import datetime as dt
 import json
 import os
 import struct
+from array import array
 from collections import Counter
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from binlake.spark.delta import AT, DELETED, PRESENT
@@ -228,16 +230,86 @@ def typed_table(rows: list, layout: dict, table: str, extra: dict | None = None)
     """`rows` (texts in column order) as an Arrow table of the layout's
     types; `extra`: more columns, {name: array}."""
     columns = layout["columns"]
-    arrays = []
-    for index, (column, kind) in enumerate(zip(columns, arrow_types(layout))):
-        value = value_of(column, table)
-        arrays.append(pa.array([None if row[index] is None else value(row[index])
-                                for row in rows], kind))
-    names = [c["key"] for c in columns]
-    for name, array in (extra or {}).items():
-        names.append(name)
-        arrays.append(array)
-    return pa.Table.from_arrays(arrays, names=names)
+    arrays = [typed_column([row[i] for row in rows], column, table)
+              for i, column in enumerate(columns)]
+    names = [c["key"] for c in columns] + list(extra or {})
+    return pa.Table.from_arrays(arrays + list((extra or {}).values()), names=names)
+
+
+def typed_column(texts: list, column: dict, table: str) -> pa.Array:
+    """One column's texts as its Arrow type. Built from buffers, never by
+    pa.array() from Python objects: pyarrow imports pandas to look at them
+    (0.3 s, most of what a small increment costs here). Numbers are parsed
+    by Arrow's casts (correctly rounded, as Spark's); temporals by `value_of`,
+    which refuses what Spark refuses."""
+    from pyspark.sql import types as S
+    kind, target = arrow_type(column), spark_type(column)
+    if isinstance(target, S.StringType):
+        return _strings(texts)
+    if isinstance(target, (S.ByteType, S.ShortType, S.IntegerType, S.LongType, S.FloatType,
+                           S.DoubleType, S.DecimalType)):
+        try:
+            return pc.cast(_strings(texts), kind)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            raise InSpark(f"a text that is no {target.simpleString()}") from None
+    value = value_of(column, table)
+    values = [None if text is None else value(text) for text in texts]
+    if isinstance(target, S.BinaryType):
+        return _strings(values, pa.binary())
+    if isinstance(target, S.DateType):
+        days = array("i", [0 if v is None else (v - _EPOCH_DATE).days for v in values])
+        return pa.Array.from_buffers(kind, len(values), [_validity(values), pa.py_buffer(days)])
+    if isinstance(target, (S.TimestampType, S.TimestampNTZType)):
+        epoch = _EPOCH if isinstance(target, S.TimestampType) else _EPOCH.replace(tzinfo=None)
+        micros = array("q", [0 if v is None else (v - epoch) // _MICRO for v in values])
+        return pa.Array.from_buffers(kind, len(values), [_validity(values), pa.py_buffer(micros)])
+    if isinstance(target, S.ArrayType):  # SET's members, VECTOR's floats
+        members = [m for v in values if v is not None for m in v]
+        if isinstance(target.elementType, S.FloatType):
+            child = pa.Array.from_buffers(pa.float32(), len(members),
+                                          [None, pa.py_buffer(array("f", members))])
+        else:
+            child = _strings(members)
+        offsets = array("i", [0])
+        for v in values:
+            offsets.append(offsets[-1] + (len(v) if v is not None else 0))
+        return pa.Array.from_buffers(kind, len(values), [_validity(values), pa.py_buffer(offsets)],
+                                     children=[child])
+    raise InSpark(f"no driver typing for {target.simpleString()}")
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_EPOCH_DATE = _EPOCH.date()
+_MICRO = dt.timedelta(microseconds=1)
+
+
+def _strings(values: list, kind=None) -> pa.Array:
+    """Texts (or bytes, `kind` binary) as an Arrow array, from its buffers."""
+    data, offsets = bytearray(), array("i", [0])
+    for value in values:
+        if value is not None:
+            data += value.encode() if isinstance(value, str) else value
+        offsets.append(len(data))
+    if len(data) >= 1 << 31:
+        raise InSpark("more text than one Arrow array holds")
+    return pa.Array.from_buffers(kind or pa.string(), len(values),
+                                 [_validity(values), pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def _validity(values: list):
+    """The validity bitmap of `values` (None: NULL), or None when none is."""
+    if all(v is not None for v in values):
+        return None
+    return bools([v is not None for v in values]).buffers()[1]
+
+
+def bools(flags: list) -> pa.Array:
+    """Booleans as an Arrow array, from its bitmap."""
+    bitmap = bytearray((len(flags) + 7) // 8)
+    for i, flag in enumerate(flags):
+        if flag:
+            bitmap[i >> 3] |= 1 << (i & 7)
+    return pa.Array.from_buffers(pa.bool_(), len(flags), [None, pa.py_buffer(bitmap)])
 
 
 def typed_rows(rows, layout: dict, table: str) -> list[tuple]:
@@ -269,7 +341,7 @@ def net_changes(changes: list[tuple], plan: dict, table: str) -> pa.Table:
             row = cleared
         rows.append(row)
     return typed_table(rows, plan["layout"], table, {
-        DELETED: pa.array(deleted, pa.bool_()),
+        DELETED: bools(deleted),
         PRESENT: pa.nulls(len(rows), pa.string()),
         AT: pa.nulls(len(rows), pa.string())})
 
@@ -283,24 +355,31 @@ def rewritten(current: pa.Table, changes: list[tuple], plan: dict, table: str) -
         raise InSpark("a large table")
     layout = plan["layout"]
     names = [c["key"] for c in layout["columns"]]
-    types = arrow_types(layout)
     primary = plan["primary_key"]
     if primary:
         net = net_by_key(changes, primary)
         key_layout = {"columns": [layout["columns"][i] for i in primary]}
         touched = {_hashable(key) for key in typed_rows(list(net), key_layout, table)}
         held = zip(*[current.column(names[i]).to_pylist() for i in primary])
-        kept = current.filter(pa.array([_hashable(key) not in touched for key in held],
-                                        pa.bool_()))
-        new = typed_table([row for row in net.values() if row is not None], layout, table)
-        return pa.concat_tables([kept, new.cast(kept.schema)])
-    counts = Counter(map(_hashable, zip(*[current.column(n).to_pylist() for n in names])))
-    deltas = multiset_deltas(changes)
-    for row, n in zip(typed_rows(list(deltas), layout, table), deltas.values()):
-        counts[_hashable(row)] += n
-    rows = [row for row, n in counts.items() for _ in range(max(n, 0))]
-    return pa.Table.from_arrays([pa.array([_listed(row[i]) for row in rows], types[i])
-                                 for i in range(len(names))], names=names)
+        keep = [_hashable(key) not in touched for key in held]
+        added = [row for row in net.values() if row is not None]
+    else:
+        deltas = multiset_deltas(changes)
+        where = {}  # each distinct row the table holds: the indexes of its copies
+        for index, row in enumerate(zip(*[current.column(n).to_pylist() for n in names])):
+            where.setdefault(_hashable(row), []).append(index)
+        keep = [True] * current.num_rows
+        added = []
+        for texts, typed, n in zip(deltas, typed_rows(list(deltas), layout, table),
+                                   deltas.values()):
+            if n > 0:
+                added += [texts] * n
+            else:
+                for index in where.get(_hashable(typed), [])[:-n]:
+                    keep[index] = False
+    kept = current.filter(bools(keep)) if current.num_rows else current
+    new = typed_table(added, layout, table)
+    return pa.concat_tables([kept, new.cast(kept.schema)])
 
 
 def _hashable(row: tuple) -> tuple:
@@ -308,5 +387,3 @@ def _hashable(row: tuple) -> tuple:
     return tuple(tuple(v) if isinstance(v, list) else v for v in row)
 
 
-def _listed(value):
-    return list(value) if isinstance(value, tuple) else value

@@ -441,7 +441,7 @@ class _Lake:
         types = driver.arrow_types(layout)
         names = [c["key"] for c in layout["columns"]]
         if source.uri is None:
-            return pa.Table.from_arrays([pa.array([], kind) for kind in types], names=names)
+            return pa.schema([pa.field(n, kind) for n, kind in zip(names, types)]).empty_table()
         if row_count(source.uri) > driver.DRIVER_TABLE_ROWS:
             raise driver.InSpark("a large table")
         current = read_table(source.uri)
@@ -450,8 +450,7 @@ class _Lake:
                 layout["columns"], types, source.stretch["sources"], source.stretch["defaults"],
                 source.stretch["fractions"]):
             if name is None:
-                value = None if default is None else driver.value_of(column, key)(default)
-                columns.append(pa.array([value] * current.num_rows, kind))
+                columns.append(driver.typed_column([default] * current.num_rows, column, key))
             elif (digits is not None
                   or not same_arrow_type(current.schema.field(name).type, kind)):
                 raise driver.InSpark("a column's type changed")
@@ -811,7 +810,7 @@ class ChangeFiles:
         for path in files:
             key = driver.partition_of(path, self.root)
             ops = pq.ParquetFile(path).read(columns=["op"]).column("op")
-            inserts = bool(pc.all(pc.is_in(ops, pa.array(INSERTS))).as_py()) if len(ops) else True
+            inserts = set(pc.unique(ops).to_pylist()) <= set(INSERTS)
             known = found.get(key, TableChanges(0, True))
             found[key] = TableChanges(known.rows + len(ops), known.inserts_only and inserts)
         return found
