@@ -16,9 +16,11 @@ DDL, for comparison). The lake is built over binlog.000001 once, then each
 round starts from a copy of it and times a run with nothing new and each
 increment in turn. Each figure is the median of the rounds.
 
-Peers, same run: the run with nothing new (no Spark job), and the floor of
-any increment computed in Spark (bench_lake.py's): a Spark session reading
-the new change files of one increment with one aggregate.
+Peers, same run: the run with nothing new (it starts no Spark session),
+and the floor of any increment computed in Spark (bench_lake.py's): a Spark
+session reading the new change files of one increment with one aggregate.
+Small increments are computed in the driver (binlake.spark.driver_tables)
+and start no Spark session either; the type change is rebuilt by Spark.
 
 Targets: ADD COLUMN <= 1.5x nothing new; DROP COLUMN and a type change at
 most the cost of rewriting the 10 000 rows (here: <= 1.5x nothing new, the
