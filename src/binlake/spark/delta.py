@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+from urllib.parse import unquote
 
 #: The column of a net-change row that says the key's last change deleted it.
 DELETED = "_binlake_deleted"
@@ -337,8 +338,8 @@ def read_table(uri: str):
     table = DeltaTable(uri)
     schema = pa.schema(table.schema().to_arrow())
     parts = []
-    for path in table.file_uris():
-        found = pq.ParquetFile(path).read()
+    for path in table.file_uris():  # URIs: percent-encoded
+        found = pq.ParquetFile(unquote(path)).read()
         parts.append(pa.Table.from_arrays(
             [found.column(f.name).cast(f.type) if f.name in found.column_names
              else pa.nulls(found.num_rows, f.type) for f in schema], schema=schema))
