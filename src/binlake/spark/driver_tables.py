@@ -40,6 +40,7 @@ import pyarrow.parquet as pq
 
 from binlake.spark.delta import AT, DELETED, PRESENT
 from binlake.spark.partitioned import unescape_partition_value
+from binlake.spark.tables import INSERTS
 from binlake.spark.typed import arrow_type, refused_value, spark_type
 
 #: A table's new change rows computed here at most; more go to Spark.
@@ -48,8 +49,6 @@ DRIVER_ROWS = 50_000
 #: carried); more go to Spark.
 DRIVER_TABLE_ROWS = 250_000
 _F32 = struct.Struct("<f")
-#: Ops that add a row (binlake.spark.tables.INSERTS).
-INSERTS = ("c", "r")
 
 
 class InSpark(Exception):
