@@ -172,6 +172,31 @@ def test_cli_on_the_sample_data_rebuilds_its_tables(spark, tmp_path):
             assert sorted(r["id"] for r in got) == sorted(r["id"] for r in rows), table
 
 
+def test_small_increments_and_nothing_new_start_no_spark_session(spark, tmp_path):
+    """The driver computes small increments (binlake.spark.driver_tables):
+    a run over the sample's last two files, and one with nothing new, never
+    ask for the session; the tables are the server's."""
+    from binlake.cli.commands.pipeline import sample_dir
+    from binlake.spark.pipeline import LazySession
+
+    def no_spark():
+        raise AssertionError("a small increment started a Spark session")
+    incoming, lake = tmp_path / "incoming", tmp_path / "lake"
+    incoming.mkdir()
+    shutil.copy(os.path.join(sample_dir(), "binlog.000001"), incoming)
+    run_pipeline(spark, [str(incoming)], str(lake))
+    for name in ("binlog.000002", "binlog.000003"):
+        shutil.copy(os.path.join(sample_dir(), name), incoming)
+    result = run_pipeline(LazySession(no_spark, "local[2]"), [str(incoming)], str(lake))
+    assert result.changes > 0 and result.table_work["merged"]
+    assert not run_pipeline(LazySession(no_spark, "local[2]"), [str(incoming)],
+                            str(lake)).tables_rebuilt
+    with gzip.open(os.path.join(sample_dir(), "expected_state.json.gz"), "rt") as f:
+        expected = json.load(f)["tables"]
+    for table, rows in expected.items():
+        assert len(table_rows(lake, table)) == len(rows), table
+
+
 def test_an_output_path_delta_cannot_address_is_refused_in_one_line(tmp_path):
     out, err = io.StringIO(), io.StringIO()
     assert main(["pipeline", "--sample", "--out", str(tmp_path / "lake[1]")], out, err) == 1

@@ -132,10 +132,6 @@ class LazySession:
         self._start, self._session, self._then = start, None, []
         self.master = master
 
-    @property
-    def started(self) -> bool:
-        return self._session is not None
-
     def then(self, configure) -> None:
         """`configure(session)` now if it runs, else when it starts."""
         if self._session is not None:
