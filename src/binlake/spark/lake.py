@@ -377,10 +377,10 @@ class _Lake:
         left, done = [], {"appended": [], "merged": [], "rewritten": []}
         for plan in plans:
             sources = _sources(plan)
-            rows = sum(found[s].rows for s in sources if s in found)
-            if not rows:
+            new = sum(found[s].rows for s in sources if s in found)
+            if not new:
                 continue  # nothing new
-            if not driver.takes(rows):
+            if not driver.takes(new):
                 left.append(plan)
                 continue
             key, layout = qualified(plan["database"], plan["table"]), plan["layout"]
@@ -576,8 +576,7 @@ class _Lake:
         if whole:
             rows = rows.where(~F.col(CLOSES)).drop(CLOSES)
         folder = os.path.join(self.staged, HISTORY, key)
-        size = self.changes.rows(_sources(plan)) if whole else ROWS_PER_FILE
-        files = max(1, -(-size // ROWS_PER_FILE))
+        files = max(1, -(-self.changes.rows(_sources(plan)) // ROWS_PER_FILE)) if whole else 1
         rows.repartition(files).write.parquet(folder)
         self.commits.append((self._commit_history, (key, plan, folder, signature, whole)))
         self.work["history"].append(key)
