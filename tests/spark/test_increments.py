@@ -4,10 +4,13 @@ runs after each, and tables/ equals the server's `SELECT *` every time.
 
 The steps exercise each way a run brings a table in step: inserts appended,
 updates and deletes merged by key, a keyless table's deletes (its rows rewritten), and
-DDL (ADD COLUMN with a default, TRUNCATE, RENAME, DROP: rebuilt; an index or
-a comment: the table as it was, new rows appended). Then the
-same increments again with the pipeline SIGKILLed at random moments of the
-runs that merge: each rerun must end where one uninterrupted run would.
+DDL (ADD COLUMN with a default, TRUNCATE, RENAME, DROP: carried; a type
+change: rebuilt; an index or a comment: the table as it was, new rows
+appended), computed in the driver (small increments) and, again, all by
+Spark's jobs. Then the same increments again with the pipeline SIGKILLed at
+random moments of the runs that merge, keeping a history (--history): each
+rerun must end where one uninterrupted run would, and each keyed table's
+history must hold the versions the binlogs give its rows.
 """
 from __future__ import annotations
 
@@ -177,24 +180,10 @@ WAYS = ("driver", "spark")
 FED = ("ints", "probe")
 
 
-def test_history_tables_hold_every_version_of_every_row(spark, steps, tmp_path):
-    """--history: after each increment (appends, merges, DDL that rebuilds
-    the history), each keyed table's history equals the versions the
-    binlogs give its rows, transaction by transaction."""
-    incoming, out = tmp_path / "incoming", tmp_path / "out"
-    incoming.mkdir()
-    for number, step in enumerate(steps[:6]):
-        arrive(step, incoming)
-        run_pipeline(spark, [str(incoming)], str(out), temporals="text",
-                     history=number == 0)  # kept by every later run
-        for table in FED:
-            assert history_rows(out, table) == binlog_versions(step.files, table), (number, table)
-    assert sorted(os.listdir(out / "history")) == sorted(
-        f"{DATABASE}.{t}" for t in steps[5].tables if t != "no_pk")  # keyed tables only
-
-
 def history_rows(out: Path, table: str) -> list[tuple]:
-    """(id, from file, from pos, from time, to file, to pos, to time) of the history table."""
+    """(id, from file, from pos, from time, to file, to pos, to time) of the
+    history table (--history: the killed runs below keep one, and after each
+    increment it must equal `binlog_versions`)."""
     rows = pa.table(deltalake.DeltaTable(str(out / "history" / f"{DATABASE}.{table}"))
                     .to_pyarrow_table()).to_pylist()
     return sorted((r["id"], r["_valid_from_file"], r["_valid_from_pos"], r["_valid_from_time"],
