@@ -39,6 +39,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from binlake.spark.delta import AT, DELETED, PRESENT
+from binlake.spark.history import stretch_width
 from binlake.spark.partitioned import unescape_partition_value
 from binlake.spark.tables import INSERTS
 from binlake.spark.typed import arrow_type, refused_value, spark_type
@@ -123,8 +124,7 @@ def _stretch_of(change: dict, plan: dict) -> dict | None:
 def _values(image: dict | None, stretch: dict) -> tuple | None:
     if image is None:
         return None
-    width = stretch.get("width", sum(key is not None for key in stretch["sources"]))
-    if len(image) < width:
+    if len(image) < stretch_width(stretch):
         raise InSpark("a partial row image")
     return tuple(image.get(key) if key is not None else default
                  for key, default in zip(stretch["sources"], stretch["defaults"]))

@@ -153,6 +153,12 @@ def table_plans(history: Schema, layouts: dict, order: PositionOrder, before=Non
     return plans
 
 
+def stretch_width(stretch: dict) -> int:
+    """How many columns a full row image of a plan's stretch holds (plans
+    saved before `width` was recorded: the columns it has a source for)."""
+    return stretch.get("width", sum(key is not None for key in stretch["sources"]))
+
+
 def _joined(stretches: list[dict]) -> list[dict]:
     """Stretches (latest first) with each run of neighbours that read their
     changes alike made one: a statement that changed nothing of the columns

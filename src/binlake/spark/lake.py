@@ -195,9 +195,8 @@ def _stage_histories(lake: "_Lake", manifest: dict, by_key: dict, signatures: di
             if changes is not None:
                 lake.history(key, plan, changes, signatures[key], whole=True)
             continue
-        files = _new_files(manifest, out, committed_run(uri, _history_name(key)) or 0)
-        files = [path for path in files
-                 if driver.partition_of(path, lake.changes.root) in _sources(plan)]
+        files = lake.changes.of(_new_files(manifest, out, committed_run(uri, _history_name(key))
+                                           or 0), _sources(plan))
         if files:
             lake.history(key, plan, read_changes(files), signatures[key], whole=False)
 
@@ -415,8 +414,7 @@ class _Lake:
         left, done = {}, []
         for key, (plan, source, files) in carried.items():
             sources = _sources(plan)
-            mine = [path for path in files
-                    if driver.partition_of(path, self.changes.root) in sources]
+            mine = self.changes.of(files, sources)
             try:
                 if not driver.takes(sum(map(parquet_rows, mine))):
                     raise driver.InSpark("many changes")
@@ -802,6 +800,10 @@ class ChangeFiles:
         return sum(parquet_rows(os.path.join(self.root, f"database={escape_partition_value(db)}",
                                              f"table={escape_partition_value(table)}"))
                    for db, table in tables)
+
+    def of(self, files: list[str], tables: set) -> list[str]:
+        """The `files` of changes/ that hold these (database, table) pairs."""
+        return [path for path in files if driver.partition_of(path, self.root) in tables]
 
     def stats(self, files: list[str]) -> dict:
         """{(database, table): TableChanges} of these files of changes/."""

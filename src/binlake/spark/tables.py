@@ -30,7 +30,7 @@ from pyspark.sql import Column, DataFrame, functions as F
 
 from binlake.schema.history import Schema
 from binlake.spark.batches import TableFilter, load_schema_option
-from binlake.spark.history import follow_ranges
+from binlake.spark.history import follow_ranges, stretch_width
 from binlake.spark.layouts import latest_layouts, qualified
 from binlake.spark.ranges import Split, expand_inputs, number_files
 from binlake.spark.delta import CLOSES, VALID_FROM, VALID_TO
@@ -263,8 +263,7 @@ def _text(image: Column, key: str | None, default: str | None, digits: int | Non
 
 def _whole(side: str, s: dict) -> Column:
     """The image holds every column the table had then (a full row image)."""
-    width = s.get("width", sum(key is not None for key in s["sources"]))
-    return F.size(F.col(side)) >= width
+    return F.size(F.col(side)) >= stretch_width(s)
 
 
 def _parts(s: dict) -> Column:
