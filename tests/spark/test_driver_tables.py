@@ -18,9 +18,13 @@ from pyspark.sql import functions as F  # noqa: E402
 from binlake.spark import driver_tables as driver  # noqa: E402
 from binlake.spark.pipeline import run_pipeline  # noqa: E402
 from binlake.spark.tables import refused  # noqa: E402
-from binlake.spark.typed import typed_columns, with_temporals  # noqa: E402
+from binlake.schema.ddl import ColumnSpec  # noqa: E402
+from binlake.spark.layouts import ddl_layout_column  # noqa: E402
+from binlake.spark.typed import (carry_way, converted, from_text, retyped_text,  # noqa: E402
+                                 spark_of_arrow, typed_columns, with_temporals)
 
 DB = "binlake_test"
+INT = ColumnSpec("v", "INT")
 
 
 @pytest.fixture(scope="module")
@@ -106,9 +110,86 @@ def test_what_the_driver_does_not_take_goes_to_spark():
               "before": {"a": "1", "b": "2"}, "after": {"a": "1"}}  # MINIMAL
     with pytest.raises(driver.InSpark):
         driver.images([change], plan)
-    with pytest.raises(driver.InSpark):
-        driver.images([], {**plan, "stretches": [{**stretch, "fractions": [None, 3]}]})
+    whole = {**change, "after": {"a": "1", "b": "3"}}
+    assert driver.images([whole], plan) == [("u", ("1", "2"), ("1", "3"))]
+    for modified in ({"fractions": [None, 3]}, {"was": [None, ddl_layout_column(INT)]}):
+        with pytest.raises(driver.InSpark):  # a change from before a MODIFY
+            driver.images([whole], {**plan, "stretches": [{**stretch, **modified}]})
     column = {"key": "i", "type": 3, "meta": 0, "unsigned": False}  # INT
     with pytest.raises(driver.InSpark):
         driver.value_of(column, "d.t")("1e3")  # a DEFAULT's text, not the binlog's
     assert not driver.takes(driver.DRIVER_ROWS + 1) and driver.takes(0)
+
+
+def column(kind: str, *args, unsigned: bool = False) -> dict:
+    text = "CHAR" in kind or "TEXT" in kind
+    spec = ColumnSpec("v", kind, tuple(args), unsigned, "utf8mb4" if text else None)
+    return ddl_layout_column(spec)
+
+
+#: (the column before a MODIFY, its values as the table holds them, the
+#: column after). What MariaDB 10.11 made of some (lax sql_mode): DECIMAL
+#: 1.50 -> TINYINT 2, -2.50 -> -3, 0.49 -> 0; DECIMAL(10,2) -2.50 ->
+#: DECIMAL(10,1) -2.5, 1.25 -> 1.3; FLOAT 1.1 -> DOUBLE 1.100000023841858;
+#: DATE -> DATETIME at midnight; out of range: the type's bound.
+CONVERSIONS = [
+    (column("DECIMAL", 10, 2), ["1.50", "-2.50", "0.49", "-0.5", "99999999.99", "-99999999.99",
+                                None],
+     column("TINYINT"), [2, -3, 0, -1, 127, -128, None]),
+    (column("DECIMAL", 18, 9), ["-999999999.999999999", "7.125", None], column("DECIMAL", 10, 2),
+     ["-99999999.99", "7.13", None]),
+    (column("DECIMAL", 10, 2), ["1.25", "-2.50", "-99999999.99", "999.96", None],
+     column("DECIMAL", 4, 1), ["1.3", "-2.5", "-999.9", "999.9", None]),
+    (column("DECIMAL", 10, 2), ["1.50", "-0.01", None], column("VARCHAR", 20),
+     ["1.50", "-0.01", None]),
+    (column("BIGINT", unsigned=True), ["0", str(2**64 - 1), str(2**31), None], column("INT"),
+     [0, 2**31 - 1, 2**31 - 1, None]),
+    (column("INT"), [-5, 7, None], column("BIGINT", unsigned=True), ["0", "7", None]),
+    (column("BIGINT"), [12345, -3, None], column("DECIMAL", 5, 2), ["999.99", "-3.00", None]),
+    (column("SMALLINT"), [-5, 300, 7, None], column("TINYINT", unsigned=True), [0, 255, 7, None]),
+    (column("INT"), [42, -7, None], column("VARCHAR", 10), ["42", "-7", None]),
+    (column("INT"), [1, -2, None], column("DOUBLE"), [1.0, -2.0, None]),
+    (column("FLOAT"), [1.1, None], column("DOUBLE"), [1.100000023841858, None]),
+    (column("DATE"), [dt.date(2024, 1, 2), None], column("DATETIME"),
+     [dt.datetime(2024, 1, 2), None]),
+    (column("VARCHAR", 10), ["a", None], column("TEXT"), ["a", None]),
+]
+#: Not computed in place (the table is rebuilt from its changes).
+NOT_CONVERTED = [(column("INT"), pa.int32(), column("YEAR")),
+                 (column("BIGINT"), pa.int64(), column("BIT", 8)),
+                 (column("VARCHAR", 10), pa.string(), column("INT")),
+                 (column("DATETIME"), pa.timestamp("us"), column("DATE"))]
+
+
+def held_array(values: list, was: dict) -> pa.Array:
+    kind = driver.arrow_types({"columns": [was]})[0]
+    if pa.types.is_decimal(kind):
+        return pa.array(values, pa.string()).cast(kind)
+    return pa.array(values, kind)
+
+
+def test_a_type_change_converts_values_as_the_server_did_both_ways(spark, tmp_path):
+    for number, (was, values, new, expected) in enumerate(CONVERSIONS):
+        held = held_array(values, was)
+        kind = driver.arrow_types({"columns": [new]})[0]
+        wanted = held_array(expected, new) if pa.types.is_decimal(kind) else pa.array(expected,
+                                                                                       kind)
+        ours = driver.converted(pa.chunked_array([held]), was, new)
+        assert ours.combine_chunks() == wanted, (number, ours)
+        pq.write_table(pa.table({"v": held}), tmp_path / f"{number}.parquet")
+        frame = spark.read.parquet(str(tmp_path / f"{number}.parquet"))
+        typed = converted(F.col("v"), was, frame.schema["v"].dataType, new)
+        theirs = frame.select(typed.alias("v")).toArrow().column("v")
+        assert theirs.combine_chunks() == wanted, (number, theirs)
+        # A change from before the MODIFY: its exact text becomes the
+        # converted value's (a rebuild, and new changes of a carried table).
+        texts = frame.select(F.col("v").cast("string").alias("t"))
+        retyped = texts.select(from_text(retyped_text(F.col("t"), was, new), new).alias("v"))
+        assert retyped.toArrow().column("v").combine_chunks() == wanted, number
+
+
+def test_a_type_change_binlake_does_not_convert_is_rebuilt(spark):
+    for was, kind, new in NOT_CONVERTED:
+        assert carry_way(was, spark_of_arrow(kind), new) is None
+        with pytest.raises(driver.InSpark):
+            driver.converted(pa.chunked_array([pa.nulls(1, kind)]), was, new)

@@ -1,9 +1,17 @@
-"""The lake under partial row images (binlog_row_image=MINIMAL and NOBLOB):
-an UPDATE logs the key and the changed columns (MINIMAL) or every column
-but the BLOBs it did not change (NOBLOB), an INSERT under MINIMAL only the
-columns it names. After every increment the Delta tables equal the
-server's `SELECT *`; what cannot be completed exactly is refused in one
-line, with no table changed."""
+"""The lake under every binlog_row_image (FULL; MINIMAL: an UPDATE logs the
+key and the changed columns, an INSERT only the columns it names; NOBLOB:
+every column but the BLOBs an UPDATE did not change) and every
+binlog_row_metadata (NO_LOG, MINIMAL, FULL: what the table maps say of
+names, keys and character sets), a keyed, a composite-keyed, a
+unique-keyed and a keyless table taken through ten increments with every
+DDL the schema history follows (ADD/DROP/RENAME COLUMN, a type change,
+TRUNCATE, RENAME TABLE, a new primary key). After every increment the
+Delta tables equal the server's `SELECT *`, read as Parquet files and,
+after the last, through Spark; the change data feed of each run's MERGE
+into `keyed` says what the binlog's changes did to its keys. What partial
+images cannot complete exactly is refused in one line, with no table
+changed. The nine settings are a sweep (tests/sweeps.py): each run takes a
+share, MINIMAL images without metadata always."""
 from __future__ import annotations
 
 import os
@@ -13,14 +21,18 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("pyspark")
-pytest.importorskip("deltalake")
+deltalake = pytest.importorskip("deltalake")
 
-from binlake.spark.pipeline import load_manifest, run_pipeline  # noqa: E402
+import binlake.spark  # noqa: E402
+from binlake.spark.pipeline import load_manifest, read_table, run_pipeline  # noqa: E402
 from binlake.testing.mariadb import MariaDBServer  # noqa: E402
 from binlake.testing.workload import DATABASE, SESSION_SETUP, expected_final_state  # noqa: E402
 
+import sweeps  # noqa: E402
+
+from .test_increments import binlog_keys, fed_keys  # noqa: E402
 from .test_lake_refusals import lake_bytes  # noqa: E402
-from .test_pipeline import assert_tables_equal  # noqa: E402
+from .test_pipeline import assert_tables_equal, canonical_rows, typed_rows  # noqa: E402
 from .truth import _columns  # noqa: E402
 
 #: Character sets said: NO_LOG table maps do not say them (binlake.spark.typed).
@@ -62,6 +74,21 @@ STEPS = [
      "UPDATE keyed SET w = 40 WHERE id = 1",
      "UPDATE keyed SET note = 'blob changed' WHERE id = 3",
      "INSERT INTO keyed (id, note) VALUES (5, 'five')"],
+    ["UPDATE keyed SET z = 300 WHERE id = 3",  # before the MODIFY, converted with the rows
+     "ALTER TABLE keyed MODIFY z TINYINT",  # the server clips 300 to 127 (a lax sql_mode)
+     "UPDATE keyed SET z = 9 WHERE id = 1",
+     "ALTER TABLE composite MODIFY n DECIMAL(6,1) DEFAULT 1",
+     "UPDATE composite SET n = 2.5 WHERE a = 1"],
+    ["ALTER TABLE composite RENAME COLUMN n TO m",
+     "INSERT INTO composite (a, b) VALUES (2, 'z')",
+     "UPDATE composite SET m = 7.5 WHERE a = 2"],
+    ["ALTER TABLE keyed DROP COLUMN label", "DELETE FROM keyed WHERE id = 5",
+     "INSERT INTO keyless VALUES (3, 'd')"],
+    ["TRUNCATE TABLE keyless", "INSERT INTO keyless VALUES (4, 'e'), (4, 'e'), (5, 'f')"],
+    ["RENAME TABLE unique_keyed TO unique_renamed",
+     "UPDATE unique_renamed SET note = 'renamed' WHERE id = 2"],
+    ["DELETE FROM keyless WHERE a = 4 LIMIT 1", "ALTER TABLE keyless ADD PRIMARY KEY (a)",
+     "UPDATE keyless SET b = 'g' WHERE a = 5", "UPDATE keyed SET x = 0 WHERE id = 1"],
 ]
 
 
@@ -80,8 +107,11 @@ def execute(server, statements: list[str]) -> None:
 
 
 #: (binlog_row_image, binlog_row_metadata): NO_LOG table maps name no
-#: column, so the names come from the DDL the binlogs hold.
-SETTINGS = [("MINIMAL", "FULL"), ("NOBLOB", "FULL"), ("MINIMAL", "NO_LOG")]
+#: column, so the names come from the DDL the binlogs hold. The first is
+#: in every run's share.
+SETTINGS = sweeps.share([("MINIMAL", "NO_LOG")] + [
+    (image, metadata) for image in ("FULL", "MINIMAL", "NOBLOB")
+    for metadata in ("NO_LOG", "MINIMAL", "FULL") if (image, metadata) != ("MINIMAL", "NO_LOG")])
 
 
 @pytest.fixture(scope="module", params=SETTINGS, ids=["-".join(p) for p in SETTINGS])
@@ -121,24 +151,54 @@ def arrive(files: list[str], incoming: Path) -> None:
 def test_every_increment_equal_to_the_server(spark, steps, image, tmp_path):
     incoming, out = tmp_path / "incoming", tmp_path / "out"
     incoming.mkdir()
-    work = []
+    work, read = [], []
     for files, tables, columns in steps:
         arrive(files, incoming)
+        version = _version(out, "keyed")
         result = run_pipeline(spark, [str(incoming)], str(out))
         assert_tables_equal(out, tables, columns)
         assert load_manifest(str(out))["pending"] == {}
         work.append({how: sorted(t.split(".")[1] for t in names)
                      for how, names in result.table_work.items() if names})
-    # Partial images are merged into the rows the tables hold, not rebuilt.
+        if "keyed" in work[-1].get("merged", []):
+            new_files = [f for f in files if f not in read]
+            assert fed_keys(out, "keyed", version + 1, _version(out, "keyed")) == \
+                binlog_keys(new_files, "keyed", image_keys, read=files), len(work)
+        read = files
+    # Partial images are merged into the rows the tables hold; DDL carries
+    # the rows (a type change's converted); none is rebuilt from changes/.
     assert work[1]["merged"] == ["composite", "keyed", "unique_keyed"]
     assert work[2]["merged"] == ["composite", "keyed"]
+    assert work[4]["carried"] == ["composite", "keyed"]
+    assert all("rebuilt" not in done for done in work[1:]), work
+    # Spark reads the same tables.
+    for table, rows in tables.items():
+        frame = binlake.spark.read_table(spark, str(out), f"{DATABASE}.{table}")
+        assert canonical_rows([r.asDict() for r in frame.collect()]) == canonical_rows(
+            typed_rows(rows, columns[table], "text")), table
+
+
+def _version(out: Path, table: str) -> int:
+    uri = out / "tables" / f"{DATABASE}.{table}"
+    return deltalake.DeltaTable(str(uri)).version() if uri.exists() else -1
+
+
+def image_keys(change) -> tuple:
+    """The `id` an image's change was before, and is after: a MINIMAL after
+    image leaves out the key it did not change."""
+    before = change.before["id"] if change.before is not None else None
+    after = None
+    if change.after is not None:
+        after = change.after["id"] if "id" in change.after else before
+    return before, after
 
 
 def refused_then(spark, server, tmp_path, database: str, statements: list[str],
                  words: str) -> None:
     """A lake of `database` read so far; then the statements' binlog is
-    refused in one line, no table changed. (A lake of its own database:
-    the binlogs keep what other tests refused.)"""
+    refused in one line, no table changed; or, under FULL row images, which
+    leave nothing out, applied. (A lake of its own database: the binlogs
+    keep what other tests refused.)"""
     incoming, out = tmp_path / "incoming", tmp_path / "out"
     incoming.mkdir()
     server.execute(f"CREATE DATABASE IF NOT EXISTS {database}")
@@ -147,6 +207,12 @@ def refused_then(spark, server, tmp_path, database: str, statements: list[str],
     run_pipeline(spark, [str(incoming)], str(out), tables=f"{database}.*")
     execute(server, [f"USE {database}", *statements])
     arrive(capture(server)[0], incoming)
+    if server.settings["binlog_row_image"] == "FULL":
+        run_pipeline(spark, [str(incoming)], str(out), tables=f"{database}.*")
+        held = {p.name: len(read_table(str(out), p.name)) for p in (out / "tables").iterdir()}
+        assert held == {f"{database}.{table}": len(rows) for table, rows
+                        in expected_final_state(server, database).items()}
+        return
     tables = lake_bytes(out / "tables")
     with pytest.raises(ValueError, match=words) as refusal:
         run_pipeline(spark, [str(incoming)], str(out), tables=f"{database}.*")

@@ -15,7 +15,7 @@ by the rules binlake.spark.tables gives the Spark jobs:
   equal by tests/spark/test_driver_tables.py.
 What these rules do not cover here raises InSpark and the table goes the
 Spark way: a partial row image, a column whose fractional digits a MODIFY
-changed, a DEFAULT not in its type's canonical text, more than DRIVER_ROWS
+changed, a type change Arrow does not convert as Spark does (`converted`), a DEFAULT not in its type's canonical text, more than DRIVER_ROWS
 new changes, more than DRIVER_TABLE_ROWS rows to rewrite.
 
 The results are what the Spark way stages (binlake.spark.lake): typed rows
@@ -42,7 +42,8 @@ from binlake.spark.delta import AT, DELETED, PRESENT
 from binlake.spark.history import stretch_width
 from binlake.spark.partitioned import unescape_partition_value
 from binlake.spark.tables import INSERTS
-from binlake.spark.typed import arrow_type, refused_value, spark_type
+from binlake.spark.typed import (CAST, SAME, arrow_type, carry_way, clamp_scale, refused_value,
+                                 spark_of_arrow, spark_type, type_bounds)
 
 #: A table's new change rows computed here at most; more go to Spark.
 DRIVER_ROWS = 50_000
@@ -95,16 +96,17 @@ def read_changes(files: list[str], root: str, sources: set) -> list[dict]:
 def images(changes: list[dict], plan: dict) -> list[tuple]:
     """(op, before, after) per change of the plan's stretches, in commit
     order, each image the texts of the table's columns in order (a column
-    added since: its DEFAULT). InSpark where an image is partial or a
-    column's fractional digits changed."""
+    added since: its DEFAULT). InSpark where an image is partial, or is of
+    a stretch whose columns a MODIFY changed since (fractional digits, a
+    type: Spark converts those texts) or whose key was another."""
     out = []
-    for stretch in plan["stretches"]:
-        if any(digits is not None for digits in stretch["fractions"]):
-            raise InSpark("fractional digits changed")
     for change in changes:
         stretch = _stretch_of(change, plan)
         if stretch is None:
             continue
+        if (stretch.get("was") or "key_then" in stretch
+                or any(digits is not None for digits in stretch["fractions"])):
+            raise InSpark("a change from before a MODIFY or a new key")
         out.append((change["op"], _values(change["before"], stretch),
                     _values(change["after"], stretch)))
     return out
@@ -275,6 +277,37 @@ def typed_column(texts: list, column: dict, table: str) -> pa.Array:
         return pa.Array.from_buffers(kind, len(values), [_validity(values), pa.py_buffer(offsets)],
                                      children=[child])
     raise InSpark(f"no driver typing for {target.simpleString()}")
+
+
+def converted(values, was: str | None, column: dict):
+    """A table's column `values` carried into the column's new definition,
+    as binlake.spark.typed.converted does (its twin): Arrow's casts where
+    they are Spark's; InSpark for the rest (a DECIMAL to a DOUBLE: Arrow's
+    is not correctly rounded; a value an Arrow cast refuses)."""
+    how = carry_way(was, spark_of_arrow(values.type), column)
+    if how is None:
+        raise InSpark("a type change Spark computes, or a rebuild")
+    if how == SAME:
+        return values
+    kind = arrow_type(column)
+    try:
+        if how == CAST:
+            if pa.types.is_decimal(values.type) and not pa.types.is_string(kind):
+                raise InSpark("a DECIMAL to a floating point number")
+            return pc.cast(values, kind)
+        scale = clamp_scale(column)
+        wide = pa.decimal128(38, scale)
+        if pa.types.is_decimal(values.type) and values.type.scale > scale:
+            # Widened first: rounding up may take a digit more than it had.
+            values = pc.round(pc.cast(values, pa.decimal128(38, values.type.scale)), scale,
+                              round_mode="half_towards_infinity")
+        low, high = (pc.cast(_strings([bound]), wide)[0] for bound in type_bounds(column))
+        clipped = pc.min_element_wise(pc.max_element_wise(pc.cast(values, wide), low,
+                                                          skip_nulls=False),
+                                      high, skip_nulls=False)
+        return pc.cast(clipped, kind)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        raise InSpark("a value Arrow does not convert as Spark does") from None
 
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)

@@ -123,6 +123,7 @@ def table_plans(history: Schema, layouts: dict, order: PositionOrder, before=Non
             defaults = [(None,) * len(keys_now)] * len(lineage)
             fractions = [(None,) * len(keys_now)] * len(lineage)
             omitted = [(None,) * len(keys_now)] * len(lineage)
+            retyped = rekeyed = [None] * len(lineage)
         else:
             # the table map of a later version of the table says nothing of this one
             later = [v for v in history.versions.get(key, ())
@@ -137,6 +138,9 @@ def table_plans(history: Schema, layouts: dict, order: PositionOrder, before=Non
                         for s in lineage]
             fractions = [_fractions_changed(s, definition, src) for s, src in zip(lineage, sources)]
             omitted = [_omitted_texts(s, src, final["columns"]) for s, src in zip(lineage, sources)]
+            retyped = [_types_changed(s, definition, src) for s, src in zip(lineage, sources)]
+            rekeyed = [_key_changed(s, keys_now, src, final["primary_key"])
+                       for s, src in zip(lineage, sources)]
         primary = [keys_now.index(k) for k in final["primary_key"] if k in keys_now]
         plans.append({
             "database": database, "table": key[1], "layout": final, "primary_key": primary,
@@ -147,9 +151,12 @@ def table_plans(history: Schema, layouts: dict, order: PositionOrder, before=Non
                                    "fractions": list(frac), "omitted": list(left_out),
                                    # columns of a full row image there
                                    "width": (len(s.definition.columns) if s.definition
-                                             else len(src))}
-                                  for s, src, dflt, frac, left_out in zip(
-                                      lineage, sources, defaults, fractions, omitted)])})
+                                             else len(src)),
+                                   **({"was": list(was)} if was else {}),
+                                   **({"key_then": rows_by} if rows_by is not None else {})}
+                                  for s, src, dflt, frac, left_out, was, rows_by in zip(
+                                      lineage, sources, defaults, fractions, omitted,
+                                      retyped, rekeyed)])})
     return plans
 
 
@@ -168,9 +175,9 @@ def _joined(stretches: list[dict]) -> list[dict]:
     for stretch in stretches:
         later = out[-1] if out else None
         if later is not None and later["after"] == stretch["before"] and all(
-                later[field] == stretch[field]
+                later.get(field) == stretch.get(field)
                 for field in ("database", "table", "sources", "defaults", "fractions",
-                              "omitted", "width")):
+                              "omitted", "width", "was", "key_then")):
             later["after"] = stretch["after"]
         else:
             out.append(stretch)
@@ -193,6 +200,37 @@ def _fractions_changed(stretch, definition, sources) -> tuple:
         changed = spec.type in _TEMPORALS and old is not None and old.fsp != spec.fsp
         out.append(spec.fsp if changed else None)
     return tuple(out)
+
+
+def _types_changed(stretch, definition, sources) -> tuple | None:
+    """Per column: the layout column it was in this stretch, where a MODIFY
+    or CHANGE declared it otherwise since (its values, held in the table or
+    in this stretch's changes, become what the server converted them to:
+    binlake.spark.typed.conversion); None where no column's declaration
+    changed."""
+    if stretch.definition is None:
+        return None
+    out = []
+    for spec, source in zip(definition.columns, sources):
+        at = stretch.definition.index(source) if source is not None else None
+        old = stretch.definition.columns[at] if at is not None else None
+        changed = old is not None and _declared(old) != _declared(spec)
+        out.append(ddl_layout_column(old) if changed else None)
+    return tuple(out) if any(out) else None
+
+
+def _key_changed(stretch, keys_now: list, sources, primary: list) -> list | None:
+    """The columns the server found a row by in this stretch (none: a
+    table without a key), where they are not the table's key now (a key
+    added, dropped or changed since: its changes are applied as they were
+    then, binlake.spark.lake); else None."""
+    if stretch.definition is None:
+        return None
+    then = list(stretch.definition.row_key)
+    named = [now for now, source in zip(keys_now, sources) if source in then]
+    if len(named) == len(then) and sorted(named) == sorted(primary):
+        return None
+    return then
 
 
 def _final_layout(database: str, table: str, definition, lineage, entry, order,

@@ -16,11 +16,13 @@ Strategy: a run that appended new changes hands every table only those
 - a table whose columns, key, name or rows a DDL statement changed (its
   plan differs from the one recorded at its last commit) has its rows
   carried into the new definition (`carried_from`: each column from the
-  one it was, an added one its DEFAULT, none after a TRUNCATE), the new
-  changes applied on top, committed whole; a column whose type changed
-  (the server converted its values), and a table new to the lake, are
-  rebuilt from all of its changes. The cost of all but the last follows
-  a table's current size and its new changes, never its history.
+  one it was, an added one its DEFAULT, none after a TRUNCATE, one whose
+  type a MODIFY changed converted as the server converted it:
+  binlake.spark.typed.conversion), the new changes applied on top,
+  committed whole; a table new to the lake, and a type change binlake does
+  not convert, are rebuilt from all of its changes. The cost of all but
+  the last follows a table's current size and its new changes, never its
+  history.
 A partial row image that cannot be completed fails the run in one line
 before any table is committed: every table is staged first.
 `--as-of` builds every table as of that point in a folder of its own
@@ -71,8 +73,8 @@ from binlake.spark.partitioned import escape_partition_value, parquet_rows
 from binlake.spark.tables import (INSERTS, NOT_HELD, ROWS_PER_FILE, AsOf, history_versions,
                                   multiset_deltas, one_of, rebuild_states, refused, typed_rows,
                                   typed_state)
-from binlake.spark.typed import (arrow_type, from_text, refuse, same_arrow_type, spark_type,
-                                 table_struct, typed_columns)
+from binlake.spark.typed import (arrow_type, converted, from_text, refuse, same_arrow_type,
+                                 spark_type, table_struct, typed_columns)
 
 TABLES = "tables"
 #: The folder of the history tables (`--history`), one per keyed table.
@@ -80,9 +82,15 @@ HISTORY = "history"
 
 
 def plan_signature(plan: dict) -> str:
-    """What a table's rows are made from (definition, key, stretches): equal
-    signatures let new changes be applied on top of the committed rows."""
-    text = json.dumps(plan, sort_keys=True, separators=(",", ":"))
+    """What a table's rows are made from (its columns' names and types, key,
+    stretches): equal signatures let new changes be applied on top of the
+    committed rows. Of each column, only what types its values: a table
+    map written after a DDL says more of a column than the DDL did (a
+    VARCHAR's length, a collation, ENUM members) and changes no value."""
+    columns = [[c["key"], c["type"], spark_type(c).simpleString()]
+               for c in plan["layout"]["columns"]]
+    shape = dict(plan, layout=dict(plan["layout"], columns=columns))
+    text = json.dumps(shape, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
@@ -444,16 +452,13 @@ class _Lake:
             raise driver.InSpark("a large table")
         current = read_table(source.uri)
         columns = []
-        for column, kind, name, default, digits in zip(
-                layout["columns"], types, source.stretch["sources"], source.stretch["defaults"],
-                source.stretch["fractions"]):
+        for column, name, default, digits, was in _carried_columns(layout, source.stretch):
             if name is None:
                 columns.append(driver.typed_column([default] * current.num_rows, column, key))
-            elif (digits is not None
-                  or not same_arrow_type(current.schema.field(name).type, kind)):
-                raise driver.InSpark("a column's type changed")
+            elif digits is not None:
+                raise driver.InSpark("a column's fractional digits changed")
             else:
-                columns.append(current.column(name))
+                columns.append(driver.converted(current.column(name), was, column))
         return pa.Table.from_arrays(columns, names=names)
 
     def _stage_rows(self, key: str, rows, layout: dict, how: str) -> None:
@@ -471,15 +476,15 @@ class _Lake:
         self.commits.append((self._commit, (key, layout, mode)))
 
     def carry(self, read_changes, carried: dict) -> list:
-        """Tables whose definition changed (ADD/DROP/RENAME COLUMN, a new
-        key, RENAME TABLE, TRUNCATE, a new CREATE), {key: (plan, CarriedFrom,
-        new change files)}: the rows they hold carried into the new columns
-        (each from the column it was, an added one its DEFAULT), the new
-        changes applied on top, staged whole for one overwrite. The cost
-        follows the table's size and its new changes, never its history.
-        Returns the plans that need a rebuild instead (a column whose type
-        changed: its values are converted by the server, as binlake reads
-        them from the binlog, not from the table)."""
+        """Tables whose definition changed (ADD/DROP/RENAME COLUMN, MODIFY, a
+        new key, RENAME TABLE, TRUNCATE, a new CREATE), {key: (plan,
+        CarriedFrom, new change files)}: the rows they hold carried into the
+        new columns (each from the column it was, converted where its type
+        changed; an added one its DEFAULT), the new changes applied on top,
+        staged whole for one overwrite. The cost follows the table's size
+        and its new changes, never its history. Returns the plans that need
+        a rebuild instead (a type change binlake does not convert, a column
+        whose fractional digits changed)."""
         rebuild, jobs = [], []
         for key, (plan, source, files) in carried.items():
             current = self._carried_rows(plan, source)
@@ -502,7 +507,8 @@ class _Lake:
 
     def _carried_rows(self, plan: dict, source: "CarriedFrom"):
         """The rows `source` holds, in the plan's columns (none after a
-        TRUNCATE), or None where a column's type changed."""
+        TRUNCATE), or None where a column's type or fractional digits
+        changed in a way binlake does not convert."""
         layout = plan["layout"]
         key = qualified(plan["database"], plan["table"])
         spark = _spark()
@@ -511,15 +517,15 @@ class _Lake:
         current = delta_frame(spark, source.uri)
         held = {field.name: field.dataType for field in current.schema.fields}
         columns = []
-        for column, name, default, digits in zip(layout["columns"], source.stretch["sources"],
-                                                 source.stretch["defaults"],
-                                                 source.stretch["fractions"]):
+        for column, name, default, digits, was in _carried_columns(layout, source.stretch):
             if name is None:
                 value = from_text(F.lit(default).cast("string"), column, key)
-            elif held.get(name) != spark_type(column) or digits is not None:
+            elif digits is not None:
                 return None
             else:
-                value = _column(name)
+                value = converted(_column(name), was, held.get(name), column)
+                if value is None:
+                    return None
             columns.append(value.alias(column["key"]))
         return current.select(*columns)
 
@@ -539,16 +545,20 @@ class _Lake:
         if changes is not None:
             mine = changes.where(one_of(_sources(plan)))
             if plan["primary_key"]:
+                # Changes from when the table had no key, or another (a key
+                # added by this run's DDL), are what they were then: copies
+                # added and removed (one of two equal rows deleted before
+                # the key was added leaves the other).
+                then = [s for s in plan["stretches"] if "key_then" in s]
+                if then:
+                    rows = _with_copies(rows, mine, dict(plan, primary_key=[], stretches=then),
+                                        names)
+                    plan = dict(plan, stretches=[s for s in plan["stretches"]
+                                                 if "key_then" not in s])
                 net = _net_rows(rebuild_states(mine, [plan], net=True), plan)
-                rows = _merged(current, net, layout)
+                rows = _merged(rows, net, layout)
             else:
-                typed = typed_rows(multiset_deltas(mine, [plan]), layout, extra=("n",))
-                rows = (current.select(*names, F.lit(1).cast("long").alias("n"))
-                        .unionByName(typed)
-                        .groupBy(*names).agg(F.sum("n").alias("n")).where(F.col("n") > 0))
-                rows = rows.select(F.explode(F.array_repeat(F.struct(*names),
-                                                            F.col("n").cast("int")))
-                                   .alias("r")).select("r.*")
+                rows = _with_copies(rows, mine, plan, names)
         order = [_column(k) for k in layout["primary_key"]] or names
         files = max(1, -(-size // ROWS_PER_FILE))  # `size`: at most the rows written
         spread = rows.repartition(1) if files == 1 else rows.repartitionByRange(files, *order)
@@ -764,6 +774,26 @@ def _with_table_types(schema: pa.Schema, uri: str) -> pa.Schema:
     held = pa.schema(DeltaTable(uri).schema().to_arrow())
     return pa.schema([held.field(f.name).with_nullable(f.nullable)
                       if f.name in held.names else f for f in schema])
+
+
+def _with_copies(rows, changes, plan: dict, names: list):
+    """`rows` (a multiset) with the copies `changes` add and remove, by the
+    plan's stretches read as a table without a key: a copy removed that
+    the rows do not hold changes nothing."""
+    typed = typed_rows(multiset_deltas(changes, [plan]), plan["layout"], extra=("n",))
+    counted = (rows.select(*names, F.lit(1).cast("long").alias("n")).unionByName(typed)
+               .groupBy(*names).agg(F.sum("n").alias("n")).where(F.col("n") > 0))
+    return counted.select(F.explode(F.array_repeat(F.struct(*names), F.col("n").cast("int")))
+                          .alias("r")).select("r.*")
+
+
+def _carried_columns(layout: dict, stretch: dict):
+    """Per column of the layout: the column, and of the stretch the table's
+    rows are carried from, the column it was (None: added since), its
+    DEFAULT, its fractional digits where they changed, the type it was
+    declared with where that changed."""
+    return zip(layout["columns"], stretch["sources"], stretch["defaults"], stretch["fractions"],
+               stretch.get("was") or [None] * len(stretch["sources"]))
 
 
 def _sorted_by(rows, key: list[str]):

@@ -34,7 +34,8 @@ from binlake.spark.history import follow_ranges, stretch_width
 from binlake.spark.layouts import latest_layouts, qualified
 from binlake.spark.ranges import Split, expand_inputs, number_files
 from binlake.spark.delta import CLOSES, VALID_FROM, VALID_TO
-from binlake.spark.typed import REFUSED, from_text, refuse, typed_columns, with_temporals
+from binlake.spark.typed import (REFUSED, from_text, refuse, retyped_text, typed_columns,
+                                 with_temporals)
 
 #: Ops that add a row: an insert ("c"), a snapshot's row ("r", as Debezium's read).
 INSERTS = ("c", "r")
@@ -185,10 +186,10 @@ def _images(changes: DataFrame, plans: list[dict]) -> DataFrame:
         each(lambda plan, s: F.lit(plan["table"])).alias("table"),
         "op", "commit_key", "file", "pos", "commit_pos", "commit_timestamp", "_stretch",
         F.col("_stretch").isin(keyed).alias("keyed"),
-        each(lambda plan, s: _values("before", s)).alias("before"),
-        each(lambda plan, s: _values("after", s)).alias("after"),
+        each(lambda plan, s: _values("before", s, plan)).alias("before"),
+        each(lambda plan, s: _values("after", s, plan)).alias("after"),
         each(lambda plan, s: _whole("before", s)).alias("before_whole"),
-        each(lambda plan, s: F.when(~_whole("after", s), _parts(s))).alias("parts"))
+        each(lambda plan, s: F.when(~_whole("after", s), _parts(s, plan))).alias("parts"))
     # The row an image leaves (whole: its values; partial: what it sets,
     # PART_VALUE per column, NULL where it says nothing) and the keys.
     whole = F.col("parts").isNull() | F.forall("parts", lambda part: part.isNotNull())
@@ -245,19 +246,30 @@ def _inside(s: dict) -> Column:
     return inside
 
 
-def _values(side: str, s: dict) -> Column:
+def _values(side: str, s: dict, plan: dict) -> Column:
     """An image's values in the table's column order (a column it does not
     have yet: its default); NULL when the change has no such image."""
     image = F.col(side)
-    values = [_text(image, key, default, digits)
-              for key, default, digits in zip(s["sources"], s["defaults"], s["fractions"])]
+    values = [_text(image, *column) for column in _stretch_columns(s, plan)]
     return F.when(image.isNotNull(), F.array(*values).cast("array<string>"))
 
 
-def _text(image: Column, key: str | None, default: str | None, digits: int | None) -> Column:
+def _stretch_columns(s: dict, plan: dict):
+    """Per column of the plan's table, how a stretch's images give its
+    text: the column it was there (None: added since), its DEFAULT, its
+    fractional digits where a MODIFY changed them, the layout column it was
+    where a MODIFY changed its type, and the column now."""
+    return zip(s["sources"], s["defaults"], s["fractions"],
+               s.get("was") or [None] * len(s["sources"]), plan["layout"]["columns"])
+
+
+def _text(image: Column, key: str | None, default: str | None, digits: int | None,
+          was: dict | None, column: dict) -> Column:
     text = image[key] if key is not None else F.lit(default).cast("string")
     if digits is not None:
         text = F.when(text.isNull(), text).otherwise(_with_fraction(text, F.lit(digits)))
+    if was is not None and key is not None:
+        text = retyped_text(text, was, column)
     return text
 
 
@@ -266,27 +278,27 @@ def _whole(side: str, s: dict) -> Column:
     return F.size(F.col(side)) >= stretch_width(s)
 
 
-def _parts(s: dict) -> Column:
+def _parts(s: dict, plan: dict) -> Column:
     """What a change with a partial after image sets, PART_VALUE per column
     (NULL: not known): an insert, the values it holds and the DEFAULT of the
     others; an update, the after image's values, then the before image's
     (NOBLOB logs the unchanged columns before and after but leaves out
     BLOBs that did not change; MINIMAL, the key before and changed columns
     after)."""
-    def part(side: str, key, default, digits) -> Column:
-        value = F.struct(_text(F.col(side), key, default, digits).alias("v"))
+    def part(side: str, key, default, digits, was, column) -> Column:
+        value = F.struct(_text(F.col(side), key, default, digits, was, column).alias("v"))
         if key is None:
             return value
         return F.when(F.map_contains_key(F.col(side), key), value)
     empty = F.lit(None).cast(PART_VALUE)
     inserted, updated = [], []
-    for key, default, digits, omitted in zip(s["sources"], s["defaults"], s["fractions"],
-                                             s.get("omitted") or [None] * len(s["sources"])):
-        after = part("after", key, default, digits)
+    for (key, default, digits, was, column), omitted in zip(
+            _stretch_columns(s, plan), s.get("omitted") or [None] * len(s["sources"])):
+        after = part("after", key, default, digits, was, column)
         filled = (F.struct(F.lit(omitted[0]).cast("string").alias("v"))
                   if omitted is not None else empty)
         inserted.append(F.coalesce(after, filled))
-        updated.append(F.coalesce(after, part("before", key, default, digits)))
+        updated.append(F.coalesce(after, part("before", key, default, digits, was, column)))
     return (F.when(F.col("op").isin(*INSERTS), F.array(*inserted))
              .when(F.col("op") == "u", F.array(*updated)))
 

@@ -111,19 +111,36 @@ def arrow_type(column: dict):
     return _arrow_of(spark_type(column), pa)
 
 
+_SIMPLE_ARROW = {S.ByteType: lambda pa: pa.int8(), S.ShortType: lambda pa: pa.int16(),
+                 S.IntegerType: lambda pa: pa.int32(), S.LongType: lambda pa: pa.int64(),
+                 S.FloatType: lambda pa: pa.float32(), S.DoubleType: lambda pa: pa.float64(),
+                 S.StringType: lambda pa: pa.string(), S.BinaryType: lambda pa: pa.binary(),
+                 S.DateType: lambda pa: pa.date32(),
+                 S.TimestampNTZType: lambda pa: pa.timestamp("us"),
+                 S.TimestampType: lambda pa: pa.timestamp("us", "UTC"),
+                 S.BooleanType: lambda pa: pa.bool_()}
+
+
 def _arrow_of(kind: S.DataType, pa):
-    simple = {S.ByteType: pa.int8(), S.ShortType: pa.int16(), S.IntegerType: pa.int32(),
-              S.LongType: pa.int64(), S.FloatType: pa.float32(), S.DoubleType: pa.float64(),
-              S.StringType: pa.string(), S.BinaryType: pa.binary(), S.DateType: pa.date32(),
-              S.TimestampNTZType: pa.timestamp("us"), S.TimestampType: pa.timestamp("us", "UTC"),
-              S.BooleanType: pa.bool_()}
-    if type(kind) in simple:
-        return simple[type(kind)]
+    if type(kind) in _SIMPLE_ARROW:
+        return _SIMPLE_ARROW[type(kind)](pa)
     if isinstance(kind, S.DecimalType):
         return pa.decimal128(kind.precision, kind.scale)
     if isinstance(kind, S.ArrayType):
         return pa.list_(_arrow_of(kind.elementType, pa))
     raise TypeError(f"no Arrow type for {kind.simpleString()}")
+
+
+def spark_of_arrow(held) -> S.DataType | None:
+    """The Spark type a table's Arrow type `held` is written for (the
+    simple ones, as `_arrow_of` maps them), or None."""
+    import pyarrow as pa
+    if pa.types.is_decimal(held):
+        return S.DecimalType(held.precision, held.scale)
+    if pa.types.is_list(held):
+        item = spark_of_arrow(held.value_type)
+        return S.ArrayType(item) if item is not None else None
+    return next((spark() for spark, arrow in _SIMPLE_ARROW.items() if arrow(pa) == held), None)
 
 
 def same_arrow_type(held, wanted) -> bool:
@@ -158,6 +175,117 @@ def from_text(text: Column, column: dict, table: str = "") -> Column:
             return F.from_json(text, target)
         return F.when(text == "", F.array().cast(target)).otherwise(F.split(text, ",", -1))
     return text.try_cast(target)
+
+
+_INTEGER_BITS = {T.MYSQL_TYPE_TINY: 8, T.MYSQL_TYPE_SHORT: 16, T.MYSQL_TYPE_INT24: 24,
+                 T.MYSQL_TYPE_LONG: 32, T.MYSQL_TYPE_LONGLONG: 64}
+_NUMBERS = (S.ByteType, S.ShortType, S.IntegerType, S.LongType, S.DecimalType)
+#: How `converted` brings a value to a column's new type.
+CAST, CLAMPED = "cast", "clamped"
+
+
+def conversion(was: dict | None, held: S.DataType | None, column: dict) -> str | None:
+    """How a value held as Spark type `held` becomes what the server made
+    of it when ALTER TABLE changed its column from the layout column `was`
+    to `column`: CAST (Spark's cast is the server's conversion: a number to
+    text or to a DOUBLE, FLOAT to DOUBLE, DATE to DATETIME), CLAMPED (a
+    number to an integer or a DECIMAL: rounded half away from zero to the
+    new scale, then clipped to the new type's range, as the server does
+    under a lax sql_mode; a strict one refuses an ALTER that would clip,
+    and clipping changes nothing); None: no conversion binlake computes."""
+    if was is None:
+        return None
+    target, kind, old = spark_type(column), column["type"], was["type"]
+    if (old in _INTEGER_BITS or old in (T.MYSQL_TYPE_NEWDECIMAL, T.MYSQL_TYPE_YEAR)) \
+            and isinstance(held, _NUMBERS):
+        if kind in _INTEGER_BITS or (kind == T.MYSQL_TYPE_NEWDECIMAL
+                                     and isinstance(target, S.DecimalType)):
+            return CLAMPED
+        if kind == T.MYSQL_TYPE_DOUBLE or (
+                isinstance(target, S.StringType) and (kind in _STRINGS or kind in _BLOBS)):
+            return CAST
+    if old == T.MYSQL_TYPE_FLOAT and isinstance(held, S.FloatType) \
+            and kind == T.MYSQL_TYPE_DOUBLE:
+        return CAST
+    if old in (T.MYSQL_TYPE_DATE, T.MYSQL_TYPE_NEWDATE) and isinstance(held, S.DateType) \
+            and isinstance(target, S.TimestampNTZType):
+        return CAST
+    return None
+
+
+#: Carried as it is (`carry_way`).
+SAME = "same"
+#: Types whose values a change of declared type reinterprets though the
+#: Spark type may stay: BIT, YEAR, and the temporals (kept as text, DATE to
+#: DATETIME adds a time, DATETIME to TIMESTAMP a time zone).
+_FAMILIES = ({T.MYSQL_TYPE_BIT}, {T.MYSQL_TYPE_YEAR}, {T.MYSQL_TYPE_DATE, T.MYSQL_TYPE_NEWDATE},
+             {T.MYSQL_TYPE_DATETIME, T.MYSQL_TYPE_DATETIME2},
+             {T.MYSQL_TYPE_TIMESTAMP, T.MYSQL_TYPE_TIMESTAMP2})
+
+
+def carry_way(was: dict | None, held: S.DataType | None, column: dict) -> str | None:
+    """How a column's values held as `held` are carried into its new
+    definition (`was`: the layout column it was, where its declaration
+    changed): SAME (as they are: no change, or one that keeps every value,
+    as INT to BIGINT or VARCHAR(10) to TEXT), a `conversion`, or None (the
+    table is rebuilt from its changes)."""
+    how = conversion(was, held, column)
+    if how is not None:
+        return how
+    if held != spark_type(column):
+        return None
+    family = next((f for f in _FAMILIES if column["type"] in f), None)
+    if was is not None and family is not None and was["type"] not in family:
+        return None
+    return SAME
+
+
+def type_bounds(column: dict) -> tuple[str, str]:
+    """The least and greatest values of an integer or DECIMAL column, as text."""
+    kind = column["type"]
+    if kind in _INTEGER_BITS:
+        bits = _INTEGER_BITS[kind]
+        if column["unsigned"]:
+            return "0", str((1 << bits) - 1)
+        return str(-(1 << (bits - 1))), str((1 << (bits - 1)) - 1)
+    precision, scale = column["meta"] >> 8, column["meta"] & 0xFF
+    top = "9" * (precision - scale) + ("." + "9" * scale if scale else "")
+    return ("0" if column["unsigned"] else "-" + top), top
+
+
+def clamp_scale(column: dict) -> int:
+    """The scale a CLAMPED value is rounded to: the DECIMAL's, else 0."""
+    return column["meta"] & 0xFF if column["type"] == T.MYSQL_TYPE_NEWDECIMAL else 0
+
+
+def converted(value: Column, was: dict | None, held: S.DataType, column: dict) -> Column | None:
+    """`value` (held as `held`) carried into the column's new definition
+    (`carry_way`), or None where binlake does not compute that."""
+    how = carry_way(was, held, column)
+    if how in (None, SAME):
+        return None if how is None else value
+    target = spark_type(column)
+    if how == CAST:
+        return value.cast(target)
+    wide = S.DecimalType(38, clamp_scale(column))
+    low, high = (F.lit(bound).cast(wide) for bound in type_bounds(column))
+    # The cast rounds half away from zero; NULL: more integer digits than
+    # any bound has. (greatest and least skip a NULL: it is kept first.)
+    number = value.try_cast(wide)
+    clipped = (F.when(value.isNull(), F.lit(None).cast(wide))
+               .when(number.isNull(), F.when(value > 0, high).otherwise(low))
+               .otherwise(F.least(F.greatest(number, low), high)))
+    return clipped.cast(target)
+
+
+def retyped_text(text: Column, was: dict | None, column: dict) -> Column:
+    """The exact text of a value in a change from before a MODIFY changed
+    its column from `was` to `column`, as the text of what the server
+    converted it to (`conversion`); other texts as they are."""
+    held = spark_type(was) if was is not None else None
+    if conversion(was, held, column) is None:
+        return text
+    return converted(from_text(text, was), was, held, column).cast("string")
 
 
 def refused_value(table: str, column: dict, text: str, kind: str) -> str:
