@@ -1,8 +1,10 @@
 """What would make the lake silently wrong is refused in one line, with the
 lake left byte for byte as it was: a second run at the same time, a binlog
 after one never read, a binlog older than those read, a file under the
-next number that is not the one the previous file rotates to; and a value
-the table's type cannot hold, with its tables left as they were."""
+next number that is not the one the previous file rotates to, a table
+selected whose earlier binlogs are not given; and a value the table's type
+cannot hold, with its tables left as they were. A change of --tables keeps
+every table whole."""
 from __future__ import annotations
 
 import fcntl
@@ -17,6 +19,7 @@ import pytest
 pytest.importorskip("pyspark")
 from binlake.cli.commands.pipeline import sample_dir  # noqa: E402
 from binlake.cli.dispatch import main  # noqa: E402
+from binlake.spark.pipeline import read_table  # noqa: E402
 from binlake.spark.pipeline import run_pipeline as pipeline_run  # noqa: E402
 
 
@@ -101,26 +104,54 @@ def test_a_second_run_on_the_same_lake_is_refused(spark, binlogs, tmp_path):
     assert len(result.segments) == 2
 
 
-def test_another_table_selection_is_refused(spark, binlogs, tmp_path):
-    """The lake's changes/ holds the tables its --tables selected: another
-    selection would build tables without their history, or leave some behind."""
+def rows_of(out: Path) -> dict:
+    """{table: its rows, sorted} of a lake's tables."""
+    return {path.name: sorted(map(repr, read_table(str(out), path.name).to_pylist()))
+            for path in sorted((out / "tables").iterdir())}
+
+
+def test_a_table_selection_changed_keeps_every_table_whole(spark, binlogs, tmp_path):
+    """--tables may change between runs: a table newly selected is built from
+    its own history (the binlogs read before are read again for it alone),
+    one no longer selected is left as it was, and selected again later it
+    takes the changes it missed; each equals a lake that selected it from
+    the start."""
+    files = sorted(binlogs.iterdir())
+    ints, probe = "binlake_test.ints", "binlake_test.probe"
+    whole = tmp_path / "whole"  # every table selected from the start
+    run_pipeline(spark, [str(f) for f in files], str(whole))
     out = tmp_path / "lake"
-    run_pipeline(spark, [str(binlogs / "binlog.000001")], str(out), tables="binlake_test.ints")
-    assert sorted(os.listdir(out / "tables")) == ["binlake_test.ints"]
+    run_pipeline(spark, [str(files[0])], str(out), tables=ints)
+    result = run_pipeline(spark, [str(f) for f in files[:2]], str(out), tables=f"{ints},{probe}")
+    assert [os.path.basename(s.path) for s in result.segments] == ["binlog.000002"]
+    assert sorted(rows_of(out)) == [ints, probe]
+    # no longer selected: left as it was
+    ints_then = rows_of(out)[ints]
+    run_pipeline(spark, [str(f) for f in files], str(out), tables=probe)
+    assert rows_of(out)[ints] == ints_then
+    assert rows_of(out)[probe] == rows_of(whole)[probe]
+    # every table: those never selected built whole, ints given what it missed
+    run_pipeline(spark, [str(f) for f in files], str(out))
+    assert rows_of(out) == rows_of(whole)
+    # and nothing new after that reads nothing again
+    assert not run_pipeline(spark, [str(f) for f in files], str(out)).segments
+
+
+def test_a_table_selected_without_the_binlogs_it_needs_is_refused(spark, binlogs, tmp_path):
+    out = tmp_path / "lake"
+    files = sorted(binlogs.iterdir())
+    run_pipeline(spark, [str(files[0])], str(out), tables="binlake_test.ints")
     before = lake_bytes(out)
-    for other in ("binlake_test.probe", "binlake_test.ints,binlake_test.probe", None):
-        with pytest.raises(ValueError, match=re.escape(
-                f"{out} was read with --tables binlake_test.ints, not ")):
-            run_pipeline(spark, [str(binlogs)], str(out), tables=other)
-        assert lake_bytes(out) == before
-    err = io.StringIO()
-    assert main(["pipeline", str(binlogs), "--out", str(out), "--tables", "binlake_test.probe"],
-                io.StringIO(), err) == 1
-    assert err.getvalue().count("\n") == 1 and "not --tables binlake_test.probe" in err.getvalue()
+    words = ("--tables binlake_test.probe selects tables this lake has not read from "
+             "binlog.000001: give it again with the new binlogs")
+    with pytest.raises(ValueError, match=re.escape(words)):
+        run_pipeline(spark, [str(files[1])], str(out), tables="binlake_test.probe")
     assert lake_bytes(out) == before
-    # the same selection, written otherwise, goes on
-    result = run_pipeline(spark, [str(binlogs)], str(out), tables=" binlake_test.ints ")
-    assert len(result.segments) == 2
+    err = io.StringIO()
+    assert main(["pipeline", str(files[1]), "--out", str(out), "--tables", "binlake_test.probe"],
+                io.StringIO(), err) == 1
+    assert err.getvalue().count("\n") == 1 and words in err.getvalue()
+    assert lake_bytes(out) == before
 
 
 def test_a_value_the_tables_type_cannot_hold_is_refused_never_null(spark, binlogs, tmp_path):

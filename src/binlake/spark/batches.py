@@ -30,6 +30,8 @@ Spark DDL is derived from them, and docs/spark.md documents them.
 from __future__ import annotations
 
 import fnmatch
+import json
+import os
 from itertools import islice, repeat
 from typing import Iterator
 
@@ -48,7 +50,7 @@ from binlake.read.rows import LazyRowData, row_start
 from binlake.read.scan import read_framing
 from binlake.spark.exact import column_texts, row_texts, value_text
 from binlake.read.gzipped import GzipBinlog, is_gzip
-from binlake.spark.ranges import Split, read_split, transactions
+from binlake.spark.ranges import FIRST_EVENT, Split, read_split, transactions
 
 BATCH_ROWS = 8192
 #: Rows data the native loop hands each worker thread at a time.
@@ -278,6 +280,11 @@ class TableFilter:
         self.patterns = [p.strip() for p in (patterns or "").split(",") if p.strip()]
         self._seen: dict = {}
 
+    @property
+    def selective(self) -> bool:
+        """Whether some table is not wanted."""
+        return bool(self.patterns)
+
     def __call__(self, database: str, table: str) -> bool:
         if not self.patterns:
             return True
@@ -287,6 +294,42 @@ class TableFilter:
             name = f"{database}.{table}"
             hit = self._seen[key] = any(fnmatch.fnmatchcase(name, p) for p in self.patterns)
         return hit
+
+
+class CatchUpFilter(TableFilter):
+    """The tables a range of a binlog read again is read for (a lake whose
+    --tables now selects tables its changes/ does not hold, binlake.spark.
+    pipeline): those `patterns` selects whose changes/ holds the file up to
+    the range's start: `holds`, [(TableFilter, end)], says up to where the
+    file was read for the tables each earlier selection selected."""
+
+    def __init__(self, patterns: str | None, holds: list, start: int):
+        super().__init__(patterns)
+        self.holds, self.start = holds, start
+
+    @property
+    def selective(self) -> bool:
+        return True
+
+    def __call__(self, database: str, table: str) -> bool:
+        if not super().__call__(database, table):
+            return False
+        held = max((end for chosen, end in self.holds if chosen(database, table)),
+                   default=FIRST_EVENT)
+        return held == self.start
+
+
+def table_filter(options: dict, split: Split) -> TableFilter:
+    """The tables a range's changes are read for: the `tables` option's; in
+    a range read again for tables newly selected, `tables_held` (JSON: per
+    file name, [[patterns, end], ...]) narrows them (CatchUpFilter)."""
+    held = options.get("tables_held")
+    if not held:
+        return TableFilter(options.get("tables"))
+    holds = json.loads(held)[os.path.basename(split.path)]
+    return CatchUpFilter(options.get("tables"),
+                         [(TableFilter(",".join(chosen)), end) for chosen, end in holds],
+                         split.start)
 
 
 def load_schema_option(options: dict):
@@ -344,12 +387,12 @@ def _native_change_batches(native, split: Split, options: dict,
     charsets, JSON texts, and the events the loop does not decode itself
     (checked by the reference decoders, `EventChecker`)."""
     opts = reader_options(options)
-    wanted = TableFilter(options.get("tables"))
+    wanted = table_filter(options, split)
     check = EventChecker(split.path, schema=split_schema(split, options), **opts)
     return _native_batches(split, lambda stream: native.ChangesReader(
         split.path, split.file, split.file_seq, split.start, split.end, stream,
         opts["verify_checksums"], opts["force"], check,
-        wanted if wanted.patterns else None, True,
+        wanted if wanted.selective else None, True,
         collation_codecs(), lambda: stream is None and _still_written(split.path),
         reader.LARGE_EVENT_BYTES, LazyRowData.WINDOW, NATIVE_JOB_BYTES), stream)
 
@@ -357,7 +400,7 @@ def _native_change_batches(native, split: Split, options: dict,
 def _python_change_batches(split: Split, options: dict, stream=None) -> Iterator[pa.RecordBatch]:
     out = _Columns(CHANGES)
     c = out.columns
-    wanted = TableFilter(options.get("tables"))
+    wanted = table_filter(options, split)
     for txn in _transactions(split, options, split_schema(split, options), stream):
         for item, event, table, database, name in _wanted_rows_events(txn, wanted):
             rows = _encodable_rows(event, table)

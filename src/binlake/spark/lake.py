@@ -73,8 +73,8 @@ from binlake.spark.partitioned import escape_partition_value, parquet_rows
 from binlake.spark.tables import (INSERTS, NOT_HELD, ROWS_PER_FILE, AsOf, history_versions,
                                   multiset_deltas, one_of, rebuild_states, refused, typed_rows,
                                   typed_state)
-from binlake.spark.typed import (arrow_type, converted, from_text, refuse, same_arrow_type,
-                                 spark_type, table_struct, typed_columns)
+from binlake.spark.typed import (arrow_type, converted, from_text, refuse, spark_type,
+                                 table_struct, typed_columns)
 
 TABLES = "tables"
 #: The folder of the history tables (`--history`), one per keyed table.
@@ -96,13 +96,14 @@ def plan_signature(plan: dict) -> str:
 
 def update_tables(out: str, plans: list, manifest: dict, *, as_of: AsOf | None,
                   staged: str, read_changes, save_state, log,
-                  tables_dir: str | None = None, history: bool = False
+                  tables_dir: str | None = None, history: bool = False, selected=None
                   ) -> tuple[dict, dict, dict]:
     """Bring tables/ (or `tables_dir`) in step with the manifest, and with
     `history` history/ too; returns ({"db.table": rows}, the manifest's new
     `tables` entry, {"appended"|"merged"|...|"history": [tables]}).
     `save_state(entry)` records a state in the manifest before work that
-    leaves the tables mixed if killed."""
+    leaves the tables mixed if killed. Tables `selected(db, table)` does not
+    select (--tables) are left as they are."""
     tables_dir = tables_dir or os.path.join(out, TABLES)
     state = manifest.get("tables") or {}
     run = manifest.get("run", 0)
@@ -126,14 +127,21 @@ def update_tables(out: str, plans: list, manifest: dict, *, as_of: AsOf | None,
         raise ValueError(f"{reason}: nothing was applied to the tables") from None
     lake.commit()
     lake.maintain()
-    lake.drop_all_but(by_key)
+
+    def left(folder: str) -> set:  # tables the selection leaves as they are
+        return {name for name in (os.listdir(folder) if os.path.isdir(folder) else ())
+                if selected is not None and not selected(*name.split(".", 1))}
+    lake.drop_all_but(set(by_key) | left(tables_dir))
     if history and as_of is None:
-        lake.drop_all_but({key for key, plan in by_key.items() if plan["primary_key"]},
-                          lake.history_dir)
+        lake.drop_all_but({key for key, plan in by_key.items() if plan["primary_key"]}
+                          | left(lake.history_dir), lake.history_dir)
     shutil.rmtree(staged, ignore_errors=True)
     counts = {key: row_count(os.path.join(tables_dir, key)) for key in sorted(by_key)}
+    kept = left(tables_dir)
+    plans = {**{key: signature for key, signature in (state.get("plans") or {}).items()
+                if key in kept}, **signatures}
     return counts, {"as_of": as_of.describe() if as_of else None, "through": through,
-                    "plans": signatures}, lake.work
+                    "plans": plans}, lake.work
 
 
 def _stage(lake: "_Lake", manifest: dict, state: dict, by_key: dict, signatures: dict,

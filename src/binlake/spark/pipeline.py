@@ -32,9 +32,9 @@ Rule: what would make the lake silently wrong is refused in one line
 before anything is written: a second run on the same lake (a lock held for
 the run), a binlog older than those read or after one never read (by
 number, and by the name the previous file's ROTATE gives), a file that is
-not the one read before under its name, a `--tables` other than the one the
-lake was read with (its changes/ holds the tables that selected, and no
-other table's history).
+not the one read before under its name, a `--tables` selecting tables
+changes/ does not hold without the binlogs read before (`_catch_up`: with
+them, those are read again for those tables alone, as a run of its own).
 """
 
 from __future__ import annotations
@@ -319,7 +319,8 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
     if tables:
         options["tables"] = tables
     wanted = TableFilter(tables)
-    manifest = _same_tables(manifest, wanted, out)
+    files = number_files(expand_inputs(inputs), require_names=True)
+    catch_up = _catch_up(files, manifest, wanted, out)
     staged_snapshot = None
     if snapshot is not None and "snapshot" not in manifest:
         if manifest["files"]:
@@ -332,13 +333,37 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
     # The schema history of everything read so far; `schema` seeds the first run.
     history = load_history(_state(out, "schema.json"), schema)
 
-    files = number_files(expand_inputs(inputs), require_names=True)
+    layouts = dict(manifest["layouts"])
+    if catch_up:
+        # Tables newly selected: the binlogs read before, read again for them
+        # alone (changes/ only: events/ holds every event), as a run of its own.
+        holds = {name: _holds(manifest, entry, wanted)
+                 for name, entry in manifest["files"].items()}
+        found = find_layouts(catch_up, history=history, wanted=wanted)
+        for key, (order, layout) in found.items():
+            if key not in layouts or tuple(layouts[key]["order"]) <= tuple(order):
+                layouts[key] = {"order": list(order), "layout": layout}
+        caught = dict(manifest, layouts=layouts, files={
+            name: dict(entry, tables=_with_selection(holds[name], wanted, entry["end"]))
+            for name, entry in manifest["files"].items()})
+        log(f"changes: reading {len(catch_up)} range(s) read before again, for the tables "
+            f"--tables newly selects")
+        _, added = _append(spark, out, catch_up,
+                           dict(options, tables_held=json.dumps(
+                               {name: holds[name] for name in {
+                                   os.path.basename(s.path) for s in catch_up}})),
+                           caught, history, log, views=("changes",))
+        result.changes += added
+        manifest = caught
+
     segments, scans, file_entries = _new_segments(files, manifest, result.warnings)
     result.segments = segments
     for message in result.warnings:
         log(f"warning: {message}")
-
-    layouts = dict(manifest["layouts"])
+    for name, entry in file_entries.items():
+        known = manifest["files"].get(name)
+        entry["tables"] = _with_selection(_holds(manifest, known, wanted) if known else [],
+                                          wanted, entry["end"])
     if segments or staged_snapshot:
         follow_ranges(history, segments, scans)
         found = find_layouts(segments, history=history, wanted=wanted, scans=scans)
@@ -349,8 +374,9 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
                             layouts=layouts)
         # Each task takes the history as it was where its range starts.
         options["schema"] = json.dumps(history.to_json())
-        result.events, result.changes = _append(spark, out, segments, options, new_manifest,
-                                                history, log, staged_snapshot, read_in)
+        result.events, changes = _append(spark, out, segments, options, new_manifest,
+                                         history, log, staged_snapshot, read_in)
+        result.changes += changes
         manifest = new_manifest
     for message in history.warnings:
         log(f"warning: {message}")
@@ -385,7 +411,8 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
 
         result.tables, entry, result.table_work = update_tables(
             out, plans, manifest, as_of=None, staged=_state(out, "tables.new"),
-            read_changes=read_changes, save_state=save_state, log=log, history=keep_history)
+            read_changes=read_changes, save_state=save_state, log=log, history=keep_history,
+            selected=wanted)
         result.tables_rebuilt = True
         manifest = dict(manifest, tables=dict(entry, temporals=temporals, history=keep_history),
                         pending={})
@@ -457,23 +484,65 @@ def _new_segments(files, manifest: dict, warnings: list):
     return segments, scans, entries
 
 
-def _same_tables(manifest: dict, wanted: TableFilter, out: str) -> dict:
-    """The manifest, with the `--tables` patterns it is read with; a lake
-    that has read binlogs under others refuses these: the changes of a table
-    newly selected were never kept, and a table no longer selected would
-    stop in its tracks (a lake from before the patterns were recorded takes
-    them as given)."""
-    def said(chosen: list[str]) -> str:
-        return "--tables " + ",".join(chosen) if chosen else "every table"
+def _catch_up(files, manifest: dict, wanted: TableFilter, out: str) -> list:
+    """The ranges of binlogs read before to read again, for tables the
+    selection (--tables) selects and changes/ does not hold (a table newly
+    selected; one selected again after runs that did not select it), each
+    range from where changes/ holds the file for some of them (`_holds`)
+    to where the lake read it. Refused in one line where such a file is not
+    given again, or the lake started from a snapshot (one of other tables).
+    A selection that only narrows an earlier one needs nothing: its tables
+    are held."""
+    chosen = sorted(wanted.patterns)
+    given = {os.path.basename(path): (path, seq) for path, seq in files}
+    needed = []
+    for name, entry in sorted(manifest["files"].items(), key=lambda item: item[1]["file_seq"]):
+        holds = _holds(manifest, entry, wanted)
+        whole = [set(patterns) for patterns, end in holds if end >= entry["end"]]
+        if any(not held or (chosen and set(chosen) <= held) for held in whole):
+            continue
+        starts = sorted({FIRST_EVENT} | {end for _, end in holds if end < entry["end"]})
+        needed.append((name, entry, starts))
+    if not needed:
+        return []
+    subject = f"--tables {','.join(chosen)}" if chosen else "a run without --tables"
+    if manifest.get("snapshot"):
+        raise ValueError(f"{subject} selects tables this lake has not read, and it started from "
+                         "a snapshot of other tables: use a new output directory (nothing was "
+                         "changed)")
+    missing = [name for name, _, _ in needed if name not in given]
+    if missing:
+        where = (missing[0] if len(missing) == 1
+                 else f"{missing[0]} to {missing[-1]} ({len(missing)} files)")
+        raise ValueError(f"{subject} selects tables this lake has not read from {where}: give "
+                         f"{'it' if len(missing) == 1 else 'them'} again with the new binlogs, "
+                         "or use a new output directory (nothing was changed)")
+    splits = []
+    for name, entry, starts in needed:
+        path, seq = given[name]
+        if fingerprint(path) != entry["fingerprint"]:
+            raise ValueError(f"{path} is not the {name} read before (its format description "
+                             "differs): use a new output directory")
+        splits += [Split(path, seq, start, entry["end"]) for start in starts
+                   if start < entry["end"]]
+    return splits
 
-    patterns = sorted(wanted.patterns)
-    if manifest["files"] and "tables_selected" in manifest:
-        before = manifest["tables_selected"]
-        if before != patterns:
-            raise ValueError(f"{out} was read with {said(before)}, not {said(patterns)}: nothing "
-                             "was changed (the changes of other tables were not kept); use "
-                             "the same selection, or a new output directory for this one")
-    return dict(manifest, tables_selected=patterns)
+
+def _holds(manifest: dict, entry: dict, wanted: TableFilter) -> list:
+    """[[patterns, end], ...] of a file read: changes/ holds the file up to
+    `end` for the tables each earlier selection selected ([]: every table).
+    A lake from before these were kept: the selection it recorded, else the
+    one given now, through the file's end."""
+    if "tables" in entry:
+        return entry["tables"]
+    chosen = manifest.get("tables_selected", sorted(wanted.patterns))
+    return [[chosen, entry["end"]]]
+
+
+def _with_selection(holds: list, wanted: TableFilter, end: int) -> list:
+    """`holds` once the file is read up to `end` for the selection's tables."""
+    chosen = sorted(wanted.patterns)
+    return [held for held in holds if held[0] != chosen] + [[chosen, end]]
 
 
 def _refuse_holes(files, manifest: dict) -> None:
@@ -552,27 +621,31 @@ def _take_snapshot(address, wanted, out: str, schema: str | None, chunk_rows, lo
 
 
 def _append(spark, out: str, segments: list, options: dict, new_manifest: dict, history, log,
-            snapshot_folder: str | None = None, read_in: str = "auto"):
-    """Read the segments, stage events and changes (and a snapshot's rows),
-    then commit them."""
+            snapshot_folder: str | None = None, read_in: str = "auto",
+            views: tuple = ("events", "changes")):
+    """Read the segments, stage `views` (and a snapshot's rows), then commit
+    them with `new_manifest`; returns (events, changes) written."""
     staging = _state(out, "staging")
     shutil.rmtree(staging, ignore_errors=True)
     os.makedirs(staging)
     if snapshot_folder:
         os.replace(snapshot_folder, os.path.join(staging, "snapshot"))
+    chosen = [(view, parts) for view, parts in VIEW_PARTITIONS if view in views]
+    written = dict.fromkeys(("events", "changes"), 0)
     if not segments:
-        events = changes = 0
+        pass
     elif _read_in_driver(spark, segments, read_in):
-        events, changes = (_write_in_driver(segments, options, staging, view, parts, log)
-                           for view, parts in VIEW_PARTITIONS)
+        for view, parts in chosen:
+            written[view] = _write_in_driver(segments, options, staging, view, parts, log)
     else:
         from binlake.spark.source import register
         register(spark)  # only here: registering a Python data source takes a second
         options = {"min_partitions": str(spark.sparkContext.defaultParallelism), **options}
         # Two jobs at once: each keeps the cores busy while the other waits on its tail.
-        events, changes = concurrently(
+        written.update(zip((view for view, _ in chosen), concurrently(
             lambda view, parts: _write_in_spark(spark, segments, options, staging, view, parts,
-                                                log), VIEW_PARTITIONS)
+                                                log), chosen)))
+    events, changes = written["events"], written["changes"]
     if snapshot_folder:  # its rows are changes like the others (op "r")
         changes += parquet_rows(os.path.join(staging, "snapshot"))
         _move_tree(os.path.join(staging, "snapshot"), os.path.join(staging, "changes"))

@@ -143,14 +143,6 @@ def spark_of_arrow(held) -> S.DataType | None:
     return next((spark() for spark, arrow in _SIMPLE_ARROW.items() if arrow(pa) == held), None)
 
 
-def same_arrow_type(held, wanted) -> bool:
-    """Whether a table's Arrow type is the column's (a list's item name aside)."""
-    import pyarrow as pa
-    if pa.types.is_list(held) and pa.types.is_list(wanted):
-        return same_arrow_type(held.value_type, wanted.value_type)
-    return held == wanted
-
-
 def from_text(text: Column, column: dict, table: str = "") -> Column:
     """`text` (a string column of exact text) as the column's Spark type
     (of `table`, as a refusal names it)."""
