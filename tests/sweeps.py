@@ -36,9 +36,10 @@ def describe() -> str:
             "BINLAKE_SWEEPS=full runs all)")
 
 
-def trials(total: int) -> int:
-    """How many of a sweep's `total` random trials this run makes (at least one)."""
-    return total if full() else max(1, math.ceil(total * SHARE))
+def trials(total: int, fraction: float = SHARE) -> int:
+    """How many of a sweep's `total` random trials this run makes (at least
+    one): `fraction` of them (SHARE unless the sweep says less)."""
+    return total if full() else max(1, math.ceil(total * fraction))
 
 
 def generator(fixed_seed: int) -> random.Random:
@@ -47,12 +48,12 @@ def generator(fixed_seed: int) -> random.Random:
     return random.Random(fixed_seed if full() else fixed_seed * 1_000_003 + seed())
 
 
-def share(points: list) -> list:
-    """A share of `points`, in their order: the first always (a sweep's
-    baseline), the others picked by the run's seed."""
+def share(points: list, fraction: float = SHARE) -> list:
+    """A share of `points` (`fraction` of them), in their order: the first
+    always (a sweep's baseline), the others picked by the run's seed."""
     points = list(points)
     if full() or len(points) <= 1:
         return points
     rest = range(1, len(points))
-    picked = sorted(random.Random(seed()).sample(rest, max(0, trials(len(points)) - 1)))
+    picked = sorted(random.Random(seed()).sample(rest, max(0, trials(len(points), fraction) - 1)))
     return [points[0]] + [points[i] for i in picked]

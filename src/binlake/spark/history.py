@@ -204,17 +204,20 @@ def _fractions_changed(stretch, definition, sources) -> tuple:
 
 def _types_changed(stretch, definition, sources) -> tuple | None:
     """Per column: the layout column it was in this stretch, where a MODIFY
-    or CHANGE declared it otherwise since (its values, held in the table or
+    or CHANGE gave it another type since (its values, held in the table or
     in this stretch's changes, become what the server converted them to:
-    binlake.spark.typed.conversion); None where no column's declaration
-    changed."""
+    binlake.spark.typed.conversion); None where no column's type changed.
+    A new length, character set or fractional precision is not a new type
+    here: the values stay (fractional digits: `_fractions_changed`)."""
     if stretch.definition is None:
         return None
     out = []
     for spec, source in zip(definition.columns, sources):
         at = stretch.definition.index(source) if source is not None else None
         old = stretch.definition.columns[at] if at is not None else None
-        changed = old is not None and _declared(old) != _declared(spec)
+        changed = old is not None and (
+            (old.type, old.unsigned) != (spec.type, spec.unsigned)
+            or (spec.type == "DECIMAL" and old.args != spec.args))
         out.append(ddl_layout_column(old) if changed else None)
     return tuple(out) if any(out) else None
 

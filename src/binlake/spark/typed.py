@@ -259,15 +259,20 @@ def converted(value: Column, was: dict | None, held: S.DataType, column: dict) -
     target = spark_type(column)
     if how == CAST:
         return value.cast(target)
+    return _clamped(value, value < 0, column).cast(target)
+
+
+def _clamped(value: Column, negative: Column, column: dict) -> Column:
+    """A number (or its exact text) rounded half away from zero to the
+    column's scale and clipped to its range, as decimal(38, scale)."""
     wide = S.DecimalType(38, clamp_scale(column))
     low, high = (F.lit(bound).cast(wide) for bound in type_bounds(column))
     # The cast rounds half away from zero; NULL: more integer digits than
     # any bound has. (greatest and least skip a NULL: it is kept first.)
     number = value.try_cast(wide)
-    clipped = (F.when(value.isNull(), F.lit(None).cast(wide))
-               .when(number.isNull(), F.when(value > 0, high).otherwise(low))
-               .otherwise(F.least(F.greatest(number, low), high)))
-    return clipped.cast(target)
+    return (F.when(value.isNull(), F.lit(None).cast(wide))
+            .when(number.isNull(), F.when(negative, low).otherwise(high))
+            .otherwise(F.least(F.greatest(number, low), high)))
 
 
 def retyped_text(text: Column, was: dict | None, column: dict) -> Column:
@@ -275,9 +280,14 @@ def retyped_text(text: Column, was: dict | None, column: dict) -> Column:
     its column from `was` to `column`, as the text of what the server
     converted it to (`conversion`); other texts as they are."""
     held = spark_type(was) if was is not None else None
-    if conversion(was, held, column) is None:
+    how = conversion(was, held, column)
+    if how is None:
         return text
-    return converted(from_text(text, was), was, held, column).cast("string")
+    if how == CAST:
+        return from_text(text, was).cast(spark_type(column)).cast("string")
+    # A number's exact text, as `converted` clamps a number (a smaller
+    # expression: a rebuild has one per column and stretch).
+    return _clamped(text, text.startswith("-"), column).cast("string")
 
 
 def refused_value(table: str, column: dict, text: str, kind: str) -> str:
