@@ -16,6 +16,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 from pyspark.sql import functions as F  # noqa: E402
 
 from binlake.spark import driver_tables as driver  # noqa: E402
+from binlake.spark.delta import COPIES_REMOVED, COPY_ADDED, COPY_OP  # noqa: E402
 from binlake.spark.pipeline import run_pipeline  # noqa: E402
 from binlake.spark.tables import refused  # noqa: E402
 from binlake.schema.ddl import ColumnSpec  # noqa: E402
@@ -99,6 +100,20 @@ def test_a_keyless_tables_copies_are_counted():
                ("u", ("2", "b"), ("2", "c")), ("d", ("9", "x"), None)]
     assert driver.multiset_deltas(changes) == {("1", "a"): 1, ("2", "b"): -1, ("2", "c"): 1,
                                                ("9", "x"): -1}
+
+
+def test_a_keyless_tables_copies_are_merged_as_removed_and_added():
+    layout = {"database": "d", "table": "t", "columns": [
+        {"key": "a", "type": 3, "meta": 0, "unsigned": False},
+        {"key": "b", "type": 15, "meta": 20, "unsigned": False, "charset": 45}]}
+    current = pa.table({"a": pa.array([1, 1, 2], pa.int32()), "b": ["x", "x", "y"]})
+    changes = [("d", ("1", "x"), None), ("c", None, ("3", "z")), ("c", None, ("3", "z")),
+               ("d", ("9", "q"), None), ("u", ("2", "y"), ("2", "w"))]
+    ops = driver.copies(current, changes, {"layout": layout}, "d.t").to_pylist()
+    ops = sorted((row["a"], row["b"], row[COPY_OP]) for row in ops)
+    # (1, x): both copies go, one comes back; a copy the table does not hold: nothing
+    assert ops == [(1, "x", COPIES_REMOVED), (1, "x", COPY_ADDED), (2, "w", COPY_ADDED),
+                   (2, "y", COPIES_REMOVED), (3, "z", COPY_ADDED), (3, "z", COPY_ADDED)]
 
 
 def test_what_the_driver_does_not_take_goes_to_spark():

@@ -116,6 +116,40 @@ def merge_net_changes(uri: str, table: str, net, keys: list[str], *, run: int,
     return "merged"
 
 
+#: The column of a keyless table's MERGE source (`merge_copies`) that says
+#: what to do with its row: COPIES_REMOVED, every copy the table holds goes;
+#: COPY_ADDED, one copy comes.
+COPY_OP, COPIES_REMOVED, COPY_ADDED = "_binlake_copy", "removed", "added"
+
+
+def merge_copies(uri: str, table: str, rows, *, run: int, through: dict) -> str:
+    """Apply `rows` (the table's columns plus COPY_OP) to the keyless table
+    at `uri`, a multiset of rows, as run number `run`: one MERGE that
+    removes every copy of each COPIES_REMOVED row and adds each COPY_ADDED
+    one, so only the files holding the rows removed are rewritten and the
+    change data feed says each copy removed and added (a row whose copies
+    went from 2 to 1: both removed, one added). Returns "merged" or
+    "already"; nothing to do commits nothing."""
+    from deltalake import DeltaTable
+    done = committed_run(uri, table)
+    if done is not None and done >= run:
+        return "already"
+    names = [name for name in rows.schema.names if name != COPY_OP]
+    op = f"s.{_quoted(COPY_OP)}"
+    # NULL is a value like another here: a row with NULLs is removed too.
+    same = " AND ".join(f"(t.{_quoted(name)} IS NOT DISTINCT FROM s.{_quoted(name)})"
+                        for name in names)
+    _with_table_properties(uri)
+    (DeltaTable(uri)
+     .merge(rows, f"({op} = '{COPIES_REMOVED}') AND {same}", source_alias="s",
+            target_alias="t", commit_properties=_commit_properties(table, run, through))
+     .when_matched_delete()
+     .when_not_matched_insert({_quoted(name): f"s.{_quoted(name)}" for name in names},
+                              predicate=f"{op} = '{COPY_ADDED}'")
+     .execute())
+    return "merged"
+
+
 def merge_history(uri: str, table: str, rows, keys: list[str], *, run: int, through: dict,
                   plan: str) -> str:
     """Apply a run's history rows to the history table at `uri`: each

@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from binlake.spark.delta import AT, DELETED, PRESENT
+from binlake.spark.delta import AT, COPIES_REMOVED, COPY_ADDED, COPY_OP, DELETED, PRESENT
 from binlake.spark.history import stretch_width
 from binlake.spark.partitioned import unescape_partition_value
 from binlake.spark.tables import INSERTS
@@ -412,6 +412,34 @@ def rewritten(current: pa.Table, changes: list[tuple], plan: dict, table: str) -
     kept = current.filter(bools(keep)) if current.num_rows else current
     new = typed_table(added, layout, table)
     return pa.concat_tables([kept, new.cast(kept.schema)])
+
+
+def copies(current: pa.Table, changes: list[tuple], plan: dict, table: str) -> pa.Table:
+    """What a keyless table's changes do to its copies, as the MERGE of
+    binlake.spark.delta.merge_copies takes it: for each distinct row that
+    loses copies, the row as held marked COPIES_REMOVED and, COPY_ADDED,
+    the copies it keeps; for one that gains, the copies added (removing a
+    copy the table does not hold changes nothing, as in Spark)."""
+    if current.num_rows > DRIVER_TABLE_ROWS:
+        raise InSpark("a large table")
+    layout = plan["layout"]
+    names = [c["key"] for c in layout["columns"]]
+    deltas = multiset_deltas(changes)
+    where = {}  # each distinct row the table holds: the indexes of its copies
+    for index, row in enumerate(zip(*[current.column(n).to_pylist() for n in names])):
+        where.setdefault(_hashable(row), []).append(index)
+    removed, kept, added = [], [], []
+    for texts, typed, n in zip(deltas, typed_rows(list(deltas), layout, table), deltas.values()):
+        held = where.get(_hashable(typed), [])
+        if n > 0:
+            added += [texts] * n
+        elif held:
+            removed.append(held[0])
+            kept += held[:max(0, len(held) + n)]
+    rows = pa.concat_tables([current.take(removed), current.take(kept),
+                             typed_table(added, layout, table).cast(current.schema)])
+    ops = [COPIES_REMOVED] * len(removed) + [COPY_ADDED] * (len(kept) + len(added))
+    return rows.append_column(COPY_OP, _strings(ops))
 
 
 def _hashable(row: tuple) -> tuple:

@@ -11,8 +11,11 @@ Strategy: a run that appended new changes hands every table only those
   image sets), written the same way and applied by one MERGE
   (binlake.spark.delta);
 - a table without a primary key that had updates or deletes (a multiset)
-  has its rows now read, the new copies added and removed, and the result
-  committed whole as its next version;
+  has its rows now counted, and one MERGE removes every copy of each row
+  that loses copies and adds the copies it keeps and those added
+  (binlake.spark.delta.merge_copies: only the files holding rows removed
+  are rewritten, and the change data feed says each copy removed and
+  added);
 - a table whose columns, key, name or rows a DDL statement changed (its
   plan differs from the one recorded at its last commit) has its rows
   carried into the new definition (`carried_from`: each column from the
@@ -60,11 +63,12 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pyspark.sql import functions as F
+from pyspark.sql import Column, functions as F
 
 from binlake.spark import driver_tables as driver
-from binlake.spark.delta import (AT, CLOSES, DELETED, NET_COLUMNS, PRESENT, VALID_FROM, VALID_TO,
-                                 commit_table, committed_run, key_bounds, maintain,
+from binlake.spark.delta import (AT, CLOSES, COPIES_REMOVED, COPY_ADDED, COPY_OP, DELETED,
+                                 NET_COLUMNS, PRESENT, VALID_FROM, VALID_TO, commit_table,
+                                 committed_run, key_bounds, maintain, merge_copies,
                                  merge_history, merge_net_changes, plan_of, read_table,
                                  row_count, rows_not_held, through_of)
 from binlake.spark.history import PositionOrder
@@ -319,6 +323,18 @@ class _Lake:
             return
         by_key = _by_table(plans)
         sizes = {key: self.changes.rows(_sources(plan)) for key, plan in by_key.items()}
+        # A key added since the table began: the changes of its days without
+        # it are copies added and removed (`_rewrite`), then the rest by key.
+        rekeyed = [key for key, plan in by_key.items()
+                   if plan["primary_key"] and any("key_then" in s for s in plan["stretches"])]
+        for key in rekeyed:
+            plan = by_key.pop(key)
+            changes = read_changes(only=_sources(plan))
+            if as_of is not None and changes is not None:
+                changes = changes.where(as_of.condition())
+            empty = _spark().createDataFrame([], table_struct(plan["layout"]))
+            self._rewrite(changes, plan, empty, sizes.pop(key))
+            self.commits.append((self._commit, (key, plan["layout"], "overwrite")))
 
         def job(keys: list) -> None:
             group = [by_key[key] for key in keys]
@@ -328,8 +344,9 @@ class _Lake:
         self._each(job, self._jobs(sizes))
         for key, plan in by_key.items():
             self.commits.append((self._commit, (key, plan["layout"], "overwrite")))
-        self.work["rebuilt"] += list(by_key)
-        self.log(f"tables: {len(by_key)} rebuilt" + (f" as of {as_of.describe()}" if as_of else ""))
+        self.work["rebuilt"] += list(by_key) + rekeyed
+        self.log(f"tables: {len(by_key) + len(rekeyed)} rebuilt"
+                 + (f" as of {as_of.describe()}" if as_of else ""))
 
     def apply(self, changes, files: list, plans: list) -> None:
         """Add new changes (`changes`, read from `files`) to tables whose
@@ -375,14 +392,13 @@ class _Lake:
         self.work["merged"] += [key for key in by_key if kinds[key] == "net"]
 
         def rewrite(plan: dict) -> None:
-            uri = os.path.join(self.tables_dir, qualified(plan["database"], plan["table"]))
-            current = delta_frame(changes.sparkSession, uri).select(
-                *[_column(c["key"]) for c in plan["layout"]["columns"]])
-            size = row_count(uri) + sum(found[s].rows for s in _sources(plan) if s in found)
-            self._rewrite(changes, plan, current, size)
+            key = qualified(plan["database"], plan["table"])
+            current = delta_frame(changes.sparkSession, os.path.join(self.tables_dir, key))
+            self._copies(changes, plan, current.select(
+                *[_column(c["key"]) for c in plan["layout"]["columns"]]))
         self._each(rewrite, rewritten)
-        for key, plan in _by_table(rewritten).items():
-            self.commits.append((self._commit, (key, plan["layout"], "overwrite")))
+        for key in _by_table(rewritten):
+            self.commits.append((self._merge_copies, (key, self._net_changes(key))))
         self.work["rewritten"] += list(_by_table(rewritten))
 
     def apply_in_driver(self, files: list, plans: list) -> list:
@@ -411,7 +427,7 @@ class _Lake:
                     rows, how = driver.net_changes(changes, plan, key), "merged"
                 else:
                     current = read_table(uri).select([c["key"] for c in layout["columns"]])
-                    rows, how = driver.rewritten(current, changes, plan, key), "rewritten"
+                    rows, how = driver.copies(current, changes, plan, key), "rewritten"
             except driver.InSpark:
                 left.append(plan)
                 continue
@@ -475,7 +491,10 @@ class _Lake:
         if how == "merged":  # the MERGE takes them as they are
             self.commits.append((self._merge, (key, rows, layout)))
             return
-        if how in ("rewritten", "carried"):
+        if how == "rewritten":  # a keyless table's copies, merged
+            self.commits.append((self._merge_copies, (key, rows)))
+            return
+        if how == "carried":
             rows = _sorted_by(rows, layout["primary_key"] or [c["key"] for c in layout["columns"]])
         folder = os.path.join(self.staged, key)
         os.makedirs(folder, exist_ok=True)
@@ -699,6 +718,43 @@ class _Lake:
             raise ValueError(f"{missing[0]}: {key}: {NOT_HELD}; nothing was applied to the "
                              "tables")
 
+    def _merge_copies(self, key: str, rows) -> None:
+        """MERGE a keyless table's copies removed and added (a pyarrow
+        Dataset of staged files, or a Table the driver computed)."""
+        reader = rows.to_reader() if isinstance(rows, pa.Table) else rows.scanner().to_reader()
+        merge_copies(os.path.join(self.tables_dir, key), key, reader, run=self.run,
+                     through=self.through)
+
+    def _copies(self, changes, plan: dict, current) -> None:
+        """What the changes do to a keyless table's copies (`current`: its
+        rows), staged as `merge_copies` takes them: for each distinct row
+        that loses copies, the row marked COPIES_REMOVED and the copies it
+        keeps; for one that gains, the copies added."""
+        key, layout = qualified(plan["database"], plan["table"]), plan["layout"]
+        names = [_column(c["key"]) for c in layout["columns"]]
+        mine = changes.where(one_of(_sources(plan)))
+        deltas = typed_rows(multiset_deltas(mine, [plan]), layout, extra=("n",)).alias("d")
+        held = current.groupBy(*names).agg(F.count(F.lit(1)).alias("held")).alias("h")
+        keys = [c["key"] for c in layout["columns"]]
+        same = functools.reduce(operator.and_, [_column(k, "d").eqNullSafe(_column(k, "h"))
+                                                for k in keys])
+        n, copies = F.col("n"), F.coalesce(F.col("held"), F.lit(0))
+        counted = deltas.join(held, same, "left").select(
+            *[_column(k, "d").alias(k) for k in keys], n, copies.alias("held"))
+        row = F.struct(*names)
+
+        def marked(op: str, count) -> Column:
+            return F.array_repeat(F.struct(row.alias("r"), F.lit(op).alias("op")),
+                                  count.cast("int"))
+        held_now = F.col("held")
+        removed = marked(COPIES_REMOVED, F.when((n < 0) & (held_now > 0), 1).otherwise(0))
+        added = marked(COPY_ADDED, F.when(n > 0, n).when(held_now > 0,
+                                                         F.greatest(held_now + n, F.lit(0)))
+                       .otherwise(0))
+        ops = counted.select(F.explode(F.concat(removed, added)).alias("o"))
+        ops.select("o.r.*", F.col("o.op").alias(COPY_OP)).write.parquet(
+            os.path.join(self.staged, key))
+
     def _merge(self, key: str, net, layout: dict) -> None:
         """MERGE `net` (a pyarrow Dataset of staged files, or a Table the
         driver computed) into the table."""
@@ -771,9 +827,11 @@ def _merged(current, net, layout: dict):
     return joined.where(kept).select(*values)
 
 
-def _column(name: str):
-    """A column by its name, whatever characters it holds."""
-    return F.col("`" + name.replace("`", "``") + "`")
+def _column(name: str, frame: str | None = None):
+    """A column by its name, whatever characters it holds (of the frame
+    aliased `frame`)."""
+    quoted = "`" + name.replace("`", "``") + "`"
+    return F.col(f"{frame}.{quoted}" if frame else quoted)
 
 
 def _with_table_types(schema: pa.Schema, uri: str) -> pa.Schema:
