@@ -436,10 +436,15 @@ def copies(current: pa.Table, changes: list[tuple], plan: dict, table: str) -> p
         elif held:
             removed.append(held[0])
             kept += held[:max(0, len(held) + n)]
-    rows = pa.concat_tables([current.take(removed), current.take(kept),
+    rows = pa.concat_tables([current.take(_indices(removed)), current.take(_indices(kept)),
                              typed_table(added, layout, table).cast(current.schema)])
     ops = [COPIES_REMOVED] * len(removed) + [COPY_ADDED] * (len(kept) + len(added))
     return rows.append_column(COPY_OP, _strings(ops))
+
+
+def _indices(found: list[int]) -> pa.Array:
+    """Row indexes as an Arrow array, from its buffer (not from Python objects)."""
+    return pa.Array.from_buffers(pa.int64(), len(found), [None, pa.py_buffer(array("q", found))])
 
 
 def _hashable(row: tuple) -> tuple:

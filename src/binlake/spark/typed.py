@@ -22,6 +22,12 @@ these three as MySQL's exact text, so that every value is held.
                     (MariaDB's COMPRESSED ones alike: their values come uncompressed)
   BLOB, GEOMETRY    binary                   JSON                string
   VECTOR            array<float>
+
+A MODIFY that changes a column's type (`conversion`): the values a table
+holds, and the text of changes from before it, become what the server
+converted them to, where binlake computes that (numbers rounded and
+clipped, numbers to text or DOUBLE, FLOAT to DOUBLE, DATE to DATETIME);
+binlake.spark.driver_tables.converted is the driver's twin.
 """
 
 from __future__ import annotations
@@ -217,8 +223,8 @@ _FAMILIES = ({T.MYSQL_TYPE_BIT}, {T.MYSQL_TYPE_YEAR}, {T.MYSQL_TYPE_DATE, T.MYSQ
 
 def carry_way(was: dict | None, held: S.DataType | None, column: dict) -> str | None:
     """How a column's values held as `held` are carried into its new
-    definition (`was`: the layout column it was, where its declaration
-    changed): SAME (as they are: no change, or one that keeps every value,
+    definition (`was`: the layout column it was, where its type changed):
+    SAME (as they are: no change, or one that keeps every value,
     as INT to BIGINT or VARCHAR(10) to TEXT), a `conversion`, or None (the
     table is rebuilt from its changes)."""
     how = conversion(was, held, column)
