@@ -320,7 +320,7 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
         options["tables"] = tables
     wanted = TableFilter(tables)
     files = number_files(expand_inputs(inputs), require_names=True)
-    catch_up = _catch_up(files, manifest, wanted, out)
+    catch_up = _catch_up(files, manifest, wanted)
     staged_snapshot = None
     if snapshot is not None and "snapshot" not in manifest:
         if manifest["files"]:
@@ -348,10 +348,11 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
             for name, entry in manifest["files"].items()})
         log(f"changes: reading {len(catch_up)} range(s) read before again, for the tables "
             f"--tables newly selects")
+        held = {name: holds[name] for name in {os.path.basename(s.path) for s in catch_up}}
+        # Each task takes the history as it was where its range starts.
         _, added = _append(spark, out, catch_up,
-                           dict(options, tables_held=json.dumps(
-                               {name: holds[name] for name in {
-                                   os.path.basename(s.path) for s in catch_up}})),
+                           dict(options, schema=json.dumps(history.to_json()),
+                                tables_held=json.dumps(held)),
                            caught, history, log, views=("changes",))
         result.changes += added
         manifest = caught
@@ -484,7 +485,7 @@ def _new_segments(files, manifest: dict, warnings: list):
     return segments, scans, entries
 
 
-def _catch_up(files, manifest: dict, wanted: TableFilter, out: str) -> list:
+def _catch_up(files, manifest: dict, wanted: TableFilter) -> list:
     """The ranges of binlogs read before to read again, for tables the
     selection (--tables) selects and changes/ does not hold (a table newly
     selected; one selected again after runs that did not select it), each
