@@ -203,6 +203,20 @@ def test_a_type_change_converts_values_as_the_server_did_both_ways(spark, tmp_pa
         assert retyped.toArrow().column("v").combine_chunks() == wanted, number
 
 
+def test_a_date_made_a_datetime_in_a_text_lake_gains_its_midnight(spark, tmp_path):
+    """--temporals text: DATE and DATETIME are MySQL's exact text."""
+    was, new = column("DATE"), with_temporals({"columns": [column("DATETIME", 3)]},
+                                              "text")["columns"][0]
+    held = pa.array(["2024-01-02", "0000-00-00", None])
+    wanted = ["2024-01-02 00:00:00.000", "0000-00-00 00:00:00.000", None]
+    assert driver.converted(pa.chunked_array([held]), was, new).to_pylist() == wanted
+    pq.write_table(pa.table({"v": held}), tmp_path / "dates.parquet")
+    frame = spark.read.parquet(str(tmp_path / "dates.parquet"))
+    for value in (converted(F.col("v"), was, frame.schema["v"].dataType, new),
+                  from_text(retyped_text(F.col("v"), was, new), new)):
+        assert frame.select(value.alias("v")).toArrow().column("v").to_pylist() == wanted
+
+
 def test_a_type_change_binlake_does_not_convert_is_rebuilt(spark):
     for was, kind, new in NOT_CONVERTED:
         assert carry_way(was, spark_of_arrow(kind), new) is None

@@ -42,8 +42,8 @@ from binlake.spark.delta import AT, COPIES_REMOVED, COPY_ADDED, COPY_OP, DELETED
 from binlake.spark.history import stretch_width
 from binlake.spark.partitioned import unescape_partition_value
 from binlake.spark.tables import INSERTS
-from binlake.spark.typed import (CAST, SAME, arrow_type, carry_way, clamp_scale, refused_value,
-                                 spark_of_arrow, spark_type, type_bounds)
+from binlake.spark.typed import (CAST, MIDNIGHT, SAME, arrow_type, carry_way, clamp_scale,
+                                 midnight, refused_value, spark_of_arrow, spark_type, type_bounds)
 
 #: A table's new change rows computed here at most; more go to Spark.
 DRIVER_ROWS = 50_000
@@ -289,6 +289,8 @@ def converted(values, was: str | None, column: dict):
         raise InSpark("a type change Spark computes, or a rebuild")
     if how == SAME:
         return values
+    if how == MIDNIGHT:
+        return pc.binary_join_element_wise(values, _strings([midnight(column)])[0], "")
     kind = arrow_type(column)
     try:
         if how == CAST:

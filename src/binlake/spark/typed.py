@@ -179,7 +179,7 @@ _INTEGER_BITS = {T.MYSQL_TYPE_TINY: 8, T.MYSQL_TYPE_SHORT: 16, T.MYSQL_TYPE_INT2
                  T.MYSQL_TYPE_LONG: 32, T.MYSQL_TYPE_LONGLONG: 64}
 _NUMBERS = (S.ByteType, S.ShortType, S.IntegerType, S.LongType, S.DecimalType)
 #: How `converted` brings a value to a column's new type.
-CAST, CLAMPED = "cast", "clamped"
+CAST, CLAMPED, MIDNIGHT = "cast", "clamped", "midnight"
 
 
 def conversion(was: dict | None, held: S.DataType | None, column: dict) -> str | None:
@@ -190,7 +190,8 @@ def conversion(was: dict | None, held: S.DataType | None, column: dict) -> str |
     number to an integer or a DECIMAL: rounded half away from zero to the
     new scale, then clipped to the new type's range, as the server does
     under a lax sql_mode; a strict one refuses an ALTER that would clip,
-    and clipping changes nothing); None: no conversion binlake computes."""
+    and clipping changes nothing), MIDNIGHT (a DATE's text made a DATETIME's,
+    temporals kept as text); None: no conversion binlake computes."""
     if was is None:
         return None
     target, kind, old = spark_type(column), column["type"], was["type"]
@@ -205,10 +206,19 @@ def conversion(was: dict | None, held: S.DataType | None, column: dict) -> str |
     if old == T.MYSQL_TYPE_FLOAT and isinstance(held, S.FloatType) \
             and kind == T.MYSQL_TYPE_DOUBLE:
         return CAST
-    if old in (T.MYSQL_TYPE_DATE, T.MYSQL_TYPE_NEWDATE) and isinstance(held, S.DateType) \
-            and isinstance(target, S.TimestampNTZType):
-        return CAST
+    if old in (T.MYSQL_TYPE_DATE, T.MYSQL_TYPE_NEWDATE):
+        if isinstance(held, S.DateType) and isinstance(target, S.TimestampNTZType):
+            return CAST
+        if column.get(AS_TEXT) and kind in (T.MYSQL_TYPE_DATETIME, T.MYSQL_TYPE_DATETIME2):
+            return MIDNIGHT
     return None
+
+
+def midnight(column: dict) -> str:
+    """What a DATE's text gains as a DATETIME's: its time, with as many
+    fractional digits as the column has ("0000-00-00" too: the server's)."""
+    digits = column["meta"] if column["type"] == T.MYSQL_TYPE_DATETIME2 else 0
+    return " 00:00:00" + ("." + "0" * digits if digits else "")
 
 
 #: Carried as it is (`carry_way`).
@@ -265,6 +275,8 @@ def converted(value: Column, was: dict | None, held: S.DataType, column: dict) -
     target = spark_type(column)
     if how == CAST:
         return value.cast(target)
+    if how == MIDNIGHT:
+        return F.concat(value, F.lit(midnight(column)))
     return _clamped(value, value < 0, column).cast(target)
 
 
@@ -291,6 +303,8 @@ def retyped_text(text: Column, was: dict | None, column: dict) -> Column:
         return text
     if how == CAST:
         return from_text(text, was).cast(spark_type(column)).cast("string")
+    if how == MIDNIGHT:
+        return F.concat(text, F.lit(midnight(column)))
     # A number's exact text, as `converted` clamps a number (a smaller
     # expression: a rebuild has one per column and stretch).
     return _clamped(text, text.startswith("-"), column).cast("string")
