@@ -325,8 +325,7 @@ class _Lake:
         sizes = {key: self.changes.rows(_sources(plan)) for key, plan in by_key.items()}
         # A key added since the table began: the changes of its days without
         # it are copies added and removed (`_rewrite`), then the rest by key.
-        rekeyed = [key for key, plan in by_key.items()
-                   if plan["primary_key"] and any("key_then" in s for s in plan["stretches"])]
+        rekeyed = [key for key, plan in by_key.items() if _days_keyed_otherwise(plan)]
         for key in rekeyed:
             plan = by_key.pop(key)
             changes = read_changes(only=_sources(plan))
@@ -576,12 +575,11 @@ class _Lake:
                 # added by this run's DDL), are what they were then: copies
                 # added and removed (one of two equal rows deleted before
                 # the key was added leaves the other).
-                then = [s for s in plan["stretches"] if "key_then" in s]
+                then = _days_keyed_otherwise(plan)
                 if then:
                     rows = _with_copies(rows, mine, dict(plan, primary_key=[], stretches=then),
                                         names)
-                    plan = dict(plan, stretches=[s for s in plan["stretches"]
-                                                 if "key_then" not in s])
+                    plan = dict(plan, stretches=[s for s in plan["stretches"] if s not in then])
                 net = _net_rows(rebuild_states(mine, [plan], net=True), plan)
                 rows = _merged(rows, net, layout)
             else:
@@ -733,20 +731,20 @@ class _Lake:
         key, layout = qualified(plan["database"], plan["table"]), plan["layout"]
         names = [_column(c["key"]) for c in layout["columns"]]
         mine = changes.where(one_of(_sources(plan)))
-        deltas = typed_rows(multiset_deltas(mine, [plan]), layout, extra=("n",)).alias("d")
-        held = current.groupBy(*names).agg(F.count(F.lit(1)).alias("held")).alias("h")
+        deltas = _typed_deltas(mine, plan).alias("d")
+        held = current.groupBy(*names).agg(F.count(F.lit(1)).alias(_HELD)).alias("h")
         keys = [c["key"] for c in layout["columns"]]
         same = functools.reduce(operator.and_, [_column(k, "d").eqNullSafe(_column(k, "h"))
                                                 for k in keys])
-        n, copies = F.col("n"), F.coalesce(F.col("held"), F.lit(0))
+        n, copies = F.col(_COPIES), F.coalesce(F.col(_HELD), F.lit(0))
         counted = deltas.join(held, same, "left").select(
-            *[_column(k, "d").alias(k) for k in keys], n, copies.alias("held"))
+            *[_column(k, "d").alias(k) for k in keys], n, copies.alias(_HELD))
         row = F.struct(*names)
 
         def marked(op: str, count) -> Column:
             return F.array_repeat(F.struct(row.alias("r"), F.lit(op).alias("op")),
                                   count.cast("int"))
-        held_now = F.col("held")
+        held_now = F.col(_HELD)
         removed = marked(COPIES_REMOVED, F.when((n < 0) & (held_now > 0), 1).otherwise(0))
         added = marked(COPY_ADDED, F.when(n > 0, n).when(held_now > 0,
                                                          F.greatest(held_now + n, F.lit(0)))
@@ -842,14 +840,41 @@ def _with_table_types(schema: pa.Schema, uri: str) -> pa.Schema:
                       if f.name in held.names else f for f in schema])
 
 
+def _days_keyed_otherwise(plan: dict) -> list:
+    """The stretches of a keyed table from before its key was added (found
+    by no key or another, `key_then`), where they are its oldest: their
+    changes are copies added and removed, before the rest by key. Where a
+    key was dropped and added again in between, none (all by key)."""
+    if not plan["primary_key"]:
+        return []
+    stretches = plan["stretches"]  # latest first
+    then = [i for i, s in enumerate(stretches) if "key_then" in s]
+    if not then or then != list(range(len(stretches) - len(then), len(stretches))) \
+            or len(then) == len(stretches):
+        return []
+    return [stretches[i] for i in then]
+
+
+#: Columns of a keyless table's counts, named apart from any of its own.
+_COPIES, _HELD = "_binlake_copies", "_binlake_held"
+
+
+def _typed_deltas(changes, plan: dict):
+    """The copies the changes add (negative: remove) per distinct row of a
+    keyless table, typed: the table's columns and _COPIES."""
+    deltas = multiset_deltas(changes, [plan]).withColumnRenamed("n", _COPIES)
+    return typed_rows(deltas, plan["layout"], extra=(_COPIES,))
+
+
 def _with_copies(rows, changes, plan: dict, names: list):
     """`rows` (a multiset) with the copies `changes` add and remove, by the
     plan's stretches read as a table without a key: a copy removed that
     the rows do not hold changes nothing."""
-    typed = typed_rows(multiset_deltas(changes, [plan]), plan["layout"], extra=("n",))
-    counted = (rows.select(*names, F.lit(1).cast("long").alias("n")).unionByName(typed)
-               .groupBy(*names).agg(F.sum("n").alias("n")).where(F.col("n") > 0))
-    return counted.select(F.explode(F.array_repeat(F.struct(*names), F.col("n").cast("int")))
+    n = F.col(_COPIES)
+    counted = (rows.select(*names, F.lit(1).cast("long").alias(_COPIES))
+               .unionByName(_typed_deltas(changes, plan))
+               .groupBy(*names).agg(F.sum(n).alias(_COPIES)).where(n > 0))
+    return counted.select(F.explode(F.array_repeat(F.struct(*names), n.cast("int")))
                           .alias("r")).select("r.*")
 
 
