@@ -279,7 +279,7 @@ def typed_column(texts: list, column: dict, table: str) -> pa.Array:
     raise InSpark(f"no driver typing for {target.simpleString()}")
 
 
-def converted(values, was: str | None, column: dict):
+def converted(values, was: dict | None, column: dict):
     """A table's column `values` carried into the column's new definition,
     as binlake.spark.typed.converted does (its twin): Arrow's casts where
     they are Spark's; InSpark for the rest (a DECIMAL to a DOUBLE: Arrow's
@@ -399,9 +399,7 @@ def rewritten(current: pa.Table, changes: list[tuple], plan: dict, table: str) -
         added = [row for row in net.values() if row is not None]
     else:
         deltas = multiset_deltas(changes)
-        where = {}  # each distinct row the table holds: the indexes of its copies
-        for index, row in enumerate(zip(*[current.column(n).to_pylist() for n in names])):
-            where.setdefault(_hashable(row), []).append(index)
+        where = _copies_held(current, names)
         keep = [True] * current.num_rows
         added = []
         for texts, typed, n in zip(deltas, typed_rows(list(deltas), layout, table),
@@ -427,9 +425,7 @@ def copies(current: pa.Table, changes: list[tuple], plan: dict, table: str) -> p
     layout = plan["layout"]
     names = [c["key"] for c in layout["columns"]]
     deltas = multiset_deltas(changes)
-    where = {}  # each distinct row the table holds: the indexes of its copies
-    for index, row in enumerate(zip(*[current.column(n).to_pylist() for n in names])):
-        where.setdefault(_hashable(row), []).append(index)
+    where = _copies_held(current, names)
     removed, kept, added = [], [], []
     for texts, typed, n in zip(deltas, typed_rows(list(deltas), layout, table), deltas.values()):
         held = where.get(_hashable(typed), [])
@@ -442,6 +438,14 @@ def copies(current: pa.Table, changes: list[tuple], plan: dict, table: str) -> p
                              typed_table(added, layout, table).cast(current.schema)])
     ops = [COPIES_REMOVED] * len(removed) + [COPY_ADDED] * (len(kept) + len(added))
     return rows.append_column(COPY_OP, _strings(ops))
+
+
+def _copies_held(current: pa.Table, names: list[str]) -> dict:
+    """Each distinct row a keyless table holds: the indexes of its copies."""
+    where: dict = {}
+    for index, row in enumerate(zip(*[current.column(n).to_pylist() for n in names])):
+        where.setdefault(_hashable(row), []).append(index)
+    return where
 
 
 def _indices(found: list[int]) -> pa.Array:
