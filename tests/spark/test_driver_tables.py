@@ -6,7 +6,6 @@ table's copies. (Whole lakes built both ways: test_increments.py.)"""
 from __future__ import annotations
 
 import datetime as dt
-import json
 
 import pytest
 
@@ -17,7 +16,7 @@ from pyspark.sql import functions as F  # noqa: E402
 
 from binlake.spark import driver_tables as driver  # noqa: E402
 from binlake.spark.delta import COPIES_REMOVED, COPY_ADDED, COPY_OP  # noqa: E402
-from binlake.spark.pipeline import run_pipeline  # noqa: E402
+from binlake.spark.pipeline import load_manifest, run_pipeline  # noqa: E402
 from binlake.spark.tables import refused  # noqa: E402
 from binlake.schema.ddl import ColumnSpec  # noqa: E402
 from binlake.spark.layouts import ddl_layout_column  # noqa: E402
@@ -36,8 +35,7 @@ def lake(spark, truth, tmp_path_factory):
 
 
 def layouts(out) -> dict:
-    with open(out / "_binlake" / "manifest.json") as f:
-        return {key: entry["layout"] for key, entry in json.load(f)["layouts"].items()}
+    return {key: entry["layout"] for key, entry in load_manifest(str(out)).layouts.items()}
 
 
 def utc(value):

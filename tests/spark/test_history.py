@@ -10,7 +10,7 @@ from binlake.schema.history import Schema  # noqa: E402
 from binlake.spark.history import PositionOrder, table_plans  # noqa: E402
 from binlake.spark.lake import plan_signature  # noqa: E402
 
-ORDER = PositionOrder({"binlog.000001": {"file_seq": 1}})
+ORDER = PositionOrder({"binlog.000001": 1})
 
 
 def signature(statements: list[str]) -> str:

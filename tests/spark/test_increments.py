@@ -143,7 +143,7 @@ def test_every_increment_equal_to_the_server(spark, steps, tmp_path, monkeypatch
         result = run_pipeline(spark, [str(incoming)], str(out), temporals="text")
         assert result.segments, number
         assert_tables_equal(out, step.tables, step.columns)
-        assert load_manifest(str(out))["pending"] == {}
+        assert load_manifest(str(out)).pending == {}
         work.append({how: sorted(t.split(".")[1] for t in tables)
                      for how, tables in result.table_work.items() if tables})
         versions.append({table: deltalake.DeltaTable(str(out / "tables" / f"{DATABASE}.{table}"))

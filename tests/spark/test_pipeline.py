@@ -209,7 +209,7 @@ def test_unread_bytes_follow_the_manifest(one_partition, truth, tmp_path):
     total = sum(os.path.getsize(p) for p in truth.files)
     assert unread_bytes(truth.files, str(tmp_path / "new")) == total
     manifest = load_manifest(str(one_partition[0]))
-    read = sum(manifest["files"][os.path.basename(p)]["end"] for p in truth.files)
+    read = sum(manifest.files[os.path.basename(p)].end for p in truth.files)
     assert unread_bytes(truth.files, str(one_partition[0])) == total - read
     assert unread_bytes([str(tmp_path / "missing")], str(tmp_path / "new")) in (0, None)
 

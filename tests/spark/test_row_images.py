@@ -157,7 +157,7 @@ def test_every_increment_equal_to_the_server(spark, steps, image, tmp_path):
         version = _version(out, "keyed")
         result = run_pipeline(spark, [str(incoming)], str(out))
         assert_tables_equal(out, tables, columns)
-        assert load_manifest(str(out))["pending"] == {}
+        assert load_manifest(str(out)).pending == {}
         work.append({how: sorted(t.split(".")[1] for t in names)
                      for how, names in result.table_work.items() if names})
         if "keyed" in work[-1].get("merged", []):

@@ -87,8 +87,8 @@ def test_a_snapshot_under_writes_then_the_binlogs_equal_the_server(spark, server
         writer.done.set()
         writer.join()
     assert writer.statements > during > 50
-    point = load_manifest(str(out))["snapshot"]
-    assert point["file"].startswith("binlog.") and point["gtid"]
+    point = load_manifest(str(out)).snapshot
+    assert point.file.startswith("binlog.") and point.gtid
     assert first.changes >= ACCOUNTS  # the snapshot's rows are changes too
     server.flush_logs()
     run_pipeline(spark, [str(p) for p in server.binlog_files()], str(out))

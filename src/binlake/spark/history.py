@@ -68,10 +68,10 @@ def _ddl_candidates(split: Split, result) -> list[int]:
 
 class PositionOrder:
     """(file name, offset) of the schema history as (file_seq, offset) of the
-    changes view, for the files the manifest knows."""
+    changes view, for the files the manifest knows (`seqs`: name -> file_seq)."""
 
-    def __init__(self, files: dict):
-        self.seqs = {name: entry["file_seq"] for name, entry in files.items()}
+    def __init__(self, seqs: dict):
+        self.seqs = dict(seqs)
         self.names = sorted(self.seqs)
 
     def __call__(self, position: tuple) -> tuple:

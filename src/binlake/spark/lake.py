@@ -73,6 +73,7 @@ from binlake.spark.delta import (AT, CLOSES, COPIES_REMOVED, COPY_ADDED, COPY_OP
                                  row_count, rows_not_held, through_of)
 from binlake.spark.history import PositionOrder
 from binlake.spark.layouts import qualified
+from binlake.spark.manifest import Manifest, TablesState
 from binlake.spark.partitioned import escape_partition_value, parquet_rows
 from binlake.spark.tables import (INSERTS, NOT_HELD, ROWS_PER_FILE, AsOf, history_versions,
                                   multiset_deltas, one_of, rebuild_states, refused, typed_rows,
@@ -98,30 +99,30 @@ def plan_signature(plan: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-def update_tables(out: str, plans: list, manifest: dict, *, as_of: AsOf | None,
-                  staged: str, read_changes, save_state, log,
+def update_tables(out: str, plans: list, manifest: Manifest, *, as_of: AsOf | None,
+                  staged: str, read_changes, tables_mixed, log,
                   tables_dir: str | None = None, history: bool = False, selected=None
-                  ) -> tuple[dict, dict, dict]:
+                  ) -> tuple[dict, TablesState, dict]:
     """Bring tables/ (or `tables_dir`) in step with the manifest, and with
-    `history` history/ too; returns ({"db.table": rows}, the manifest's new
-    `tables` entry, {"appended"|"merged"|...|"history": [tables]}).
-    `save_state(entry)` records a state in the manifest before work that
-    leaves the tables mixed if killed. Tables `selected(db, table)` does not
-    select (--tables) are left as they are."""
+    `history` history/ too; returns ({"db.table": rows}, the state of the
+    tables now, {"appended"|"merged"|...|"history": [tables]}).
+    `tables_mixed()` records in the manifest, before work that leaves the
+    tables of two points if killed, that they are. Tables
+    `selected(db, table)` does not select (--tables) are left as they are."""
     tables_dir = tables_dir or os.path.join(out, TABLES)
-    state = manifest.get("tables") or {}
-    run = manifest.get("run", 0)
-    through = {name: entry["end"] for name, entry in sorted(manifest["files"].items())}
+    state = manifest.tables
+    run = manifest.run
+    through = manifest.through()
     by_key = _by_table(plans)
     signatures = {key: plan_signature(plan) for key, plan in by_key.items()}
-    in_step = (as_of is None and state.get("as_of") is None and "plans" in state
+    in_step = (as_of is None and state is not None and not state.mixed and state.as_of is None
                and os.path.isdir(tables_dir))
     shutil.rmtree(staged, ignore_errors=True)
     lake = _Lake(tables_dir, staged, run, through, log,
                  ChangeFiles(os.path.join(out, "changes")), os.path.join(out, HISTORY))
     try:
-        _stage(lake, manifest, state, by_key, signatures, in_step, as_of, out, tables_dir,
-               read_changes, save_state)
+        _stage(lake, manifest, by_key, signatures, in_step, as_of, out, tables_dir,
+               read_changes, tables_mixed)
         if history and as_of is None:
             _stage_histories(lake, manifest, by_key, signatures, out, read_changes)
     except Exception as exc:
@@ -142,25 +143,24 @@ def update_tables(out: str, plans: list, manifest: dict, *, as_of: AsOf | None,
     shutil.rmtree(staged, ignore_errors=True)
     counts = {key: row_count(os.path.join(tables_dir, key)) for key in sorted(by_key)}
     kept = left(tables_dir)
-    plans = {**{key: signature for key, signature in (state.get("plans") or {}).items()
+    plans = {**{key: signature for key, signature in (state.plans if state else {}).items()
                 if key in kept}, **signatures}
-    return counts, {"as_of": as_of.describe() if as_of else None, "through": through,
-                    "plans": plans}, lake.work
+    return counts, TablesState(through, plans, as_of.describe() if as_of else None), lake.work
 
 
-def _stage(lake: "_Lake", manifest: dict, state: dict, by_key: dict, signatures: dict,
-           in_step: bool, as_of, out: str, tables_dir: str, read_changes, save_state) -> None:
+def _stage(lake: "_Lake", manifest: Manifest, by_key: dict, signatures: dict,
+           in_step: bool, as_of, out: str, tables_dir: str, read_changes, tables_mixed) -> None:
     """Every table's next version written to the staging folder, none
     committed: a change refused on the way leaves every table as it was."""
     if not in_step:
         # A kill in the middle leaves tables of two points: rebuild all next time.
-        save_state({"rebuilding": True})
+        tables_mixed()
         lake.rebuild(read_changes, list(by_key.values()), as_of)
     else:
         rebuild, groups, carried = [], {}, {}
-        order = PositionOrder(manifest["files"])
+        order = PositionOrder(manifest.file_seqs())
         for key, plan in by_key.items():
-            if state["plans"].get(key) != signatures[key]:
+            if manifest.tables.plans.get(key) != signatures[key]:
                 source = carried_from(plan, tables_dir, order)
                 if source is None:
                     rebuild.append(plan)
@@ -171,7 +171,7 @@ def _stage(lake: "_Lake", manifest: dict, state: dict, by_key: dict, signatures:
             if done is None:
                 rebuild.append(plan)
                 continue
-            runs = tuple(sorted(int(r) for r in manifest.get("pending", {}) if int(r) > done))
+            runs = manifest.runs_after(done)
             if runs:
                 groups.setdefault(runs, []).append(plan)
 
@@ -188,15 +188,12 @@ def _stage(lake: "_Lake", manifest: dict, state: dict, by_key: dict, signatures:
         lake.rebuild(read_changes, rebuild, None)
 
 
-def _new_files(manifest: dict, out: str, done: int) -> list:
+def _new_files(manifest: Manifest, out: str, done: int) -> list:
     """The change files of the runs after run `done` that are still pending."""
-    return [os.path.join(out, "changes", name)
-            for run, names in sorted(manifest.get("pending", {}).items(),
-                                     key=lambda item: int(item[0]))
-            if int(run) > done for name in names]
+    return [os.path.join(out, "changes", name) for name in manifest.pending_after(done)]
 
 
-def _stage_histories(lake: "_Lake", manifest: dict, by_key: dict, signatures: dict, out: str,
+def _stage_histories(lake: "_Lake", manifest: Manifest, by_key: dict, signatures: dict, out: str,
                      read_changes) -> None:
     """Each keyed table's history (`--history`) staged: its new versions
     and the versions they end, merged; or, where the table's plan changed

@@ -46,10 +46,9 @@ import os
 import re
 import shutil
 import sys
-import uuid
 import zlib
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from binlake.read.scan import read_framing, scan
@@ -59,11 +58,11 @@ from binlake.spark.layouts import find_layouts
 from binlake.spark.ranges import (DEFAULT_SPLIT_BYTES, DRIVER_READ_BYTES, FIRST_EVENT, READ_IN, Split,
                      expand_inputs, number_files, split_bytes_of)
 from binlake.spark.lake import TABLES, concurrently, hadoop_literal, update_tables
+from binlake.spark.manifest import FileRead, Manifest, SnapshotFloor, read_manifest, write_manifest
 from binlake.spark.partitioned import parquet_rows
 from binlake.spark.tables import AsOf, one_of
 from binlake.spark.typed import TEMPORALS, with_temporals
 
-FORMAT = 1
 STATE_DIR = "_binlake"
 CHANGE_PARTITIONS = ("database", "table", "date")
 #: A local session on at most FEW_CORES cores for at most SHORT_RUN_BYTES of
@@ -171,10 +170,11 @@ def unread_bytes(inputs, out: str) -> int | None:
     """About how many bytes of `inputs` a run over `out` has yet to read (from
     the manifest, no scan): the size of a run, before its session starts."""
     try:
-        known = load_manifest(os.path.abspath(out))["files"]
+        known = load_manifest(os.path.abspath(out)).files
         paths = expand_inputs(inputs)
-        return sum(max(0, os.path.getsize(path)
-                       - known.get(os.path.basename(path), {}).get("end", 0)) for path in paths)
+        return sum(max(0, os.path.getsize(path) - (known[os.path.basename(path)].end
+                                                   if os.path.basename(path) in known else 0))
+                   for path in paths)
     except (OSError, ValueError):
         return None  # the run itself says what is wrong
 
@@ -185,24 +185,9 @@ def _state(out: str, *parts: str) -> str:
     return os.path.join(out, STATE_DIR, *parts)
 
 
-def load_manifest(out: str) -> dict:
-    try:
-        with open(_state(out, "manifest.json")) as f:
-            manifest = json.load(f)
-    except FileNotFoundError:
-        return {"format": FORMAT, "files": {}, "layouts": {}, "tables": None}
-    if manifest.get("format") != FORMAT:
-        raise ValueError(f"{out}: manifest format {manifest.get('format')} is not {FORMAT}")
-    return manifest
-
-
-def _write_json(path: str, data: dict) -> None:
-    tmp = f"{path}.{uuid.uuid4().hex}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=1, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+def load_manifest(out: str) -> Manifest:
+    """The lake's state (binlake.spark.manifest)."""
+    return read_manifest(_state(out, "manifest.json"), out)
 
 
 def fingerprint(path: str) -> str:
@@ -305,12 +290,12 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
     _recover(out, log)
     manifest = load_manifest(out)
     # Chosen when the lake starts, kept by the runs that do not say.
-    temporals = temporals or manifest.get("temporals") or "typed"
+    temporals = temporals or manifest.temporals or "typed"
     if temporals not in TEMPORALS:
         raise ValueError(f"--temporals {temporals}: one of {', '.join(TEMPORALS)}")
     # A history of the rows (--history) once kept is kept by every run.
-    keep_history = bool(keep_history or manifest.get("history"))
-    manifest = dict(manifest, temporals=temporals, history=keep_history)
+    keep_history = bool(keep_history or manifest.history)
+    manifest = manifest.choosing(temporals, keep_history)
     result = PipelineResult()
     options = {"split_bytes": str(split_bytes)}
     if min_partitions:  # else Spark's default parallelism, where Spark reads (_append)
@@ -322,68 +307,56 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
     files = number_files(expand_inputs(inputs), require_names=True)
     catch_up = _catch_up(files, manifest, wanted)
     staged_snapshot = None
-    if snapshot is not None and "snapshot" not in manifest:
-        if manifest["files"]:
+    if snapshot is not None and manifest.snapshot is None:
+        if manifest.files:
             raise ValueError(f"--snapshot-from starts a lake, and {out} has read binlogs "
                              "already: use a new output directory")
         # The seed is the snapshot's DDL (then --schema's tables, by name).
         staged_snapshot, point, schema = _take_snapshot(snapshot, wanted, out, schema,
                                                         snapshot_chunk_rows, log)
-        manifest = dict(manifest, snapshot=point)
+        manifest = manifest.from_snapshot(point)
     # The schema history of everything read so far; `schema` seeds the first run.
     history = load_history(_state(out, "schema.json"), schema)
 
-    layouts = dict(manifest["layouts"])
+    layouts = dict(manifest.layouts)
     if catch_up:
         # Tables newly selected: the binlogs read before, read again for them
         # alone (changes/ only: events/ holds every event), as a run of its own.
-        holds = {name: _holds(manifest, entry, wanted)
-                 for name, entry in manifest["files"].items()}
-        found = find_layouts(catch_up, history=history, wanted=wanted)
-        for key, (order, layout) in found.items():
-            if key not in layouts or tuple(layouts[key]["order"]) <= tuple(order):
-                layouts[key] = {"order": list(order), "layout": layout}
-        caught = dict(manifest, layouts=layouts, files={
-            name: dict(entry, tables=_with_selection(holds[name], wanted, entry["end"]))
-            for name, entry in manifest["files"].items()})
+        _add_layouts(layouts, find_layouts(catch_up, history=history, wanted=wanted))
+        caught = manifest.reading({name: manifest.read_for(name, entry, wanted.patterns)
+                                   for name, entry in manifest.files.items()}, layouts)
         log(f"changes: reading {len(catch_up)} range(s) read before again, for the tables "
             f"--tables newly selects")
-        held = {name: holds[name] for name in {os.path.basename(s.path) for s in catch_up}}
+        held = {name: [[list(h.patterns), h.end] for h in manifest.holds(name, wanted.patterns)]
+                for name in {os.path.basename(s.path) for s in catch_up}}
         # Each task takes the history as it was where its range starts.
-        _, added = _append(spark, out, catch_up,
-                           dict(options, schema=json.dumps(history.to_json()),
-                                tables_held=json.dumps(held)),
-                           caught, history, log, views=("changes",))
+        manifest, _, added = _append(spark, out, catch_up,
+                                     dict(options, schema=json.dumps(history.to_json()),
+                                          tables_held=json.dumps(held)),
+                                     caught, history, log, views=("changes",))
         result.changes += added
-        manifest = caught
 
     segments, scans, file_entries = _new_segments(files, manifest, result.warnings)
     result.segments = segments
     for message in result.warnings:
         log(f"warning: {message}")
-    for name, entry in file_entries.items():
-        known = manifest["files"].get(name)
-        entry["tables"] = _with_selection(_holds(manifest, known, wanted) if known else [],
-                                          wanted, entry["end"])
+    file_entries = {name: manifest.read_for(name, entry, wanted.patterns)
+                    for name, entry in file_entries.items()}
     if segments or staged_snapshot:
         follow_ranges(history, segments, scans)
-        found = find_layouts(segments, history=history, wanted=wanted, scans=scans)
-        for key, (order, layout) in found.items():
-            if key not in layouts or tuple(layouts[key]["order"]) <= tuple(order):
-                layouts[key] = {"order": list(order), "layout": layout}
-        new_manifest = dict(manifest, files={**manifest["files"], **file_entries},
-                            layouts=layouts)
+        _add_layouts(layouts, find_layouts(segments, history=history, wanted=wanted,
+                                           scans=scans))
+        new_manifest = manifest.reading(file_entries, layouts)
         # Each task takes the history as it was where its range starts.
         options["schema"] = json.dumps(history.to_json())
-        result.events, changes = _append(spark, out, segments, options, new_manifest,
-                                         history, log, staged_snapshot, read_in)
+        manifest, result.events, changes = _append(spark, out, segments, options, new_manifest,
+                                                   history, log, staged_snapshot, read_in)
         result.changes += changes
-        manifest = new_manifest
     for message in history.warnings:
         log(f"warning: {message}")
     result.warnings.extend(history.warnings)
 
-    order = PositionOrder(manifest["files"])
+    order = PositionOrder(manifest.file_seqs())
 
     def read_changes(files=None, only=None):
         return _changes_of(spark, out, files, only)
@@ -397,28 +370,33 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
         result.tables, _, result.table_work = update_tables(
             out, plans, manifest, as_of=point, staged=os.path.join(as_of_out, "_binlake.new"),
             read_changes=read_changes,
-            save_state=lambda entry: None, log=log, tables_dir=os.path.join(as_of_out, TABLES))
+            tables_mixed=lambda: None, log=log, tables_dir=os.path.join(as_of_out, TABLES))
         result.tables_rebuilt = True
         return result
-    state = manifest.get("tables") or {}
-    if (manifest.get("pending") or "plans" not in state or state.get("as_of") is not None
-            or state.get("temporals", "typed") != temporals
-            or state.get("history", False) != keep_history
+    state = manifest.tables
+    if (manifest.pending or state is None or state.mixed or state.as_of is not None
+            or state.temporals != temporals or state.history != keep_history
             or not os.path.isdir(os.path.join(out, TABLES))):
         plans = _plans(history, layouts, order, wanted, temporals)
 
-        def save_state(entry: dict) -> None:
-            _write_json(_state(out, "manifest.json"), dict(manifest, tables=entry))
+        def tables_mixed() -> None:
+            write_manifest(_state(out, "manifest.json"), manifest.tables_mixed())
 
-        result.tables, entry, result.table_work = update_tables(
+        result.tables, built, result.table_work = update_tables(
             out, plans, manifest, as_of=None, staged=_state(out, "tables.new"),
-            read_changes=read_changes, save_state=save_state, log=log, history=keep_history,
-            selected=wanted)
+            read_changes=read_changes, tables_mixed=tables_mixed, log=log,
+            history=keep_history, selected=wanted)
         result.tables_rebuilt = True
-        manifest = dict(manifest, tables=dict(entry, temporals=temporals, history=keep_history),
-                        pending={})
-        _write_json(_state(out, "manifest.json"), manifest)
+        write_manifest(_state(out, "manifest.json"), manifest.tables_built(
+            replace(built, temporals=temporals, history=keep_history)))
     return result
+
+
+def _add_layouts(layouts: dict, found: dict) -> None:
+    """The table-map layouts `found` where they are newer than those known."""
+    for key, (order, layout) in found.items():
+        if key not in layouts or tuple(layouts[key]["order"]) <= tuple(order):
+            layouts[key] = {"order": list(order), "layout": layout}
 
 
 def _plans(history, layouts: dict, order, wanted, temporals: str, before=None) -> list:
@@ -442,25 +420,25 @@ def _changes_of(spark, out: str, files: list | None, only: set | None):
     return frame if only is None else frame.where(one_of(only))
 
 
-def _new_segments(files, manifest: dict, warnings: list):
+def _new_segments(files, manifest: Manifest, warnings: list):
     """The byte ranges not read yet: from where the manifest left each file
     to its last transaction boundary."""
     segments, scans, entries = [], {}, {}
-    floor = manifest.get("snapshot")
+    floor = manifest.snapshot
     _refuse_holes(files, manifest)
     for path, seq in files:
         name = os.path.basename(path)
-        known = manifest["files"].get(name)
-        if known is None and floor is not None and seq <= floor["file_seq"]:
-            # A lake started from a snapshot reads from the snapshot's position on.
-            if seq < floor["file_seq"]:
-                continue
-            known = {"fingerprint": fingerprint(path), "end": floor["pos"]}
         mark = fingerprint(path)
-        if known is not None and known["fingerprint"] != mark:
+        known = manifest.files.get(name)
+        if known is None and floor is not None and seq <= floor.file_seq:
+            # A lake started from a snapshot reads from the snapshot's position on.
+            if seq < floor.file_seq:
+                continue
+            known = FileRead(seq, path, floor.pos, mark)
+        if known is not None and known.fingerprint != mark:
             raise ValueError(f"{path} is not the {name} read before (its format description "
                              "differs): use a new output directory")
-        start = known["end"] if known else FIRST_EVENT
+        start = known.end if known else FIRST_EVENT
         if os.path.getsize(path) < start:
             raise ValueError(f"{path} is shorter than the {start} bytes read before: "
                              "use a new output directory")
@@ -473,23 +451,21 @@ def _new_segments(files, manifest: dict, warnings: list):
             reason = found.stopped or "the last transaction has no end"
             warnings.append(f"{path}: read up to offset {found.closed_end} of {found.size}: {reason}")
         end = max(found.closed_end, start)
-        entries[name] = {"file_seq": seq, "path": path, "end": end, "fingerprint": mark}
-        following = found.rotates_to or (known or {}).get("next")
-        if following:
-            entries[name]["next"] = following
+        entries[name] = FileRead(seq, path, end, mark,
+                                 found.rotates_to or (known.next if known else None))
         if end > start:
             split = Split(path, seq, start, end)
             segments.append(split)
             scans[split] = found
-    _refuse_other_successors(files, {**manifest["files"], **entries})
+    _refuse_other_successors({**manifest.files, **entries})
     return segments, scans, entries
 
 
-def _catch_up(files, manifest: dict, wanted: TableFilter) -> list:
+def _catch_up(files, manifest: Manifest, wanted: TableFilter) -> list:
     """The ranges of binlogs read before to read again, for tables the
     selection (--tables) selects and changes/ does not hold (a table newly
     selected; one selected again after runs that did not select it), each
-    range from where changes/ holds the file for some of them (`_holds`)
+    range from where changes/ holds the file for some of them (`holds`)
     to where the lake read it. Refused in one line where such a file is not
     given again, or the lake started from a snapshot (one of other tables).
     A selection that only narrows an earlier one needs nothing: its tables
@@ -497,17 +473,17 @@ def _catch_up(files, manifest: dict, wanted: TableFilter) -> list:
     chosen = sorted(wanted.patterns)
     given = {os.path.basename(path): (path, seq) for path, seq in files}
     needed = []
-    for name, entry in sorted(manifest["files"].items(), key=lambda item: item[1]["file_seq"]):
-        holds = _holds(manifest, entry, wanted)
-        whole = [set(patterns) for patterns, end in holds if end >= entry["end"]]
+    for name, entry in sorted(manifest.files.items(), key=lambda item: item[1].file_seq):
+        holds = manifest.holds(name, wanted.patterns)
+        whole = [set(held.patterns) for held in holds if held.end >= entry.end]
         if any(not held or (chosen and set(chosen) <= held) for held in whole):
             continue
-        starts = sorted({FIRST_EVENT} | {end for _, end in holds if end < entry["end"]})
+        starts = sorted({FIRST_EVENT} | {held.end for held in holds if held.end < entry.end})
         needed.append((name, entry, starts))
     if not needed:
         return []
     subject = f"--tables {','.join(chosen)}" if chosen else "a run without --tables"
-    if manifest.get("snapshot"):
+    if manifest.snapshot:
         raise ValueError(f"{subject} selects tables this lake has not read, and it started from "
                          "a snapshot of other tables: use a new output directory (nothing was "
                          "changed)")
@@ -521,40 +497,22 @@ def _catch_up(files, manifest: dict, wanted: TableFilter) -> list:
     splits = []
     for name, entry, starts in needed:
         path, seq = given[name]
-        if fingerprint(path) != entry["fingerprint"]:
+        if fingerprint(path) != entry.fingerprint:
             raise ValueError(f"{path} is not the {name} read before (its format description "
                              "differs): use a new output directory")
-        splits += [Split(path, seq, start, entry["end"]) for start in starts
-                   if start < entry["end"]]
+        splits += [Split(path, seq, start, entry.end) for start in starts if start < entry.end]
     return splits
 
 
-def _holds(manifest: dict, entry: dict, wanted: TableFilter) -> list:
-    """[[patterns, end], ...] of a file read: changes/ holds the file up to
-    `end` for the tables each earlier selection selected ([]: every table).
-    A lake from before these were kept: the selection it recorded, else the
-    one given now, through the file's end."""
-    if "tables" in entry:
-        return entry["tables"]
-    chosen = manifest.get("tables_selected", sorted(wanted.patterns))
-    return [[chosen, entry["end"]]]
-
-
-def _with_selection(holds: list, wanted: TableFilter, end: int) -> list:
-    """`holds` once the file is read up to `end` for the selection's tables."""
-    chosen = sorted(wanted.patterns)
-    return [held for held in holds if held[0] != chosen] + [[chosen, end]]
-
-
-def _refuse_holes(files, manifest: dict) -> None:
+def _refuse_holes(files, manifest: Manifest) -> None:
     """Files read before and files given now must follow one another by
     number: a file older than the last one read that was never read, or a
     number missing between them, would leave changes out of the lake."""
-    read = {entry["file_seq"]: name for name, entry in manifest["files"].items()}
-    floor = manifest.get("snapshot")
+    read = {entry.file_seq: name for name, entry in manifest.files.items()}
+    floor = manifest.snapshot
     given = {seq: os.path.basename(path) for path, seq in files
-             if os.path.basename(path) not in manifest["files"]
-             and (floor is None or seq >= floor["file_seq"])}
+             if os.path.basename(path) not in manifest.files
+             and (floor is None or seq >= floor.file_seq)}
     if read:
         last = max(read)
         older = sorted(seq for seq in given if seq < last)
@@ -579,13 +537,13 @@ def _numbered(name: str, seq: int) -> str:
     return re.sub(r"\d+(?=\D*$)", lambda digits: str(seq).zfill(len(digits.group())), name)
 
 
-def _refuse_other_successors(files, entries: dict) -> None:
+def _refuse_other_successors(entries: dict) -> None:
     """A closed binlog names the next one in its ROTATE event: the file read
     after it must be that one (a file of another server or another lineage
     under the next number would splice two histories)."""
-    by_seq = {entry["file_seq"]: name for name, entry in entries.items()}
+    by_seq = {entry.file_seq: name for name, entry in entries.items()}
     for seq, name in sorted(by_seq.items()):
-        expected = entries[name].get("next")
+        expected = entries[name].next
         successor = by_seq.get(seq + 1)
         if expected and successor and successor != expected:
             raise ValueError(f"{name} rotates to {expected}, but the next binlog given is "
@@ -618,14 +576,16 @@ def _take_snapshot(address, wanted, out: str, schema: str | None, chunk_rows, lo
         seed = filled_in(load_schema(schema), seed)
     seed_path = _state(out, "schema-from-snapshot.json")
     seed.save(seed_path)
-    return folder, {**point.to_json(), "file_seq": name_sequence(point.file)}, seed_path
+    floor = SnapshotFloor(point.file, point.pos, name_sequence(point.file), point.gtid, point.time)
+    return folder, floor, seed_path
 
 
-def _append(spark, out: str, segments: list, options: dict, new_manifest: dict, history, log,
+def _append(spark, out: str, segments: list, options: dict, manifest: Manifest, history, log,
             snapshot_folder: str | None = None, read_in: str = "auto",
             views: tuple = ("events", "changes")):
     """Read the segments, stage `views` (and a snapshot's rows), then commit
-    them with `new_manifest`; returns (events, changes) written."""
+    them with `manifest` as their run; returns (the manifest committed,
+    events, changes written)."""
     staging = _state(out, "staging")
     shutil.rmtree(staging, ignore_errors=True)
     os.makedirs(staging)
@@ -651,15 +611,14 @@ def _append(spark, out: str, segments: list, options: dict, new_manifest: dict, 
         changes += parquet_rows(os.path.join(staging, "snapshot"))
         _move_tree(os.path.join(staging, "snapshot"), os.path.join(staging, "changes"))
     # The change files tables/ has yet to take in, by run (binlake.spark.lake).
-    run = new_manifest.get("run", 0) + 1
     written = sorted(os.path.relpath(os.path.join(folder, name), os.path.join(staging, "changes"))
                      for folder, _, names in os.walk(os.path.join(staging, "changes"))
                      for name in names if name.endswith(".parquet"))
-    new_manifest.update(run=run, pending={**new_manifest.get("pending", {}), str(run): written})
+    manifest = manifest.staging(written)
     history.save(os.path.join(staging, "schema.json"))
-    _write_json(os.path.join(staging, "manifest.json"), new_manifest)
+    write_manifest(os.path.join(staging, "manifest.json"), manifest)
     _commit_staging(out)
-    return events, changes
+    return manifest, events, changes
 
 
 def _read_in_driver(spark, segments: list, read_in: str) -> bool:
@@ -770,13 +729,13 @@ def read_table(out: str, table: str):
 _POSITION = re.compile(r"(?P<file>.+):(?P<pos>\d+)")
 
 
-def parse_as_of(text: str, manifest: dict) -> AsOf:
+def parse_as_of(text: str, manifest: Manifest) -> AsOf:
     """`FILE:POS` (a file the manifest knows) or a date-time (UTC unless it says)."""
     match = _POSITION.fullmatch(text)
     if match:
-        entry = manifest["files"].get(os.path.basename(match["file"]))
+        entry = manifest.files.get(os.path.basename(match["file"]))
         if entry is not None:
-            return AsOf(file_seq=entry["file_seq"], pos=int(match["pos"]))
+            return AsOf(file_seq=entry.file_seq, pos=int(match["pos"]))
     try:
         moment = dt.datetime.fromisoformat(text)
     except ValueError:
