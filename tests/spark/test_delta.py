@@ -8,6 +8,7 @@ import pytest
 
 pa = pytest.importorskip("pyarrow")
 deltalake = pytest.importorskip("deltalake")
+pc = pytest.importorskip("pyarrow.compute")
 
 from binlake.spark.delta import (AT, DELETED, PRESENT, committed_run,  # noqa: E402
                                  merge_net_changes, rows_not_held, through_of)
@@ -23,7 +24,7 @@ def net(rows: list[tuple], deleted: list[bool], names=("id", "name"), present=No
 
 def rows(dicts: list[dict]) -> list[str]:
     """Rows in an order of their own, as a table has none."""
-    return sorted(json.dumps(row, sort_keys=True) for row in dicts)
+    return sorted(json.dumps(row, sort_keys=True, default=str) for row in dicts)
 
 
 def state(uri) -> list[str]:
@@ -101,6 +102,67 @@ def test_files_written_elsewhere_become_the_whole_table_in_one_commit(tmp_path):
     # time travel: the first commit's rows are still there
     first = deltalake.DeltaTable(str(uri), version=1).to_pyarrow_table().to_pylist()
     assert rows(first) == rows([{"id": 1, "name": "a"}, {"id": 2, "name": "b"}])
+
+
+def stage(table, uri, partition_by: tuple, run: int) -> list[str]:
+    """`table` written into `uri` as a run stages it: a file per value of
+    the partition column, in its folder, without the column."""
+    import pyarrow.parquet as pq
+
+    from binlake.spark.delta import partition_folder
+    if not partition_by:
+        pq.write_table(table, uri / f"part-{run}.parquet")
+        return [f"part-{run}.parquet"]
+    column, = partition_by
+    names = []
+    for value in set(table.column(column).to_pylist()):
+        name = f"{partition_folder(column, value)}/part-{run}.parquet"
+        (uri / name).parent.mkdir(exist_ok=True)
+        mine = table.filter(pc.equal(table[column], value))
+        pq.write_table(mine.drop_columns([column]), uri / name)
+        names.append(name)
+    return names
+
+
+def test_a_partitioned_table_keeps_each_value_in_its_folder_and_reads_it_back(tmp_path):
+    """Files in their partition's folder (the column in no file, NULL as
+    Hive's default partition) are read back with their values; a MERGE
+    moves a row to another partition; another partitioning, or none,
+    writes the rows again under it with the table's versions kept."""
+    import datetime as dt
+
+    import pyarrow.parquet as pq
+
+    from binlake.spark.delta import commit_table, partition_folder, read_table
+    uri = tmp_path / "db.t"
+    schema = pa.schema([("id", pa.int64()), ("day", pa.date32()), ("n", pa.int32())])
+    names = []
+    for day, ids in [(dt.date(2024, 1, 2), [1, 2]), (None, [3])]:
+        folder = uri / partition_folder("day", day)
+        folder.mkdir(parents=True)
+        pq.write_table(pa.table({"id": ids, "n": pa.array(ids, pa.int32())}),
+                       folder / "part.parquet")
+        names.append(f"{partition_folder('day', day)}/part.parquet")
+    commit_table(str(uri), "db.t", names, schema, run=1, through={}, partition_by=("day",))
+    expected = [{"id": 1, "day": dt.date(2024, 1, 2), "n": 1},
+                {"id": 2, "day": dt.date(2024, 1, 2), "n": 2}, {"id": 3, "day": None, "n": 3}]
+    assert deltalake.DeltaTable(str(uri)).metadata().partition_columns == ["day"]
+    assert rows(read_table(str(uri)).to_pylist()) == rows(expected) == state(uri)
+    moved = pa.table({"id": [2], "day": [dt.date(2024, 5, 1)], "n": pa.array([20], pa.int32()),
+                      DELETED: [False], PRESENT: pa.array([None], pa.string()),
+                      AT: pa.array([None], pa.string())})
+    merge_net_changes(str(uri), "db.t", moved, ["id"], run=2, through={})
+    expected[1] = {"id": 2, "day": dt.date(2024, 5, 1), "n": 20}
+    assert rows(read_table(str(uri)).to_pylist()) == rows(expected) == state(uri)
+    # Partitioned by another column, then by none: the same rows each time.
+    for run, partition_by in [(3, ("n",)), (4, ())]:
+        staged = stage(read_table(str(uri)), uri, partition_by, run)
+        commit_table(str(uri), "db.t", staged, schema, run=run, through={},
+                     partition_by=partition_by)
+        assert deltalake.DeltaTable(str(uri)).metadata().partition_columns == list(partition_by)
+        assert rows(read_table(str(uri)).to_pylist()) == rows(expected) == state(uri)
+        assert not any((uri / name).exists() for name in staged)  # written again: in no version
+    assert committed_run(str(uri), "db.t") == 4
 
 
 def test_a_datetime_column_added_later_gets_its_table_feature(tmp_path):

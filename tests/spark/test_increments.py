@@ -42,7 +42,7 @@ from binlake.testing.workload import (DATABASE, SESSION_SETUP,  # noqa: E402
 import sweeps  # noqa: E402
 
 from .test_pipeline import assert_tables_equal  # noqa: E402
-from .truth import _columns  # noqa: E402
+from .truth import _columns, canonical_rows  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 RESTART = "RESTART"
@@ -127,12 +127,20 @@ def arrive(step: Step, incoming: Path) -> None:
             shutil.copy(path, incoming)
 
 
+#: The tables the Spark way partitions (--partition-by): a keyed table by its
+#: key, a keyless one (a key added later) by a column holding NULL.
+PARTITIONED = {f"{DATABASE}.probe": "id", f"{DATABASE}.no_pk": "a"}
+
+
 @pytest.mark.parametrize("way", ["driver", "spark"])
 def test_every_increment_equal_to_the_server(spark, steps, tmp_path, monkeypatch, way):
     """`way`: small increments computed in the driver (the default), or all
-    by Spark's jobs (binlake.spark.driver_tables holds them equal)."""
+    by Spark's jobs (binlake.spark.driver_tables holds them equal), those
+    with two tables partitioned."""
+    partition_by = None
     if way == "spark":
         monkeypatch.setattr(driver_tables, "DRIVER_ROWS", -1)
+        partition_by = PARTITIONED
     incoming, out = tmp_path / "incoming", tmp_path / "out"
     incoming.mkdir()
     assert len(steps) == 1 + len(STEPS)
@@ -140,9 +148,12 @@ def test_every_increment_equal_to_the_server(spark, steps, tmp_path, monkeypatch
     for number, step in enumerate(steps):
         arrive(step, incoming)
         # The workload's zero dates: DATE/DATETIME/TIMESTAMP kept as text.
-        result = run_pipeline(spark, [str(incoming)], str(out), temporals="text")
+        result = run_pipeline(spark, [str(incoming)], str(out), temporals="text",
+                              partition_by=partition_by)
         assert result.segments, number
         assert_tables_equal(out, step.tables, step.columns)
+        for table, column in (partition_by or {}).items():
+            assert_partitioned(spark, out, table, [column])
         assert load_manifest(str(out)).pending == {}
         work.append({how: sorted(t.split(".")[1] for t in tables)
                      for how, tables in result.table_work.items() if tables})
@@ -161,7 +172,9 @@ def test_every_increment_equal_to_the_server(spark, steps, tmp_path, monkeypatch
             uri = str(out / "tables" / f"{DATABASE}.no_pk")
             feed = deltalake.DeltaTable(uri).load_cdf(
                 starting_version=deltalake.DeltaTable(uri).version()).read_all()
-            assert net_copies(pa.table(feed).to_pylist()) == binlog_copies(new_files, "no_pk")
+            names = [f.name for f in deltalake.DeltaTable(uri).schema().fields]
+            assert (net_copies(pa.table(feed).to_pylist(), names)
+                    == binlog_copies(new_files, "no_pk"))
     # Each table took the cheapest way its changes allow.
     assert work[1] == {"appended": ["ints", "no_pk"]}
     assert work[2] == {"merged": ["ints", "probe"]}
@@ -179,6 +192,8 @@ def test_every_increment_equal_to_the_server(spark, steps, tmp_path, monkeypatch
     assert work[12] == {"carried": ["ints", "numbers", "probe", "strings", "strings_old"]}
     # Nothing new: nothing done.
     assert not run_pipeline(spark, [str(incoming)], str(out)).tables_rebuilt
+    if way == "spark":
+        assert_partitioning_changes(spark, out, incoming, steps[-1])
     # Spark reads the Delta tables, now and as of an earlier version (the
     # table's versions: 0 its schema, 1 the first run, 2 the first increment).
     ids = lambda rows: sorted(row["id"] for row in rows)  # noqa: E731
@@ -186,6 +201,51 @@ def test_every_increment_equal_to_the_server(spark, steps, tmp_path, monkeypatch
     assert ids(r.asDict() for r in now.collect()) == ids(steps[-1].tables["ints"])
     then = binlake.spark.read_table(spark, str(out), f"{DATABASE}.ints", as_of=2)
     assert ids(r.asDict() for r in then.collect()) == ids(steps[1].tables["ints"])
+
+
+def assert_partitioned(spark, out: Path, table: str, columns: list) -> None:
+    """The table is partitioned by `columns` (each file in its partition's
+    folder), and delta-rs's reader and Spark's read the rows binlake's does."""
+    uri = str(out / "tables" / table)
+    delta = deltalake.DeltaTable(uri)
+    assert delta.metadata().partition_columns == columns, table
+    for path in delta.file_uris():
+        folders = os.path.relpath(path, uri).split(os.sep)[:-1]
+        assert [folder.split("=")[0] for folder in folders] == columns, path
+    ours = canonical_rows(binlake.spark.pipeline.read_table(str(out), table).to_pylist())
+    assert canonical_rows(pa.table(delta.to_pyarrow_table()).to_pylist()) == ours, table
+    frame = binlake.spark.read_table(spark, str(out), table)
+    assert frame.columns == [f.name for f in delta.schema().fields]
+    assert canonical_rows(r.asDict() for r in frame.collect()) == ours, table
+
+
+def assert_partitioning_changes(spark, out: Path, incoming: Path, step: "Step") -> None:
+    """A partitioning a table cannot have is refused in one line with the
+    lake as it was; one changed, begun or ended rewrites the table's rows
+    once, partitioned as asked, and is kept by the runs that do not name it."""
+    before = _lake_files(out)
+    for asked, reason in [({f"{DATABASE}.no_pk": "c"}, "a double column"),
+                          ({f"{DATABASE}.probe": "label"}, "a string column"),
+                          ({f"{DATABASE}.probe": "nope"}, "the table has no such column")]:
+        with pytest.raises(ValueError, match=reason) as refused:
+            run_pipeline(spark, [str(incoming)], str(out), partition_by=asked)
+        assert "\n" not in str(refused.value) and "nothing was changed" in str(refused.value)
+        assert _lake_files(out) == before
+    result = run_pipeline(spark, [str(incoming)], str(out),
+                          partition_by=f"{DATABASE}.probe=,{DATABASE}.ints=tiny")
+    assert result.table_work == {**{how: [] for how in result.table_work},
+                                 "carried": [f"{DATABASE}.ints", f"{DATABASE}.probe"]}
+    assert_tables_equal(out, step.tables, step.columns)
+    assert_partitioned(spark, out, f"{DATABASE}.ints", ["tiny"])
+    assert_partitioned(spark, out, f"{DATABASE}.probe", [])
+    assert_partitioned(spark, out, f"{DATABASE}.no_pk", ["a"])  # as named before
+    assert not run_pipeline(spark, [str(incoming)], str(out)).tables_rebuilt
+
+
+def _lake_files(out: Path) -> dict:
+    """Every file of the lake but its lock, with its bytes."""
+    return {str(path.relative_to(out)): path.read_bytes() for path in sorted(out.rglob("*"))
+            if path.is_file() and path.name != "lock"}
 
 
 WAYS = ("driver", "spark")
@@ -264,14 +324,14 @@ def binlog_keys(files: list[str], table: str, keys=None, read: list[str] | None 
                      {k for k, stays in last.items() if stays})
 
 
-def net_copies(feed: list[dict]) -> Counter:
-    """Of a keyless table's change data feed: the copies of each row it
-    adds (negative: removes), nets of 0 left out."""
+def net_copies(feed: list[dict], names: list[str]) -> Counter:
+    """Of a keyless table's change data feed: the copies of each row (its
+    columns `names`, in the table's order: a partition column comes last in
+    a feed) it adds (negative: removes), nets of 0 left out."""
     sign = {"insert": 1, "delete": -1}
     found = Counter()
     for row in feed:
-        found[tuple(v for k, v in row.items() if not k.startswith("_"))] += \
-            sign[row["_change_type"]]
+        found[tuple(row[name] for name in names)] += sign[row["_change_type"]]
     return Counter({row: n for row, n in found.items() if n})
 
 

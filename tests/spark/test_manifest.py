@@ -56,7 +56,9 @@ def test_a_run_reads_stages_and_builds_in_explicit_steps(tmp_path):
     assert manifest.read_for("binlog.000001", further, ["db.a"]).held == (Held(("db.a",), 800),)
     manifest = manifest.reading({"binlog.000001": entry}, {}).staging(["p2.parquet"])
     assert manifest.through() == {"binlog.000001": 800}
-    assert manifest.tables_mixed().tables == TablesState(mixed=True)
+    mixed = manifest.tables_mixed({"db.a": "day"})
+    assert mixed.tables == TablesState(partition_by={"db.a": "day"}, mixed=True)
+    assert Manifest.from_json(mixed.to_json()) == mixed
     built = manifest.tables_built(TablesState({"binlog.000001": 800}, {"db.a": "sig"},
                                               history=True))
     assert built.pending == {} and built.run == 2 and not built.tables.mixed

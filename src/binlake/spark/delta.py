@@ -222,30 +222,82 @@ def rows_not_held(uri: str, net, keys: list[str]) -> list[str]:
 
 
 def commit_table(uri: str, table: str, files: list[str], schema, *, run: int,
-                 through: dict, mode: str = "overwrite", plan: str | None = None) -> None:
+                 through: dict, mode: str = "overwrite", plan: str | None = None,
+                 partition_by: tuple = ()) -> None:
     """Make the Parquet `files` (paths inside `uri`, written by Spark's
     executors: no row passes through here) the whole of the Delta table at
     `uri` (`mode` "overwrite": one atomic commit removes what the table held
     and adds these) or add them to it ("append"), as run number `run`. Files
     written but never committed (a kill before the commit) are not part of
-    any version; `vacuum` removes them."""
+    any version; `vacuum` removes them. A table partitioned `partition_by`
+    has its files in Hive folders (`column=value/`), each file the rows of
+    one value, the column not in the file (partition_folder)."""
     import pyarrow.parquet as pq
     from deltalake import DeltaTable, write_deltalake
     from deltalake.transaction import AddAction
 
+    partition_by = list(partition_by)
     if not _exists(uri):  # version 0: the schema, no rows
-        write_deltalake(uri, schema.empty_table(), mode="error", configuration=TABLE_PROPERTIES)
+        write_deltalake(uri, schema.empty_table(), mode="error", configuration=TABLE_PROPERTIES,
+                        partition_by=partition_by or None)
     _allow_timestamp_ntz(uri, schema)
     _with_table_properties(uri)
+    commit = _commit_properties(table, run, through, plan)
+    if DeltaTable(uri).metadata().partition_columns != partition_by:
+        # Partitioned otherwise (--partition-by changed): Delta's REPLACE, the
+        # rows written again by delta-rs under the new partitioning.
+        _repartitioned(uri, files, schema, partition_by, commit)
+        return
     actions = []
     for path in files:
         full = os.path.join(uri, path)
         stat = os.stat(full)
-        actions.append(AddAction(path, stat.st_size, {}, int(stat.st_mtime * 1000), True,
+        actions.append(AddAction(path, stat.st_size, _partition_values(path, partition_by),
+                                 int(stat.st_mtime * 1000), True,
                                  file_stats(pq.ParquetFile(full).metadata)))
-    commit = _commit_properties(table, run, through, plan)
-    DeltaTable(uri).create_write_transaction(actions, mode, schema,
+    DeltaTable(uri).create_write_transaction(actions, mode, schema, partition_by=partition_by,
                                              commit_properties=commit)
+
+
+#: The folder name Spark and Delta give a NULL partition value.
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+
+
+def partition_folder(column: str, value) -> str:
+    """The Hive folder of a partition value (integers and dates only:
+    binlake.spark.typed.PARTITION_TYPES, whose text needs no escaping)."""
+    return f"{column}={NULL_PARTITION if value is None else value}"
+
+
+def _partition_values(path: str, partition_by: list) -> dict:
+    """A file's partition values, as Delta's log has them, from its folders
+    (`partition_by` empty: those of every folder)."""
+    found = dict(part.split("=", 1) for part in path.split("/")[:-1] if "=" in part)
+    return {column: None if found[column] == NULL_PARTITION else unquote(found[column])
+            for column in partition_by or found}
+
+
+def _repartitioned(uri: str, files: list[str], schema, partition_by: list, commit) -> None:
+    """The staged `files` made the table's one version, partitioned anew
+    (streamed: a file's batches at a time)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from deltalake import write_deltalake
+    staged_by = sorted({column for path in files for column in _partition_values(path, [])})
+
+    def batches():
+        for path in files:
+            values = _partition_values(path, staged_by)
+            for found in pq.ParquetFile(os.path.join(uri, path)).iter_batches():
+                yield pa.RecordBatch.from_arrays(
+                    [found.column(f.name) if f.name in found.schema.names
+                     else pa.array([values[f.name]] * found.num_rows, pa.string()).cast(f.type)
+                     for f in schema], schema=schema)
+    write_deltalake(uri, pa.RecordBatchReader.from_batches(schema, batches()), mode="overwrite",
+                    schema_mode="overwrite", partition_by=partition_by,  # [] ends it; None keeps it
+                    commit_properties=commit)
+    for path in files:  # written again by delta-rs: these are in no version
+        os.unlink(os.path.join(uri, path))
 
 
 def _allow_timestamp_ntz(uri: str, schema) -> None:
@@ -362,21 +414,26 @@ def _stats_value(value, kind):
 
 def read_table(uri: str):
     """The table's current version as a pyarrow Table: its files, read as
-    Parquet (binlake's tables have no deletion vectors, no partitions and
-    no column mapping), each in the table's schema (a file from before a
-    column was merged in has NULLs there). Not through pyarrow.dataset,
-    which imports pandas: a small run's time would go on that."""
+    Parquet (binlake's tables have no deletion vectors and no column
+    mapping), each in the table's schema (a file from before a column was
+    merged in has NULLs there; a partition column is its file's partition
+    value). Not through pyarrow.dataset, which imports pandas: a small
+    run's time would go on that."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     from deltalake import DeltaTable
     table = DeltaTable(uri)
     schema = pa.schema(table.schema().to_arrow())
+    partition_by = table.metadata().partition_columns
     parts = []
     for path in table.file_uris():  # URIs: percent-encoded
         found = pq.ParquetFile(unquote(path)).read()
+        values = _partition_values(os.path.relpath(unquote(path), uri), partition_by)
         parts.append(pa.Table.from_arrays(
             [found.column(f.name).cast(f.type) if f.name in found.column_names
-             else pa.nulls(found.num_rows, f.type) for f in schema], schema=schema))
+             else pa.array([values[f.name]] * found.num_rows, pa.string()).cast(f.type)
+             if f.name in values else pa.nulls(found.num_rows, f.type) for f in schema],
+            schema=schema))
     return pa.concat_tables(parts) if parts else schema.empty_table()
 
 

@@ -69,8 +69,8 @@ from binlake.spark import driver_tables as driver
 from binlake.spark.delta import (AT, CLOSES, COPIES_REMOVED, COPY_ADDED, COPY_OP, DELETED,
                                  NET_COLUMNS, PRESENT, VALID_FROM, VALID_TO, commit_table,
                                  committed_run, key_bounds, maintain, merge_copies,
-                                 merge_history, merge_net_changes, plan_of, read_table,
-                                 row_count, rows_not_held, through_of)
+                                 merge_history, merge_net_changes, partition_folder, plan_of,
+                                 read_table, row_count, rows_not_held, through_of)
 from binlake.spark.history import PositionOrder
 from binlake.spark.layouts import qualified
 from binlake.spark.manifest import Manifest, TablesState
@@ -330,7 +330,7 @@ class _Lake:
                 changes = changes.where(as_of.condition())
             empty = _spark().createDataFrame([], table_struct(plan["layout"]))
             self._rewrite(changes, plan, empty, sizes.pop(key))
-            self.commits.append((self._commit, (key, plan["layout"], "overwrite")))
+            self.commits.append((self._commit, (key, plan, "overwrite")))
 
         def job(keys: list) -> None:
             group = [by_key[key] for key in keys]
@@ -339,7 +339,7 @@ class _Lake:
                 self._write(rebuild_states(changes, group, as_of), group, sizes)
         self._each(job, self._jobs(sizes))
         for key, plan in by_key.items():
-            self.commits.append((self._commit, (key, plan["layout"], "overwrite")))
+            self.commits.append((self._commit, (key, plan, "overwrite")))
         self.work["rebuilt"] += list(by_key) + rekeyed
         self.log(f"tables: {len(by_key) + len(rekeyed)} rebuilt"
                  + (f" as of {as_of.describe()}" if as_of else ""))
@@ -379,7 +379,7 @@ class _Lake:
         self._each(job, jobs)
         for key, plan in by_key.items():
             if kinds[key] == "rows":
-                self.commits.append((self._commit, (key, plan["layout"], "append")))
+                self.commits.append((self._commit, (key, plan, "append")))
             else:
                 net = self._net_changes(key)
                 self._refuse_rows_not_held(key, net, plan["layout"]["primary_key"])
@@ -429,7 +429,7 @@ class _Lake:
                 continue
             if how != "rewritten":  # the table's own types (a list's item name, say)
                 rows = rows.cast(_with_table_types(rows.schema, uri))
-            self._stage_rows(key, rows, layout, how)
+            self._stage_rows(key, rows, plan, how)
             done[how].append(key)
         if any(done.values()):
             self.log(f"tables: appending to {len(done['appended'])}, merging into "
@@ -453,7 +453,7 @@ class _Lake:
             except driver.InSpark:
                 left[key] = (plan, source, files)
                 continue
-            self._stage_rows(key, rows, plan["layout"], "carried")
+            self._stage_rows(key, rows, plan, "carried")
             done.append(key)
         if done:
             self.log(f"tables: carrying {len(done)} into their new definitions (in the driver)")
@@ -481,8 +481,9 @@ class _Lake:
                 columns.append(driver.converted(current.column(name), was, column))
         return pa.Table.from_arrays(columns, names=names)
 
-    def _stage_rows(self, key: str, rows, layout: dict, how: str) -> None:
+    def _stage_rows(self, key: str, rows, plan: dict, how: str) -> None:
         """Rows the driver computed, staged and committed as Spark's are."""
+        layout = plan["layout"]
         self.work[how].append(key)
         if how == "merged":  # the MERGE takes them as they are
             self.commits.append((self._merge, (key, rows, layout)))
@@ -492,11 +493,9 @@ class _Lake:
             return
         if how == "carried":
             rows = _sorted_by(rows, layout["primary_key"] or [c["key"] for c in layout["columns"]])
-        folder = os.path.join(self.staged, key)
-        os.makedirs(folder, exist_ok=True)
-        pq.write_table(rows, os.path.join(folder, f"part-{uuid.uuid4().hex}.parquet"))
+        _write_rows(os.path.join(self.staged, key), rows, _partition_by(plan))
         mode = "append" if how == "appended" else "overwrite"
-        self.commits.append((self._commit, (key, layout, mode)))
+        self.commits.append((self._commit, (key, plan, mode)))
 
     def carry(self, read_changes, carried: dict) -> list:
         """Tables whose definition changed (ADD/DROP/RENAME COLUMN, MODIFY, a
@@ -524,7 +523,7 @@ class _Lake:
         concurrently(job, jobs)
         for plan, *_ in jobs:
             key = qualified(plan["database"], plan["table"])
-            self.commits.append((self._commit, (key, plan["layout"], "overwrite")))
+            self.commits.append((self._commit, (key, plan, "overwrite")))
             self.work["carried"].append(key)
         return rebuild
 
@@ -584,7 +583,8 @@ class _Lake:
         order = [_column(k) for k in layout["primary_key"]] or names
         files = max(1, -(-size // ROWS_PER_FILE))  # `size`: at most the rows written
         spread = rows.repartition(1) if files == 1 else rows.repartitionByRange(files, *order)
-        spread.sortWithinPartitions(*order).write.parquet(os.path.join(self.staged, key))
+        _partitioned_writer(spread.sortWithinPartitions(*order), plan).parquet(
+            os.path.join(self.staged, key))
 
     def drop_all_but(self, keep, folder: str | None = None) -> None:
         """Tables dropped, or no longer selected, leave the lake (or the
@@ -655,9 +655,11 @@ class _Lake:
         keys = list(_by_table(plans))
         if len(plans) == 1 and sizes[keys[0]] > SMALL_TABLE_ROWS:
             plan = plans[0]
-            frame = (_net_rows(states, plan) if net else
-                     typed_state(states, plan["layout"], sizes[keys[0]]))
-            frame.write.parquet(os.path.join(self.staged, keys[0]))
+            if net:  # a MERGE's source
+                _net_rows(states, plan).write.parquet(os.path.join(self.staged, keys[0]))
+            else:
+                _partitioned_writer(typed_state(states, plan["layout"], sizes[keys[0]]),
+                                    plan).parquet(os.path.join(self.staged, keys[0]))
             return
         # Each table's columns side by side, set on its own rows only.
         names = [[c["key"] for c in plan["layout"]["columns"]] + (list(NET_COLUMNS) if net else [])
@@ -675,25 +677,29 @@ class _Lake:
                 continue
             if plan["layout"]["primary_key"] and not net:
                 rows = _sorted_by(rows, plan["layout"]["primary_key"])
-            folder = os.path.join(self.staged, key)
-            os.makedirs(folder, exist_ok=True)
-            pq.write_table(rows, os.path.join(folder, f"part-{uuid.uuid4().hex}.parquet"))
+            _write_rows(os.path.join(self.staged, key), rows,
+                        () if net else _partition_by(plan))
 
     def _staged_files(self, key: str, target: str) -> list[str]:
         """Move what Spark wrote for `key` into the table's folder (Spark's
         names are unique: a UUID each); the names, relative to it."""
         folder = os.path.join(self.staged, key)
         names = _parquet_names(folder)
-        os.makedirs(target, exist_ok=True)
         for name in names:
+            os.makedirs(os.path.dirname(os.path.join(target, name)), exist_ok=True)
             os.replace(os.path.join(folder, name), os.path.join(target, name))
         return names
 
-    def _commit(self, key: str, layout: dict, mode: str) -> None:
+    def _commit(self, key: str, plan: dict, mode: str) -> None:
         target = os.path.join(self.tables_dir, key)
         names = self._staged_files(key, target)
-        schema = _parquet_schema(target, names) or _arrow_schema(layout)
-        commit_table(target, key, names, schema, run=self.run, through=self.through, mode=mode)
+        layout, partition_by = plan["layout"], _partition_by(plan)
+        written = _parquet_schema(target, names)
+        schema = _arrow_schema(layout) if written is None else pa.schema(
+            [written.field(f.name) if f.name in written.names else f
+             for f in _arrow_schema(layout)])  # a partition column is in no file
+        commit_table(target, key, names, schema, run=self.run, through=self.through, mode=mode,
+                     partition_by=partition_by)
 
     def _net_changes(self, key: str):
         """The staged net changes of `key` (a pyarrow Dataset)."""
@@ -781,7 +787,12 @@ def delta_frame(spark, uri: str, as_of=None):
     files = delta.file_uris()
     if not files:
         return spark.createDataFrame([], schema)
-    return spark.read.schema(schema).parquet(*map(hadoop_literal, files))
+    reader = spark.read.schema(schema)
+    if delta.metadata().partition_columns:
+        # A partition column's value is in the file's folder name (Hive's
+        # layout, as delta-rs and Spark write it), typed as the schema says.
+        reader = reader.option("basePath", uri)
+    return reader.parquet(*map(hadoop_literal, files)).select(*map(_column, schema.names))
 
 
 def hadoop_literal(path: str) -> str:
@@ -941,10 +952,37 @@ def _by_table(plans: list) -> dict:
 
 
 def _parquet_names(folder: str) -> list[str]:
-    """The data files Spark wrote in `folder` (none if it wrote nothing)."""
-    if not os.path.isdir(folder):
-        return []
-    return sorted(n for n in os.listdir(folder) if n.endswith(".parquet"))
+    """The data files Spark wrote in `folder` (none if it wrote nothing),
+    relative to it (a partitioned table's in their partition folders)."""
+    return sorted(os.path.relpath(os.path.join(root, name), folder)
+                  for root, _, names in os.walk(folder) for name in names
+                  if name.endswith(".parquet"))
+
+
+def _partition_by(plan: dict) -> tuple:
+    """The columns the table is partitioned by (--partition-by)."""
+    return tuple(plan.get("partition_by") or ())
+
+
+def _partitioned_writer(frame, plan: dict):
+    """A Spark writer of a whole table's rows, in its partition folders."""
+    partition_by = _partition_by(plan)
+    return frame.write.partitionBy(*partition_by) if partition_by else frame.write
+
+
+def _write_rows(folder: str, rows, partition_by: tuple) -> None:
+    """Rows the driver computed written to `folder` as Spark would: a file
+    per partition value, in its folder, without the column."""
+    if not partition_by:
+        os.makedirs(folder, exist_ok=True)
+        pq.write_table(rows, os.path.join(folder, f"part-{uuid.uuid4().hex}.parquet"))
+        return
+    column, = partition_by
+    values = rows.column(column)
+    for value in pc.unique(values).to_pylist():
+        mine = pc.is_null(values) if value is None else pc.equal(values, value)
+        _write_rows(os.path.join(folder, partition_folder(column, value)),
+                    rows.filter(mine).drop_columns([column]), ())
 
 
 def concurrently(function, arguments: list, workers: int = 4) -> list:

@@ -22,7 +22,8 @@ What it holds:
     history    whether history/ (SCD type 2) tables are kept
     snapshot   where a lake started from a snapshot sits in the binlog
     tables     the state of tables/: the binlog position it reflects and the
-               plan signature of each table, or "mixed" while a rebuild that
+               plan signature of each table, the column each table named by
+               --partition-by is partitioned by, or "mixed" while a rebuild that
                leaves tables of two points if killed is under way
 """
 
@@ -98,22 +99,27 @@ class TablesState:
     as_of: str | None = None
     temporals: str = "typed"
     history: bool = False
+    partition_by: dict = field(default_factory=dict)  #: "db.table" -> column
     mixed: bool = False
 
     def to_json(self) -> dict:
         if self.mixed:
-            return {"rebuilding": True}
-        return {"through": self.through, "plans": self.plans, "as_of": self.as_of,
+            return {"rebuilding": True, "partition_by": self.partition_by}
+        data = {"through": self.through, "plans": self.plans, "as_of": self.as_of,
                 "temporals": self.temporals, "history": self.history}
+        if self.partition_by:
+            data["partition_by"] = self.partition_by
+        return data
 
     @classmethod
     def from_json(cls, data: dict | None) -> "TablesState | None":
         if not data:
             return None
         if data.get("rebuilding") or "plans" not in data:
-            return cls(mixed=True)
+            return cls(partition_by=data.get("partition_by") or {}, mixed=True)
         return cls(data.get("through") or {}, data["plans"], data.get("as_of"),
-                   data.get("temporals", "typed"), data.get("history", False))
+                   data.get("temporals", "typed"), data.get("history", False),
+                   data.get("partition_by") or {})
 
 
 @dataclass(frozen=True)
@@ -151,8 +157,9 @@ class Manifest:
         run = self.run + 1
         return replace(self, run=run, pending={**self.pending, run: tuple(written)})
 
-    def tables_mixed(self) -> "Manifest":
-        return replace(self, tables=TablesState(mixed=True))
+    def tables_mixed(self, partition_by: dict) -> "Manifest":
+        """tables/ about to hold tables of two points until this run ends."""
+        return replace(self, tables=TablesState(partition_by=partition_by, mixed=True))
 
     def tables_built(self, tables: TablesState) -> "Manifest":
         """tables/ in step with every pending run: nothing pending any more."""

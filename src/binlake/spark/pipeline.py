@@ -61,7 +61,7 @@ from binlake.spark.lake import TABLES, concurrently, hadoop_literal, update_tabl
 from binlake.spark.manifest import FileRead, Manifest, SnapshotFloor, read_manifest, write_manifest
 from binlake.spark.partitioned import parquet_rows
 from binlake.spark.tables import AsOf, one_of
-from binlake.spark.typed import TEMPORALS, with_temporals
+from binlake.spark.typed import PARTITION_TYPES, TEMPORALS, spark_type, with_temporals
 
 STATE_DIR = "_binlake"
 CHANGE_PARTITIONS = ("database", "table", "date")
@@ -209,7 +209,7 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
                  reader_options: dict | None = None, snapshot=None,
                  snapshot_chunk_rows: int | None = None, read_in: str = "auto",
                  temporals: str | None = None, history: bool = False,
-                 log=None) -> PipelineResult:
+                 partition_by: str | dict | None = None, log=None) -> PipelineResult:
     if isinstance(spark, LazySession):
         spark.then(_configure)
     else:
@@ -228,7 +228,8 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
                     min_partitions=min_partitions, schema=schema, tables=tables,
                     reader_options=reader_options, snapshot=snapshot,
                     snapshot_chunk_rows=snapshot_chunk_rows, read_in=read_in,
-                    temporals=temporals, keep_history=history, log=log)
+                    temporals=temporals, keep_history=history,
+                    partition_by=parse_partition_by(partition_by), log=log)
 
 
 def _configure(spark) -> None:
@@ -286,7 +287,7 @@ def _as_of_folder(out: str, as_of_out: str | None) -> str:
 
 def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitions, schema,
          tables, reader_options, snapshot, snapshot_chunk_rows, read_in, temporals,
-         keep_history, log) -> PipelineResult:
+         keep_history, partition_by, log) -> PipelineResult:
     _recover(out, log)
     manifest = load_manifest(out)
     # Chosen when the lake starts, kept by the runs that do not say.
@@ -296,6 +297,9 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
     # A history of the rows (--history) once kept is kept by every run.
     keep_history = bool(keep_history or manifest.history)
     manifest = manifest.choosing(temporals, keep_history)
+    # Each table's partitioning, once named, is kept until named again.
+    kept = manifest.tables.partition_by if manifest.tables else {}
+    partition_by = {key: column for key, column in {**kept, **partition_by}.items() if column}
     result = PipelineResult()
     options = {"split_bytes": str(split_bytes)}
     if min_partitions:  # else Spark's default parallelism, where Spark reads (_append)
@@ -365,7 +369,8 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
         # The tables as of the point, whole, in their own folder; the lake's
         # tables and its manifest's state of them stay as they are.
         point = parse_as_of(as_of, manifest)
-        plans = _plans(history, layouts, order, wanted, temporals, _before(point, order))
+        plans = _plans(history, layouts, order, wanted, temporals, partition_by,
+                       _before(point, order))
         os.makedirs(as_of_out, exist_ok=True)
         result.tables, _, result.table_work = update_tables(
             out, plans, manifest, as_of=point, staged=os.path.join(as_of_out, "_binlake.new"),
@@ -376,11 +381,12 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
     state = manifest.tables
     if (manifest.pending or state is None or state.mixed or state.as_of is not None
             or state.temporals != temporals or state.history != keep_history
+            or state.partition_by != partition_by
             or not os.path.isdir(os.path.join(out, TABLES))):
-        plans = _plans(history, layouts, order, wanted, temporals)
+        plans = _plans(history, layouts, order, wanted, temporals, partition_by)
 
         def tables_mixed() -> None:
-            write_manifest(_state(out, "manifest.json"), manifest.tables_mixed())
+            write_manifest(_state(out, "manifest.json"), manifest.tables_mixed(partition_by))
 
         result.tables, built, result.table_work = update_tables(
             out, plans, manifest, as_of=None, staged=_state(out, "tables.new"),
@@ -388,7 +394,7 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
             history=keep_history, selected=wanted)
         result.tables_rebuilt = True
         write_manifest(_state(out, "manifest.json"), manifest.tables_built(
-            replace(built, temporals=temporals, history=keep_history)))
+            replace(built, temporals=temporals, history=keep_history, partition_by=partition_by)))
     return result
 
 
@@ -399,13 +405,54 @@ def _add_layouts(layouts: dict, found: dict) -> None:
             layouts[key] = {"order": list(order), "layout": layout}
 
 
-def _plans(history, layouts: dict, order, wanted, temporals: str, before=None) -> list:
+def _plans(history, layouts: dict, order, wanted, temporals: str, partition_by: dict,
+           before=None) -> list:
     """The plans of the tables `wanted` selects, their temporal columns
     typed as `temporals` says (a lake switched to another way carries no
-    such column over: its tables are rebuilt, the plans having changed)."""
-    return [dict(plan, layout=with_temporals(plan["layout"], temporals))
-            for plan in table_plans(history, layouts, order, before)
-            if wanted(plan["database"], plan["table"])]
+    such column over: its tables are rebuilt, the plans having changed),
+    partitioned as `partition_by` says (a changed partitioning rewrites the
+    table: its plan changed)."""
+    plans = []
+    for plan in table_plans(history, layouts, order, before):
+        if not wanted(plan["database"], plan["table"]):
+            continue
+        plan = dict(plan, layout=with_temporals(plan["layout"], temporals))
+        column = partition_by.get(f"{plan['database']}.{plan['table']}")
+        if column:
+            plan["partition_by"] = [_partition_column(plan, column)]
+        plans.append(plan)
+    return plans
+
+
+def _partition_column(plan: dict, name: str) -> str:
+    """The column of the plan's table named `name` (as MySQL matches column
+    names: without case), refused in one line where the table has none or
+    it is not of a type whose values name partition folders exactly."""
+    table = f"{plan['database']}.{plan['table']}"
+    found = [c for c in plan["layout"]["columns"] if c["key"].lower() == name.lower()]
+    if not found:
+        raise ValueError(f"--partition-by {table}={name}: the table has no such column "
+                         f"({', '.join(c['key'] for c in plan['layout']['columns'])}): name "
+                         f"another, or none ({table}=); nothing was changed")
+    if not isinstance(spark_type(found[0]), PARTITION_TYPES):
+        raise ValueError(f"--partition-by {table}={name}: a {spark_type(found[0]).simpleString()} "
+                         "column: a table is partitioned by an integer or DATE column (typed, "
+                         "not --temporals text); nothing was changed")
+    return found[0]["key"]
+
+
+def parse_partition_by(given: str | dict | None) -> dict:
+    """`db.table=column,...` (or such a dict) as {"db.table": column};
+    `db.table=` (an empty column) ends that table's partitioning."""
+    if isinstance(given, dict) or given is None:
+        return dict(given or {})
+    found = {}
+    for item in filter(None, (part.strip() for part in given.split(","))):
+        table, equals, column = item.partition("=")
+        if not equals or table.count(".") != 1 or not all(table.split(".")):
+            raise ValueError(f"--partition-by {item!r}: DB.TABLE=COLUMN (DB.TABLE= for none)")
+        found[table] = column.strip()
+    return found
 
 
 def _changes_of(spark, out: str, files: list | None, only: set | None):

@@ -43,6 +43,10 @@ from binlake.constants import ColumnType as T
 TEMPORALS = ("typed", "text")
 _TEMPORALS = {T.MYSQL_TYPE_DATE, T.MYSQL_TYPE_NEWDATE, T.MYSQL_TYPE_DATETIME,
               T.MYSQL_TYPE_DATETIME2, T.MYSQL_TYPE_TIMESTAMP, T.MYSQL_TYPE_TIMESTAMP2}
+#: The Spark types of the columns a table may be partitioned by: their
+#: values' text names a partition folder as it is (no escaping), read back
+#: exactly by Spark and delta-rs alike.
+PARTITION_TYPES = (S.ByteType, S.ShortType, S.IntegerType, S.LongType, S.DateType)
 #: A layout column marked by `with_temporals` to be typed as text.
 AS_TEXT = "as_text"
 #: How a refused change reads in the failure of the Spark job that met it.

@@ -85,6 +85,11 @@ def add_arguments(parser) -> None:
                              "every version of every row (SCD type 2), with the binlog "
                              "position and commit time it became current and stopped being "
                              "current; kept by every later run")
+    parser.add_argument("--partition-by", metavar="DB.TABLE=COLUMN[,...]",
+                        help="partition these tables by that column (an integer or DATE "
+                             "column): readers filtering on it skip the other partitions' "
+                             "files. Kept by later runs; a run that names another column "
+                             "rewrites the table's rows once, DB.TABLE= ends the partitioning")
     parser.add_argument("--force-read", action="store_true",
                         help="continue past checksum mismatches and undecodable events")
     parser.add_argument("--no-verify-checksum", dest="verify_checksums", action="store_false",
@@ -135,7 +140,7 @@ def run(args, out, err) -> int:
             schema=schema, tables=args.tables,
             reader_options={"force": args.force_read, "verify_checksums": args.verify_checksums},
             snapshot=snapshot, read_in=args.read_in, temporals=args.temporals,
-            history=args.history, log=log)
+            history=args.history, partition_by=args.partition_by, log=log)
     except BinlogError as exc:  # read in the driver; a task's comes wrapped (failure_line)
         err.write(f"binlake pipeline: {exc}\n")
         return ExitStatus.ERROR
