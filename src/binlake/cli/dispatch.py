@@ -9,7 +9,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import os
+import signal
 import sys
+import threading
 
 from binlake.cli.client_options import ClientArgumentParser, UsageError, add_negations, client_argv
 from binlake.cli.status import ExitStatus, os_error_text
@@ -115,10 +118,33 @@ def command_argv(command: str, argv: list, parser, err, out):
     return from_files + client_argv(argv, parser, err), files
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, taken as Ctrl-C is: what a command has received is written
+    (a backup's last events, a dump's text) before it ends."""
+
+
+def _stop_on_sigterm():
+    """SIGTERM raises Terminated in the main thread; returns the handler it
+    replaced (None where signals cannot be handled here)."""
+    def stop(signum, frame):
+        raise Terminated()
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, stop)
+
+
+def _silence_stdout() -> None:
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):  # no file descriptor to replace
+        pass
+
+
 def main(argv=None, out=None, err=None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
     parser = build_parser()
+    argv_given = argv
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         syntax = client_syntax(parser, argv, err, out)
@@ -130,12 +156,20 @@ def main(argv=None, out=None, err=None) -> int:
         err.write(f"{exc.prog}: {exc}\n")
         return exc.status
     args.option_files = option_files
+    terminated = _stop_on_sigterm() if argv_given is None else None
     try:
         return int(args.run(args, out, err))
+    except Terminated:
+        return ExitStatus.TERMINATED
     except KeyboardInterrupt:
         return ExitStatus.INTERRUPTED
     except BrokenPipeError:
-        return ExitStatus.OK
+        if out is sys.stdout:  # nothing more to say to it, not even at exit
+            _silence_stdout()
+        return ExitStatus.BROKEN_PIPE
     except OSError as exc:  # a full disk, a missing directory: one line, as the C tools say it
         err.write(f"binlake: {os_error_text(exc)}\n")
         return ExitStatus.ERROR
+    finally:
+        if terminated is not None:
+            signal.signal(signal.SIGTERM, terminated)

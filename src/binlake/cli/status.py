@@ -18,6 +18,8 @@ class ExitStatus(IntEnum):
     USAGE = 2          #: bad command line (argparse's own code)
     UNKNOWN_VARIABLE = 7  #: an option file's option the command does not know (my_getopt's)
     INTERRUPTED = 130
+    BROKEN_PIPE = 141  #: the output's reader went away (128 + SIGPIPE, as the C tools end)
+    TERMINATED = 143   #: SIGTERM: stopped as by Ctrl-C, everything received written
 
 
 def os_error_text(exc: OSError) -> str:

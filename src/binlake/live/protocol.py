@@ -265,17 +265,17 @@ class ReplicaConnection:
             self.query(f"SET @slave_gtid_strict_mode = {1 if strict else 0}")
             self.query("SET @slave_gtid_ignore_duplicates = 0")
 
-    def registered_replicas(self) -> list[tuple]:
+    def registered_replicas(self) -> list[tuple] | None:
         """(server_id, host, port) of the replicas the server knows: SHOW
         SLAVE HOSTS (MariaDB, MySQL before 8.4), else SHOW REPLICAS (MySQL 8.4+);
-        nothing if neither is allowed (no REPLICATION privilege to check with)."""
+        None if neither is allowed (no privilege to check with)."""
         for statement in ("SHOW SLAVE HOSTS", "SHOW REPLICAS"):
             try:
                 rows = self.query(statement)
             except ReplicationError:
                 continue
             return [(int(row[0]), str(row[1]), int(row[2])) for row in rows]
-        return []
+        return None
 
     def register(self) -> None:
         self._command(COM_REGISTER_SLAVE, register_slave_packet(
@@ -394,7 +394,15 @@ class ReplicaConnection:
         self._at = 0
 
     def close(self) -> None:
+        """Close the connection, from any thread: shutting the socket down
+        first wakes a read blocked on it (closing alone would not)."""
         connection, self.connection = self.connection, None
+        sock = self._sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:  # not connected any more
+                pass
         if connection is not None:
             try:
                 connection._force_close()

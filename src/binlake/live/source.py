@@ -25,11 +25,14 @@ login or a duplicate replica id end the stream with one ReplicationError.
 
 from __future__ import annotations
 
+import os
 import socket
 import struct
-from collections import deque
+import threading
 import time
+import warnings
 import weakref
+from collections import deque
 from dataclasses import dataclass
 
 from binlake.constants import BINLOG_MAGIC, EventType as E, LogEventFlag
@@ -66,12 +69,13 @@ class LiveOptions:
     to_last_log: bool = False              #: go on past the first file, to the end of the last
     stop_never: bool = False               #: wait for new events, reconnect, never end
     server_id: int = DEFAULT_SERVER_ID
-    heartbeat: float = 5.0                 #: seconds between the server's heartbeats
-    read_timeout: float | None = None      #: default: 3 heartbeats
+    heartbeat: float = 5.0                 #: seconds between the server's heartbeats (0: none)
+    read_timeout: float | None = None      #: default: 3 heartbeats (none without heartbeats)
     max_backoff: float = 10.0              #: seconds between reconnects, at most
     retries: int | None = None             #: reconnects in a row before giving up (None: 5, or forever with stop_never)
     on_progress: object = None             #: callable(file, position, server_time) or None
     on_reconnect: object = None            #: callable(error, attempt) or None
+    on_warning: object = None              #: callable(text) or None
 
 
 class LiveSource:
@@ -88,6 +92,7 @@ class LiveSource:
         self._file: LiveFile | None = None
         self._next_name: str | None = None      # the file the server moved on to
         self._ended = False
+        self._closed = threading.Event()        # close() was called (from any thread)
         self._first_connect = True
         #: the server may skip ahead (to a mid-file start, a GTID start, past
         #: transactions a MySQL GTID set leaves out); otherwise a gap is an error
@@ -96,6 +101,9 @@ class LiveSource:
         self.last_heartbeat: tuple | None = None  # (file, position) of the last heartbeat
         self.mysql_gtid_dump = False
         self.last_event_time = 0
+        #: called before the source waits for the server with nothing at
+        #: hand (a follower's output flushed then: it lags no event behind)
+        self.on_wait = None
 
     @property
     def where(self) -> str:
@@ -126,17 +134,22 @@ class LiveSource:
             self.close()
 
     def close(self) -> None:
+        """End the stream, from any thread: a read blocked on the server
+        returns at once, and the iteration ends instead of reconnecting."""
         self._ended = True
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
+        self._closed.set()
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.close()
 
     # Connecting --------------------------------------------------------------------
     def _connect(self, file: str | None, position: int) -> None:
         o = self.options
+        # Without heartbeats an idle server sends nothing: no read timeout
+        # then, unless one is given (a lost connection is noticed by TCP).
+        timeout = o.read_timeout or (3 * o.heartbeat + 5 if o.heartbeat else None)
         connection = self._connection_class(o.settings, server_id=o.server_id, heartbeat=o.heartbeat,
-                                       read_timeout=o.read_timeout or 3 * o.heartbeat + 5,
-                                       report_host=f"binlake@{socket.gethostname()}")
+                                            read_timeout=timeout, report_host=REPORT_HOST)
         try:
             connection.connect()
             self.server_version = connection.server_version
@@ -158,6 +171,9 @@ class LiveSource:
         except BaseException:
             connection.close()
             raise
+        if self._closed.is_set():  # closed while connecting
+            connection.close()
+            return
         self._connection = connection
         self._first_connect = False
         self.mysql_gtid_dump = mysql_set is not None
@@ -169,16 +185,29 @@ class LiveSource:
     def _check_server(self, connection: ReplicaConnection) -> None:
         """Refuse, in one line each, what would fail later or harm others:
         a server without binlogs, and a replica id another replica uses
-        (the server would drop that replica's connection for ours)."""
+        (the server would drop that replica's connection for ours). A
+        registration of binlake's own that outlived its process (the server
+        has not yet noticed a SIGKILLed run's connection is gone) is taken
+        over: binlake registers as REPORT_HOST, with its process id as port."""
         if str(connection.variable("log_bin")) not in ("1", "ON"):
             raise ReplicationError(self.where, 0, "the server does not write a binlog "
                                    "(log_bin is OFF): it cannot be read as a primary")
-        for server_id, host, port in connection.registered_replicas():
-            if server_id == self.options.server_id:
+        replicas = connection.registered_replicas()
+        if replicas is None:
+            self._warn(f"{self.where}: cannot list the server's replicas (no privilege for SHOW "
+                       f"SLAVE HOSTS): server id {self.options.server_id} is not checked to be "
+                       "free; a replica using it would be disconnected")
+            return
+        for server_id, host, port in replicas:
+            if server_id == self.options.server_id and not _own_dead_registration(host, port):
                 raise ReplicationError(self.where, 0, f"server id {server_id} is already used by "
                                        f"the replica {host}:{port} (SHOW SLAVE HOSTS); connecting "
                                        "with it would disconnect that replica: choose another "
                                        "with --connection-server-id")
+
+    def _warn(self, text: str) -> None:
+        if self.options.on_warning is not None:
+            self.options.on_warning(text)
 
     def _first_binlog(self, connection: ReplicaConnection) -> str:
         rows = connection.query("SHOW BINARY LOGS")
@@ -193,15 +222,18 @@ class LiveSource:
         attempt = 0
         delay = 0.1
         while True:
+            if self._closed.is_set():
+                return
             if not error.retryable or (limit is not None and attempt >= limit):
                 raise error
             attempt += 1
             if o.on_reconnect is not None:
                 o.on_reconnect(error, attempt)
-            if self._connection is not None:
-                self._connection.close()
-                self._connection = None
-            time.sleep(delay)
+            connection, self._connection = self._connection, None
+            if connection is not None:
+                connection.close()
+            if self._closed.wait(delay):
+                return
             delay = min(delay * 2, o.max_backoff)
             try:
                 self._connect(*self._resume_point())
@@ -235,14 +267,24 @@ class LiveSource:
         """(pos, bytes, type, flags, timestamp) of the next event for a file,
         None at the end; handles heartbeats, rotates and lost connections."""
         while True:
-            if self._connection is None:
+            connection = self._connection
+            if connection is None:
                 return None
             try:
-                raw = self._connection.next_event()
+                raw = connection.next_event()
             except ReplicationError as error:
+                if self._closed.is_set():
+                    return None
                 self._reconnect(error)
                 continue
             if raw is None:  # EOF: the end of the last binlog, without waiting
+                if self.options.stop_never:
+                    # Asked to wait, the server ended the dump all the same: it
+                    # is shutting down (a clean restart). Follow it back.
+                    self._reconnect(ReplicationError(
+                        self.where, 0, "the server ended the binlog dump (shutting down?)",
+                        retryable=True))
+                    continue
                 self._ended = True
                 return None
             if len(raw) < 19:
@@ -253,9 +295,9 @@ class LiveSource:
                 raise ReplicationError(self.where, 0, f"an event says it has {length} bytes and "
                                        f"came in a packet of {len(raw)}")
             if type_code in _HEARTBEATS:
-                self.last_heartbeat = (self._body(raw).split(b"\0")[0].decode("utf-8", "replace"),
-                                       log_pos)
-                self._progress(log_pos)
+                # The server has sent everything: nothing is behind.
+                self.last_heartbeat = _heartbeat_coordinates(type_code, self._body(raw), log_pos)
+                self._progress(self.last_heartbeat[1], caught_up=True)
                 continue
             if type_code == _ROTATE and (flags & _ARTIFICIAL or log_pos == 0):
                 name = self._body(raw)[8:].decode("utf-8", "replace")
@@ -272,10 +314,12 @@ class LiveSource:
         the server adds when its binlog has them (@master_binlog_checksum)."""
         return raw[19:-4] if self._connection is not None and self._connection.checksums else raw[19:]
 
-    def _progress(self, position: int) -> None:
+    def _progress(self, position: int, caught_up: bool = False) -> None:
+        """`on_progress(file, position, server time)`: the time of the last
+        event received, or now when a heartbeat says there is nothing newer."""
         callback = self.options.on_progress
         if callback is not None and self._file is not None:
-            callback(self._file.name, position, self.last_event_time)
+            callback(self._file.name, position, time.time() if caught_up else self.last_event_time)
 
     def _read_until_file(self) -> None:
         """Before any file: wait for the artificial rotate naming the first one."""
@@ -285,6 +329,36 @@ class LiveSource:
                 return
             raise ReplicationError(self.where, 0, "the server sent an event before naming "
                                    "its binlog file (no artificial rotate)")
+
+
+#: How binlake registers with the server (COM_REGISTER_SLAVE's report host;
+#: its report port is the process id): a registration of binlake's own is
+#: recognised by it.
+REPORT_HOST = f"binlake@{socket.gethostname()}"
+
+
+def _own_dead_registration(host: str, port: int) -> bool:
+    """Whether a replica the server lists is a binlake run of this machine
+    whose process is gone (SIGKILLed: the server keeps it until it notices)."""
+    if host != REPORT_HOST or port <= 0 or port == os.getpid():
+        return False
+    try:
+        os.kill(port, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # alive, another user's
+        return False
+    return False
+
+
+def _heartbeat_coordinates(type_code: int, body: bytes, log_pos: int) -> tuple[str, int]:
+    """(file, position) a heartbeat says the server has sent up to, by the
+    reader's decoders (a second-kind heartbeat carries them as fields)."""
+    from binlake.read.cursor import Cursor
+    from binlake.read.events.control import decode_heartbeat, decode_heartbeat_v2
+    decode = decode_heartbeat if type_code == int(E.HEARTBEAT_LOG_EVENT) else decode_heartbeat_v2
+    event = decode(None, Cursor(body, 0, len(body), 0, "heartbeat"), None)
+    return event.log_file, event.log_position if event.log_position is not None else log_pos
 
 
 #: The LiveFiles being read, by name: the text printer re-reads events by
@@ -445,6 +519,9 @@ class LiveFile:
                 if source.positioning and not source.mysql_gtid_dump:
                     source.positioning = False
                 continue
+            if block and len(queue) == had and source.on_wait is not None \
+                    and not source.has_backlog():
+                source.on_wait()
             event = source._read_event()
             if event is None:
                 self.finished = True
@@ -642,5 +719,6 @@ def stream(host: str | None = None, port: int | None = None, user: str | None = 
                                                   ssl_mode, compress=compress or None))
     options = LiveOptions(settings, file=file, position=position, mariadb_gtid=gtid,
                           to_last_log=True, stop_never=stop_never, server_id=server_id,
-                          heartbeat=heartbeat, read_timeout=read_timeout)
+                          heartbeat=heartbeat, read_timeout=read_timeout,
+                          on_warning=lambda text: warnings.warn(text, RuntimeWarning, 2))
     return LiveStream(options, {"schema": schema, **reader_options})

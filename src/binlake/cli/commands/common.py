@@ -41,13 +41,14 @@ def add_remote_arguments(parser) -> None:
                        type=client_integer("stop-never-slave-server-id"),
                        metavar="ID", dest="connection_server_id",
                        help="the replica id to register with (default 65535, as mysqlbinlog "
-                            "--stop-never); refused if a connected replica uses it")
+                            "--stop-never); refused if a connected replica uses it (a registration "
+                            "left by a killed binlake run of this machine is taken over)")
     group.add_argument("--heartbeat-period", type=float, default=5.0, metavar="SECONDS",
                        help="ask the server for a heartbeat this often when it has no events "
-                            "(default 5)")
+                            "(default 5; 0: no heartbeats)")
     group.add_argument("--read-timeout", type=float, metavar="SECONDS",
                        help="reconnect after this long without an event or heartbeat "
-                            "(default: 3 heartbeats + 5 s)")
+                            "(default: 3 heartbeats + 5 s; none without heartbeats)")
     add_connection_arguments(parser)
 
 

@@ -23,8 +23,9 @@ from binlake.read.gzipped import is_gzip
 from binlake.text.jsonable import event_json
 from binlake.text.mysqlbinlog import TextError, TextOptions, TextPrinter
 from binlake.cli.commands.common import add_input_arguments, add_schema_arguments, reader_options, report, seed_history
-from binlake.cli.commands.selection import (add_selection_arguments, open_inputs, open_output, progress_bar,
-                        selected_events, selection_options, write_native)
+from binlake.cli.commands.selection import (add_selection_arguments, flush_when_waiting,
+                                            open_inputs, open_output, progress_bar,
+                                            selected_events, selection_options, write_native)
 
 
 #: MySQL's --server-id-bits range
@@ -139,6 +140,7 @@ def run(args, out, err) -> int:
     try:
         with open_output(args, out) as target:
             if args.format == "json":
+                flush_when_waiting(files, target)
                 return _dump_json(args, files, selection, target, err, schema)
             return _dump_text(args, files, selection, text_filters, target, err, schema)
     finally:
@@ -164,6 +166,8 @@ def _dump_text(args, files, selection, text_filters, out, err, schema) -> int:
                           mysql_events="ignorable" if args.flashback else args.mysql_events,
                           gtid_filtering=selection.options.gtid_filtering, **text_filters)
     printer = (FlashbackPrinter if args.flashback else TextPrinter)(out, options)
+    if not args.flashback:  # (a flashback's text is held until its end anyway)
+        flush_when_waiting(files, printer, out)
     printer.begin()
     status = ExitStatus.OK
     start = selection.options.start_position

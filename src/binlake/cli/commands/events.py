@@ -27,8 +27,9 @@ from binlake.text.filters import SelectionOptions, Verdict
 from binlake.read.gzipped import is_gzip
 from binlake.read.reader import EventChecker
 from binlake.cli.commands.common import add_input_arguments, reader_options, report
-from binlake.cli.commands.selection import (add_selection_arguments, open_inputs, open_output, progress_bar,
-                        selected_events, selection_options, write_native)
+from binlake.cli.commands.selection import (add_selection_arguments, flush_when_waiting,
+                                            open_inputs, open_output, progress_bar,
+                                            selected_events, selection_options, write_native)
 
 COLUMNS = ("Log_name", "Pos", "Event_type", "Server_id", "End_log_pos", "Info")
 
@@ -248,6 +249,7 @@ def run(args, out, err) -> int:
     bar = progress_bar(files, err)
     try:
         with open_output(args, out) as target:
+            flush_when_waiting(files, target)
             native = _native_listing(args, files, selection)
             if args.format == "json":
                 write = _json_writer(target)

@@ -140,6 +140,14 @@ def open_inputs(args, err, selection: EventSelection | None = None):
     return source, source.close
 
 
+def flush_when_waiting(files, *outputs) -> None:
+    """A live server's output flushed whenever the read waits for the
+    server (each output's `flush()`, in order): a follower's reader sees
+    every event received, not what a buffer happens to hold. Files: nothing."""
+    if hasattr(files, "on_wait"):
+        files.on_wait = lambda: [output.flush() for output in outputs]
+
+
 def live_source(args, err, selection: EventSelection | None = None):
     """The LiveSource of -R and its options (mysqlbinlog's meanings)."""
     from binlake.live.source import DEFAULT_SERVER_ID, LiveOptions, LiveSource
@@ -168,7 +176,8 @@ def live_source(args, err, selection: EventSelection | None = None):
         heartbeat=args.heartbeat_period, read_timeout=args.read_timeout,
         on_progress=progress,
         on_reconnect=lambda error, attempt: err.write(
-            f"binlake: warning: {error}; reconnecting (attempt {attempt})\n")))
+            f"binlake: warning: {error}; reconnecting (attempt {attempt})\n"),
+        on_warning=lambda text: err.write(f"binlake: warning: {text}\n")))
 
 
 def live_progress(err):

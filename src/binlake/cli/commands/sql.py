@@ -10,8 +10,9 @@ from binlake.text.filters import Verdict
 from binlake.text.sqlgen import SqlWriter
 from binlake.text.mysqlbinlog import TextError
 from binlake.cli.commands.common import add_input_arguments, add_schema_arguments, report, seed_history
-from binlake.cli.commands.selection import (add_selection_arguments, open_inputs, open_output, progress_bar,
-                        selected_events, selection_options)
+from binlake.cli.commands.selection import (add_selection_arguments, flush_when_waiting,
+                                            open_inputs, open_output, progress_bar,
+                                            selected_events, selection_options)
 
 
 def add_arguments(parser) -> None:
@@ -49,6 +50,8 @@ def run(args, out, err) -> int:
                                rewrite_db=text_filters["rewrite_db"],
                                database=text_filters["database"], table=text_filters["table"],
                                local_load=args.local_load)
+            if not args.flashback:
+                flush_when_waiting(files, target)
             writer.begin()
             try:
                 _walk(args, files, selection, writer, bar, err)
