@@ -2,8 +2,10 @@
 
 Strategy: each binlog the server sends (a `LiveFile`) is written under its
 server name after the `--result-file` prefix, by appending whole events
-(`os.write` of complete events only), with an fsync at least once a second
-and at the end of each file. The copy is the server's file: the bytes from
+(`os.write` of complete events only, each checked against its CRC32 as it
+arrives), fsynced by a timer within a second of a write (an idle server's
+last commit too) and at the end of each file; a new copy's folder is
+fsynced so that the copy's name survives a power cut. The copy is the server's file: the bytes from
 offset 0 (the dump sends the events as stored). Two bytes of state differ
 on the wire, and are put back as the server's file has them: the format
 description's LOG_EVENT_BINLOG_IN_USE_F, which the server clears when it
@@ -28,11 +30,13 @@ from __future__ import annotations
 import fcntl
 import os
 import struct
-import time
+import threading
 import zlib
 from dataclasses import dataclass
 
+from binlake.atomic import fsync_directory
 from binlake.constants import BINLOG_MAGIC, EventType as E, LogEventFlag
+from binlake.errors import ChecksumMismatch, CorruptEvent
 
 _HEADER = struct.Struct("<IBIIIH")
 #: the format description's flags byte: after the magic, at FLAGS_OFFSET (17) of its header
@@ -99,18 +103,30 @@ def _crc_ok(raw: bytes, fde: bool = False) -> bool:
 
 
 class CopyWriter:
-    """Appends whole events to one copy; fsyncs; puts the IN_USE flag back."""
+    """Appends whole events to one copy; fsyncs; puts the IN_USE flag back.
+
+    A timer thread fsyncs within FSYNC_EVERY of a write, whether or not more
+    arrives (a write marks the copy dirty; the timer clears the mark before
+    its fsync, so a write during an fsync is synced by the next)."""
 
     def __init__(self, path: str, keep: int):
         self.path = path
+        created = not os.path.exists(path)
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        if created:
+            fsync_directory(path)          # the copy's name, durable before its bytes
         os.ftruncate(self.fd, keep)        # what follows the last whole event goes
         os.lseek(self.fd, keep, os.SEEK_SET)
         self.size = keep
-        self._synced = time.monotonic()
-        self._dirty = keep > 0
+        self._dirty = threading.Event()
+        self._closing = threading.Event()
+        self._failure: OSError | None = None
+        self._timer = threading.Thread(target=self._sync_soon, name="binlake-fsync", daemon=True)
+        self._timer.start()
 
     def write(self, data: bytes) -> None:
+        if self._failure is not None:  # the timer's fsync failed: the disk is in trouble
+            raise self._failure
         if self.size <= IN_USE_AT < self.size + len(data):
             # The format description as the server's open file has it.
             data = bytearray(data)
@@ -120,23 +136,35 @@ class CopyWriter:
             written = os.write(self.fd, view)
             view = view[written:]
         self.size += len(data)
-        self._dirty = True
-        if time.monotonic() - self._synced >= FSYNC_EVERY:
-            self.sync()
+        self._dirty.set()
+
+    def _sync_soon(self) -> None:
+        while not self._closing.is_set():
+            if not self._dirty.wait(0.2):
+                continue
+            self._closing.wait(FSYNC_EVERY / 2)  # writes that follow at once share the fsync
+            self._dirty.clear()
+            try:
+                os.fsync(self.fd)
+            except OSError as exc:
+                self._failure = exc
+                return
 
     def sync(self) -> None:
-        if self._dirty:
-            os.fsync(self.fd)
-            self._dirty = False
-        self._synced = time.monotonic()
+        self._dirty.clear()
+        os.fsync(self.fd)
 
     def closed_by_server(self) -> None:
-        """The ROTATE or STOP arrived: the server's file is closed, its flag clear."""
+        """The ROTATE or STOP arrived: the server's file is closed, its flag
+        clear (and that on disk before the next file is begun)."""
         if self.size > IN_USE_AT:
             flags = os.pread(self.fd, 1, IN_USE_AT)
             os.pwrite(self.fd, bytes([flags[0] & ~_IN_USE & 0xFF]), IN_USE_AT)
+            self.sync()
 
     def close(self) -> None:
+        self._closing.set()
+        self._timer.join()
         try:
             self.sync()
         finally:
@@ -180,18 +208,64 @@ def lock(prefix: str):
     return handle
 
 
+class ArrivalCheck:
+    """Each event of a copy checked as it arrives, before it is written: its
+    length, and its CRC32 when the file has checksums. Chunks may cut events
+    anywhere: the bytes of an event not whole yet wait for the next chunk."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.checksums = False  #: as the last format description says (one comes first)
+        self._held = b""
+        self._at = 0  #: file offset of `_held`
+
+    def whole(self, offset: int, data: bytes) -> tuple[int, bytes]:
+        """(offset, bytes) of the whole, intact events `data` completes."""
+        if self._held:
+            if offset != self._at + len(self._held):
+                raise CorruptEvent(self.name, self._at, "the server's bytes do not continue the "
+                                   "event begun here")
+            data, offset = self._held + data, self._at
+        pos, end = 0, len(data)
+        if offset == 0:  # the magic goes with the first event
+            pos = 4
+            if end < 4:
+                self._held, self._at = data, offset
+                return offset, b""
+        while pos + 19 <= end:
+            length = int.from_bytes(data[pos + 9:pos + 13], "little")
+            if length < 19:
+                raise CorruptEvent(self.name, offset + pos, f"event length {length} is shorter "
+                                   "than its header (sent by the server)")
+            if pos + length > end:
+                break
+            event = data[pos:pos + length]
+            if data[pos + 4] == _FDE:
+                self.checksums = _fde_checksums(event)
+            if self.checksums and not _crc_ok(event, fde=data[pos + 4] == _FDE):
+                raise ChecksumMismatch(self.name, offset + pos, "CRC32 checksum mismatch in an "
+                                       "event the server sent: nothing of it was written; "
+                                       "run again to fetch it anew")
+            pos += length
+        self._held, self._at = data[pos:], offset + pos
+        return offset, data[:pos]
+
+
 def copy_file(live_file, prefix: str, keep: int, resume_at: int) -> CopyWriter:
     """Write one LiveFile into its copy: after `keep` bytes already there
-    (server bytes before `resume_at` are not written again)."""
+    (server bytes before `resume_at` are not written again), each event
+    checked first."""
     writer = CopyWriter(prefix + live_file.name, keep)
+    check = ArrivalCheck(live_file.name)
     try:
         while True:
             live_file.next_event_at(live_file.offset)
             offset, data = live_file.read_chunk(1 << 20)
             if not data:
                 break
-            if keep and offset < resume_at:
-                continue      # the magic and format description the copy has
+            offset, data = check.whole(offset, data)
+            if not data or (keep and offset < resume_at):
+                continue      # not whole yet; the magic and format description the copy has
             writer.write(data)
         if live_file.closed_by_server:
             writer.closed_by_server()

@@ -127,7 +127,7 @@ def run(args, out, err) -> int:
             err.write("binlake dump: --raw reads a live server: it needs -R\n")
             return ExitStatus.ERROR
         from binlake.cli.commands.backup import run_raw
-        return run_raw(args, selection, err)
+        return run_raw(args, selection, text_filters, err)
     # One schema history across the files: their DDL names the columns.
     schema, status = seed_history(args, "binlake dump", err)
     if schema is None:

@@ -1,0 +1,91 @@
+"""binlake.live.backup without a server: events checked as they arrive
+(lengths, CRC32s, chunks cut anywhere), the fsync timer, the IN_USE flag
+cleared on disk; the CLI's choice of the next binlog by number and its
+refusal of options a copy cannot honour."""
+from __future__ import annotations
+
+import io
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+import binlake
+from binlake.cli.commands.backup import following
+from binlake.cli.dispatch import main
+from binlake.errors import ChecksumMismatch
+from binlake.live import backup
+from binlake.live.backup import IN_USE_AT, ArrivalCheck, CopyWriter
+
+SAMPLE = Path(binlake.__file__).parent / "sample_data" / "binlog.000001"
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 19, 100, 4096, 1 << 20])
+def test_events_cut_anywhere_are_written_whole_and_intact(chunk):
+    data = SAMPLE.read_bytes()
+    check, written = ArrivalCheck("binlog.000001"), bytearray()
+    for start in range(0, len(data), chunk):
+        offset, whole = check.whole(start, data[start:start + chunk])
+        if whole:
+            assert offset == len(written)
+            written += whole
+    assert bytes(written) == data
+
+
+def test_an_event_damaged_on_the_way_is_refused_before_it_is_written():
+    data = bytearray(SAMPLE.read_bytes())
+    damaged = len(data) // 2
+    data[damaged] ^= 0x01
+    check = ArrivalCheck("binlog.000001")
+    with pytest.raises(ChecksumMismatch) as refused:
+        for start in range(0, len(data), 512):
+            check.whole(start, bytes(data[start:start + 512]))
+    assert refused.value.file == "binlog.000001" and refused.value.offset <= damaged
+
+
+def test_a_write_is_fsynced_within_a_second_with_nothing_after_it(tmp_path, monkeypatch):
+    synced = []
+    real = os.fsync
+    monkeypatch.setattr(backup.os, "fsync", lambda fd: (synced.append(time.monotonic()),
+                                                        real(fd)))
+    writer = CopyWriter(str(tmp_path / "binlog.000001"), 0)
+    try:
+        written = time.monotonic()
+        writer.write(SAMPLE.read_bytes()[:4096])
+        deadline = written + 1.5
+        while not synced and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert synced and synced[0] - written <= 1.0
+    finally:
+        writer.close()
+
+
+def test_the_in_use_flag_is_set_while_written_and_cleared_on_disk_at_the_close(tmp_path):
+    data = SAMPLE.read_bytes()
+    path = tmp_path / "binlog.000001"
+    writer = CopyWriter(str(path), 0)
+    writer.write(data)
+    assert path.read_bytes()[IN_USE_AT] & 1
+    writer.closed_by_server()
+    writer.close()
+    assert path.read_bytes() == data
+
+
+def test_the_next_binlog_is_the_next_the_server_lists_else_the_next_by_number():
+    names = ["binlog.999998", "binlog.999999", "binlog.1000000"]
+    assert following(names, "binlog.999999") == "binlog.1000000"  # not by text
+    assert following(names, "binlog.1000000") is None
+    assert following(names[1:], "binlog.999997") == "binlog.999999"  # purged since
+
+
+@pytest.mark.parametrize("option", [["--stop-position", "900"], ["--database", "shop"],
+                                    ["--start-gtid", "0-1-5"],
+                                    ["--stop-datetime", "2030-01-01 00:00:00"]])
+def test_options_a_copy_cannot_honour_are_refused_in_one_line(option, tmp_path):
+    err = io.StringIO()
+    status = main(["dump", "-R", "-h", "127.0.0.1", "-P", "1", "--raw", "-r", f"{tmp_path}/",
+                   *option, "binlog.000001"], io.StringIO(), err)
+    assert status == 2
+    assert err.getvalue().count("\n") == 1 and option[0] in err.getvalue()
+    assert os.listdir(tmp_path) == []  # nothing connected to, nothing written
