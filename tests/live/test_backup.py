@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 import binlake
-from binlake.cli.commands.backup import following
 from binlake.cli.dispatch import main
 from binlake.errors import ChecksumMismatch
 from binlake.live import backup
-from binlake.live.backup import IN_USE_AT, ArrivalCheck, CopyWriter
+from binlake.live.backup import IN_USE_AT, ArrivalCheck, BackupManifest, CopyWriter, resume_point
+from binlake.spark.ranges import name_sequence
 
 SAMPLE = Path(binlake.__file__).parent / "sample_data" / "binlog.000001"
 
@@ -72,11 +72,25 @@ def test_the_in_use_flag_is_set_while_written_and_cleared_on_disk_at_the_close(t
     assert path.read_bytes() == data
 
 
-def test_the_next_binlog_is_the_next_the_server_lists_else_the_next_by_number():
-    names = ["binlog.999998", "binlog.999999", "binlog.1000000"]
-    assert following(names, "binlog.999999") == "binlog.1000000"  # not by text
-    assert following(names, "binlog.1000000") is None
-    assert following(names[1:], "binlog.999997") == "binlog.999999"  # purged since
+def test_a_backup_continues_with_its_last_copy_by_number(tmp_path):
+    """The manifest's copies compare by number (.999999 before .1000000),
+    and a run continues at the end of the last one's whole part."""
+    prefix = str(tmp_path) + "/"
+    manifest = BackupManifest(prefix)
+    data = SAMPLE.read_bytes()
+    for name in ("binlog.999999", "binlog.1000000"):
+        (tmp_path / name).write_bytes(data + b"\x00" * 7)  # a torn tail after the whole part
+        manifest.record(name, 4, closed=False)
+    again = BackupManifest(prefix)
+    assert resume_point(prefix, "binlog.999999", 4, again, name_sequence) == (
+        "binlog.1000000", len(data), len(data))
+
+
+def test_a_backup_of_another_server_is_refused(tmp_path):
+    manifest = BackupManifest(str(tmp_path) + "/")
+    manifest.identify({"server_id": 1, "server_uuid": None})
+    with pytest.raises(ValueError, match="server_id 1, and this server's is 2"):
+        BackupManifest(str(tmp_path) + "/").identify({"server_id": 2, "server_uuid": None})
 
 
 @pytest.mark.parametrize("option", [["--stop-position", "900"], ["--database", "shop"],

@@ -99,10 +99,11 @@ class ScriptedSocket:
 class ScriptedServer:
     """Connections that play one script each through the real packet reading."""
 
-    def __init__(self, *scripts, seed: int = 16):
+    def __init__(self, *scripts, seed: int = 16, server_ids=None):
         self.scripts = list(scripts)
         self.requests = []
         self.rng = random.Random(seed)
+        self.server_ids = list(server_ids or [])  #: of each connection in turn (default 1)
 
     def connection_class(self, *args, **kwargs):
         server = self
@@ -116,6 +117,10 @@ class ScriptedServer:
 
             def registered_replicas(self):
                 return []
+
+            def identity(self):
+                server_id = server.server_ids.pop(0) if server.server_ids else 1
+                return {"server_id": server_id, "server_uuid": None}
 
             def prepare(self, **_):
                 pass
@@ -208,6 +213,20 @@ def test_a_gap_after_a_reconnect_is_an_error():
     )
     with pytest.raises(ReplicationError, match=f"gap in the server's binlog.*{first[21][0]}"):
         copies(source(server))
+
+
+def test_another_server_behind_the_address_after_a_reconnect_is_refused():
+    """Positions are one server's: a reconnect that reaches another (a
+    failover behind one address) stops instead of splicing its binlog on."""
+    first = events_of(FILES[0])
+    server = ScriptedServer(
+        [artificial_rotate("binlog.000001"), *[e for _, e in first[:20]], lost()],
+        [artificial_rotate("binlog.000001", first[20][0]), resent_description(first[0][1]),
+         *[e for _, e in first[20:]]], server_ids=[1, 2])
+    with pytest.raises(ReplicationError, match="another .server id 2, was 1.") as refused:
+        copies(source(server))
+    assert not refused.value.retryable
+    assert len(server.requests) == 1  # nothing asked of the other server
 
 
 def test_a_fatal_error_is_not_retried():

@@ -321,3 +321,31 @@ def test_schema_R_follows_the_ddl_of_the_stream(server):
                                    "binlog.000001")
     assert status == 0, err
     assert b"CREATE TABLE `shop`.`items`" in out and b"`note` varchar(10)" in out.lower()
+
+
+def test_a_resume_pointed_at_another_server_is_refused(server, tmp_path, mariadbd):
+    """A backup of one server, resumed against another whose binlogs carry
+    the same names (a failover behind one address): refused before a byte
+    is written, by the format description the other server sends for the
+    copy's file; the backup stays as it was. Its own server continues it."""
+    write(server, 1, 100)
+    server.flush_logs()
+    prefix = tmp_path / "backup"
+    args = ["--raw", "-t", "-r", f"{prefix}/", "binlog.000001"]
+    status, _, err = run_binlake("dump", "-R", *connection_args(server), *args)
+    assert status == 0, err
+    before = {p.name: p.read_bytes() for p in prefix.iterdir()}
+    time.sleep(1.1)  # another server's binlog: begun at another second
+    with MariaDBServer(tmp_path / "other", server_id=1) as other:
+        other.execute("CREATE DATABASE shop")
+        while other.binlog_files()[-1].name < server.binlog_files()[-1].name:
+            other.flush_logs()  # the same names as the first server's
+        status, _, err = run_binlake("dump", "-R", *connection_args(other), *args)
+    assert status == 1 and err.count("\n") == 1, err
+    assert "not the one this backup copied" in err
+    assert {p.name: p.read_bytes() for p in prefix.iterdir()} == before
+    write(server, 101, 100)
+    server.flush_logs()
+    status, _, err = run_binlake("dump", "-R", *connection_args(server), *args)
+    assert status == 0, err
+    assert_byte_identical(server, prefix)

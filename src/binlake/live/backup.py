@@ -13,12 +13,19 @@ sends it, is set while the file is being written and cleared once its
 ROTATE or STOP event arrives (the server does the same when it closes the
 file; the flag is outside the event's checksum).
 
-Resuming: run again, and each existing copy is checked from its start
-(event lengths and CRC32s): whatever follows the last complete, intact event
-(a half-written event after a SIGKILL or a power cut) is cut off, and the
-dump continues at that event's end in server coordinates (its `log_pos`).
-A copy that ends with a ROTATE continues with the file it names; one that
-ends with a STOP continues with the server's next binlog (SHOW BINARY LOGS).
+Resuming: a small manifest beside the copies (`PREFIX.binlake-backup.json`,
+written atomically after each fsync) records the server's identity and how
+much of each copy is whole and on disk. A run continues with the last copy:
+only its tail after the recorded end is checked (event lengths and CRC32s),
+whatever follows its last intact event (a half-written event after a
+SIGKILL or a power cut) is cut off, and the dump asks for that copy at that
+offset (a copy is the server's file: its offsets are the server's), also
+when the copy is closed (the server then moves on to its next binlog). So
+the server re-sends the copy's format description first, and a server whose
+file of that name is another (a failover to another server, a recreated
+binlog) is refused before anything is written, as is one of another
+server id or UUID than the manifest's. A backup without a manifest (an
+earlier binlake's) is walked from the first copy once.
 
 Rule: nothing is ever written but whole events in file order; a reader of a
 copy cut short by a crash sees the IN_USE flag and reports the tail as the
@@ -28,15 +35,16 @@ event being written, and the next run removes it.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import struct
 import threading
 import zlib
 from dataclasses import dataclass
 
-from binlake.atomic import fsync_directory
+from binlake.atomic import fsync_directory, replaced
 from binlake.constants import BINLOG_MAGIC, EventType as E, LogEventFlag
-from binlake.errors import ChecksumMismatch, CorruptEvent
+from binlake.errors import BinlogError, ChecksumMismatch, CorruptEvent
 
 _HEADER = struct.Struct("<IBIIIH")
 #: the format description's flags byte: after the magic, at FLAGS_OFFSET (17) of its header
@@ -46,6 +54,9 @@ _FDE = int(E.FORMAT_DESCRIPTION_EVENT)
 _ROTATE = int(E.ROTATE_EVENT)
 _STOP = int(E.STOP_EVENT)
 FSYNC_EVERY = 1.0  # seconds
+#: The format description's `created` time, in its body (ST_CREATED_OFFSET:
+#: after the binlog version and the 50-byte server version)
+CREATED_AT = 2 + 50
 
 
 @dataclass
@@ -59,15 +70,19 @@ class CopyState:
     checksums: bool
 
 
-def inspect_copy(path: str) -> CopyState:
-    """Walk a copy's events from the start; stop at the first that is cut
+def inspect_copy(path: str, start: int = 4) -> CopyState:
+    """Walk a copy's events from `start` (an event boundary: the magic's end,
+    or where its manifest says it is whole); stop at the first that is cut
     short or fails its CRC32 (what a crash leaves)."""
     with open(path, "rb") as handle:
         data_size = os.fstat(handle.fileno()).st_size
         if handle.read(4) != BINLOG_MAGIC:
             return CopyState(0, 0, None, None, False)
-        pos, checksums = 4, False
-        state = CopyState(4, 0, None, None, False)
+        head = handle.read(19 + 100)
+        checksums = len(head) >= 19 and head[4] == _FDE and _fde_checksums(
+            head + handle.read(max(0, int.from_bytes(head[9:13], "little") - len(head))))
+        pos = start if 4 < start <= data_size else 4
+        state = CopyState(pos, pos if pos > 4 else 0, None, None, checksums)
         while pos + 19 <= data_size:
             handle.seek(pos)
             head = handle.read(19)
@@ -86,8 +101,27 @@ def inspect_copy(path: str) -> CopyState:
             if type_code == _ROTATE:
                 body = raw[19:-4] if checksums else raw[19:]
                 next_file = body[8:].decode("utf-8", "replace")
-            state = CopyState(pos, log_pos or state.server_position, type_code, next_file, checksums)
+            state = CopyState(pos, pos, type_code, next_file, checksums)
         return state
+
+
+def description_of(path: str) -> bytes | None:
+    """The format description a copy starts with, as written."""
+    with open(path, "rb") as handle:
+        head = handle.read(4 + 19)
+        if len(head) < 23 or head[:4] != BINLOG_MAGIC or head[4 + 4] != _FDE:
+            return None
+        return head[4:] + handle.read(int.from_bytes(head[4 + 9:4 + 13], "little") - 19)
+
+
+def same_description(copied: bytes, sent: bytes) -> bool:
+    """Whether the server's format description is that of the copy: equal
+    but for what the server changes when it re-sends one for a start inside
+    the file (log_pos, the IN_USE flag, the `created` time it zeroes so that
+    a replica does not take it for a restart) and so the checksum."""
+    def stable(raw: bytes) -> bytes:
+        return raw[:13] + raw[19:19 + CREATED_AT] + raw[19 + CREATED_AT + 4:-4]
+    return len(copied) == len(sent) and stable(copied) == stable(sent)
 
 
 def _fde_checksums(raw: bytes) -> bool:
@@ -109,8 +143,10 @@ class CopyWriter:
     arrives (a write marks the copy dirty; the timer clears the mark before
     its fsync, so a write during an fsync is synced by the next)."""
 
-    def __init__(self, path: str, keep: int):
+    def __init__(self, path: str, keep: int, on_synced=None):
         self.path = path
+        self.on_synced = on_synced  #: on_synced(size, closed) after each fsync
+        self.closed = False
         created = not os.path.exists(path)
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         if created:
@@ -143,16 +179,18 @@ class CopyWriter:
             if not self._dirty.wait(0.2):
                 continue
             self._closing.wait(FSYNC_EVERY / 2)  # writes that follow at once share the fsync
-            self._dirty.clear()
             try:
-                os.fsync(self.fd)
+                self.sync()
             except OSError as exc:
                 self._failure = exc
                 return
 
     def sync(self) -> None:
         self._dirty.clear()
+        size, closed = self.size, self.closed  # what this fsync makes durable
         os.fsync(self.fd)
+        if self.on_synced is not None:
+            self.on_synced(size, closed)
 
     def closed_by_server(self) -> None:
         """The ROTATE or STOP arrived: the server's file is closed, its flag
@@ -160,7 +198,8 @@ class CopyWriter:
         if self.size > IN_USE_AT:
             flags = os.pread(self.fd, 1, IN_USE_AT)
             os.pwrite(self.fd, bytes([flags[0] & ~_IN_USE & 0xFF]), IN_USE_AT)
-            self.sync()
+        self.closed = True
+        self.sync()
 
     def close(self) -> None:
         self._closing.set()
@@ -171,29 +210,88 @@ class CopyWriter:
             os.close(self.fd)
 
 
-def resume_point(prefix: str, name: str, position: int, next_binlog) -> tuple[str, int, int]:
+class BackupManifest:
+    """`PREFIX.binlake-backup.json`: the server's identity and, per copy, the
+    bytes that are whole and fsynced (`end`) and whether the server closed
+    it. Written atomically (binlake.atomic) by whichever thread fsynced."""
+
+    FORMAT = 1
+
+    def __init__(self, prefix: str):
+        self.path = prefix + ".binlake-backup.json"
+        self.server: dict | None = None
+        self.copies: dict = {}
+        self._lock = threading.Lock()
+        try:
+            with open(self.path) as handle:
+                data = json.load(handle)
+        except FileNotFoundError:
+            return
+        if data.get("format") != self.FORMAT:
+            raise ValueError(f"{self.path}: a backup manifest of format {data.get('format')}")
+        self.server, self.copies = data.get("server"), data.get("copies") or {}
+
+    def record(self, name: str, end: int, closed: bool) -> None:
+        with self._lock:
+            self.copies[name] = {"end": end, "closed": closed}
+            self._save()
+
+    def identify(self, server: dict) -> None:
+        """The server this backup is of (refused where it is another's)."""
+        with self._lock:
+            if self.server is not None:
+                for key in ("server_uuid", "server_id"):
+                    if self.server.get(key) is not None and server.get(key) is not None \
+                            and self.server[key] != server[key]:
+                        raise ValueError(
+                            f"this backup is of the server with {key} {self.server[key]}, and "
+                            f"this server's is {server[key]}: nothing was written; back it up "
+                            "into another --result-file")
+            self.server = {**(self.server or {}), **server}
+            self._save()
+
+    def _save(self) -> None:
+        with replaced(self.path) as handle:
+            json.dump({"format": self.FORMAT, "server": self.server, "copies": self.copies},
+                      handle, indent=1, sort_keys=True)
+
+
+def resume_point(prefix: str, name: str, position: int, manifest: BackupManifest,
+                 numbered) -> tuple[str, int, int]:
     """(server file, server position, bytes of its copy to keep): where a
-    backup into `prefix` continues. `next_binlog(name)` names the server's
-    binlog after `name` (None if it has none)."""
+    backup into `prefix` continues, starting from `name` as asked: at the
+    end of the whole part of the last copy (closed or not: the server then
+    re-sends its format description, checked against the copy's, and moves
+    on to the next file). The manifest names that copy and how much of it is
+    whole; without one the copies are walked from `name` by their ROTATEs."""
+    first = numbered(name) or -1
+    recorded = sorted((copy for copy in manifest.copies if (numbered(copy) or -1) >= first),
+                      key=lambda copy: numbered(copy) or -1)
+    # A copy shorter than the manifest says (cut since: a stat each, no read)
+    # is where the backup continues, else the last one, checked from its
+    # recorded end only.
+    short = [copy for copy in recorded if not os.path.exists(prefix + copy)
+             or os.path.getsize(prefix + copy) < manifest.copies[copy]["end"]]
+    if short:
+        name = short[0]
+    elif recorded:
+        last = recorded[-1]
+        state = inspect_copy(prefix + last, manifest.copies[last]["end"])
+        if state.server_position:
+            return last, state.server_position, state.local_end
     keep = 0
     while True:
         path = prefix + name
         if not os.path.exists(path):
-            return name, position, 0
+            return name, position, keep if keep else 0
         state = inspect_copy(path)
-        keep = state.local_end
-        if state.last_type == _ROTATE and state.next_file:
-            name, position = state.next_file, 4
+        if not state.server_position:
+            return name, position, 0    # nothing usable: write the copy anew
+        if state.last_type == _ROTATE and state.next_file \
+                and os.path.exists(prefix + state.next_file):
+            name = state.next_file
             continue
-        if state.last_type == _STOP:
-            following = next_binlog(name)
-            if following is None:
-                return name, state.server_position, keep
-            name, position = following, 4
-            continue
-        if state.server_position:
-            return name, state.server_position, keep
-        return name, position, 0    # nothing usable: write the copy anew
+        return name, state.server_position, state.local_end
 
 
 def lock(prefix: str):
@@ -251,12 +349,18 @@ class ArrivalCheck:
         return offset, data[:pos]
 
 
-def copy_file(live_file, prefix: str, keep: int, resume_at: int) -> CopyWriter:
+def copy_file(live_file, prefix: str, keep: int, resume_at: int,
+              manifest: BackupManifest | None = None) -> CopyWriter:
     """Write one LiveFile into its copy: after `keep` bytes already there
-    (server bytes before `resume_at` are not written again), each event
-    checked first."""
-    writer = CopyWriter(prefix + live_file.name, keep)
+    (server bytes before `resume_at` are not written again, and the format
+    description the server sends must be the copy's), each event checked
+    first; each fsync recorded in `manifest`."""
+    path = prefix + live_file.name
+    copied = description_of(path) if keep else None
+    record = None if manifest is None else (
+        lambda end, closed: manifest.record(live_file.name, end, closed))
     check = ArrivalCheck(live_file.name)
+    writer = None
     try:
         while True:
             live_file.next_event_at(live_file.offset)
@@ -264,11 +368,32 @@ def copy_file(live_file, prefix: str, keep: int, resume_at: int) -> CopyWriter:
             if not data:
                 break
             offset, data = check.whole(offset, data)
-            if not data or (keep and offset < resume_at):
-                continue      # not whole yet; the magic and format description the copy has
+            if not data:
+                continue      # not whole yet
+            if keep and offset < resume_at:
+                # The magic and format description the copy has: the server's must be it.
+                sent = data[4:] if offset == 0 else data
+                sent = sent[:int.from_bytes(sent[9:13], "little")] if len(sent) >= 19 else b""
+                if copied is not None and sent[4:5] == bytes([_FDE]) \
+                        and not same_description(copied, sent):
+                    raise AnotherServersFile(live_file.name, 4, (
+                        "the server's binlog of this name is not the one this backup copied "
+                        "(its format description differs: another server, or a binlog made "
+                        "anew): nothing was written; back it up into another --result-file"))
+                continue
+            if writer is None:
+                writer = CopyWriter(path, keep, record)
             writer.write(data)
+        if writer is None and (live_file.closed_by_server or not os.path.exists(path)
+                               or os.path.getsize(path) != keep):
+            writer = CopyWriter(path, keep, record)  # a cut tail goes, an empty file is made
         if live_file.closed_by_server:
             writer.closed_by_server()
     finally:
-        writer.close()
+        if writer is not None:
+            writer.close()
     return writer
+
+
+class AnotherServersFile(BinlogError):
+    """The server's binlog under a copy's name is not the file copied."""

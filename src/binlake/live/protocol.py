@@ -265,6 +265,16 @@ class ReplicaConnection:
             self.query(f"SET @slave_gtid_strict_mode = {1 if strict else 0}")
             self.query("SET @slave_gtid_ignore_duplicates = 0")
 
+    def identity(self) -> dict:
+        """{"server_id", "server_uuid"}: who the server is (MariaDB has no
+        UUID: None)."""
+        found = {"server_id": int(self.variable("server_id")), "server_uuid": None}
+        try:
+            found["server_uuid"] = str(self.variable("server_uuid"))
+        except ReplicationError:  # MariaDB
+            pass
+        return found
+
     def registered_replicas(self) -> list[tuple] | None:
         """(server_id, host, port) of the replicas the server knows: SHOW
         SLAVE HOSTS (MariaDB, MySQL before 8.4), else SHOW REPLICAS (MySQL 8.4+);

@@ -98,6 +98,8 @@ class LiveSource:
         #: transactions a MySQL GTID set leaves out); otherwise a gap is an error
         self.positioning = True
         self.server_version = ""
+        #: {"server_id", "server_uuid"} of the server first connected to
+        self.server_identity: dict | None = None
         self.last_heartbeat: tuple | None = None  # (file, position) of the last heartbeat
         self.mysql_gtid_dump = False
         self.last_event_time = 0
@@ -153,8 +155,17 @@ class LiveSource:
         try:
             connection.connect()
             self.server_version = connection.server_version
+            identity = connection.identity()
             if self._first_connect:
                 self._check_server(connection)
+                self.server_identity = identity
+            elif identity != self.server_identity and file is not None:
+                # Positions are one server's: continuing by them on another
+                # (a failover behind one address) would splice two histories.
+                raise ReplicationError(self.where, position, (
+                    f"the server now answering is another (server id {identity['server_id']}, "
+                    f"was {self.server_identity['server_id']}): its binlog positions do not "
+                    "continue the ones read; stopped"), retryable=False)
             gtid = o.mariadb_gtid if (file is None and connection.is_mariadb) else None
             mysql_set = o.mysql_gtid_set if not connection.is_mariadb else None
             connection.prepare(mariadb_gtid=gtid, strict=o.gtid_strict_mode)

@@ -26,7 +26,7 @@ NOT_WITH_RAW = {
 
 
 def run_raw(args, selection, text_filters, err) -> int:
-    from binlake.live.backup import copy_file, lock, resume_point
+    from binlake.live.backup import BackupManifest, copy_file, lock, resume_point
     if len(args.files) != 1:
         err.write("binlake dump: --raw needs the name of the server's binlog to start from\n")
         return ExitStatus.USAGE
@@ -50,16 +50,23 @@ def run_raw(args, selection, text_filters, err) -> int:
         err.write(f"binlake dump: {exc}\n")
         return ExitStatus.ERROR
     try:
+        manifest = BackupManifest(prefix)
         options = source.options
-        name, position, keep = resume_point(prefix, options.file, options.position,
-                                            lambda after: _next_binlog(source, after))
+        name, position, keep = resume_point(prefix, options.file, options.position, manifest,
+                                            name_sequence)
         options.file, options.position = name, position
         for live_file in source:
+            if manifest.server is None or name is not None:
+                manifest.identify(source.server_identity)
             resumed = live_file.name == name
-            copy_file(live_file, prefix, keep if resumed else 0, position if resumed else 4)
+            copy_file(live_file, prefix, keep if resumed else 0, position if resumed else 4,
+                      manifest)
             name = None
     except BinlogError as exc:
         report(exc, err)
+        return ExitStatus.ERROR
+    except ValueError as exc:  # another server's backup
+        err.write(f"binlake dump: {exc}\n")
         return ExitStatus.ERROR
     except OSError as exc:  # a full disk, a vanished directory: one line, the copy stays whole
         err.write(f"binlake dump: {exc}\n")
@@ -68,28 +75,3 @@ def run_raw(args, selection, text_filters, err) -> int:
         source.close()
         guard.close()
     return ExitStatus.OK
-
-
-def _next_binlog(source, after: str):
-    """The server's binlog after `after` (SHOW BINARY LOGS), or None."""
-    from binlake.live.protocol import ReplicaConnection
-    connection = ReplicaConnection(source.options.settings, server_id=0, heartbeat=None,
-                                   read_timeout=30)
-    try:
-        connection.connect()
-        names = [str(row[0]) for row in connection.query("SHOW BINARY LOGS")]
-    finally:
-        connection.close()
-    return following(names, after)
-
-
-def following(names: list[str], after: str) -> str | None:
-    """The binlog after `after` among the server's `names` (oldest first):
-    the next in that list, else the first numbered after it (names compare
-    by number: .999999 comes before .1000000), else None."""
-    if after in names:
-        index = names.index(after)
-        return names[index + 1] if index + 1 < len(names) else None
-    number = name_sequence(after) or -1
-    later = [name for name in names if (name_sequence(name) or -1) > number]
-    return later[0] if later else None
