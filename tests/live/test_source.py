@@ -118,6 +118,9 @@ class ScriptedServer:
             def registered_replicas(self):
                 return []
 
+            def query(self, sql, args=None):
+                return [(None,)]  # BINLOG_GTID_POS: not known
+
             def identity(self):
                 server_id = server.server_ids.pop(0) if server.server_ids else 1
                 return {"server_id": server_id, "server_uuid": None}

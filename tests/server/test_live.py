@@ -349,3 +349,37 @@ def test_a_resume_pointed_at_another_server_is_refused(server, tmp_path, mariadb
     status, _, err = run_binlake("dump", "-R", *connection_args(server), *args)
     assert status == 0, err
     assert_byte_identical(server, prefix)
+
+
+def test_a_token_taken_on_a_primary_continues_on_its_replica(server, tmp_path):
+    """The token carries the server it was taken on and MariaDB's GTID state
+    (every domain, from BINLOG_GTID_POS where the stream began): on the
+    primary it continues by position, on a replica of the same replication
+    domain by GTID; no transaction lost, none repeated."""
+    with MariaDBServer(tmp_path / "replica", server_id=2,
+                       extra={"log_slave_updates": "ON"}) as replica:
+        replica.execute(f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={server.port}, "
+                        "MASTER_USER='root', MASTER_USE_GTID=slave_pos")
+        replica.execute("START SLAVE")
+        write(server, 1, 100)
+        taken, token = [], None
+        stream = binlake.stream("127.0.0.1", server.port, "root", "", stop_never=False,
+                                file="binlog.000001")
+        with stream:
+            for transaction in stream.transactions():
+                taken += [int(c.after["id"]) for c in transaction.changes if c.op == "insert"]
+                token = transaction.resume_token
+                if len(taken) == 40:
+                    break
+        assert token.server_id == 1 and token.gtid.startswith("0-1-")
+        write(server, 101, 50)
+        deadline = time.monotonic() + 60
+        while replica.query("SELECT COUNT(*) FROM shop.items")[0][0] \
+                != server.query("SELECT COUNT(*) FROM shop.items")[0][0]:
+            assert time.monotonic() < deadline, "the replica did not catch up"
+            time.sleep(0.2)
+        for other in (server, replica):  # by position, then by GTID
+            rest = [int(c.after["id"]) for c in binlake.stream(
+                "127.0.0.1", other.port, "root", "", stop_never=False, resume=str(token)
+            ).changes() if c.op == "insert"]
+            assert taken + rest == list(range(1, 151)), other.settings

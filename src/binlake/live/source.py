@@ -76,6 +76,10 @@ class LiveOptions:
     on_progress: object = None             #: callable(file, position, server_time) or None
     on_reconnect: object = None            #: callable(error, attempt) or None
     on_warning: object = None              #: callable(text) or None
+    #: A resume token's server: on another server the start is its GTID
+    #: state (`resume_gtid`, MariaDB), never its position
+    origin_server_id: int | None = None
+    resume_gtid: str | None = None
 
 
 class LiveSource:
@@ -100,6 +104,8 @@ class LiveSource:
         self.server_version = ""
         #: {"server_id", "server_uuid"} of the server first connected to
         self.server_identity: dict | None = None
+        #: MariaDB's GTID state where the stream starts (a GTID list), when known
+        self.start_gtid_state: str | None = None
         self.last_heartbeat: tuple | None = None  # (file, position) of the last heartbeat
         self.mysql_gtid_dump = False
         self.last_event_time = 0
@@ -159,6 +165,7 @@ class LiveSource:
             if self._first_connect:
                 self._check_server(connection)
                 self.server_identity = identity
+                file, position = self._start_on(connection, identity, file, position)
             elif identity != self.server_identity and file is not None:
                 # Positions are one server's: continuing by them on another
                 # (a failover behind one address) would splice two histories.
@@ -171,6 +178,9 @@ class LiveSource:
             connection.prepare(mariadb_gtid=gtid, strict=o.gtid_strict_mode)
             if file is None and gtid is None and mysql_set is None:
                 file, position = self._first_binlog(connection), 4
+            if self._first_connect and connection.is_mariadb:
+                self.start_gtid_state = gtid if gtid is not None else _gtid_at(
+                    connection, file, position)
             connection.register()
             non_block = not o.stop_never
             if mysql_set is not None:
@@ -215,6 +225,22 @@ class LiveSource:
                                        f"the replica {host}:{port} (SHOW SLAVE HOSTS); connecting "
                                        "with it would disconnect that replica: choose another "
                                        "with --connection-server-id")
+
+    def _start_on(self, connection: ReplicaConnection, identity: dict, file, position):
+        """Where a resumed stream starts on this server: the token's position
+        on the server it was taken on; on another (a replica, a promoted
+        primary of the same replication domain) its GTID state, positions
+        being one server's; refused where the token has none to go by."""
+        o = self.options
+        if o.origin_server_id is None or identity["server_id"] == o.origin_server_id:
+            return file, position
+        if o.resume_gtid and connection.is_mariadb:
+            o.mariadb_gtid, o.file, o.position = o.resume_gtid, None, 4
+            return None, 4
+        raise ReplicationError(self.where, 0, (
+            f"the resume token was taken on server id {o.origin_server_id}, and this is "
+            f"server id {identity['server_id']}: its position is the other server's, and it "
+            "carries no GTID state to continue by"), retryable=False)
 
     def _warn(self, text: str) -> None:
         if self.options.on_warning is not None:
@@ -360,6 +386,15 @@ def _own_dead_registration(host: str, port: int) -> bool:
     except OSError:  # alive, another user's
         return False
     return False
+
+
+def _gtid_at(connection: ReplicaConnection, file: str, position: int) -> str | None:
+    """MariaDB's GTID state at a binlog position (BINLOG_GTID_POS), or None."""
+    try:
+        rows = connection.query("SELECT BINLOG_GTID_POS(%s, %s)", (file, position))
+    except ReplicationError:
+        return None
+    return str(rows[0][0]) if rows and rows[0][0] is not None else None
 
 
 def _heartbeat_coordinates(type_code: int, body: bytes, log_pos: int) -> tuple[str, int]:
@@ -597,24 +632,28 @@ def _fde_has_checksum(raw: bytes) -> bool:
 class ResumeToken:
     """Where a live read continues: after the last whole transaction given.
 
-    `file`/`position` name the binlog and the offset after that transaction;
-    `gtid` the server's GTID state there (MariaDB: a GTID list; MySQL: an
-    executed GTID set), used to start where file names differ."""
+    `file`/`position` name the binlog and the offset after that transaction
+    on the server `server_id`; `gtid` the GTID state there (MariaDB: a GTID
+    list, every domain), by which the read continues on another server of
+    the same replication domain. Text: FILE:POSITION[@GTID][#SERVER_ID]."""
 
     file: str
     position: int
     gtid: str | None = None
+    server_id: int | None = None
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.position}" + (f"@{self.gtid}" if self.gtid else "")
+        return (f"{self.file}:{self.position}" + (f"@{self.gtid}" if self.gtid else "")
+                + (f"#{self.server_id}" if self.server_id is not None else ""))
 
     @classmethod
     def parse(cls, text: str) -> "ResumeToken":
-        head, _, gtid = str(text).partition("@")
+        rest, _, server = str(text).partition("#")
+        head, _, gtid = rest.partition("@")
         file, _, position = head.rpartition(":")
-        if not file or not position.isdigit():
-            raise ValueError(f"resume token {text!r}: expected FILE:POSITION[@GTID]")
-        return cls(file, int(position), gtid or None)
+        if not file or not position.isdigit() or (server and not server.isdigit()):
+            raise ValueError(f"resume token {text!r}: expected FILE:POSITION[@GTID][#SERVER_ID]")
+        return cls(file, int(position), gtid or None, int(server) if server else None)
 
 
 def default_settings(host=None, port=None, user=None, password=None, socket_path=None,
@@ -654,9 +693,15 @@ class LiveStream:
     def resume_token(self) -> ResumeToken | None:
         if self._after is None:
             return None
-        gtids = self._gtids
+        source = self.source
+        # The state where the stream began, moved on by each GTID given.
+        start = source.start_gtid_state or ""
+        gtids = {gtid.split("-", 1)[0]: gtid for gtid in start.split(",") if gtid.count("-") == 2}
+        gtids.update(self._gtids)
+        identity = source.server_identity or {}
         return ResumeToken(*self._after,
-                           ",".join(gtids[d] for d in sorted(gtids, key=int)) or None)
+                           ",".join(gtids[d] for d in sorted(gtids, key=int)) or None,
+                           identity.get("server_id"))
 
     def _passed(self, group) -> bool:
         """Move the token past a transaction group that ended (False if it did not)."""
@@ -716,6 +761,7 @@ def stream(host: str | None = None, port: int | None = None, user: str | None = 
     stream does not start at the server's first binlog, the server's tables
     as they are now (`schema=` seeds otherwise; False: none). `compress`:
     the compressed protocol (zlib) when the server offers it, as mysqlbinlog -C."""
+    token = None
     if resume is not None:
         token = resume if isinstance(resume, ResumeToken) else ResumeToken.parse(resume)
         file, position, gtid = token.file, token.position, None
@@ -731,5 +777,7 @@ def stream(host: str | None = None, port: int | None = None, user: str | None = 
     options = LiveOptions(settings, file=file, position=position, mariadb_gtid=gtid,
                           to_last_log=True, stop_never=stop_never, server_id=server_id,
                           heartbeat=heartbeat, read_timeout=read_timeout,
-                          on_warning=lambda text: warnings.warn(text, RuntimeWarning, 2))
+                          on_warning=lambda text: warnings.warn(text, RuntimeWarning, 2),
+                          origin_server_id=token.server_id if token else None,
+                          resume_gtid=token.gtid if token else None)
     return LiveStream(options, {"schema": schema, **reader_options})
