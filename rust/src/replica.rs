@@ -72,7 +72,9 @@ pub fn ordinary_run(buf: &[u8], mut at: usize, mut expected: u64, limit: usize) 
         let ordinary = event_len == event.len() as u64
             && flags & LOG_EVENT_ARTIFICIAL_F == 0
             && !SPECIAL.contains(&event_type)
-            && log_pos == expected + event_len;
+            // log_pos is the 32-bit end of the event: offsets past 4 GiB
+            // are counted from event lengths, and log_pos compared modulo 2^32.
+            && log_pos == (expected + event_len) & 0xFFFF_FFFF;
         if !ordinary {
             break;
         }
@@ -80,7 +82,7 @@ pub fn ordinary_run(buf: &[u8], mut at: usize, mut expected: u64, limit: usize) 
         run.events += 1;
         run.last_type = event_type;
         run.last_timestamp = le(event, 0, 4) as u32;
-        expected = log_pos;
+        expected += event_len;
         at = end;
         run.next_at = at;
     }

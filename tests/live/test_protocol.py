@@ -12,8 +12,9 @@ import pytest
 
 import binlake
 from binlake.read.events.gtid import PreviousGtidsEvent
-from binlake.live.protocol import (BINLOG_THROUGH_GTID, _varlen, binlog_dump_gtid_packet,
-                             binlog_dump_packet, encode_gtid_set, register_slave_packet)
+from binlake.live.protocol import (BINLOG_THROUGH_GTID, ReplicationError, _varlen,
+                                   binlog_dump_gtid_packet, binlog_dump_packet, encode_gtid_set,
+                                   register_slave_packet)
 from corpus.manifest import corpus_files
 
 
@@ -65,7 +66,7 @@ def test_command_layouts():
     # COM_BINLOG_DUMP: position (4), flags (2), server_id (4), file name (rest)
     assert binlog_dump_packet("bin.000001", 1234, 9, 2) == (
         struct.pack("<IHI", 1234, 2, 9) + b"bin.000001")
-    with pytest.raises(ValueError):
+    with pytest.raises(ReplicationError, match="past 4 GiB"):
         binlog_dump_packet("bin.000001", 1 << 32, 9, 0)
     # COM_BINLOG_DUMP_GTID: flags, server_id, name length, name, position (8), data size, data
     data = encode_gtid_set("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5")

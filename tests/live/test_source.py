@@ -268,3 +268,28 @@ def test_the_native_run_splitter_equals_the_reference():
             limit = rng.choice((1, 300, 1 << 20))
             assert native.ordinary_run(data, at, expected, limit) == \
                 _ordinary_run(data, at, expected, limit), trial
+
+
+def test_offsets_past_4_gib_are_counted_from_event_lengths():
+    """log_pos is 32 bits: an event's 64-bit offset is the one nearest where
+    the previous ended; a run of events crossing 4 GiB is taken whole by
+    the native splitter and its reference alike."""
+    from binlake.live.protocol import _ordinary_run
+    from binlake.live.source import widened
+    assert widened(100, 4) == 100
+    assert widened((1 << 32) + 50 - (1 << 32), (1 << 32) - 10) == (1 << 32) + 50
+    assert widened((1 << 32) - 8, (1 << 32) + 20) == (1 << 32) - 8
+    assert widened(-30, 1 << 32) == (1 << 32) - 30   # log_pos - length, wrapped
+    start = (1 << 32) - 100
+    events, expected = [], start
+    for i in range(5):
+        body = bytes([i]) * 40
+        length = 19 + len(body)
+        expected += length
+        header = struct.pack("<IBIIIH", 1700000000 + i, 30, 1, length, expected & 0xFFFFFFFF, 0)
+        events.append(header + body)
+    data = b"".join(packet(e) for e in events)
+    reference = _ordinary_run(data, 0, start, 1 << 20)
+    assert reference[0] == len(data) and reference[2] == 5
+    native = pytest.importorskip("binlake._native")
+    assert native.ordinary_run(data, 0, start, 1 << 20) == reference

@@ -109,8 +109,9 @@ def binlog_dump_packet(file: str, position: int, server_id: int, flags: int) -> 
     """COM_BINLOG_DUMP's arguments; the position field is 4 bytes (the server
     reads a binlog of up to 4 GB this way, as every replica before 8.0 did)."""
     if not 0 <= position <= 0xFFFFFFFF:
-        raise ValueError(f"position {position}: COM_BINLOG_DUMP takes a 4-byte position "
-                         "(use a GTID start beyond 4 GB)")
+        raise ReplicationError(file, position, "COM_BINLOG_DUMP takes a 4-byte position: a "
+                               "binlog cannot be asked for past 4 GiB by position (start by "
+                               "GTID beyond it)")
     return struct.pack("<IHI", position, flags, server_id) + file.encode("utf-8")
 
 
@@ -448,7 +449,8 @@ _ARTIFICIAL = 0x20
 def _ordinary_run(buf: bytes, at: int, expected: int, limit: int):
     """The reference of rust/src/replica.rs `ordinary_run`: the events of the
     whole packets at `buf[at]` that are real events of the file, each where
-    the previous one ended (the first at `expected`), none of the kinds
+    the previous one ended (the first at `expected`, a 64-bit offset; an
+    event's 32-bit log_pos is compared modulo 2^32), none of the kinds
     Python must see; (next_at, bytes, count, last type, last timestamp) or None."""
     events, size, end = [], 0, len(buf)
     last_type = last_timestamp = 0
@@ -459,12 +461,12 @@ def _ordinary_run(buf: bytes, at: int, expected: int, limit: int):
             break
         timestamp, event_type, _, event_len, log_pos, flags = _EVENT_HEADER.unpack_from(buf, at + 5)
         if (event_len != length - 1 or flags & _ARTIFICIAL or event_type in _SPECIAL_TYPES
-                or log_pos != expected + event_len):
+                or log_pos != (expected + event_len) & 0xFFFFFFFF):
             break
         events.append(buf[at + 5:stop])
         size += event_len
         last_type, last_timestamp = event_type, timestamp
-        expected, at = log_pos, stop
+        expected, at = expected + event_len, stop
     if not events:
         return None
     return at, b"".join(events), len(events), last_type, last_timestamp

@@ -588,6 +588,7 @@ class LiveFile:
                 raise ReplicationError(self.name, self.offset, f"event of type {type_code} "
                                        "without a position (log_pos 0) in the dump")
             queued_end = self.queued_end
+            pos = widened(pos, queued_end)
             if pos != queued_end:
                 if pos < queued_end:
                     continue        # sent again after a reconnect: already had
@@ -616,6 +617,19 @@ class LiveFile:
         self._recent_bytes += len(data)
         while self._recent_bytes > RECENT_BYTES and len(self._recent) > 1:
             self._recent_bytes -= len(self._recent.popleft()[1])
+
+
+def widened(position: int, near: int) -> int:
+    """The 64-bit file offset whose low 32 bits are `position`'s (an event's
+    start from its 32-bit log_pos, which wraps past 4 GiB) nearest `near`
+    (where the previous event ended)."""
+    low = position & 0xFFFFFFFF
+    found = (near & ~0xFFFFFFFF) | low
+    if found - near > 1 << 31:
+        found -= 1 << 32
+    elif near - found > 1 << 31:
+        found += 1 << 32
+    return max(found, 0)
 
 
 def _fde_has_checksum(raw: bytes) -> bool:
