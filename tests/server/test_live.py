@@ -383,3 +383,20 @@ def test_a_token_taken_on_a_primary_continues_on_its_replica(server, tmp_path):
                 "127.0.0.1", other.port, "root", "", stop_never=False, resume=str(token)
             ).changes() if c.op == "insert"]
             assert taken + rest == list(range(1, 151)), other.settings
+
+
+def test_a_rows_event_over_16_mb_prints_from_the_server_as_from_the_file(mariadbd, tmp_path):
+    """Default output (BINLOG blocks) of a 20 MB rows event, read over the
+    wire (packets of 16 MB continued), equals the file's, byte for byte."""
+    with MariaDBServer(tmp_path / "big", server_id=1,
+                       extra={"max_allowed_packet": "64M"}) as big:
+        big.execute("CREATE DATABASE shop")
+        big.execute("CREATE TABLE shop.blobs (id INT PRIMARY KEY, b LONGBLOB)")
+        big.execute("INSERT INTO shop.blobs VALUES (1, REPEAT('x', 20 * 1024 * 1024))")
+        big.flush_logs()
+        status, wire, err = run_binlake("dump", "-R", *connection_args(big), "binlog.000001")
+        assert status == 0, err
+        status, file, err = run_binlake("dump", str(big.binlog_files()[0]))
+    assert status == 0, err
+    assert len(wire) > 20 << 20
+    assert wire == file

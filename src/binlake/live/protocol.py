@@ -372,22 +372,31 @@ class ReplicaConnection:
                 return b"".join(parts)
 
     def _take(self, n: int) -> bytes:
-        while len(self._buf) - self._at < n:
-            self._receive()
+        available = len(self._buf) - self._at
+        if available < n:
+            # What is missing is received whole, then joined once: linear in
+            # a large packet (appending each piece would copy it again and
+            # again). The buffer stays `bytes`: the native run splitter reads
+            # it in place.
+            parts, have = [self._buf[self._at:]], available
+            while have < n:
+                data = self._received()
+                parts.append(data)
+                have += len(data)
+            self._buf, self._at = b"".join(parts), 0
         at = self._at
         self._at = at + n
         return self._buf[at:at + n]
 
-    def _receive(self) -> None:
-        """More bytes from the socket (unwrapped, when compressed); the
-        buffer stays `bytes`, which the native run splitter reads in place."""
+    def _received(self) -> bytes:
+        """The next bytes from the socket (unwrapped, when compressed)."""
         try:
             if self._channel is not None:
                 data = self._channel.receive()
                 got = len(data)
             else:
                 got = self._sock.recv_into(self._chunk)
-                data = memoryview(self._chunk)[:got]
+                data = bytes(memoryview(self._chunk)[:got])
         except (socket.timeout, TimeoutError):
             raise ReplicationError(self.where, 0, f"no event or heartbeat for "
                                    f"{self.read_timeout:g} s: the connection has stalled",
@@ -401,8 +410,7 @@ class ReplicaConnection:
         if not got:
             raise ReplicationError(self.where, 0, "the server closed the connection",
                                    code=2013, retryable=True)
-        self._buf = self._buf[self._at:] + data
-        self._at = 0
+        return data
 
     def close(self) -> None:
         """Close the connection, from any thread: shutting the socket down

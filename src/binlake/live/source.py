@@ -49,7 +49,8 @@ _XID = int(E.XID_EVENT)
 _POSITIONING_EVENTS = frozenset({_FDE, int(E.GTID_LIST_EVENT), int(E.BINLOG_CHECKPOINT_EVENT),
                                  int(E.PREVIOUS_GTIDS_LOG_EVENT)})
 
-#: Bytes of a live file kept after they were read, for BINLOG statements
+#: Bytes of a live file kept after they were read, for BINLOG statements,
+#: beyond the largest event (or run of events) the file has had
 RECENT_BYTES = 16 << 20
 
 #: mysqlbinlog's server id for --stop-never (`--stop-never-slave-server-id`'s default)
@@ -437,6 +438,7 @@ class LiveFile:
         self._queued_end = 0       # the offset after the last event queued
         self._recent: deque = deque()  # (offset, bytes) given lately (BINLOG blocks re-read them)
         self._recent_bytes = 0
+        self._recent_limit = RECENT_BYTES  # grows with the largest event received
         self.format_description: bytes | None = None
         #: end the stream (b"") when no event is waiting and the last one
         #: given was an XID: a consumer that reads ranges (the Arrow batches)
@@ -558,6 +560,7 @@ class LiveFile:
             if run is not None:    # the common case: ordinary events, many at a time
                 data, _, last_type, timestamp = run
                 queue.append((self._queued_end, data))
+                self._recent_limit = max(self._recent_limit, RECENT_BYTES + len(data))
                 self._last_type = last_type
                 self.resume_at = self._queued_end = self._queued_end + len(data)
                 if timestamp:
@@ -599,6 +602,7 @@ class LiveFile:
                     and not source.mysql_gtid_dump:
                 source.positioning = False
             queue.append((pos, raw))
+            self._recent_limit = max(self._recent_limit, RECENT_BYTES + len(raw))
             self._last_type = type_code
             self.resume_at = self._queued_end = pos + len(raw)
             if type_code == _ROTATE or type_code == _STOP:
@@ -611,11 +615,12 @@ class LiveFile:
     def _remember(self, start: int, data: bytes) -> None:
         """Keep the bytes given lately: the text printer re-reads each event
         by position for its BINLOG statement just after the reader handed it
-        out. Bounded: RECENT_BYTES (an event larger than that cannot be
-        printed as BINLOG from a live server; it can from a --raw copy)."""
+        out. Bounded: RECENT_BYTES beyond the largest event received, which
+        is in memory whole anyway (as it arrived), so that the reader may
+        read ahead of the event being printed without dropping its start."""
         self._recent.append((start, data))
         self._recent_bytes += len(data)
-        while self._recent_bytes > RECENT_BYTES and len(self._recent) > 1:
+        while self._recent_bytes > self._recent_limit and len(self._recent) > 1:
             self._recent_bytes -= len(self._recent.popleft()[1])
 
 

@@ -126,8 +126,8 @@ class RawEvents:
             if raw is None:
                 from binlake.errors import CorruptEvent
                 raise CorruptEvent(event.header.file, event.header.pos,
-                                   "the event's bytes are no longer held (an event of over "
-                                   "16 MB read from a live server; print it from a --raw copy)")
+                                   "the event's bytes are no longer held (read from a live "
+                                   "server: print it from a --raw copy)")
         else:
             handle.seek(event.header.pos)
             raw = handle.read(event.header.length)
