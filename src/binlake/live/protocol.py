@@ -2,8 +2,10 @@
 
 Strategy: PyMySQL makes the connection (TCP or Unix socket, TLS, every
 authentication plugin it knows, caching_sha2_password among them); this
-module then speaks the replication commands on that connection and reads the
-dump's packets itself, straight from the socket into one buffer: each packet
+module then speaks the replication commands on that connection (through
+PyMySQL's `_execute_command`, `_read_ok_packet`, `_sock` and `_force_close`,
+which are not its public API: pyproject.toml pins the versions tested,
+>=1.1,<1.3) and reads the dump's packets itself, straight from the socket into one buffer: each packet
 is `00` + one event's bytes, `FE` (end of the last binlog, when the dump was
 asked not to wait) or `FF` (the server's error). Nothing here decodes an
 event: `binlake.live.source` places the events in the server's files, and the
