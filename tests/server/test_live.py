@@ -8,6 +8,7 @@ killed from the server side, a server restart, binlake itself SIGKILLed.
 """
 from __future__ import annotations
 
+import json
 import random
 import signal
 import threading
@@ -400,3 +401,27 @@ def test_a_rows_event_over_16_mb_prints_from_the_server_as_from_the_file(mariadb
     assert status == 0, err
     assert len(wire) > 20 << 20
     assert wire == file
+
+
+def test_a_checkpoint_names_the_columns_as_they_were_at_its_point(server):
+    """Under MINIMAL metadata the binlog names no column: a stream resumed
+    from a checkpoint (its token and the schema history there) names the
+    rows written before a later ALTER by the columns they had, where the
+    server's tables as they are now would misname them."""
+    write(server, 1, 10)
+    stream = binlake.stream("127.0.0.1", server.port, "root", "", stop_never=False,
+                            file="binlog.000001")
+    with stream:
+        for _ in stream.transactions():
+            pass
+        saved = json.loads(json.dumps(stream.checkpoint().to_json()))
+    server.execute("INSERT INTO shop.items (id, name, price, seen) VALUES (11, 'eleven', 1.5, "
+                   "'2024-01-02 03:04:05')")
+    server.execute("ALTER TABLE shop.items DROP COLUMN name, ADD COLUMN note VARCHAR(10) FIRST")
+    server.execute("INSERT INTO shop.items (note, id, price, seen) VALUES ('new', 12, 2.5, "
+                   "'2024-01-02 03:04:05')")
+    rows = [dict(c.after) for c in binlake.stream(
+        "127.0.0.1", server.port, "root", "", stop_never=False, resume=saved).changes()]
+    assert rows[0]["name"] == "eleven" and rows[0]["id"] == 11
+    assert rows[1]["note"] == "new" and rows[1]["id"] == 12
+    assert [str(rows[0]["price"]), str(rows[1]["price"])] == ["1.50", "2.50"]

@@ -168,6 +168,10 @@ def test_every_increment_equal_to_the_server(spark, steps, tmp_path, monkeypatch
             if table in work[-1].get("merged", []) + work[-1].get("appended", []):
                 feed = fed_keys(out, table, versions[-2][table] + 1, versions[-1][table])
                 assert feed == binlog_keys(new_files, table), (number, table)
+        for table in work[-1].get("carried", []):  # marked as what its feed is: a rewrite
+            history = deltalake.DeltaTable(str(out / "tables" / f"{DATABASE}.{table}")).history()
+            binlake_commits = [entry for entry in history if "binlake.through" in entry]
+            assert binlake_commits[0].get("binlake.rewritten") in ("carried", "repartitioned")
         if "no_pk" in work[-1].get("rewritten", []):  # a keyless table's copies, merged
             uri = str(out / "tables" / f"{DATABASE}.no_pk")
             feed = deltalake.DeltaTable(uri).load_cdf(

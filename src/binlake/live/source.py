@@ -33,7 +33,7 @@ import time
 import warnings
 import weakref
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from binlake.constants import BINLOG_MAGIC, EventType as E, LogEventFlag
 from binlake.live.protocol import ReplicaConnection, ReplicationError
@@ -654,12 +654,23 @@ class ResumeToken:
     `file`/`position` name the binlog and the offset after that transaction
     on the server `server_id`; `gtid` the GTID state there (MariaDB: a GTID
     list, every domain), by which the read continues on another server of
-    the same replication domain. Text: FILE:POSITION[@GTID][#SERVER_ID]."""
+    the same replication domain. Text: FILE:POSITION[@GTID][#SERVER_ID].
+    `schema` (from `LiveStream.checkpoint()`, kept by `to_json()`): the
+    schema history as of the point, so that a resumed stream names every
+    event as the server did then, whatever DDL ran since."""
 
     file: str
     position: int
     gtid: str | None = None
     server_id: int | None = None
+    schema: dict | None = field(default=None, compare=False, repr=False)
+
+    def to_json(self) -> dict:
+        return {"token": str(self), "schema": self.schema}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "ResumeToken":
+        return replace(cls.parse(data["token"]), schema=data.get("schema"))
 
     def __str__(self) -> str:
         return (f"{self.file}:{self.position}" + (f"@{self.gtid}" if self.gtid else "")
@@ -703,8 +714,12 @@ class LiveStream:
     continues: after the last whole transaction handed out."""
 
     def __init__(self, options: LiveOptions, reader_options: dict):
+        from binlake.records import _history
         self.source = LiveSource(options)
-        self.reader_options = reader_options
+        # The history the reader follows in place: checkpoints take it as of their point.
+        self._schema = _history(reader_options.get("schema"))
+        self.reader_options = {**reader_options,
+                               "schema": False if self._schema is None else self._schema}
         self._after: tuple | None = None   # (file, position) after the last transaction given
         self._gtids: dict = {}             # MariaDB's GTID state there, per domain
 
@@ -721,6 +736,15 @@ class LiveStream:
         return ResumeToken(*self._after,
                            ",".join(gtids[d] for d in sorted(gtids, key=int)) or None,
                            identity.get("server_id"))
+
+    def checkpoint(self) -> ResumeToken | None:
+        """`resume_token` with the schema history as of it: saved as
+        `to_json()` and given back as `resume=`, the resumed stream names
+        every column as the server had it there, not as it has it now."""
+        token = self.resume_token
+        if token is None or self._schema is None:
+            return token
+        return replace(token, schema=self._schema.at((token.file, token.position)).to_json())
 
     def _passed(self, group) -> bool:
         """Move the token past a transaction group that ended (False if it did not)."""
@@ -773,17 +797,23 @@ def stream(host: str | None = None, port: int | None = None, user: str | None = 
            **reader_options) -> LiveStream:
     """Follow a live MySQL or MariaDB server as a replica.
 
-    Where to start: `resume` (a token or its text from an earlier stream),
-    else `file`/`position`, else MariaDB's `gtid` list (transactions after
-    it), else the server's first binlog. `stop_never=False` ends at the end
-    of the last binlog. Column names: the DDL in the stream, and, when the
-    stream does not start at the server's first binlog, the server's tables
-    as they are now (`schema=` seeds otherwise; False: none). `compress`:
+    Where to start: `resume` (a token, its text, or a checkpoint's
+    `to_json()` from an earlier stream), else `file`/`position`, else
+    MariaDB's `gtid` list (transactions after it), else the server's first
+    binlog. `stop_never=False` ends at the end of the last binlog. Column
+    names: the DDL in the stream, seeded by a checkpoint's schema history,
+    else, when the stream does not start at the server's first binlog, by
+    the server's tables as they are now (`schema=` seeds otherwise; False:
+    none). `compress`:
     the compressed protocol (zlib) when the server offers it, as mysqlbinlog -C."""
     token = None
     if resume is not None:
-        token = resume if isinstance(resume, ResumeToken) else ResumeToken.parse(resume)
+        token = (resume if isinstance(resume, ResumeToken) else ResumeToken.from_json(resume)
+                 if isinstance(resume, dict) else ResumeToken.parse(resume))
         file, position, gtid = token.file, token.position, None
+        if schema is None and token.schema is not None:  # the history of the token's point
+            from binlake.schema.history import Schema
+            schema = Schema.from_json(token.schema)
     settings = default_settings(host, port, user, password, socket, defaults_file,
                                 ssl_ca=ssl_ca, ssl_cert=ssl_cert, ssl_key=ssl_key,
                                 ssl_mode=ssl_mode, compress=compress or None)

@@ -47,6 +47,13 @@ PLAN = "binlake.plan"
 APP_ID = "binlake:{table}"
 #: Commit metadata key: the binlog position (file -> offset) the table reflects.
 THROUGH = "binlake.through"
+#: Commit metadata key of a commit that replaced the table's rows whole:
+#: "carried" (DDL changed its columns, key or name: the rows carried into the
+#: new definition), "rebuilt" (from its changes) or "repartitioned". Its change
+#: data feed is every old row deleted and every new one inserted (Delta's for
+#: any overwrite), not row changes of the binlog: a reader of row changes
+#: skips such a version and reads the table anew.
+REWRITTEN = "binlake.rewritten"
 #: Every table's properties: its change data feed on (a downstream job reads
 #: what each commit changed: appends as inserts, merges as delete,
 #: update_preimage, update_postimage and insert).
@@ -223,7 +230,7 @@ def rows_not_held(uri: str, net, keys: list[str]) -> list[str]:
 
 def commit_table(uri: str, table: str, files: list[str], schema, *, run: int,
                  through: dict, mode: str = "overwrite", plan: str | None = None,
-                 partition_by: tuple = ()) -> None:
+                 partition_by: tuple = (), rewritten: str | None = None) -> None:
     """Make the Parquet `files` (paths inside `uri`, written by Spark's
     executors: no row passes through here) the whole of the Delta table at
     `uri` (`mode` "overwrite": one atomic commit removes what the table held
@@ -242,11 +249,12 @@ def commit_table(uri: str, table: str, files: list[str], schema, *, run: int,
                         partition_by=partition_by or None)
     _allow_timestamp_ntz(uri, schema)
     _with_table_properties(uri)
-    commit = _commit_properties(table, run, through, plan)
+    commit = _commit_properties(table, run, through, plan, rewritten)
     if DeltaTable(uri).metadata().partition_columns != partition_by:
         # Partitioned otherwise (--partition-by changed): Delta's REPLACE, the
         # rows written again by delta-rs under the new partitioning.
-        _repartitioned(uri, files, schema, partition_by, commit)
+        _repartitioned(uri, files, schema, partition_by,
+                       _commit_properties(table, run, through, plan, "repartitioned"))
         return
     actions = []
     for path in files:
@@ -465,14 +473,17 @@ def _latest_metadata(uri: str, key: str) -> str | None:
     return None
 
 
-def _commit_properties(table: str, run: int, through: dict, plan: str | None = None):
+def _commit_properties(table: str, run: int, through: dict, plan: str | None = None,
+                       rewritten: str | None = None):
     """What every commit of run `run` to `table` carries: the position it
-    reflects, the application transaction that makes a rerun skip it (and a
-    history table's, the plan it follows)."""
+    reflects, the application transaction that makes a rerun skip it (a
+    history table's, the plan it follows; a whole rewrite's, why: REWRITTEN)."""
     from deltalake import CommitProperties, Transaction
     metadata = {THROUGH: json.dumps(through, sort_keys=True)}
     if plan is not None:
         metadata[PLAN] = plan
+    if rewritten is not None:
+        metadata[REWRITTEN] = rewritten
     return CommitProperties(custom_metadata=metadata,
                             app_transactions=[Transaction(APP_ID.format(table=table), run)])
 

@@ -330,7 +330,7 @@ class _Lake:
                 changes = changes.where(as_of.condition())
             empty = _spark().createDataFrame([], table_struct(plan["layout"]))
             self._rewrite(changes, plan, empty, sizes.pop(key))
-            self.commits.append((self._commit, (key, plan, "overwrite")))
+            self.commits.append((self._commit, (key, plan, "overwrite", "rebuilt")))
 
         def job(keys: list) -> None:
             group = [by_key[key] for key in keys]
@@ -339,7 +339,7 @@ class _Lake:
                 self._write(rebuild_states(changes, group, as_of), group, sizes)
         self._each(job, self._jobs(sizes))
         for key, plan in by_key.items():
-            self.commits.append((self._commit, (key, plan, "overwrite")))
+            self.commits.append((self._commit, (key, plan, "overwrite", "rebuilt")))
         self.work["rebuilt"] += list(by_key) + rekeyed
         self.log(f"tables: {len(by_key) + len(rekeyed)} rebuilt"
                  + (f" as of {as_of.describe()}" if as_of else ""))
@@ -495,7 +495,7 @@ class _Lake:
             rows = _sorted_by(rows, layout["primary_key"] or [c["key"] for c in layout["columns"]])
         _write_rows(os.path.join(self.staged, key), rows, _partition_by(plan))
         mode = "append" if how == "appended" else "overwrite"
-        self.commits.append((self._commit, (key, plan, mode)))
+        self.commits.append((self._commit, (key, plan, mode, None if how == "appended" else how)))
 
     def carry(self, read_changes, carried: dict) -> list:
         """Tables whose definition changed (ADD/DROP/RENAME COLUMN, MODIFY, a
@@ -523,7 +523,7 @@ class _Lake:
         concurrently(job, jobs)
         for plan, *_ in jobs:
             key = qualified(plan["database"], plan["table"])
-            self.commits.append((self._commit, (key, plan, "overwrite")))
+            self.commits.append((self._commit, (key, plan, "overwrite", "carried")))
             self.work["carried"].append(key)
         return rebuild
 
@@ -690,7 +690,7 @@ class _Lake:
             os.replace(os.path.join(folder, name), os.path.join(target, name))
         return names
 
-    def _commit(self, key: str, plan: dict, mode: str) -> None:
+    def _commit(self, key: str, plan: dict, mode: str, rewritten: str | None = None) -> None:
         target = os.path.join(self.tables_dir, key)
         names = self._staged_files(key, target)
         layout, partition_by = plan["layout"], _partition_by(plan)
@@ -699,7 +699,7 @@ class _Lake:
             [written.field(f.name) if f.name in written.names else f
              for f in _arrow_schema(layout)])  # a partition column is in no file
         commit_table(target, key, names, schema, run=self.run, through=self.through, mode=mode,
-                     partition_by=partition_by)
+                     partition_by=partition_by, rewritten=rewritten)
 
     def _net_changes(self, key: str):
         """The staged net changes of `key` (a pyarrow Dataset)."""
