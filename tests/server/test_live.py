@@ -425,3 +425,40 @@ def test_a_checkpoint_names_the_columns_as_they_were_at_its_point(server):
     assert rows[0]["name"] == "eleven" and rows[0]["id"] == 11
     assert rows[1]["note"] == "new" and rows[1]["id"] == 12
     assert [str(rows[0]["price"]), str(rows[1]["price"])] == ["1.50", "2.50"]
+
+
+@pytest.mark.parametrize("start", ["file", "gtid", "token"])
+def test_dump_threads_killed_at_random_moments_under_load_lose_and_repeat_nothing(server, start):
+    """A writer keeps committing while the server's dump thread is killed at
+    random moments; the stream, started at a file, at a GTID or from a
+    token, hands out exactly the transactions one uninterrupted read does."""
+    write(server, 1, 40)
+    first = list(binlake.stream("127.0.0.1", server.port, "root", "",
+                                stop_never=False).transactions())
+    origin = {"file": {"file": "binlog.000001"}, "gtid": {"gtid": first[20].gtid},
+              "token": {"resume": str(first[20].resume_token)}}[start]
+    received = []
+    stream = binlake.stream("127.0.0.1", server.port, "root", "", heartbeat=0.5, **origin)
+
+    def consume():
+        for transaction in stream.transactions():
+            received.append(transaction.gtid)
+            if transaction.changes and transaction.changes[-1].after is not None \
+                    and transaction.changes[-1].after["id"] == 1500:
+                return
+    thread = threading.Thread(target=consume)
+    thread.start()
+    writer = threading.Thread(target=write, args=(server, 41, 1460))
+    writer.start()
+    rng, kills = random.Random(start), 0
+    while thread.is_alive() and kills < 8:  # while the writes come and are delivered
+        time.sleep(rng.uniform(0.01, 0.1))
+        kills += kill_dump_threads(server)
+    writer.join()
+    thread.join(90)
+    stream.close()
+    assert not thread.is_alive()
+    whole = [t.gtid for t in binlake.stream("127.0.0.1", server.port, "root", "",
+                                            stop_never=False, **origin).transactions()]
+    assert received == whole[:len(received)] and len(received) >= 1460
+    assert kills >= 3

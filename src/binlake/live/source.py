@@ -32,7 +32,7 @@ import threading
 import time
 import warnings
 import weakref
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field, replace
 
 from binlake.constants import BINLOG_MAGIC, EventType as E, LogEventFlag
@@ -146,6 +146,8 @@ class LiveSource:
         """End the stream, from any thread: a read blocked on the server
         returns at once, and the iteration ends instead of reconnecting."""
         self._ended = True
+        if not self._closed.is_set() and not self._first_connect:
+            _OPEN_IDS[self.options.server_id] -= 1
         self._closed.set()
         connection, self._connection = self._connection, None
         if connection is not None:
@@ -197,6 +199,8 @@ class LiveSource:
             connection.close()
             return
         self._connection = connection
+        if self._first_connect:
+            _OPEN_IDS[o.server_id] += 1
         self._first_connect = False
         self.mysql_gtid_dump = mysql_set is not None
         # A first connection may be skipped ahead to its start; a new one
@@ -221,7 +225,8 @@ class LiveSource:
                        "free; a replica using it would be disconnected")
             return
         for server_id, host, port in replicas:
-            if server_id == self.options.server_id and not _own_dead_registration(host, port):
+            if server_id == self.options.server_id \
+                    and not _own_dead_registration(host, port, server_id):
                 raise ReplicationError(self.where, 0, f"server id {server_id} is already used by "
                                        f"the replica {host}:{port} (SHOW SLAVE HOSTS); connecting "
                                        "with it would disconnect that replica: choose another "
@@ -375,11 +380,19 @@ class LiveSource:
 REPORT_HOST = f"binlake@{socket.gethostname()}"
 
 
-def _own_dead_registration(host: str, port: int) -> bool:
-    """Whether a replica the server lists is a binlake run of this machine
-    whose process is gone (SIGKILLed: the server keeps it until it notices)."""
-    if host != REPORT_HOST or port <= 0 or port == os.getpid():
+#: Replica ids of the streams of this process that are open (registered).
+_OPEN_IDS: Counter = Counter()
+
+
+def _own_dead_registration(host: str, port: int, server_id: int) -> bool:
+    """Whether a replica the server lists is binlake's own that outlived
+    its reader: a run of this machine whose process is gone (SIGKILLed: the
+    server keeps it until it notices), or a stream of this process that was
+    closed (the server drops it a moment later)."""
+    if host != REPORT_HOST or port <= 0:
         return False
+    if port == os.getpid():
+        return not _OPEN_IDS[server_id]
     try:
         os.kill(port, 0)
     except ProcessLookupError:
