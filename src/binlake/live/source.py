@@ -16,11 +16,21 @@ starts when the stream does not start at 4 or resumes after a gap the
 server chose (a GTID start).
 
 Rule: the stream never repeats or skips a byte. A lost connection (killed,
-stalled past the read timeout, a server restart) is replaced by a new one
-asking for the same file at the offset already given, after a bounded
-backoff; what the server sends again before that offset is dropped, a gap
-after it is an error. A start point the server no longer has, a refused
-login or a duplicate replica id end the stream with one ReplicationError.
+stalled past the read timeout, a server restart, clean or not: with
+`stop_never` the end of the dump a shutting-down server sends is one too)
+is replaced by a new one asking for the same file at the offset already
+given (64-bit: counted from event lengths, log_pos being 32 bits), after a
+bounded backoff; what the server sends again before that offset is
+dropped, a gap after it is an error, and so is another server answering
+(positions are one server's). A start point the server no longer has, a
+refused login or a replica id another replica uses end the stream with one
+ReplicationError; binlake's own registration left by a killed run is taken
+over. `close()` from any thread ends the stream at once.
+
+Resume tokens (`ResumeToken`) name the position, the server it is on and,
+on MariaDB, the whole GTID state there: on another server of the same
+replication domain a resumed stream starts by GTID. A checkpoint adds the
+schema history as of its point.
 """
 
 from __future__ import annotations
