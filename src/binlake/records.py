@@ -17,6 +17,7 @@ differential tests hold the two equal, errors and their order included.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import sys
@@ -124,20 +125,40 @@ def _grouped(events: Iterable[Event], start_position: int | None = None):
         yield Transaction(last.file, gtid, xid, last_end, last.timestamp, False, [])
 
 
-def changes(paths, on_commit=None, **reader_options) -> Iterator[Change]:
+def changes(paths, on_commit=None, *, on_commit_fields=None,
+            **reader_options) -> Iterator[Change]:
     """Every row change in the binlog file(s), in order; column names as the
     binlog or the schema history (`schema`, see BinlogReader) knows them.
 
     `on_commit(transaction)`: called with each group of events from one
     boundary to the next (a `Transaction`, its `changes` left empty) once
     its changes have all been handed out, before anything more is read:
-    where a consumer may checkpoint (`end_pos`)."""
+    where a consumer may checkpoint (`end_pos`). `on_commit_fields(file,
+    gtid, xid, end_pos, timestamp, complete)`: the same, with the group's
+    fields and no object made (a consumer that only keeps the last one:
+    one call per transaction is all a small transaction's cost then)."""
+    if on_commit_fields is not None:
+        on_commit = _as_fields(on_commit_fields)
     native = core.native()
     if native is None or not set(reader_options) <= _NATIVE_OPTIONS:
         return changes_from_events(BinlogReader(paths, **reader_options), on_commit,
                                    reader_options.get("start_position"))
     return _native_loop(native, paths, reader_options, per_transaction=False,
                         on_commit=on_commit)
+
+
+class _as_fields:
+    """`on_commit` for an `on_commit_fields` callable (the native loop calls
+    the callable itself, its file bound: `fields_for`)."""
+
+    def __init__(self, on_commit_fields):
+        self.on_commit_fields = on_commit_fields
+
+    def __call__(self, t: Transaction) -> None:
+        self.on_commit_fields(t.file, t.gtid, t.xid, t.end_pos, t.timestamp, t.complete)
+
+    def fields_for(self, file: str):
+        return functools.partial(self.on_commit_fields, file)
 
 
 def transactions(paths, **reader_options) -> Iterator[Transaction]:
@@ -172,6 +193,9 @@ def _reference_transactions(events: Iterable[Event],
 
 def _committed(on_commit, file: str):
     """The native loop's commit callback, as `on_commit` takes it."""
+    if isinstance(on_commit, _as_fields):
+        return on_commit.fields_for(file)
+
     def committed(gtid, xid, end_pos, timestamp, complete):
         on_commit(Transaction(file, gtid, xid, end_pos, timestamp, complete, []))
     return committed

@@ -48,6 +48,19 @@ def with_commits(changes):
 
 
 native_commits = with_commits(records.changes)
+
+
+def native_commit_fields(paths, **options):
+    """`on_commit_fields`' calls, made Transactions: at the same places, with
+    the same fields, as the reference's `on_commit`."""
+    def as_transaction(file, gtid, xid, end_pos, timestamp, complete):
+        committed.append(records.Transaction(file, gtid, xid, end_pos, timestamp, complete, []))
+    committed: list = []
+    for change in records.changes(paths, on_commit_fields=as_transaction, **options):
+        yield from committed
+        committed.clear()
+        yield change
+    yield from committed
 reference_commits = with_commits(
     lambda paths, on_commit, **options: records.changes_from_events(
         BinlogReader(paths, **options), on_commit, options.get("start_position")))
@@ -80,6 +93,7 @@ def assert_same(paths, options: dict, what: str = "", pure: bool = False) -> int
     total = 0
     for loop, reference in ((records.changes, reference_changes),
                             (native_commits, reference_commits),
+                            (native_commit_fields, reference_commits),
                             (records.transaction_groups, reference_groups)):
         got, got_error = outcome(loop, paths, options)
         expected, expected_error = outcome(reference, paths, options, pure)

@@ -771,12 +771,16 @@ class LiveStream:
 
     def _passed(self, group) -> bool:
         """Move the token past a transaction group that ended (False if it did not)."""
-        if not group.complete:
+        return self._committed(group.file, group.gtid, None, group.end_pos, None, group.complete)
+
+    def _committed(self, file, gtid, xid, end_pos, timestamp, complete) -> bool:
+        """`_passed` from a group's fields (changes' `on_commit_fields`: no
+        object per transaction, the commonest call of a stream of small ones)."""
+        if not complete:
             return False
-        gtid = group.gtid
-        if gtid is not None and "-" in gtid and ":" not in gtid:
-            self._gtids[gtid.split("-", 1)[0]] = gtid
-        self._after = (group.file, group.end_pos)
+        if gtid is not None and ":" not in gtid:  # MariaDB's DOMAIN-SERVER-SEQ
+            self._gtids[gtid[:gtid.find("-")]] = gtid
+        self._after = (file, end_pos)
         return True
 
     def __iter__(self):
@@ -798,7 +802,7 @@ class LiveStream:
         past each transaction once all its changes have been handed out
         (at the next request, before anything more is read)."""
         from binlake.records import changes
-        return changes(self.source, on_commit=self._passed, **self.reader_options)
+        return changes(self.source, on_commit_fields=self._committed, **self.reader_options)
 
     def close(self) -> None:
         self.source.close()
