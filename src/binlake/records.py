@@ -137,28 +137,15 @@ def changes(paths, on_commit=None, *, on_commit_fields=None,
     gtid, xid, end_pos, timestamp, complete)`: the same, with the group's
     fields and no object made (a consumer that only keeps the last one:
     one call per transaction is all a small transaction's cost then)."""
-    if on_commit_fields is not None:
-        on_commit = _as_fields(on_commit_fields)
     native = core.native()
     if native is None or not set(reader_options) <= _NATIVE_OPTIONS:
+        if on_commit_fields is not None:
+            def on_commit(t: Transaction) -> None:
+                on_commit_fields(t.file, t.gtid, t.xid, t.end_pos, t.timestamp, t.complete)
         return changes_from_events(BinlogReader(paths, **reader_options), on_commit,
                                    reader_options.get("start_position"))
     return _native_loop(native, paths, reader_options, per_transaction=False,
-                        on_commit=on_commit)
-
-
-class _as_fields:
-    """`on_commit` for an `on_commit_fields` callable (the native loop calls
-    the callable itself, its file bound: `fields_for`)."""
-
-    def __init__(self, on_commit_fields):
-        self.on_commit_fields = on_commit_fields
-
-    def __call__(self, t: Transaction) -> None:
-        self.on_commit_fields(t.file, t.gtid, t.xid, t.end_pos, t.timestamp, t.complete)
-
-    def fields_for(self, file: str):
-        return functools.partial(self.on_commit_fields, file)
+                        on_commit=on_commit, on_commit_fields=on_commit_fields)
 
 
 def transactions(paths, **reader_options) -> Iterator[Transaction]:
@@ -193,15 +180,13 @@ def _reference_transactions(events: Iterable[Event],
 
 def _committed(on_commit, file: str):
     """The native loop's commit callback, as `on_commit` takes it."""
-    if isinstance(on_commit, _as_fields):
-        return on_commit.fields_for(file)
-
     def committed(gtid, xid, end_pos, timestamp, complete):
         on_commit(Transaction(file, gtid, xid, end_pos, timestamp, complete, []))
     return committed
 
 
-def _native_loop(native, paths, options: dict, per_transaction: bool, on_commit=None):
+def _native_loop(native, paths, options: dict, per_transaction: bool, on_commit=None,
+                 on_commit_fields=None):
     """Each file's changes (per transaction: (file, transaction tuple)) from
     the native loop; files as `BinlogReader` takes them."""
     if isinstance(paths, (str, os.PathLike)) or hasattr(paths, "read"):
@@ -220,7 +205,9 @@ def _native_loop(native, paths, options: dict, per_transaction: bool, on_commit=
             path = os.fspath(path)
             if is_gzip(path):
                 stream = opened = GzipBinlog(path)
-        committed = None if on_commit is None else _committed(on_commit, path)
+        # The fields go to `on_commit_fields` as the native loop gives them, its file bound.
+        committed = (functools.partial(on_commit_fields, path) if on_commit_fields is not None
+                     else None if on_commit is None else _committed(on_commit, path))
         try:
             check = EventChecker(path, verify_checksums=verify, force=force,
                                  schema=schema if schema is not None else False)

@@ -190,3 +190,26 @@ def test_an_idle_server_costs_no_reconnect_and_shows_no_lag(server):
         assert not reconnects, reconnects
         if heartbeat:
             assert progress and progress[-1][0] - progress[-1][1] < 1  # caught up: no lag
+
+
+def test_a_second_backup_beside_the_first_is_refused_and_the_first_goes_on(server, tmp_path):
+    """Two runs into one prefix would interleave their writes: the second is
+    refused in one line (the prefix's lock) and the first is not disturbed."""
+    prefix = tmp_path / "backup"
+    first = start_backup(server, prefix, "--connection-server-id", "701")
+    try:
+        write(server, 1, 50)
+        wait_until(lambda: 701 in registered(server))
+        second = start_backup(server, prefix, "--connection-server-id", "702")
+        _, err = second.communicate(timeout=30)
+        assert second.returncode == 1 and err.count(b"\n") == 1, err
+        assert b"another backup is writing" in err
+        write(server, 51, 50)
+        server.flush_logs()
+        wait_for_copies(server, prefix)
+        assert first.poll() is None
+    finally:
+        first.send_signal(signal.SIGINT)
+        first.communicate(timeout=30)
+    for path in server.binlog_files()[:-1]:
+        assert (prefix / path.name).read_bytes() == path.read_bytes(), path.name

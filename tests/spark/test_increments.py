@@ -41,6 +41,7 @@ from binlake.testing.workload import (DATABASE, SESSION_SETUP,  # noqa: E402
 
 import sweeps  # noqa: E402
 
+from .test_lake_refusals import lake_bytes  # noqa: E402
 from .test_pipeline import assert_tables_equal  # noqa: E402
 from .truth import _columns, canonical_rows  # noqa: E402
 
@@ -227,14 +228,14 @@ def assert_partitioning_changes(spark, out: Path, incoming: Path, step: "Step") 
     """A partitioning a table cannot have is refused in one line with the
     lake as it was; one changed, begun or ended rewrites the table's rows
     once, partitioned as asked, and is kept by the runs that do not name it."""
-    before = _lake_files(out)
+    before = lake_bytes(out)
     for asked, reason in [({f"{DATABASE}.no_pk": "c"}, "a double column"),
                           ({f"{DATABASE}.probe": "label"}, "a string column"),
                           ({f"{DATABASE}.probe": "nope"}, "the table has no such column")]:
         with pytest.raises(ValueError, match=reason) as refused:
             run_pipeline(spark, [str(incoming)], str(out), partition_by=asked)
         assert "\n" not in str(refused.value) and "nothing was changed" in str(refused.value)
-        assert _lake_files(out) == before
+        assert lake_bytes(out) == before
     result = run_pipeline(spark, [str(incoming)], str(out),
                           partition_by=f"{DATABASE}.probe=,{DATABASE}.ints=tiny")
     assert result.table_work == {**{how: [] for how in result.table_work},
@@ -244,12 +245,6 @@ def assert_partitioning_changes(spark, out: Path, incoming: Path, step: "Step") 
     assert_partitioned(spark, out, f"{DATABASE}.probe", [])
     assert_partitioned(spark, out, f"{DATABASE}.no_pk", ["a"])  # as named before
     assert not run_pipeline(spark, [str(incoming)], str(out)).tables_rebuilt
-
-
-def _lake_files(out: Path) -> dict:
-    """Every file of the lake but its lock, with its bytes."""
-    return {str(path.relative_to(out)): path.read_bytes() for path in sorted(out.rglob("*"))
-            if path.is_file() and path.name != "lock"}
 
 
 WAYS = ("driver", "spark")

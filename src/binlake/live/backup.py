@@ -63,45 +63,45 @@ CREATED_AT = 2 + 50
 class CopyState:
     """What an existing copy holds: its intact part and where the server's file goes on."""
 
-    local_end: int            #: bytes of the copy that are whole, intact events
-    server_position: int      #: the server offset after the last whole event (0: none)
+    local_end: int            #: bytes of the copy that are whole, intact events (4: none)
     last_type: int | None     #: type of the last whole event
     next_file: str | None     #: the file a final ROTATE names
-    checksums: bool
+
+    @property
+    def usable(self) -> bool:
+        """Whether it holds a whole event (a copy is the server's file: its
+        offsets are the server's, so the dump continues at `local_end`)."""
+        return self.local_end > 4
 
 
 def inspect_copy(path: str, start: int = 4) -> CopyState:
     """Walk a copy's events from `start` (an event boundary: the magic's end,
     or where its manifest says it is whole); stop at the first that is cut
     short or fails its CRC32 (what a crash leaves)."""
+    description = description_of(path)
+    if description is None:
+        return CopyState(0, None, None)
+    checksums = _fde_checksums(description)
     with open(path, "rb") as handle:
         data_size = os.fstat(handle.fileno()).st_size
-        if handle.read(4) != BINLOG_MAGIC:
-            return CopyState(0, 0, None, None, False)
-        head = handle.read(19 + 100)
-        checksums = len(head) >= 19 and head[4] == _FDE and _fde_checksums(
-            head + handle.read(max(0, int.from_bytes(head[9:13], "little") - len(head))))
         pos = start if 4 < start <= data_size else 4
-        state = CopyState(pos, pos if pos > 4 else 0, None, None, checksums)
+        state = CopyState(pos, None, None)
         while pos + 19 <= data_size:
             handle.seek(pos)
             head = handle.read(19)
-            _, type_code, _, length, log_pos, _ = _HEADER.unpack(head)
+            _, type_code, _, length, _, _ = _HEADER.unpack(head)
             if length < 19 or pos + length > data_size:
                 break
             raw = head + handle.read(length - 19)
-            if type_code == _FDE:
-                checksums = _fde_checksums(raw)
-                if checksums and not _crc_ok(raw, fde=True):
-                    break
-            elif checksums and not _crc_ok(raw):
+            intact, checksums = _intact(raw, checksums)
+            if not intact:
                 break
             pos += length
             next_file = None
             if type_code == _ROTATE:
                 body = raw[19:-4] if checksums else raw[19:]
                 next_file = body[8:].decode("utf-8", "replace")
-            state = CopyState(pos, pos, type_code, next_file, checksums)
+            state = CopyState(pos, type_code, next_file)
         return state
 
 
@@ -129,10 +129,23 @@ def _fde_checksums(raw: bytes) -> bool:
     return _fde_has_checksum(raw)
 
 
-def _crc_ok(raw: bytes, fde: bool = False) -> bool:
-    body = bytearray(raw[:-4])
-    if fde:
+def _intact(event: bytes, checksums: bool) -> tuple[bool, bool]:
+    """(whether the event is intact, whether the events from it on carry
+    CRC32s: a format description says so for those after it)."""
+    if event[4] == _FDE:
+        checksums = _fde_checksums(bytes(event))
+    return not checksums or _crc_ok(event), checksums
+
+
+def _crc_ok(raw: bytes) -> bool:
+    """An event's CRC32, over its bytes in place (no copy: it runs per
+    event); a format description's over its bytes with the IN_USE flag
+    clear, as the server computed it."""
+    if raw[4] == _FDE:
+        body = bytearray(raw[:-4])
         body[17] &= ~_IN_USE & 0xFF
+    else:
+        body = memoryview(raw)[:-4]
     return zlib.crc32(body) == int.from_bytes(raw[-4:], "little")
 
 
@@ -277,21 +290,20 @@ def resume_point(prefix: str, name: str, position: int, manifest: BackupManifest
     elif recorded:
         last = recorded[-1]
         state = inspect_copy(prefix + last, manifest.copies[last]["end"])
-        if state.server_position:
-            return last, state.server_position, state.local_end
-    keep = 0
+        if state.usable:
+            return last, state.local_end, state.local_end
     while True:
         path = prefix + name
         if not os.path.exists(path):
-            return name, position, keep if keep else 0
+            return name, position, 0
         state = inspect_copy(path)
-        if not state.server_position:
+        if not state.usable:
             return name, position, 0    # nothing usable: write the copy anew
         if state.last_type == _ROTATE and state.next_file \
                 and os.path.exists(prefix + state.next_file):
             name = state.next_file
             continue
-        return name, state.server_position, state.local_end
+        return name, state.local_end, state.local_end
 
 
 def lock(prefix: str):
@@ -337,10 +349,8 @@ class ArrivalCheck:
                                    "than its header (sent by the server)")
             if pos + length > end:
                 break
-            event = data[pos:pos + length]
-            if data[pos + 4] == _FDE:
-                self.checksums = _fde_checksums(event)
-            if self.checksums and not _crc_ok(event, fde=data[pos + 4] == _FDE):
+            intact, self.checksums = _intact(memoryview(data)[pos:pos + length], self.checksums)
+            if not intact:
                 raise ChecksumMismatch(self.name, offset + pos, "CRC32 checksum mismatch in an "
                                        "event the server sent: nothing of it was written; "
                                        "run again to fetch it anew")

@@ -291,16 +291,12 @@ def _repartitioned(uri: str, files: list[str], schema, partition_by: list, commi
     import pyarrow as pa
     import pyarrow.parquet as pq
     from deltalake import write_deltalake
-    staged_by = sorted({column for path in files for column in _partition_values(path, [])})
 
     def batches():
         for path in files:
-            values = _partition_values(path, staged_by)
+            values = _partition_values(path, [])
             for found in pq.ParquetFile(os.path.join(uri, path)).iter_batches():
-                yield pa.RecordBatch.from_arrays(
-                    [found.column(f.name) if f.name in found.schema.names
-                     else pa.array([values[f.name]] * found.num_rows, pa.string()).cast(f.type)
-                     for f in schema], schema=schema)
+                yield pa.RecordBatch.from_arrays(_in_schema(found, schema, values), schema=schema)
     write_deltalake(uri, pa.RecordBatchReader.from_batches(schema, batches()), mode="overwrite",
                     schema_mode="overwrite", partition_by=partition_by,  # [] ends it; None keeps it
                     commit_properties=commit)
@@ -437,12 +433,19 @@ def read_table(uri: str):
     for path in table.file_uris():  # URIs: percent-encoded
         found = pq.ParquetFile(unquote(path)).read()
         values = _partition_values(os.path.relpath(unquote(path), uri), partition_by)
-        parts.append(pa.Table.from_arrays(
-            [found.column(f.name).cast(f.type) if f.name in found.column_names
-             else pa.array([values[f.name]] * found.num_rows, pa.string()).cast(f.type)
-             if f.name in values else pa.nulls(found.num_rows, f.type) for f in schema],
-            schema=schema))
+        parts.append(pa.Table.from_arrays(_in_schema(found, schema, values), schema=schema))
     return pa.concat_tables(parts) if parts else schema.empty_table()
+
+
+def _in_schema(found, schema, values: dict) -> list:
+    """The columns of a file's rows (a Table or a RecordBatch) in the
+    table's schema: a partition column from its folder's value (`values`),
+    a column the file lacks (merged in after it was written) NULL."""
+    import pyarrow as pa
+    rows, held = found.num_rows, found.schema.names
+    return [found.column(f.name).cast(f.type) if f.name in held
+            else pa.array([values[f.name]] * rows, pa.string()).cast(f.type) if f.name in values
+            else pa.nulls(rows, f.type) for f in schema]
 
 
 def row_count(uri: str) -> int:
