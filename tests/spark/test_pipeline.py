@@ -197,6 +197,67 @@ def test_small_increments_and_nothing_new_start_no_spark_session(spark, tmp_path
         assert len(table_rows(lake, table)) == len(rows), table
 
 
+def test_a_run_that_rebuilds_the_tables_starts_spark_while_it_reads(spark, tmp_path):
+    """A lake's first run rebuilds its tables in Spark: the session is asked
+    for in the background before a binlog is read (its JVM starts while the
+    driver reads), once, however many threads then use it; settings given
+    with `then` reach it. A run with nothing new never asks."""
+    import threading
+
+    from binlake.cli.commands.pipeline import sample_dir
+    from binlake.spark.pipeline import LazySession
+    asked, configured = [], []
+
+    def start():
+        asked.append(threading.current_thread().name)
+        return spark
+    lazy = LazySession(start, "local[2]")
+    lazy.then(configured.append)
+    lake = tmp_path / "lake"
+    result = run_pipeline(lazy, [sample_dir()], str(lake))
+    assert result.tables_rebuilt and result.tables
+    assert asked == ["spark session start"] and configured == [spark]
+
+    def no_spark():
+        raise AssertionError("a run with nothing new started a Spark session")
+    assert not run_pipeline(LazySession(no_spark, "local[2]"), [sample_dir()],
+                            str(lake)).tables_rebuilt
+
+
+def test_a_lazy_session_is_started_once_by_many_threads(spark):
+    import threading
+    import time
+
+    from binlake.spark.pipeline import LazySession
+    asked = []
+
+    def start():
+        asked.append(1)
+        time.sleep(0.2)  # threads arrive while it starts
+        return spark
+    lazy = LazySession(start)
+    names = []
+    threads = [threading.Thread(target=lambda: names.append(lazy.version)) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert asked == [1] and names == [spark.version] * 4
+
+
+def test_steps_over_few_rows_run_interpreted_and_the_settings_come_back(spark):
+    """Jobs over few rows skip code generation (a cold JVM compiles for
+    seconds); the session's settings are as they were after."""
+    from binlake.spark.lake import INTERPRETED, _interpreted
+    was = {name: spark.conf.get(name) for name in INTERPRETED}
+    with _interpreted(spark, True):
+        assert {name: spark.conf.get(name) for name in INTERPRETED} == INTERPRETED
+        assert spark.range(3).selectExpr("sum(id * 2)").first()[0] == 6
+    assert {name: spark.conf.get(name) for name in INTERPRETED} == was
+    with _interpreted(spark, False):
+        assert {name: spark.conf.get(name) for name in INTERPRETED} == was
+
+
 def test_an_output_path_delta_cannot_address_is_refused_in_one_line(tmp_path):
     out, err = io.StringIO(), io.StringIO()
     assert main(["pipeline", "--sample", "--out", str(tmp_path / "lake[1]")], out, err) == 1

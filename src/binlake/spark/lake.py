@@ -58,6 +58,7 @@ import re
 import shutil
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -99,13 +100,14 @@ def plan_signature(plan: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-def update_tables(out: str, plans: list, manifest: Manifest, *, as_of: AsOf | None,
+def update_tables(spark, out: str, plans: list, manifest: Manifest, *, as_of: AsOf | None,
                   staged: str, read_changes, tables_mixed, log,
                   tables_dir: str | None = None, history: bool = False, selected=None
                   ) -> tuple[dict, TablesState, dict]:
     """Bring tables/ (or `tables_dir`) in step with the manifest, and with
     `history` history/ too; returns ({"db.table": rows}, the state of the
-    tables now, {"appended"|"merged"|...|"history": [tables]}).
+    tables now, {"appended"|"merged"|...|"history": [tables]}). `spark`: the
+    run's session, used only where a table needs Spark.
     `tables_mixed()` records in the manifest, before work that leaves the
     tables of two points if killed, that they are. Tables
     `selected(db, table)` does not select (--tables) are left as they are."""
@@ -115,10 +117,9 @@ def update_tables(out: str, plans: list, manifest: Manifest, *, as_of: AsOf | No
     through = manifest.through()
     by_key = _by_table(plans)
     signatures = {key: plan_signature(plan) for key, plan in by_key.items()}
-    in_step = (as_of is None and state is not None and not state.mixed and state.as_of is None
-               and os.path.isdir(tables_dir))
+    in_step = as_of is None and tables_in_step(state, tables_dir)
     shutil.rmtree(staged, ignore_errors=True)
-    lake = _Lake(tables_dir, staged, run, through, log,
+    lake = _Lake(spark, tables_dir, staged, run, through, log,
                  ChangeFiles(os.path.join(out, "changes")), os.path.join(out, HISTORY))
     try:
         _stage(lake, manifest, by_key, signatures, in_step, as_of, out, tables_dir,
@@ -126,6 +127,9 @@ def update_tables(out: str, plans: list, manifest: Manifest, *, as_of: AsOf | No
         if history and as_of is None:
             _stage_histories(lake, manifest, by_key, signatures, out, read_changes)
     except Exception as exc:
+        # Nothing was committed: what the jobs staged (those beside a job that
+        # failed finish their files) goes.
+        shutil.rmtree(staged, ignore_errors=True)
         reason = refused(exc)  # a change a Spark job refused: one line, nothing committed
         if reason is None:
             raise
@@ -146,6 +150,14 @@ def update_tables(out: str, plans: list, manifest: Manifest, *, as_of: AsOf | No
     plans = {**{key: signature for key, signature in (state.plans if state else {}).items()
                 if key in kept}, **signatures}
     return counts, TablesState(through, plans, as_of.describe() if as_of else None), lake.work
+
+
+def tables_in_step(state: TablesState | None, tables_dir: str) -> bool:
+    """tables/ holds tables a run brings in step by their new changes; else
+    (none yet, a rebuild killed half-way, tables of an --as-of point) every
+    table is rebuilt, in Spark."""
+    return (state is not None and not state.mixed and state.as_of is None
+            and os.path.isdir(tables_dir))
 
 
 def _stage(lake: "_Lake", manifest: Manifest, by_key: dict, signatures: dict,
@@ -280,14 +292,24 @@ def _committed_point(uri: str, order) -> tuple | None:
 SMALL_TABLE_ROWS = 250_000
 #: At most this many change rows, and tables, in one collected job.
 COLLECTED_ROWS = 500_000
-COLLECTED_TABLES = 32
+COLLECTED_TABLES = 8
+#: Spark jobs of a step over at most this many rows run interpreted: a
+#: fresh JVM compiling their generated code (Janino, whole-stage and per
+#: expression) takes seconds, far more than running a few rows through
+#: Catalyst's interpreted expressions (bench/README.md, issue 29).
+INTERPRETED_ROWS = 50_000
+#: The session settings that make a job interpreted, and their values then.
+INTERPRETED = {"spark.sql.codegen.wholeStage": "false",
+               "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
 
 class _Lake:
     """The Spark and Delta work on tables/ of one run."""
 
-    def __init__(self, tables_dir: str, staged: str, run: int, through: dict, log,
+    def __init__(self, spark, tables_dir: str, staged: str, run: int, through: dict, log,
                  changes: "ChangeFiles", history_dir: str):
+        self.spark = spark  #: the run's session (binlake.spark.pipeline.LazySession: started
+        #: where first used)
         self.tables_dir, self.staged, self.history_dir = tables_dir, staged, history_dir
         self.changes = changes
         self.run, self.through, self.log = run, through, log
@@ -328,7 +350,7 @@ class _Lake:
             changes = read_changes(only=_sources(plan))
             if as_of is not None and changes is not None:
                 changes = changes.where(as_of.condition())
-            empty = _spark().createDataFrame([], table_struct(plan["layout"]))
+            empty = self.spark.createDataFrame([], table_struct(plan["layout"]))
             self._rewrite(changes, plan, empty, sizes.pop(key))
             self.commits.append((self._commit, (key, plan, "overwrite", "rebuilt")))
 
@@ -337,7 +359,7 @@ class _Lake:
             changes = read_changes(only=set().union(*map(_sources, group)))
             if changes is not None:
                 self._write(rebuild_states(changes, group, as_of), group, sizes)
-        self._each(job, self._jobs(sizes))
+        self._each(job, self._jobs(sizes), sum(sizes.values()))
         for key, plan in by_key.items():
             self.commits.append((self._commit, (key, plan, "overwrite", "rebuilt")))
         self.work["rebuilt"] += list(by_key) + rekeyed
@@ -376,7 +398,7 @@ class _Lake:
             self._write(rebuild_states(mine, group, net=net), group, sizes, net=net)
         jobs = [keys for kind in ("rows", "net")
                 for keys in self._jobs({k: n for k, n in sizes.items() if kinds[k] == kind})]
-        self._each(job, jobs)
+        self._each(job, jobs, sum(sizes.values()))
         for key, plan in by_key.items():
             if kinds[key] == "rows":
                 self.commits.append((self._commit, (key, plan, "append")))
@@ -392,7 +414,9 @@ class _Lake:
             current = delta_frame(changes.sparkSession, os.path.join(self.tables_dir, key))
             self._copies(changes, plan, current.select(
                 *[_column(c["key"]) for c in plan["layout"]["columns"]]))
-        self._each(rewrite, rewritten)
+        held = sum(row_count(os.path.join(self.tables_dir, key)) for key in _by_table(rewritten))
+        self._each(rewrite, rewritten, held + sum(found[s].rows for plan in rewritten
+                                                  for s in _sources(plan) if s in found))
         for key in _by_table(rewritten):
             self.commits.append((self._merge_copies, (key, self._net_changes(key))))
         self.work["rewritten"] += list(_by_table(rewritten))
@@ -520,7 +544,7 @@ class _Lake:
 
         def job(plan, current, files, size) -> None:
             self._rewrite(read_changes(files) if files else None, plan, current, size)
-        concurrently(job, jobs)
+        self._each(lambda one: job(*one), jobs, sum(size for *_, size in jobs))
         for plan, *_ in jobs:
             key = qualified(plan["database"], plan["table"])
             self.commits.append((self._commit, (key, plan, "overwrite", "carried")))
@@ -533,7 +557,7 @@ class _Lake:
         changed in a way binlake does not convert."""
         layout = plan["layout"]
         key = qualified(plan["database"], plan["table"])
-        spark = _spark()
+        spark = self.spark
         if source.uri is None:
             return spark.createDataFrame([], table_struct(layout))
         current = delta_frame(spark, source.uri)
@@ -645,8 +669,13 @@ class _Lake:
             rows += sizes[key]
         return jobs + ([group] if group else [])
 
-    def _each(self, function, jobs: list) -> None:
-        concurrently(function, [(job,) for job in jobs])
+    def _each(self, function, jobs: list, rows: int) -> None:
+        """`function(job)` for each of `jobs`, side by side; interpreted
+        where the step's jobs are over `rows` <= INTERPRETED_ROWS."""
+        if not jobs:
+            return
+        with _interpreted(self.spark, rows <= INTERPRETED_ROWS):
+            concurrently(function, [(job,) for job in jobs])
 
     def _write(self, states, plans: list, sizes: dict, net: bool = False) -> None:
         """Stage the typed rows of `plans` from their `states` (net changes
@@ -801,9 +830,22 @@ def hadoop_literal(path: str) -> str:
     return re.sub(r"([\\\[\]{}*?])", r"\\\1", path)
 
 
-def _spark():
-    from pyspark.sql import SparkSession
-    return SparkSession.builder.getOrCreate()
+@contextmanager
+def _interpreted(spark, interpreted: bool):
+    """The session's jobs interpreted (INTERPRETED) within, if `interpreted`;
+    its settings as they were after."""
+    if not interpreted:
+        yield
+        return
+    conf = spark.conf
+    was = {name: conf.get(name) for name in INTERPRETED}
+    for name, value in INTERPRETED.items():
+        conf.set(name, value)
+    try:
+        yield
+    finally:
+        for name, value in was.items():
+            conf.set(name, value)
 
 
 def _merged(current, net, layout: dict):

@@ -46,7 +46,9 @@ import os
 import re
 import shutil
 import sys
+import threading
 import zlib
+from concurrent.futures import Future, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -57,7 +59,8 @@ from binlake.spark.history import PositionOrder, follow_ranges, load_history, ta
 from binlake.spark.layouts import find_layouts
 from binlake.spark.ranges import (DEFAULT_SPLIT_BYTES, DRIVER_READ_BYTES, FIRST_EVENT, READ_IN, Split,
                      expand_inputs, number_files, split_bytes_of)
-from binlake.spark.lake import TABLES, concurrently, hadoop_literal, update_tables
+from binlake.spark.lake import (TABLES, concurrently, hadoop_literal, tables_in_step,
+                                update_tables)
 from binlake.spark.manifest import FileRead, Manifest, SnapshotFloor, read_manifest, write_manifest
 from binlake.spark.partitioned import parquet_rows
 from binlake.spark.tables import AsOf, one_of
@@ -125,24 +128,51 @@ class LazySession:
     """A Spark session started where a run first needs one (`start()` gives
     it): a run the driver does alone (nothing new, a small increment,
     binlake.spark.driver_tables) starts no JVM. `master` is what the
-    session is for, known before it starts."""
+    session is for, known before it starts. `start_soon()` starts it in
+    the background, for a run sure to need it: the JVM's seconds of start
+    then pass while the driver reads the binlogs. Threads share one start."""
 
     def __init__(self, start, master: str | None = None):
         self._start, self._session, self._then = start, None, []
         self.master = master
+        self._lock = threading.Lock()
+        self._starting: Future | None = None
 
     def then(self, configure) -> None:
         """`configure(session)` now if it runs, else when it starts."""
-        if self._session is not None:
-            configure(self._session)
-        else:
-            self._then.append(configure)
+        with self._lock:
+            if self._session is None:
+                self._then.append(configure)
+                return
+        configure(self._session)
+
+    def start_soon(self) -> None:
+        with self._lock:
+            if self._session is None and self._starting is None:
+                self._starting = Future()
+                threading.Thread(target=self._started, daemon=True,
+                                 name="spark session start").start()
+
+    def settle(self) -> None:
+        """Wait for a start `start_soon` began, whatever its outcome."""
+        if self._starting is not None:
+            wait([self._starting])
+
+    def _started(self) -> None:
+        try:
+            self._starting.set_result(self._start())
+        except BaseException as exc:  # noqa: BLE001 - raised where the session is used
+            self._starting.set_exception(exc)
 
     def __getattr__(self, name: str):
         if self._session is None:
-            self._session = self._start()
-            for configure in self._then:
-                configure(self._session)
+            with self._lock:
+                if self._session is None:
+                    session = (self._starting.result() if self._starting is not None
+                               else self._start())
+                    for configure in self._then:
+                        configure(session)
+                    self._session = session
         return getattr(self._session, name)
 
 
@@ -224,12 +254,17 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
         as_of_out = _as_of_folder(out, as_of_out)
     os.makedirs(_state(out), exist_ok=True)
     with _the_only_run(out):
-        return _run(spark, inputs, out, as_of=as_of, as_of_out=as_of_out, split_bytes=split_bytes,
-                    min_partitions=min_partitions, schema=schema, tables=tables,
-                    reader_options=reader_options, snapshot=snapshot,
-                    snapshot_chunk_rows=snapshot_chunk_rows, read_in=read_in,
-                    temporals=temporals, keep_history=history,
-                    partition_by=parse_partition_by(partition_by), log=log)
+        try:
+            return _run(spark, inputs, out, as_of=as_of, as_of_out=as_of_out,
+                        split_bytes=split_bytes, min_partitions=min_partitions, schema=schema,
+                        tables=tables, reader_options=reader_options, snapshot=snapshot,
+                        snapshot_chunk_rows=snapshot_chunk_rows, read_in=read_in,
+                        temporals=temporals, keep_history=history,
+                        partition_by=parse_partition_by(partition_by), log=log)
+        except BaseException:
+            if isinstance(spark, LazySession):
+                spark.settle()  # the JVM's own start-up lines before the caller's error line
+            raise
 
 
 def _configure(spark) -> None:
@@ -300,6 +335,9 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
     # Each table's partitioning, once named, is kept until named again.
     kept = manifest.tables.partition_by if manifest.tables else {}
     partition_by = {key: column for key, column in {**kept, **partition_by}.items() if column}
+    if isinstance(spark, LazySession) and (
+            as_of or not tables_in_step(manifest.tables, os.path.join(out, TABLES))):
+        spark.start_soon()  # the tables are rebuilt in Spark: its JVM starts while reading
     result = PipelineResult()
     options = {"split_bytes": str(split_bytes)}
     if min_partitions:  # else Spark's default parallelism, where Spark reads (_append)
@@ -373,7 +411,7 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
                        _before(point, order))
         os.makedirs(as_of_out, exist_ok=True)
         result.tables, _, result.table_work = update_tables(
-            out, plans, manifest, as_of=point, staged=os.path.join(as_of_out, "_binlake.new"),
+            spark, out, plans, manifest, as_of=point, staged=os.path.join(as_of_out, "_binlake.new"),
             read_changes=read_changes,
             tables_mixed=lambda: None, log=log, tables_dir=os.path.join(as_of_out, TABLES))
         result.tables_rebuilt = True
@@ -389,7 +427,7 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
             write_manifest(_state(out, "manifest.json"), manifest.tables_mixed(partition_by))
 
         result.tables, built, result.table_work = update_tables(
-            out, plans, manifest, as_of=None, staged=_state(out, "tables.new"),
+            spark, out, plans, manifest, as_of=None, staged=_state(out, "tables.new"),
             read_changes=read_changes, tables_mixed=tables_mixed, log=log,
             history=keep_history, selected=wanted)
         result.tables_rebuilt = True
