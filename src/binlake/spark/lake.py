@@ -308,8 +308,7 @@ class _Lake:
 
     def __init__(self, spark, tables_dir: str, staged: str, run: int, through: dict, log,
                  changes: "ChangeFiles", history_dir: str):
-        self.spark = spark  #: the run's session (binlake.spark.pipeline.LazySession: started
-        #: where first used)
+        self.spark = spark  # a LazySession in a run: started where first used
         self.tables_dir, self.staged, self.history_dir = tables_dir, staged, history_dir
         self.changes = changes
         self.run, self.through, self.log = run, through, log
@@ -557,10 +556,9 @@ class _Lake:
         changed in a way binlake does not convert."""
         layout = plan["layout"]
         key = qualified(plan["database"], plan["table"])
-        spark = self.spark
         if source.uri is None:
-            return spark.createDataFrame([], table_struct(layout))
-        current = delta_frame(spark, source.uri)
+            return self.spark.createDataFrame([], table_struct(layout))
+        current = delta_frame(self.spark, source.uri)
         held = {field.name: field.dataType for field in current.schema.fields}
         columns = []
         for column, name, default, digits, was in _carried_columns(layout, source.stretch):

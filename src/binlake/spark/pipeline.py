@@ -67,6 +67,10 @@ from binlake.spark.tables import AsOf, one_of
 from binlake.spark.typed import PARTITION_TYPES, TEMPORALS, spark_type, with_temporals
 
 STATE_DIR = "_binlake"
+#: A run over this many new binlog bytes has changes enough for Spark
+#: (more than the driver computes: driver_tables.DRIVER_ROWS a table), so
+#: its session starts at once, in the background, as one that rebuilds.
+SURELY_SPARK_BYTES = 64 << 20
 CHANGE_PARTITIONS = ("database", "table", "date")
 #: A local session on at most FEW_CORES cores for at most SHORT_RUN_BYTES of
 #: binlogs compiles with the JVM's first JIT tier only.
@@ -336,8 +340,9 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
     kept = manifest.tables.partition_by if manifest.tables else {}
     partition_by = {key: column for key, column in {**kept, **partition_by}.items() if column}
     if isinstance(spark, LazySession) and (
-            as_of or not tables_in_step(manifest.tables, os.path.join(out, TABLES))):
-        spark.start_soon()  # the tables are rebuilt in Spark: its JVM starts while reading
+            as_of or not tables_in_step(manifest.tables, os.path.join(out, TABLES))
+            or (unread_bytes(inputs, out) or 0) >= SURELY_SPARK_BYTES):
+        spark.start_soon()  # the tables need Spark: its JVM starts while the driver reads
     result = PipelineResult()
     options = {"split_bytes": str(split_bytes)}
     if min_partitions:  # else Spark's default parallelism, where Spark reads (_append)
