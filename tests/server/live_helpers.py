@@ -3,6 +3,7 @@ options, killing the server's dump threads, a `dump -R --raw --stop-never`
 backup process and waiting for it to catch up."""
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -45,8 +46,10 @@ def start_backup(server, prefix: Path, *extra: str) -> subprocess.Popen:
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-def wait_for_copies(server, prefix: Path, timeout: float = 60) -> None:
-    """Until every closed binlog's copy is complete and the open one caught up."""
+def wait_for_copies(server, prefix: Path, timeout: float = 60,
+                    backup: subprocess.Popen | None = None) -> None:
+    """Until every closed binlog's copy is complete and the open one caught up
+    (else fails, saying what `backup`, stopped then, wrote on stderr)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         files = server.binlog_files()
@@ -57,4 +60,9 @@ def wait_for_copies(server, prefix: Path, timeout: float = 60) -> None:
     missing = [f.name for f in server.binlog_files()
                if not (prefix / f.name).exists()
                or (prefix / f.name).stat().st_size != f.stat().st_size]
-    raise AssertionError(f"the backup did not catch up with {missing}")
+    said = ""
+    if backup is not None:
+        if backup.poll() is None:
+            backup.send_signal(signal.SIGINT)
+        said = "; its stderr: " + backup.communicate(timeout=30)[1].decode(errors="replace")
+    raise AssertionError(f"the backup did not catch up with {missing}{said}")

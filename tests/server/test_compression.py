@@ -241,7 +241,7 @@ def test_a_compressed_backup_follows_the_server_through_a_killed_dump(server, tm
     before = _bytes_sent(server)
     backup = start_backup(server, prefix, "--compress")
     try:
-        wait_for_copies(server, prefix)
+        wait_for_copies(server, prefix, backup=backup)
         assert _bytes_sent(server) - before < sum(
             path.stat().st_size for path in server.binlog_files()) // 5
         write(server, 1001, 150)

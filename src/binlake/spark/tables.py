@@ -142,10 +142,16 @@ def rebuild_states(changes: DataFrame, plans: list[dict], as_of: AsOf | None = N
     if as_of is not None:
         changes = changes.where(as_of.condition())
     images = _images(changes, plans)
-    by_key = _states_by_key(images.where("keyed"), net)
     if net:
-        return by_key
-    return by_key.unionByName(_states_as_multiset(images.where(~F.col("keyed"))))
+        return _states_by_key(images.where("keyed"), net)
+    # Only the branches the plans have: an absent one would scan and
+    # project every change again only to keep none of them.
+    branches = []
+    if any(plan["primary_key"] for plan in plans):
+        branches.append(_states_by_key(images.where("keyed")))
+    if not all(plan["primary_key"] for plan in plans):
+        branches.append(_states_as_multiset(images.where(~F.col("keyed"))))
+    return functools.reduce(DataFrame.unionByName, branches)
 
 
 def multiset_deltas(changes: DataFrame, plans: list[dict]) -> DataFrame:
