@@ -265,7 +265,7 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
                         snapshot_chunk_rows=snapshot_chunk_rows, read_in=read_in,
                         temporals=temporals, keep_history=history,
                         partition_by=parse_partition_by(partition_by), log=log)
-        except BaseException:
+        except Exception:  # (Ctrl-C does not wait)
             if isinstance(spark, LazySession):
                 spark.settle()  # the JVM's own start-up lines before the caller's error line
             raise
@@ -416,8 +416,8 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
                        _before(point, order))
         os.makedirs(as_of_out, exist_ok=True)
         result.tables, _, result.table_work = update_tables(
-            spark, out, plans, manifest, as_of=point, staged=os.path.join(as_of_out, "_binlake.new"),
-            read_changes=read_changes,
+            spark, out, plans, manifest, as_of=point,
+            staged=os.path.join(as_of_out, "_binlake.new"), read_changes=read_changes,
             tables_mixed=lambda: None, log=log, tables_dir=os.path.join(as_of_out, TABLES))
         result.tables_rebuilt = True
         return result
