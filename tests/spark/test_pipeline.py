@@ -279,6 +279,8 @@ def test_only_a_short_run_on_few_cores_gets_the_first_jit_tier():
     from binlake.spark.pipeline import FEW_CORES, SHORT_RUN_BYTES, local_java_options
     quick = "-XX:TieredStopAtLevel=1"
     assert "log4j2.configurationFile=" in local_java_options(2, None)
+    # Spark's long generated methods are compiled, never left to the interpreter.
+    assert "-XX:-DontCompileHugeMethods" in local_java_options(8, None)
     assert quick in local_java_options(2, 10_000)
     assert quick in local_java_options(FEW_CORES, SHORT_RUN_BYTES)
     assert quick not in local_java_options(2, SHORT_RUN_BYTES + 1)

@@ -182,11 +182,15 @@ class LazySession:
 
 def local_java_options(cores: int, work_bytes: int | None) -> str:
     """The JVM options of a local session: binlake's log4j configuration;
-    for a short run on a few cores, the JIT's first tier only (the optimizing
-    compiler's threads would take CPU from the work itself, while a long run
-    gains from its code: bench/README.md)."""
+    Spark's generated code compiled however long its methods (HotSpot
+    leaves a method of over 8000 bytecode bytes to its interpreter, and a
+    table's projection of its changes is longer: the rebuild of the bench's
+    bulk table took 7.3 s warm with it, 5.2 s without); for a short run on a
+    few cores, the JIT's first tier only (the optimizing compiler's threads
+    would take CPU from the work itself, while a long run gains from its
+    code: bench/README.md)."""
     log4j = Path(__file__).with_name("log4j2.properties").as_uri()  # spaces escaped
-    options = f"-Dlog4j2.configurationFile={log4j}"
+    options = f"-Dlog4j2.configurationFile={log4j} -XX:-DontCompileHugeMethods"
     if cores <= FEW_CORES and work_bytes is not None and work_bytes <= SHORT_RUN_BYTES:
         options += " -XX:TieredStopAtLevel=1"
     return options
