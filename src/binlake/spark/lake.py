@@ -353,12 +353,18 @@ class _Lake:
             self._rewrite(changes, plan, empty, sizes.pop(key))
             self.commits.append((self._commit, (key, plan, "overwrite", "rebuilt")))
 
+        # Tables whose every change inserts (an event log) need no aggregate by key.
+        inserts = {key: self.changes.inserts_only(_sources(plan)) for key, plan in by_key.items()}
+
         def job(keys: list) -> None:
             group = [by_key[key] for key in keys]
             changes = read_changes(only=set().union(*map(_sources, group)))
             if changes is not None:
-                self._write(rebuild_states(changes, group, as_of), group, sizes)
-        self._each(job, self._jobs(sizes), sum(sizes.values()))
+                self._write(rebuild_states(changes, group, as_of, inserts_only=inserts[keys[0]]),
+                            group, sizes)
+        jobs = [keys for kind in (True, False)
+                for keys in self._jobs({k: n for k, n in sizes.items() if inserts[k] == kind})]
+        self._each(job, jobs, sum(sizes.values()))
         for key, plan in by_key.items():
             self.commits.append((self._commit, (key, plan, "overwrite", "rebuilt")))
         self.work["rebuilt"] += list(by_key) + rekeyed
@@ -394,7 +400,8 @@ class _Lake:
             group = [by_key[key] for key in keys]
             mine = changes.where(one_of(set().union(*map(_sources, group))))
             net = kinds[keys[0]] == "net"
-            self._write(rebuild_states(mine, group, net=net), group, sizes, net=net)
+            self._write(rebuild_states(mine, group, net=net, inserts_only=not net), group, sizes,
+                        net=net)
         jobs = [keys for kind in ("rows", "net")
                 for keys in self._jobs({k: n for k, n in sizes.items() if kinds[k] == kind})]
         self._each(job, jobs, sum(sizes.values()))
@@ -966,13 +973,22 @@ class ChangeFiles:
 
     def rows(self, tables: set) -> int:
         """Change rows of these (database, table) pairs (at least their rows)."""
-        return sum(parquet_rows(os.path.join(self.root, f"database={escape_partition_value(db)}",
-                                             f"table={escape_partition_value(table)}"))
-                   for db, table in tables)
+        return sum(parquet_rows(self._folder(db, table)) for db, table in tables)
+
+    def _folder(self, database: str, table: str) -> str:
+        return os.path.join(self.root, f"database={escape_partition_value(database)}",
+                            f"table={escape_partition_value(table)}")
 
     def of(self, files: list[str], tables: set) -> list[str]:
         """The `files` of changes/ that hold these (database, table) pairs."""
         return [path for path in files if driver.partition_of(path, self.root) in tables]
+
+    def inserts_only(self, tables: set) -> bool:
+        """Every change of these (database, table) pairs inserts."""
+        files = [os.path.join(folder, name) for db, table in tables
+                 for folder, _, names in os.walk(self._folder(db, table)) for name in names
+                 if name.endswith(".parquet")]
+        return all(found.inserts_only for found in self.stats(files).values())
 
     def stats(self, files: list[str]) -> dict:
         """{(database, table): TableChanges} of these files of changes/."""

@@ -114,7 +114,7 @@ def _image(change_type: str, side: str) -> Column:
 # -- table states -------------------------------------------------------------------
 
 def rebuild_states(changes: DataFrame, plans: list[dict], as_of: AsOf | None = None,
-                   net: bool = False) -> DataFrame:
+                   net: bool = False, inserts_only: bool = False) -> DataFrame:
     """(database, table, row) of every table as of `as_of` (default: the
     end), `row` being the exact text of the row's values in the table's
     column order (arrays: smaller to shuffle than maps, and groupable).
@@ -138,10 +138,16 @@ def rebuild_states(changes: DataFrame, plans: list[dict], as_of: AsOf | None = N
     the DEFAULT they had then. A row that stays partial where it cannot be
     completed (no row under its key to complete it, a DEFAULT not known)
     fails the job with `REFUSED` and where it is: never a row with NULLs
-    in place of values the binlog did not say."""
+    in place of values the binlog did not say.
+
+    `inserts_only` (the caller knows `changes` hold no UPDATE or DELETE):
+    each after image is a row of its own, with no aggregate by key (a key
+    is inserted once: a second INSERT of it needs a DELETE between)."""
     if as_of is not None:
         changes = changes.where(as_of.condition())
     images = _images(changes, plans)
+    if inserts_only and not net:
+        return _inserted_rows(images)
     one_column = all(len(plan["primary_key"]) == 1 for plan in plans if plan["primary_key"])
     if net:
         return _states_by_key(images.where("keyed"), one_column, net)
@@ -229,6 +235,14 @@ def refused(exc: BaseException) -> str | None:
 #: Why a partial row image of a row the table does not hold is refused.
 NOT_HELD = ("a partial row image (binlog_row_image=MINIMAL or NOBLOB) of a row the table "
             "does not hold: the columns it leaves out are not in the binlog")
+#: Why a keyed table's row left partial by every change of it is refused.
+NEVER_WHOLE = ("a partial row image (binlog_row_image=MINIMAL or NOBLOB) of a row no change "
+               "before it wrote whole (an UPDATE that moved it to a new key, an INSERT leaving "
+               "out a column whose DEFAULT is not known): the columns it leaves out are not in "
+               "the binlog")
+#: Why a keyless table's partial after image is refused.
+KEYLESS_PARTIAL = ("a partial row image of a table without a primary key: the columns it "
+                   "leaves out are not in the binlog")
 
 
 def said(file: Column, pos: Column, table: Column, reason: str) -> Column:
@@ -402,11 +416,7 @@ def _states_by_key(changes: DataFrame, one_column: bool, net: bool = False) -> D
     # when no touch before cleared the key), else refused.
     unknown = incomplete & (base.isNotNull() if net else F.lit(True))
     row = refuse(unknown & (F.col("last.kind") != CLEAR), row, said(
-        last_partial["file"], last_partial["pos"], _qualified(),
-        "a partial row image (binlog_row_image=MINIMAL or NOBLOB) of a row no change "
-        "before it wrote whole (an UPDATE that moved it to a new key, an INSERT leaving "
-        "out a column whose DEFAULT is not known): the columns it leaves out are not in "
-        "the binlog"))
+        last_partial["file"], last_partial["pos"], _qualified(), NEVER_WHOLE))
     if net:
         present = F.when(incomplete, F.array_join(F.transform(
             applied, lambda part: F.when(part.isNull(), "0").otherwise("1")), ""))
@@ -416,6 +426,18 @@ def _states_by_key(changes: DataFrame, one_column: bool, net: bool = False) -> D
                               present.alias("present"), at.alias("at"))
     states = grouped.select("database", "table", row.alias("row"))
     return states.where(F.col("row").isNotNull())
+
+
+def _inserted_rows(images: DataFrame) -> DataFrame:
+    """(database, table, row) of changes that only insert: each after image,
+    completed by its DEFAULTs (`_images`) or refused as `_states_by_key`
+    and `_multiset_counts` refuse it."""
+    file, pos = F.col("file"), F.col("pos")
+    reason = F.when(F.col("keyed"), said(file, pos, _qualified(), NEVER_WHOLE)).otherwise(
+        said(file, pos, _qualified(), KEYLESS_PARTIAL))
+    row = refuse(F.col("partial").isNotNull(), F.col("after_row"), reason)
+    return images.select("database", "table", row.alias("row"))
+
 
 
 def history_versions(changes: DataFrame, plan: dict) -> DataFrame:
@@ -486,8 +508,7 @@ def _multiset_counts(changes: DataFrame, net: bool = False) -> DataFrame:
     op = F.col("op")
     file, pos = F.col("file"), F.col("pos")
     after = refuse(F.col("partial").isNotNull(), F.col("after_row"), said(
-        file, pos, _qualified(), "a partial row image of a table without a primary key: "
-        "the columns it leaves out are not in the binlog"))
+        file, pos, _qualified(), KEYLESS_PARTIAL))
     before = refuse(op.isin("u", "d") & ~F.col("before_whole"), F.col("before"), said(
         file, pos, _qualified(), "the row is identified by a key binlake does not know (a "
         "UNIQUE key: binlake keys tables by their PRIMARY KEY): a partial before image "
