@@ -964,7 +964,7 @@ class TableChanges:
 
 class ChangeFiles:
     """What the driver learns of changes/ from its files alone, without a
-    Spark job: rows per table (Parquet footers) and whether new files hold
+    Spark job: rows per table (Parquet footers) and whether files hold
     inserts only (their `op` column). It decides how each table is brought
     in step; Spark computes the rows."""
 
@@ -974,10 +974,6 @@ class ChangeFiles:
     def rows(self, tables: set) -> int:
         """Change rows of these (database, table) pairs (at least their rows)."""
         return sum(parquet_rows(self._folder(db, table)) for db, table in tables)
-
-    def _folder(self, database: str, table: str) -> str:
-        return os.path.join(self.root, f"database={escape_partition_value(database)}",
-                            f"table={escape_partition_value(table)}")
 
     def of(self, files: list[str], tables: set) -> list[str]:
         """The `files` of changes/ that hold these (database, table) pairs."""
@@ -1000,6 +996,10 @@ class ChangeFiles:
             known = found.get(key, TableChanges(0, True))
             found[key] = TableChanges(known.rows + len(ops), known.inserts_only and inserts)
         return found
+
+    def _folder(self, database: str, table: str) -> str:
+        return os.path.join(self.root, f"database={escape_partition_value(database)}",
+                            f"table={escape_partition_value(table)}")
 
 
 def _by_table(plans: list) -> dict:

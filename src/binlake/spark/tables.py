@@ -439,7 +439,6 @@ def _inserted_rows(images: DataFrame) -> DataFrame:
     return images.select("database", "table", row.alias("row"))
 
 
-
 def history_versions(changes: DataFrame, plan: dict) -> DataFrame:
     """A keyed table's history (`--history`, SCD type 2) from `changes`:
     one row per version of a row a transaction left (the table's columns,
