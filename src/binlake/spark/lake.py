@@ -362,9 +362,7 @@ class _Lake:
             if changes is not None:
                 self._write(rebuild_states(changes, group, as_of, inserts_only=inserts[keys[0]]),
                             group, sizes)
-        jobs = [keys for kind in (True, False)
-                for keys in self._jobs({k: n for k, n in sizes.items() if inserts[k] == kind})]
-        self._each(job, jobs, sum(sizes.values()))
+        self._each(job, self._jobs(sizes, inserts), sum(sizes.values()))
         for key, plan in by_key.items():
             self.commits.append((self._commit, (key, plan, "overwrite", "rebuilt")))
         self.work["rebuilt"] += list(by_key) + rekeyed
@@ -402,9 +400,7 @@ class _Lake:
             net = kinds[keys[0]] == "net"
             self._write(rebuild_states(mine, group, net=net, inserts_only=not net), group, sizes,
                         net=net)
-        jobs = [keys for kind in ("rows", "net")
-                for keys in self._jobs({k: n for k, n in sizes.items() if kinds[k] == kind})]
-        self._each(job, jobs, sum(sizes.values()))
+        self._each(job, self._jobs(sizes, kinds), sum(sizes.values()))
         for key, plan in by_key.items():
             if kinds[key] == "rows":
                 self.commits.append((self._commit, (key, plan, "append")))
@@ -660,19 +656,20 @@ class _Lake:
                      through=self.through, mode="overwrite", plan=signature)
 
     # -- steps ------------------------------------------------------------------------
-    def _jobs(self, sizes: dict) -> list[list[str]]:
-        """Tables in jobs: a large one alone, small ones together."""
-        jobs, group, rows = [], [], 0
+    def _jobs(self, sizes: dict, kinds: dict) -> list[list[str]]:
+        """Tables in jobs: a large one alone, small ones of one kind
+        (`kinds[key]`: how its rows are computed) together."""
+        jobs, groups = [], {}  # kind -> (keys, rows) of the job being filled
         for key in sorted(sizes, key=lambda k: (sizes[k], k)):
             if sizes[key] > SMALL_TABLE_ROWS:
                 jobs.append([key])
                 continue
+            group, rows = groups.get(kinds[key], ([], 0))
             if group and (rows + sizes[key] > COLLECTED_ROWS or len(group) == COLLECTED_TABLES):
                 jobs.append(group)
                 group, rows = [], 0
-            group.append(key)
-            rows += sizes[key]
-        return jobs + ([group] if group else [])
+            groups[kinds[key]] = (group + [key], rows + sizes[key])
+        return jobs + [group for group, _ in groups.values()]
 
     def _each(self, function, jobs: list, rows: int) -> None:
         """`function(job)` for each of `jobs`, side by side; interpreted
@@ -981,9 +978,9 @@ class ChangeFiles:
 
     def inserts_only(self, tables: set) -> bool:
         """Every change of these (database, table) pairs inserts."""
-        files = [os.path.join(folder, name) for db, table in tables
-                 for folder, _, names in os.walk(self._folder(db, table)) for name in names
-                 if name.endswith(".parquet")]
+        folders = [self._folder(db, table) for db, table in tables]
+        files = [os.path.join(folder, name) for folder in folders
+                 for name in _parquet_names(folder)]
         return all(found.inserts_only for found in self.stats(files).values())
 
     def stats(self, files: list[str]) -> dict:
