@@ -220,7 +220,9 @@ def test_committed_files_carry_statistics_and_every_commit_feeds_changes(tmp_pat
     long_text = "x" * (STATS_TEXT_CHARS + 1)
     rows = pa.table({"id": pa.array([3, 1, None], pa.int64()), "name": ["b", "a", long_text],
                      "day": [dt.date(2024, 1, 2), dt.date(2023, 5, 6), None],
-                     "ratio": [0.5, float("nan"), 1.0]})
+                     "ratio": [0.5, float("nan"), 1.0],
+                     "unsigned": pa.array([5, 7, None], pa.decimal128(20, 0)),
+                     "huge": pa.array([1, 2**60, 3], pa.decimal128(20, 0))})
     pq.write_table(rows, uri / "part-1.parquet")
     commit_table(str(uri), "db.t", ["part-1.parquet"], rows.schema, run=1, through={})
     actions = pa.table(deltalake.DeltaTable(str(uri)).get_add_actions(flatten=True)).to_pylist()
@@ -230,10 +232,14 @@ def test_committed_files_carry_statistics_and_every_commit_feeds_changes(tmp_pat
     assert (action["min.day"], action["max.day"]) == (dt.date(2023, 5, 6), dt.date(2024, 1, 2))
     assert action.get("min.name") is None  # the longest text is past what stats carry
     assert action.get("min.ratio") is None  # a NaN has no place in a range
+    assert (action["min.unsigned"], action["max.unsigned"]) == (5, 7)  # BIGINT UNSIGNED
+    assert action.get("max.huge") is None  # past what a JSON number holds exactly
     assert deltalake.DeltaTable(str(uri)).metadata().configuration[
         "delta.enableChangeDataFeed"] == "true"
     more = pa.table({"id": pa.array([3], pa.int64()), "name": ["B"],
                      "day": pa.array([None], pa.date32()), "ratio": [2.0],
+                     "unsigned": pa.array([None], pa.decimal128(20, 0)),
+                     "huge": pa.array([None], pa.decimal128(20, 0)),
                      DELETED: [False], PRESENT: pa.array([None], pa.string()),
                      AT: pa.array([None], pa.string())})
     merge_net_changes(str(uri), "db.t", more, ["id"], run=2, through={})
@@ -258,14 +264,70 @@ def test_a_merge_reads_only_the_files_its_keys_bounds_overlap(tmp_path):
     commit_table(str(uri), "db.t", names, schema, run=1, through={})
     change = net([(150, "y"), (160, None)], [False, True])
     bounds = key_bounds(change.select(["id"]))
-    assert bounds == {"id": ("150", "160")}
+    assert bounds == {"id": (150, 160)}
     merge_net_changes(str(uri), "db.t", change, ["id"], run=2, through={}, bounds=bounds)
     (metrics,) = [h["operationMetrics"] for h in deltalake.DeltaTable(str(uri)).history(1)]
     assert (metrics["num_target_files_scanned"], metrics["num_target_files_skipped_during_scan"]) \
         == (1, 3)
     rows = deltalake.DeltaTable(str(uri)).to_pyarrow_table()
     assert rows.num_rows == 399 and ("y" in rows.column("name").to_pylist())
-    assert key_bounds(pa.table({"k": ["b'", "a"], "f": [1.5, 2.5]})) == {"k": ("'a'", "'b'''")}
+    assert key_bounds(pa.table({"k": ["b'", "a"], "f": [1.5, 2.5]})) == {"k": ("a", "b'")}
+    more = net([(1000, "z")], [False])  # beyond every file's range: no file read
+    merge_net_changes(str(uri), "db.t", more, ["id"], run=3, through={},
+                      bounds=key_bounds(more.select(["id"])))
+    assert deltalake.DeltaTable(str(uri)).history(1)[0]["operation"] == "WRITE"
+
+
+def test_net_changes_beyond_every_held_key_are_appended_not_merged(tmp_path):
+    from binlake.spark.delta import key_bounds
+    uri = str(tmp_path / "db.t")
+    merge_net_changes(uri, "db.t", net([(1, "a"), (2, "b")], [False, False]), ["id"], run=1,
+                      through={})
+    # New keys: one inserted and deleted within the run, one with a column
+    # the table does not have yet.
+    more = pa.table({"id": [3, 4, 5], "name": ["c", "d", None], "extra": [None, None, 7],
+                     DELETED: [False, True, False], PRESENT: pa.array([None] * 3, pa.string()),
+                     AT: pa.array([None] * 3, pa.string())})
+    assert merge_net_changes(uri, "db.t", more.to_reader(), ["id"], run=2, through={"f": 2},
+                             bounds=key_bounds(more.select(["id"]))) == "appended"
+    assert state(uri) == rows([{"id": 1, "name": "a", "extra": None},
+                               {"id": 2, "name": "b", "extra": None},
+                               {"id": 3, "name": "c", "extra": None},
+                               {"id": 5, "name": None, "extra": 7}])
+    table = deltalake.DeltaTable(uri)
+    assert table.history(1)[0]["operation"] == "WRITE"
+    assert committed_run(uri, "db.t") == 2 and through_of(uri) == {"f": 2}
+    feed = pa.table(table.load_cdf(starting_version=table.version()).read_all()).to_pylist()
+    assert sorted((row["_change_type"], row["id"]) for row in feed) == [("insert", 3),
+                                                                       ("insert", 5)]
+    # Keys within the held range: a MERGE.
+    within = net([(2, "B"), (9, "i")], [False, False])
+    assert merge_net_changes(uri, "db.t", within, ["id"], run=3, through={},
+                             bounds=key_bounds(within.select(["id"]))) == "merged"
+    assert {"id": 2, "name": "B", "extra": None} in deltalake.DeltaTable(uri).to_pyarrow_table().to_pylist()
+
+
+def test_an_unsigned_key_past_exact_statistics_is_merged(tmp_path):
+    """delta-rs clamps a DECIMAL's statistics past 2^63: such a range says
+    nothing, so keys beyond it may still be held."""
+    import decimal
+
+    from binlake.spark.delta import key_bounds
+    uri = str(tmp_path / "db.t")
+    top = 2**64 - 1
+
+    def unsigned(key: int, name: str):
+        return pa.table({"id": pa.array([decimal.Decimal(key)], pa.decimal128(20, 0)),
+                         "name": [name], DELETED: [False], PRESENT: pa.array([None], pa.string()),
+                         AT: pa.array([None], pa.string())})
+    merge_net_changes(uri, "db.t", unsigned(top, "a"), ["id"], run=1, through={})
+    again = unsigned(top, "b")
+    bounds = key_bounds(again.select(["id"]))
+    assert bounds == {"id": (top, top)}
+    assert merge_net_changes(uri, "db.t", again, ["id"], run=2, through={},
+                             bounds=bounds) == "merged"
+    assert state(uri) == rows([{"id": decimal.Decimal(top), "name": "b"}])
+
 
 
 def test_a_table_made_before_the_change_data_feed_gets_it_at_its_next_merge(tmp_path):

@@ -61,6 +61,9 @@ TABLE_PROPERTIES = {"delta.enableChangeDataFeed": "true"}
 #: Longest text a file's statistics carry: a longer min or max is left out
 #: (a prefix would be a valid min but not a valid max).
 STATS_TEXT_CHARS = 32
+#: The whole numbers a double holds exactly: the DECIMAL(p,0) statistics
+#: written (a JSON number is read as one) and the held ranges trusted.
+EXACT_STATS = 1 << 53
 
 
 def committed_run(uri: str, table: str) -> int | None:
@@ -81,8 +84,10 @@ def merge_net_changes(uri: str, table: str, net, keys: list[str], *, run: int,
     sets only the columns it names in the row its key holds (the caller has
     checked, `rows_not_held`, that there is one). `bounds` ({key column:
     (least, greatest)} of `net`, `key_bounds`) let the MERGE read only the
-    files whose statistics overlap them. Returns what was done:
-    "created", "merged", or "already" (this run committed it before)."""
+    files whose statistics overlap them, or skip the MERGE where they lie
+    beyond every held key (`_beyond_held_keys`). Returns what was done:
+    "created", "merged", "appended", or "already" (this run committed it before)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
     from deltalake import DeltaTable, write_deltalake
 
@@ -98,15 +103,22 @@ def merge_net_changes(uri: str, table: str, net, keys: list[str], *, run: int,
         write_deltalake(uri, present, mode="error", commit_properties=commit,
                         configuration=TABLE_PROPERTIES)
         return "created"
+    _with_table_properties(uri)
+    target = DeltaTable(uri)
+    if bounds and _beyond_held_keys(target, bounds):
+        _append_new_keys(target, net, commit)
+        return "appended"
+    # Not a DECIMAL key's range: delta-rs's own statistics of one past
+    # 2^63 are clamped to it, so its pruning would skip the file holding it.
     on = " AND ".join([f"t.{_quoted(k)} = s.{_quoted(k)}" for k in keys]
-                      + [f"t.{_quoted(k)} >= {low} AND t.{_quoted(k)} <= {high}"
-                         for k, (low, high) in (bounds or {}).items()])
+                      + [f"t.{_quoted(k)} >= {_sql_literal(low)} AND "
+                         f"t.{_quoted(k)} <= {_sql_literal(high)}"
+                         for k, (low, high) in (bounds or {}).items()
+                         if not pa.types.is_decimal(net.schema.field(k).type)])
     deleted, partial = f"s.{_quoted(DELETED)}", f"s.{_quoted(PRESENT)}"
     # Every column named by us, quoted: delta-rs's update_all/insert_all
     # cannot name a column with a backtick in it, which MySQL allows.
     names = [name for name in net.schema.names if name not in NET_COLUMNS]
-    _with_table_properties(uri)
-    target = DeltaTable(uri)
     held = {field.name for field in target.schema().fields}  # a column new to it: NULL there
     inserted = {_quoted(name): f"s.{_quoted(name)}" for name in names}
     updated = {_quoted(name): f"CASE WHEN {partial} IS NULL OR substr({partial}, {i + 1}, 1)"
@@ -188,24 +200,84 @@ def plan_of(uri: str) -> str | None:
 
 
 def key_bounds(columns) -> dict:
-    """{name: (least, greatest)} as SQL literals, of the integer and text
-    columns of `columns` (a pyarrow Table of key columns): conditions on
-    the target alone, by which a MERGE skips the files whose statistics lie
-    outside (delta-rs prunes by them, not by the join)."""
+    """{name: (least, greatest)} of the integer (a DECIMAL(p,0) too, as
+    BIGINT UNSIGNED is typed) and text columns of `columns` (a pyarrow Table
+    of key columns): conditions on the target alone, by which a MERGE skips
+    the files whose statistics lie outside (delta-rs prunes by them, not by
+    the join)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     bounds = {}
     for name in columns.schema.names:
         kind = columns.schema.field(name).type
-        if not (pa.types.is_integer(kind) or pa.types.is_string(kind)) or columns.num_rows == 0:
+        whole = pa.types.is_integer(kind) or (pa.types.is_decimal(kind) and kind.scale == 0)
+        if not (whole or pa.types.is_string(kind)) or columns.num_rows == 0:
             continue
         least, greatest = pc.min_max(columns[name]).values()
         if least.as_py() is None:
             continue
-        literal = (str if pa.types.is_integer(kind)
-                   else lambda text: "'" + text.replace("'", "''") + "'")
-        bounds[name] = (literal(least.as_py()), literal(greatest.as_py()))
+        bounds[name] = ((int(least.as_py()), int(greatest.as_py())) if whole
+                        else (least.as_py(), greatest.as_py()))
     return bounds
+
+
+def _sql_literal(value) -> str:
+    """An integer or a text as the MERGE predicate's SQL reads it."""
+    return str(value) if isinstance(value, int) else "'" + value.replace("'", "''") + "'"
+
+
+def _beyond_held_keys(target, bounds: dict) -> bool:
+    """Whether the table's file statistics show that no row it holds has a
+    key within `bounds` (key_bounds of the net changes) in some integer key
+    column: then no net change matches a held row, and the MERGE is an
+    append (the usual case of a bulk of new AUTO_INCREMENT keys). Only
+    integers, and held ranges within EXACT_STATS: a text's range may be cut
+    short, and delta-rs clamps a DECIMAL's past 2^63. NULL never matches in
+    the MERGE either, so files whose key is all NULL hold nothing that
+    could match."""
+    import pyarrow as pa
+    files = pa.table(target.get_add_actions(flatten=True))
+    if files.num_rows == 0:
+        return True
+    for name, (least, greatest) in bounds.items():
+        if not isinstance(least, int) or f"min.{name}" not in files.column_names:
+            continue
+        rows = files.column("num_records").to_pylist()
+        nulls = files.column(f"null_count.{name}").to_pylist() \
+            if f"null_count.{name}" in files.column_names else [None] * len(rows)
+        ranges = [(low, high) for low, high, n, null in zip(
+            files.column(f"min.{name}").to_pylist(), files.column(f"max.{name}").to_pylist(),
+            rows, nulls) if not (n is not None and null == n)]
+        if any(low is None or high is None or not -EXACT_STATS < low <= high < EXACT_STATS
+               for low, high in ranges):
+            continue  # a file without an exact range for this column: it may hold anything
+        if all(greatest < int(low) or least > int(high) for low, high in ranges):
+            return True
+    return False
+
+
+def _append_new_keys(target, net, commit) -> None:
+    """Commit `net`'s present rows as an append (`_beyond_held_keys`: none
+    matches a held row, so a deleted key's row is not there to delete).
+    Typed as the table's columns (what the MERGE's casts did); a column new
+    to the table is added, NULL in its older rows. The change data feed of
+    an append is its files: each row an insert."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from deltalake import write_deltalake
+
+    held = pa.schema(target.schema().to_arrow())
+    names = [name for name in net.schema.names if name not in NET_COLUMNS]
+    schema = pa.schema([held.field(name).with_nullable(True) if name in held.names
+                        else net.schema.field(name) for name in names])
+
+    def present(batch):
+        keep = pc.and_(pc.invert(batch.column(DELETED)), pc.is_null(batch.column(PRESENT)))
+        return batch.filter(keep).select(names).cast(schema)
+    batches = net.to_batches() if isinstance(net, pa.Table) else net
+    write_deltalake(target, pa.RecordBatchReader.from_batches(schema, map(present, batches)),
+                    mode="append", schema_mode="merge", commit_properties=commit,
+                    partition_by=target.metadata().partition_columns or None)
 
 
 def rows_not_held(uri: str, net, keys: list[str]) -> list[str]:
@@ -361,8 +433,9 @@ def file_stats(metadata) -> str:
     and, where every row group with values has them, minValues and
     maxValues. Readers and MERGE skip a file its ranges rule out, so a
     range is written only where its JSON is exact: integers, dates, texts
-    up to STATS_TEXT_CHARS; not floats (NaN), decimals (a JSON number is a
-    double), timestamps (Delta's are milliseconds) or bytes."""
+    up to STATS_TEXT_CHARS, whole DECIMALs within EXACT_STATS; not floats
+    (NaN), other decimals (a JSON number is a double), timestamps (Delta's
+    are milliseconds) or bytes."""
     import pyarrow as pa
     leaves: dict[str, list[int]] = {}
     for index in range(metadata.num_columns):
@@ -409,6 +482,8 @@ def _stats_value(value, kind):
         return None
     if pa.types.is_integer(kind):
         return int(value)
+    if pa.types.is_decimal(kind) and kind.scale == 0 and -EXACT_STATS < value < EXACT_STATS:
+        return int(value)  # BIGINT UNSIGNED's type: a JSON number exact as a double
     if pa.types.is_date32(kind):
         return value.isoformat()
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
