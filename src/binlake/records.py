@@ -136,7 +136,8 @@ def changes(paths, on_commit=None, *, on_commit_fields=None,
     where a consumer may checkpoint (`end_pos`). `on_commit_fields(file,
     gtid, xid, end_pos, timestamp, complete)`: the same, with the group's
     fields and no object made (a consumer that only keeps the last one:
-    one call per transaction is all a small transaction's cost then)."""
+    one call per transaction is all a small transaction's cost then); a
+    `_native.CommitMark` there is written into with no call at all."""
     native = core.native()
     if native is None or not set(reader_options) <= _NATIVE_OPTIONS:
         if on_commit_fields is not None:
@@ -205,8 +206,11 @@ def _native_loop(native, paths, options: dict, per_transaction: bool, on_commit=
             path = os.fspath(path)
             if is_gzip(path):
                 stream = opened = GzipBinlog(path)
-        # The fields go to `on_commit_fields` as the native loop gives them, its file bound.
-        committed = (functools.partial(on_commit_fields, path) if on_commit_fields is not None
+        # The fields go to `on_commit_fields` as the native loop gives them, its
+        # file bound; a native CommitMark is written into by the loop itself.
+        committed = (on_commit_fields if isinstance(on_commit_fields, native.CommitMark)
+                     else functools.partial(on_commit_fields, path)
+                     if on_commit_fields is not None
                      else None if on_commit is None else _committed(on_commit, path))
         try:
             check = EventChecker(path, verify_checksums=verify, force=force,

@@ -4,6 +4,7 @@ and the replica speaking it to a scripted server on a local socket.
 (A real MariaDB: tests/server/test_compression.py.)"""
 from __future__ import annotations
 
+import functools
 import io
 import os
 import socket
@@ -505,3 +506,25 @@ def test_the_replica_names_the_server_and_the_fault():
     finally:
         for sock in sockets:
             sock.close()
+
+
+def test_connections_that_take_tls_if_offered_share_one_context_without_the_ca_store():
+    """PyMySQL's PREFERRED mode verifies nothing, yet loads the system's CA
+    store anew for each connection; binlake's connections share a context
+    that verifies nothing either."""
+    pytest.importorskip("pymysql")
+    import ssl
+
+    from binlake.connection.compression import compressing_connection_class, connection_class
+    contexts = []
+    for make in (connection_class(), functools.partial(compressing_connection_class(),
+                                                      compression=Compression())):
+        connection = make(host="127.0.0.1", port=9, defer_connect=True)
+        contexts.append(connection.ctx)
+        assert connection.ssl and not connection._ssl_required  # TLS if the server offers it
+    assert contexts[0] is contexts[1]
+    assert contexts[0].verify_mode == ssl.CERT_NONE and not contexts[0].check_hostname
+    assert contexts[0].cert_store_stats()["x509"] == 0
+    required = connection_class()(host="127.0.0.1", port=9, defer_connect=True,
+                                  ssl={"verify_mode": "required"})
+    assert required.ctx is not contexts[0] and required._ssl_required  # asked for: PyMySQL's own

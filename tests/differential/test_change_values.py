@@ -13,6 +13,7 @@ files, on the pure-Python core as well.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import random
 import shutil
@@ -21,6 +22,7 @@ import pytest
 
 from binlake import core, records
 from binlake.errors import BinlogError
+from binlake.live.source import _CommitMark
 from binlake.read.reader import BinlogReader
 from binlake.read.scan import scan
 from differential.equality import first_difference
@@ -66,6 +68,38 @@ reference_commits = with_commits(
         BinlogReader(paths, **options), on_commit, options.get("start_position")))
 
 
+@dataclasses.dataclass(slots=True)
+class MarkSeen:
+    """A CommitMark as a consumer sees it before each change and at the end."""
+    pos: int | None
+    row_index: int | None
+    after: tuple | None
+    domains: tuple
+
+
+def marks_seen(changes, mark):
+    def seen(change=None):
+        return MarkSeen(change and change.pos, change and change.row_index, mark.after,
+                        tuple(sorted(mark.domains.items())))
+    for change in changes:
+        yield seen(change)
+    yield seen()
+
+
+def native_commit_mark(paths, **options):
+    """The native loop writing into a native CommitMark (no call per commit)."""
+    mark = native.CommitMark()
+    return marks_seen(records.changes(paths, on_commit_fields=mark, **options), mark)
+
+
+def reference_commit_mark(paths, **options):
+    mark = _CommitMark()
+    return marks_seen(records.changes_from_events(
+        BinlogReader(paths, **options),
+        lambda t: mark(t.file, t.gtid, t.xid, t.end_pos, t.timestamp, t.complete),
+        options.get("start_position")), mark)
+
+
 def reference_groups(paths, **options):
     return records._reference_transactions(BinlogReader(paths, **options),
                                            options.get("start_position"))
@@ -94,6 +128,7 @@ def assert_same(paths, options: dict, what: str = "", pure: bool = False) -> int
     for loop, reference in ((records.changes, reference_changes),
                             (native_commits, reference_commits),
                             (native_commit_fields, reference_commits),
+                            (native_commit_mark, reference_commit_mark),
                             (records.transaction_groups, reference_groups)):
         got, got_error = outcome(loop, paths, options)
         expected, expected_error = outcome(reference, paths, options, pure)

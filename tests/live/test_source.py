@@ -293,3 +293,25 @@ def test_offsets_past_4_gib_are_counted_from_event_lengths():
     assert reference[0] == len(data) and reference[2] == 5
     native = pytest.importorskip("binlake._native")
     assert native.ordinary_run(data, 0, start, 1 << 20) == reference
+
+
+def test_the_native_commit_mark_records_as_its_reference():
+    """What a resume token is made of: where the last whole group ended, and
+    each MariaDB domain's last GTID (a MySQL GTID has no domain; a group cut
+    off moves nothing)."""
+    from binlake import core
+    from binlake.live.source import _CommitMark
+    native = core.native()
+    if native is None:
+        pytest.skip("native core not built")
+    calls = [("b.1", "0-1-5", 7, 100, 1, True), ("b.1", "1-2-3", None, 200, 2, True),
+             ("b.1", "0-1-6", None, 300, 3, False),
+             ("b.2", "3e11fa47-71ca-11e1-9e33-c80aa9429562:23", None, 400, 4, True),
+             ("b.2", None, None, 500, 5, True), ("b.2", "0-1-7", 9, 600, None, True)]
+    seen = []
+    for mark in (native.CommitMark(), _CommitMark()):
+        assert mark.after is None and mark.domains == {}
+        told = [mark(*call) for call in calls]
+        seen.append((told, mark.after, mark.domains))
+    assert seen[0] == seen[1] == ([True, True, False, True, True, True], ("b.2", 600),
+                                  {"0": "0-1-7", "1": "1-2-3"})

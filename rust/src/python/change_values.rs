@@ -27,7 +27,9 @@
 //! commit timestamp, complete), its rows decoded whole. One change at a
 //! time, `on_commit` is called with the same facts once a group's changes
 //! have all been handed out, before anything more is read: a live reader
-//! moves its resume token there.
+//! moves its resume token there. Given a `CommitMark` instead of a
+//! function, the loop writes the facts a resume token needs into it with no
+//! Python call: the commonest call of a stream of one-row transactions.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
@@ -105,9 +107,97 @@ pub struct ChangeValues {
     per_transaction: bool,
     /// A huge event's first read window (`LazyRowData.WINDOW`).
     window: u64,
-    /// Called with (gtid, xid, end position, timestamp, complete) once a
+    /// Told (gtid, xid, end position, timestamp, complete) once a
     /// transaction's changes have all been handed out (one change at a time).
-    on_commit: Option<Py<PyAny>>,
+    on_commit: Option<OnCommit>,
+}
+
+enum OnCommit {
+    Call(Py<PyAny>),
+    Mark(Py<CommitMark>),
+}
+
+/// Where a reader of changes may resume: after the last whole group handed
+/// out, and each MariaDB replication domain's last GTID there. Called as
+/// `mark(file, gtid, xid, end_pos, timestamp, complete)` (what the pure
+/// loop does, `binlake.live.source._CommitMark` its reference); the native
+/// loop writes into it directly.
+#[pyclass(module = "binlake._native")]
+#[derive(Default)]
+pub struct CommitMark {
+    after: Option<(Py<PyAny>, u64)>,
+    domains: HashMap<String, Py<PyAny>>,
+}
+
+impl CommitMark {
+    fn record(
+        &mut self,
+        py: Python<'_>,
+        file: Py<PyAny>,
+        gtid: Option<(&str, &Py<PyAny>)>,
+        end: u64,
+    ) {
+        if let Some((text, object)) = gtid {
+            if !text.contains(':') {
+                // MariaDB's DOMAIN-SERVER-SEQ (MySQL's UUID:N has no domain)
+                let domain = &text[..text.find('-').unwrap_or(text.len())];
+                match self.domains.get_mut(domain) {
+                    Some(kept) => *kept = object.clone_ref(py),
+                    None => {
+                        self.domains.insert(domain.to_owned(), object.clone_ref(py));
+                    }
+                }
+            }
+        }
+        self.after = Some((file, end));
+    }
+}
+
+#[pymethods]
+impl CommitMark {
+    #[new]
+    fn new() -> Self {
+        CommitMark::default()
+    }
+
+    /// Record a group that ended; False (nothing recorded) if it was cut off.
+    #[pyo3(signature = (file, gtid, _xid, end_pos, _timestamp, complete))]
+    #[allow(clippy::too_many_arguments)]
+    fn __call__(
+        &mut self,
+        py: Python<'_>,
+        file: Py<PyAny>,
+        gtid: Option<Bound<'_, PyString>>,
+        _xid: Option<u64>,
+        end_pos: u64,
+        _timestamp: Option<u32>,
+        complete: bool,
+    ) -> PyResult<bool> {
+        if !complete {
+            return Ok(false);
+        }
+        let text = gtid.as_ref().map(|g| g.to_str()).transpose()?;
+        let object = gtid.as_ref().map(|g| g.clone().into_any().unbind());
+        self.record(py, file, text.zip(object.as_ref()), end_pos);
+        Ok(true)
+    }
+
+    /// (file, end position) after the last whole group, None before any.
+    #[getter]
+    fn after(&self, py: Python<'_>) -> Option<(Py<PyAny>, u64)> {
+        self.after
+            .as_ref()
+            .map(|(file, end)| (file.clone_ref(py), *end))
+    }
+
+    /// {domain: its last GTID} of the MariaDB GTIDs recorded.
+    #[getter]
+    fn domains(&self, py: Python<'_>) -> HashMap<String, Py<PyAny>> {
+        self.domains
+            .iter()
+            .map(|(domain, gtid)| (domain.clone(), gtid.clone_ref(py)))
+            .collect()
+    }
 }
 
 #[pymethods]
@@ -175,7 +265,10 @@ impl ChangeValues {
             finished: false,
             per_transaction,
             window: lazy_window.max(1),
-            on_commit,
+            on_commit: on_commit.map(|call| match call.extract::<Py<CommitMark>>(py) {
+                Ok(mark) => OnCommit::Mark(mark),
+                Err(_) => OnCommit::Call(call),
+            }),
         })
     }
 
@@ -241,6 +334,14 @@ impl ChangeValues {
             return Ok(());
         }
         let (timestamp, pos) = txn.commit.unwrap_or(txn.last);
+        if let Some(OnCommit::Mark(mark)) = &self.on_commit {
+            if txn.commit.is_some() {
+                let gtid = txn.gtid.as_deref().zip(gtid.as_ref());
+                mark.borrow_mut(py)
+                    .record(py, self.file.clone_ref(py).into_any(), gtid, pos);
+            }
+            return Ok(());
+        }
         let facts = [
             gtid.map_or_else(|| py.None().into_bound(py), |g| g.into_bound(py)),
             txn.xid.into_pyobject(py)?.into_any(),
@@ -253,7 +354,7 @@ impl ChangeValues {
             let [gtid, xid, pos, timestamp, complete] = facts;
             let made = PyTuple::new(py, [changes, gtid, xid, pos, timestamp, complete])?;
             self.transactions.push_back(made.into_any().unbind());
-        } else if let Some(on_commit) = &self.on_commit {
+        } else if let Some(OnCommit::Call(on_commit)) = &self.on_commit {
             on_commit.call1(py, PyTuple::new(py, facts)?)?;
         }
         Ok(())
@@ -490,5 +591,6 @@ fn row_failure(
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ChangeValues>()?;
+    m.add_class::<CommitMark>()?;
     Ok(())
 }

@@ -321,19 +321,43 @@ class CompressedChannel:
 def connect(settings: dict, compression: Compression | None):
     """A PyMySQL connection made with `settings` (pymysql.connect keywords),
     compressed as `compression` allows (None: PyMySQL's own)."""
-    import pymysql
     if compression is None:
-        return pymysql.connect(**settings)
+        return connection_class()(**settings)
     return compressing_connection_class()(compression=compression, **settings)
 
 
 @functools.cache
-def compressing_connection_class():
-    """PyMySQL's Connection, compressing (made on first use: pymysql is optional)."""
-    from pymysql import err
-    from pymysql.connections import Connection, MysqlPacket
+def connection_class():
+    """PyMySQL's Connection, with one TLS context for every connection that
+    takes TLS only if the server offers it (made on first use: pymysql is
+    optional). PyMySQL makes that context anew for each connection and
+    loads the system's CA store into it (35 ms, a live stream's connections
+    several times over), though it verifies nothing with it; binlake's
+    (`settings.tls_context`) is the same context without the store."""
+    from pymysql.connections import Connection
 
-    class CompressingConnection(Connection):
+    class SharedTlsConnection(Connection):
+        def _create_ssl_ctx(self, sslp):
+            if isinstance(sslp, dict) and not sslp:  # PREFERRED, no TLS option given
+                return _preferred_context()
+            return super()._create_ssl_ctx(sslp)
+
+    return SharedTlsConnection
+
+
+@functools.cache
+def _preferred_context():
+    from binlake.connection.settings import tls_context
+    return tls_context("PREFERRED", {})
+
+
+@functools.cache
+def compressing_connection_class():
+    """The Connection of `connection_class`, compressing."""
+    from pymysql import err
+    from pymysql.connections import MysqlPacket
+
+    class CompressingConnection(connection_class()):
         """A pymysql Connection that offers `compression` in the handshake
         and, when the server agrees, speaks through a CompressedChannel."""
 

@@ -730,6 +730,31 @@ class Transaction:
     resume_token: ResumeToken
 
 
+class _CommitMark:
+    """Where a stream of changes may resume (the reference of
+    `_native.CommitMark`, which the native changes loop writes into with no
+    Python call): after the last whole group handed out, and each MariaDB
+    domain's last GTID there. Called as `changes` calls `on_commit_fields`."""
+
+    def __init__(self):
+        self.after: tuple | None = None   # (file, end position)
+        self.domains: dict = {}
+
+    def __call__(self, file, gtid, xid, end_pos, timestamp, complete) -> bool:
+        if not complete:
+            return False
+        if gtid is not None and ":" not in gtid:  # MariaDB's DOMAIN-SERVER-SEQ
+            self.domains[gtid[:gtid.find("-")]] = gtid
+        self.after = (file, end_pos)
+        return True
+
+
+def _commit_mark():
+    from binlake import core
+    native = core.native()
+    return _CommitMark() if native is None else native.CommitMark()
+
+
 class LiveStream:
     """A live server's events (iterate) or committed transactions
     (`transactions()`) and row changes (`changes()`), read by the same reader
@@ -743,20 +768,22 @@ class LiveStream:
         self._schema = _history(reader_options.get("schema"))
         self.reader_options = {**reader_options,
                                "schema": False if self._schema is None else self._schema}
-        self._after: tuple | None = None   # (file, position) after the last transaction given
-        self._gtids: dict = {}             # MariaDB's GTID state there, per domain
+        # (file, position) after the last transaction given, and MariaDB's
+        # GTID state there, per domain
+        self._mark = _commit_mark()
 
     @property
     def resume_token(self) -> ResumeToken | None:
-        if self._after is None:
+        after = self._mark.after
+        if after is None:
             return None
         source = self.source
         # The state where the stream began, moved on by each GTID given.
         start = source.start_gtid_state or ""
         gtids = {gtid.split("-", 1)[0]: gtid for gtid in start.split(",") if gtid.count("-") == 2}
-        gtids.update(self._gtids)
+        gtids.update(self._mark.domains)
         identity = source.server_identity or {}
-        return ResumeToken(*self._after,
+        return ResumeToken(*after,
                            ",".join(gtids[d] for d in sorted(gtids, key=int)) or None,
                            identity.get("server_id"))
 
@@ -771,17 +798,7 @@ class LiveStream:
 
     def _passed(self, group) -> bool:
         """Move the token past a transaction group that ended (False if it did not)."""
-        return self._committed(group.file, group.gtid, None, group.end_pos, None, group.complete)
-
-    def _committed(self, file, gtid, xid, end_pos, timestamp, complete) -> bool:
-        """`_passed` from a group's fields (changes' `on_commit_fields`: no
-        object per transaction, the commonest call of a stream of small ones)."""
-        if not complete:
-            return False
-        if gtid is not None and ":" not in gtid:  # MariaDB's DOMAIN-SERVER-SEQ
-            self._gtids[gtid[:gtid.find("-")]] = gtid
-        self._after = (file, end_pos)
-        return True
+        return self._mark(group.file, group.gtid, None, group.end_pos, None, group.complete)
 
     def __iter__(self):
         from binlake.read.reader import BinlogReader
@@ -802,7 +819,7 @@ class LiveStream:
         past each transaction once all its changes have been handed out
         (at the next request, before anything more is read)."""
         from binlake.records import changes
-        return changes(self.source, on_commit_fields=self._committed, **self.reader_options)
+        return changes(self.source, on_commit_fields=self._mark, **self.reader_options)
 
     def close(self) -> None:
         self.source.close()
