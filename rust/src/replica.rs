@@ -37,11 +37,32 @@ const SPECIAL: [u8; 10] = [
 pub struct Run {
     /// Where the packets after the run start in `buf`.
     pub next_at: usize,
-    /// The events, back to back, as in the file from `expected` on.
-    pub bytes: Vec<u8>,
+    /// Where each event is in `buf` (its packet header left out).
+    pub spans: Vec<(usize, usize)>,
+    /// Their bytes together.
+    pub len: usize,
     pub events: usize,
     pub last_type: u8,
     pub last_timestamp: u32,
+}
+
+impl Run {
+    /// The events, back to back, as in the file from `expected` on, into
+    /// `out` (`len` bytes: Python's bytes object, made once at its size).
+    pub fn copy_into(&self, buf: &[u8], out: &mut [u8]) {
+        let mut at = 0;
+        for &(start, end) in &self.spans {
+            out[at..at + end - start].copy_from_slice(&buf[start..end]);
+            at += end - start;
+        }
+    }
+
+    /// `copy_into` a new vector.
+    pub fn bytes(&self, buf: &[u8]) -> Vec<u8> {
+        let mut out = vec![0; self.len];
+        self.copy_into(buf, &mut out);
+        out
+    }
 }
 
 fn le(buf: &[u8], at: usize, n: usize) -> u64 {
@@ -58,7 +79,7 @@ pub fn ordinary_run(buf: &[u8], mut at: usize, mut expected: u64, limit: usize) 
         next_at: at,
         ..Run::default()
     };
-    while at + 4 <= buf.len() && run.bytes.len() < limit {
+    while at + 4 <= buf.len() && run.len < limit {
         let length = le(buf, at, 3) as usize;
         let end = at + 4 + length;
         if end > buf.len() || !(1 + HEADER..MAX_PACKET_LEN).contains(&length) || buf[at + 4] != 0 {
@@ -78,7 +99,8 @@ pub fn ordinary_run(buf: &[u8], mut at: usize, mut expected: u64, limit: usize) 
         if !ordinary {
             break;
         }
-        run.bytes.extend_from_slice(event);
+        run.spans.push((at + 5, end));
+        run.len += event.len();
         run.events += 1;
         run.last_type = event_type;
         run.last_timestamp = le(event, 0, 4) as u32;
@@ -117,7 +139,7 @@ mod tests {
         buf.extend(packet(ROTATE_EVENT, 200, 0, &[3; 4]));
         let run = ordinary_run(&buf, 0, 100, 1 << 20);
         assert_eq!(run.events, 2);
-        assert_eq!(run.bytes.len(), 27 + 20);
+        assert_eq!(run.bytes(&buf).len(), 27 + 20);
         assert_eq!(run.last_type, GTID_EVENT);
         assert_eq!(&buf[run.next_at + 9], &ROTATE_EVENT);
     }

@@ -339,3 +339,4 @@ def test_a_table_made_before_the_change_data_feed_gets_it_at_its_next_merge(tmp_
     assert table.metadata().configuration["delta.enableChangeDataFeed"] == "true"
     feed = pa.table(table.load_cdf(starting_version=table.version()).read_all()).to_pylist()
     assert sorted(row["_change_type"] for row in feed) == ["update_postimage", "update_preimage"]
+

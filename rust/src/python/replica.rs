@@ -5,6 +5,9 @@ use pyo3::types::PyBytes;
 
 use crate::replica;
 
+/// (next_at, events' bytes, count, last type, last timestamp)
+type RunFound<'py> = (usize, Bound<'py, PyBytes>, usize, u8, u32);
+
 /// `ordinary_run(buf, at, expected, limit)`: `(next_at, events' bytes,
 /// count, last type, last timestamp)` of the ordinary events at `buf[at]`,
 /// or None when the first packet there is not one (replica.py `_ordinary_run`).
@@ -15,20 +18,29 @@ fn ordinary_run<'py>(
     at: usize,
     expected: u64,
     limit: usize,
-) -> Option<(usize, Bound<'py, PyBytes>, usize, u8, u32)> {
+) -> PyResult<Option<RunFound<'py>>> {
     if at > buf.len() {
-        return None;
+        return Ok(None);
     }
     let run = replica::ordinary_run(buf, at, expected, limit);
-    (run.events > 0).then(|| {
-        (
-            run.next_at,
-            PyBytes::new(py, &run.bytes),
-            run.events,
-            run.last_type,
-            run.last_timestamp,
-        )
-    })
+    (run.events > 0)
+        .then(|| {
+            // made at its size and filled in place: no vector in between
+            let bytes = PyBytes::new_with(py, run.len, |out| {
+                run.copy_into(buf, out);
+                Ok(())
+            });
+            bytes.map(|bytes| {
+                (
+                    run.next_at,
+                    bytes,
+                    run.events,
+                    run.last_type,
+                    run.last_timestamp,
+                )
+            })
+        })
+        .transpose()
 }
 
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
