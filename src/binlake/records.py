@@ -212,6 +212,7 @@ def _native_loop(native, paths, options: dict, per_transaction: bool, on_commit=
                      else functools.partial(on_commit_fields, path)
                      if on_commit_fields is not None
                      else None if on_commit is None else _committed(on_commit, path))
+        loop = None
         try:
             check = EventChecker(path, verify_checksums=verify, force=force,
                                  schema=schema if schema is not None else False)
@@ -225,5 +226,9 @@ def _native_loop(native, paths, options: dict, per_transaction: bool, on_commit=
             else:
                 yield from loop
         finally:
+            # The native loop may only be freed by the thread that made it:
+            # let go of it here, as the iteration ends or fails in that
+            # thread, not whenever the suspended generator is collected.
+            loop = None
             if opened is not None:
                 opened.close()

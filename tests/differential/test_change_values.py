@@ -235,3 +235,51 @@ def test_gtid_is_the_transactions_own():
         except BinlogError:
             pass  # encrypted and damaged corpus files: test_corpus_file holds their errors equal
     assert seen
+
+
+@pytest.mark.parametrize("read", [records.changes, BinlogReader], ids=["changes", "events"])
+def test_a_loop_that_failed_in_a_thread_is_freed_by_that_thread(read):
+    """The native loop (and the events' native framer) may only be freed by
+    the thread that made it (else PyO3 leaks it with an unraisable error).
+    A failure keeps the loop's frame alive in its traceback; the loop must
+    be let go of before that."""
+    import gc
+    import io
+    import sys
+    import threading
+    data = open(corpus_path(MUTATION_FILES[0]), "rb").read()
+
+    class FailingHalfWay(io.RawIOBase):
+        name = "failing.bin"
+        at = 0
+
+        def readable(self):
+            return True
+
+        def read(self, n=-1):
+            if self.at > len(data) // 2:
+                raise OSError("the stream broke")
+            chunk = data[self.at:self.at + min(n if n > 0 else 4096, 4096)]
+            self.at += len(chunk)
+            return chunk
+
+    failures = []
+
+    def consume():
+        try:
+            for _ in read(FailingHalfWay()):
+                pass
+        except OSError as exc:
+            failures.append(exc)  # with its traceback: the loop's frame among them
+    thread = threading.Thread(target=consume)
+    thread.start()
+    thread.join()
+    assert failures
+    unraisable = []
+    hook, sys.unraisablehook = sys.unraisablehook, unraisable.append
+    try:
+        failures.clear()  # the traceback's frames go in this thread
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
+    assert not unraisable, [str(u.exc_value) for u in unraisable]

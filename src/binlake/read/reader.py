@@ -435,6 +435,9 @@ class BinlogReader:
             raise
         finally:
             info.add_notes(*framer.notes(), read_counts)
+            # Freed in this thread, the only one the native framer may be
+            # freed by (not when a generator left suspended is collected).
+            framer = None
             if stream is not None and stream is not sys.stdin.buffer:
                 stream.close()
 
