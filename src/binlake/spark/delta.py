@@ -6,7 +6,9 @@ Strategy: a run hands each table the net effect of its new changes, one row
 per primary key: the key's last image, flagged `DELETED` where its last
 change removed it. One MERGE applies it: a deleted key's row is deleted, a
 present key's row is replaced, a new key is inserted. The cost follows the
-new changes and the files they touch, not the table's history.
+new changes and the files they touch, not the table's history. Where the
+files' statistics show every new key beyond the held ones (a bulk of new
+AUTO_INCREMENT keys), nothing can match and the MERGE is an append.
 
 Exactly once: every commit carries an application transaction (`APP_ID`
 per table, version = the run's number) and the binlog position the table
@@ -267,8 +269,8 @@ def _append_new_keys(target, net, commit) -> None:
 
     held = pa.schema(target.schema().to_arrow())
     names = [name for name in net.schema.names if name not in NET_COLUMNS]
-    schema = pa.schema([held.field(name).with_nullable(True) if name in held.names
-                        else net.schema.field(name) for name in names])
+    schema = pa.schema([held.field(name) if name in held.names else net.schema.field(name)
+                        for name in names])
 
     def present(batch):
         keep = pc.and_(pc.invert(batch.column(DELETED)), pc.is_null(batch.column(PRESENT)))
