@@ -516,15 +516,16 @@ def test_connections_that_take_tls_if_offered_share_one_context_without_the_ca_s
     import ssl
 
     from binlake.connection.compression import compressing_connection_class, connection_class
-    contexts = []
+    from binlake.connection.settings import preferred_tls_context
+    shared = preferred_tls_context()
+    assert preferred_tls_context() is shared
     for make in (connection_class(), functools.partial(compressing_connection_class(),
                                                       compression=Compression())):
-        connection = make(host="127.0.0.1", port=9, defer_connect=True)
-        contexts.append(connection.ctx)
+        connection = make(host="127.0.0.1", port=9, defer_connect=True, preferred_tls=shared)
+        assert connection.ctx is shared
         assert connection.ssl and not connection._ssl_required  # TLS if the server offers it
-    assert contexts[0] is contexts[1]
-    assert contexts[0].verify_mode == ssl.CERT_NONE and not contexts[0].check_hostname
-    assert contexts[0].cert_store_stats()["x509"] == 0
+    assert shared.verify_mode == ssl.CERT_NONE and not shared.check_hostname
+    assert shared.cert_store_stats()["x509"] == 0
     required = connection_class()(host="127.0.0.1", port=9, defer_connect=True,
-                                  ssl={"verify_mode": "required"})
-    assert required.ctx is not contexts[0] and required._ssl_required  # asked for: PyMySQL's own
+                                  preferred_tls=shared, ssl={"verify_mode": "required"})
+    assert required.ctx is not shared and required._ssl_required  # asked for: PyMySQL's own

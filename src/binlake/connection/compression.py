@@ -318,37 +318,39 @@ class CompressedChannel:
 
 # -- PyMySQL ----------------------------------------------------------------------------
 
-def connect(settings: dict, compression: Compression | None):
+def connect(settings: dict, compression: Compression | None, preferred_tls=None):
     """A PyMySQL connection made with `settings` (pymysql.connect keywords),
-    compressed as `compression` allows (None: PyMySQL's own)."""
+    compressed as `compression` allows (None: PyMySQL's own). `preferred_tls`:
+    the SSLContext to use when no TLS option is given (TLS only if the server
+    offers it), instead of the one PyMySQL would make (`connection_class`)."""
     if compression is None:
-        return connection_class()(**settings)
-    return compressing_connection_class()(compression=compression, **settings)
+        return connection_class()(preferred_tls=preferred_tls, **settings)
+    return compressing_connection_class()(compression=compression,
+                                          preferred_tls=preferred_tls, **settings)
 
 
 @functools.cache
 def connection_class():
-    """PyMySQL's Connection, with one TLS context for every connection that
-    takes TLS only if the server offers it (made on first use: pymysql is
-    optional). PyMySQL makes that context anew for each connection and
-    loads the system's CA store into it (35 ms, a live stream's connections
-    several times over), though it verifies nothing with it; binlake's
-    (`settings.tls_context`) is the same context without the store."""
+    """PyMySQL's Connection, taking the TLS context of connections that use
+    TLS only if the server offers it from its caller (made on first use:
+    pymysql is optional). PyMySQL makes that context anew for each
+    connection and loads the system's CA store into it (35 ms, a live
+    stream's connections several times over), though it verifies nothing
+    with it; binlake shares one without the store
+    (`settings.preferred_tls_context`)."""
     from pymysql.connections import Connection
 
     class SharedTlsConnection(Connection):
+        def __init__(self, *, preferred_tls=None, **kwargs):
+            self._preferred_tls = preferred_tls
+            super().__init__(**kwargs)
+
         def _create_ssl_ctx(self, sslp):
-            if isinstance(sslp, dict) and not sslp:  # PREFERRED, no TLS option given
-                return _preferred_context()
+            if isinstance(sslp, dict) and not sslp and self._preferred_tls is not None:
+                return self._preferred_tls  # PREFERRED, no TLS option given
             return super()._create_ssl_ctx(sslp)
 
     return SharedTlsConnection
-
-
-@functools.cache
-def _preferred_context():
-    from binlake.connection.settings import tls_context
-    return tls_context("PREFERRED", {})
 
 
 @functools.cache

@@ -10,6 +10,7 @@ and the compressed protocol's choice. `connect` makes the connection.
 
 from __future__ import annotations
 
+import functools
 import getpass
 import os
 from dataclasses import dataclass
@@ -224,6 +225,14 @@ TLS_VERSIONS = {"TLSV1": "TLSv1", "TLSV1.0": "TLSv1", "TLSV1.1": "TLSv1_1", "TLS
                 "TLSV1.3": "TLSv1_3"}
 
 
+@functools.cache
+def preferred_tls_context():
+    """The context every connection shares that uses TLS only if the
+    server offers it and was given no TLS option: it verifies nothing, as
+    PyMySQL's own would not, and loads no CA store (compression.connect)."""
+    return tls_context("PREFERRED", {})
+
+
 def tls_context(mode: str, options: dict):
     """An ssl.SSLContext as the C clients set theirs up for these options."""
     import ssl
@@ -420,7 +429,7 @@ def connect(address: ServerAddress, purpose: str = "--schema-from"):
     requirement = settings.pop("_binlake_tls", None)
     compression = settings.pop("_binlake_compression", None)
     try:
-        connection = wire_connect(settings, compression)
+        connection = wire_connect(settings, compression, preferred_tls_context())
     except pymysql.err.MySQLError as exc:
         raise SchemaSourceError(f"cannot connect to {server_name(settings)}: {error_message(exc)}") from None
     try:

@@ -216,13 +216,14 @@ class ReplicaConnection:
         except ImportError:
             raise ReplicationError(self.where, 0, "reading a live server needs pymysql: "
                                    "pip install 'binlake[server]'") from None
-        from binlake.connection.settings import SchemaSourceError, require_tls
+        from binlake.connection.settings import (SchemaSourceError, preferred_tls_context,
+                                                 require_tls)
         from binlake.connection.compression import connect
         settings = dict(self.settings)
         requirement = settings.pop("_binlake_tls", None)
         compression = settings.pop("_binlake_compression", None)
         try:
-            self.connection = connect(settings, compression)
+            self.connection = connect(settings, compression, preferred_tls_context())
             require_tls(self.connection, requirement)
         except pymysql.err.MySQLError as exc:
             raise self._error(exc, "cannot connect") from None
