@@ -179,8 +179,17 @@ def _reference_transactions(events: Iterable[Event],
             rows.extend(rows_changes(*item))
 
 
-def _committed(on_commit, file: str):
-    """The native loop's commit callback, as `on_commit` takes it."""
+def _committed(native, file: str, on_commit, on_commit_fields):
+    """What the native loop of `file` is told each group's end by: the
+    fields to `on_commit_fields` with its file bound, or a Transaction to
+    `on_commit`; a native CommitMark as it is (the loop writes into it)."""
+    if isinstance(on_commit_fields, native.CommitMark):
+        return on_commit_fields
+    if on_commit_fields is not None:
+        return functools.partial(on_commit_fields, file)
+    if on_commit is None:
+        return None
+
     def committed(gtid, xid, end_pos, timestamp, complete):
         on_commit(Transaction(file, gtid, xid, end_pos, timestamp, complete, []))
     return committed
@@ -206,12 +215,7 @@ def _native_loop(native, paths, options: dict, per_transaction: bool, on_commit=
             path = os.fspath(path)
             if is_gzip(path):
                 stream = opened = GzipBinlog(path)
-        # The fields go to `on_commit_fields` as the native loop gives them, its
-        # file bound; a native CommitMark is written into by the loop itself.
-        committed = (on_commit_fields if isinstance(on_commit_fields, native.CommitMark)
-                     else functools.partial(on_commit_fields, path)
-                     if on_commit_fields is not None
-                     else None if on_commit is None else _committed(on_commit, path))
+        committed = _committed(native, path, on_commit, on_commit_fields)
         loop = None
         try:
             check = EventChecker(path, verify_checksums=verify, force=force,

@@ -90,7 +90,6 @@ def merge_net_changes(uri: str, table: str, net, keys: list[str], *, run: int,
     beyond every held key (`_beyond_held_keys`). Returns what was done:
     "created", "merged", "appended", or "already" (this run committed it before)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
     from deltalake import DeltaTable, write_deltalake
 
     if not keys:
@@ -101,8 +100,7 @@ def merge_net_changes(uri: str, table: str, net, keys: list[str], *, run: int,
     commit = _commit_properties(table, run, through)
     if done is None and not _exists(uri):
         net = net.read_all() if hasattr(net, "read_all") else net
-        present = net.filter(pc.invert(net[DELETED])).drop_columns(list(NET_COLUMNS))
-        write_deltalake(uri, present, mode="error", commit_properties=commit,
+        write_deltalake(uri, _inserted(net), mode="error", commit_properties=commit,
                         configuration=TABLE_PROPERTIES)
         return "created"
     _with_table_properties(uri)
@@ -264,21 +262,25 @@ def _append_new_keys(target, net, commit) -> None:
     to the table is added, NULL in its older rows. The change data feed of
     an append is its files: each row an insert."""
     import pyarrow as pa
-    import pyarrow.compute as pc
     from deltalake import write_deltalake
 
     held = pa.schema(target.schema().to_arrow())
-    names = [name for name in net.schema.names if name not in NET_COLUMNS]
     schema = pa.schema([held.field(name) if name in held.names else net.schema.field(name)
-                        for name in names])
-
-    def present(batch):
-        keep = pc.and_(pc.invert(batch.column(DELETED)), pc.is_null(batch.column(PRESENT)))
-        return batch.filter(keep).select(names).cast(schema)
+                        for name in net.schema.names if name not in NET_COLUMNS])
     batches = net.to_batches() if isinstance(net, pa.Table) else net
-    write_deltalake(target, pa.RecordBatchReader.from_batches(schema, map(present, batches)),
+    rows = (_inserted(batch).cast(schema) for batch in batches)
+    write_deltalake(target, pa.RecordBatchReader.from_batches(schema, rows),
                     mode="append", schema_mode="merge", commit_properties=commit,
                     partition_by=target.metadata().partition_columns or None)
+
+
+def _inserted(net):
+    """The rows of net changes (a Table or a RecordBatch) that a MERGE
+    inserts where no held key matches them: neither deleted nor partial,
+    without NET_COLUMNS."""
+    import pyarrow.compute as pc
+    keep = pc.and_(pc.invert(net.column(DELETED)), pc.is_null(net.column(PRESENT)))
+    return net.filter(keep).select([n for n in net.schema.names if n not in NET_COLUMNS])
 
 
 def rows_not_held(uri: str, net, keys: list[str]) -> list[str]:
