@@ -366,6 +366,17 @@ impl<S: Source> Framer<S> {
         self.warning.as_ref()
     }
 
+    /// Where the next event starts (after the last one given).
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// Whether the next event's first bytes are held already: if not, the
+    /// next call reads the source, which for a live stream may wait.
+    pub fn next_is_held(&self) -> bool {
+        self.src.held_end() > self.pos
+    }
+
     /// The checksum-algorithm byte of the last FDE (None: it has none).
     pub fn pending_alg(&self) -> Option<u8> {
         self.pending_alg

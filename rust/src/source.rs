@@ -30,6 +30,11 @@ pub trait Source {
     fn next_event_at(&mut self, pos: u64) -> Result<u64> {
         Ok(pos)
     }
+    /// The offset up to which bytes are held already: a read beyond it asks
+    /// the underlying stream, which may wait (a live server's binlog).
+    fn held_end(&self) -> u64 {
+        u64::MAX
+    }
 }
 
 impl<S: Source + ?Sized> Source for Box<S> {
@@ -41,6 +46,9 @@ impl<S: Source + ?Sized> Source for Box<S> {
     }
     fn next_event_at(&mut self, pos: u64) -> Result<u64> {
         (**self).next_event_at(pos)
+    }
+    fn held_end(&self) -> u64 {
+        (**self).held_end()
     }
 }
 
@@ -184,6 +192,10 @@ impl<R: Read> Source for StreamSource<R> {
 
     fn file_size(&self) -> Option<u64> {
         None
+    }
+
+    fn held_end(&self) -> u64 {
+        self.start + self.buf.len() as u64
     }
 
     fn next_event_at(&mut self, pos: u64) -> Result<u64> {

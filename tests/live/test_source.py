@@ -243,11 +243,52 @@ def test_a_fatal_error_is_not_retried():
 def test_an_event_read_in_several_chunks_is_found_whole():
     from binlake.live.source import LiveFile
     live = LiveFile.__new__(LiveFile)
+    live._kept = None
     live._recent = __import__("collections").deque([(4, b"abcd"), (8, b"efgh"), (12, b"ij")])
     assert live.raw_event(6, 7) == b"cdefghi"
     assert live.raw_event(12, 2) == b"ij"
     assert live.raw_event(2, 4) is None         # its start is gone
     assert live.raw_event(12, 3) is None        # not all here
+
+
+def test_bytes_kept_are_found_across_chunks_and_gaps():
+    from binlake.live.source import _Kept
+    kept = _Kept()
+    for offset, data in [(0, b"\xfebin"), (4, b"abcd"), (8, b"efgh"), (100, b"xyz")]:
+        kept.add(offset, data)
+    assert kept.read(6, 5) == b"cdefg"          # across two chunks given one after the other
+    assert kept.read(100, 3) == b"xyz"
+    assert kept.read(10, 4) is None             # runs into the gap
+    assert kept.read(50, 1) is None
+    assert [(offset, load()) for offset, load in kept.chunks()] == [
+        (0, b"\xfebinabcdefgh"), (100, b"xyz")]
+
+
+def test_a_live_file_kept_whole_is_read_again_from_its_start():
+    """`keep_all` then `replay_kept`: a second reader gets every byte the
+    first got, in reads of any size, then the bytes that follow, and the
+    events' bytes stay found however long ago they were read."""
+    first = events_of(FILES[0])
+    half = len(first) // 2
+    server = ScriptedServer([artificial_rotate("binlog.000001"), *[e for _, e in first]])
+    files = iter(source(server, to_last_log=False))   # (held: its end closes the connection)
+    live_file = next(files)
+    live_file.keep_all()
+    given = []
+    while sum(map(len, given)) < first[half][0]:
+        offset, data = live_file.read_chunk(777)
+        given.append(data)
+    live_file.replay_kept()
+    again = []
+    while True:
+        live_file.next_event_at(sum(map(len, again)))
+        offset, data = live_file.read_chunk(100)
+        if not data:
+            break
+        assert offset == sum(map(len, again))
+        again.append(data)
+    assert b"".join(again) == FILES[0].read_bytes()
+    assert live_file.raw_event(first[1][0], len(first[1][1])) == first[1][1]
 
 
 def test_the_native_run_splitter_equals_the_reference():

@@ -1,5 +1,7 @@
 //! Python glue for `sink::dump`: `dump_file` prints one binlog as mysqlbinlog
-//! text, or says why the Python printer must.
+//! text, or says why the Python printer must; `dump_stream` prints a live
+//! server's binlog in one pass as it arrives, up to the first event the
+//! Python printer must print (which then takes the rest of the file).
 //!
 //! Strategy: the text goes to the caller's `write(bytes)` in chunks of about
 //! 1 MB (the caller spools it, so a file refused half-way shows nothing).
@@ -7,13 +9,14 @@
 //! `_timestamp`, `collation_names.charset_name`, `rowtext.json_text`): one
 //! place each. Timestamps are cached per second by the printer.
 
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyException, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
-use super::text::PyJson;
+use super::reader::open_source;
+use super::text::{append_bytes, PyJson};
 use crate::framing::{Framer, Options};
-use crate::rowimage::ValueResult;
+use crate::rowimage::{ValueError, ValueResult};
 use crate::sink::dump::{DumpHost, DumpOptions, DumpPrinter, GtidMark, Refused};
 use crate::sink::text::JsonText;
 use crate::source::FileSource;
@@ -25,22 +28,66 @@ struct PyHost<'a, 'py> {
     micro_timestamp: &'a Bound<'py, PyAny>,
     charsets: &'a [Option<String>],
     json: PyJson<'a, 'py>,
-    /// A Python callback failed: the file goes to the Python printer, which fails alike.
-    failed: bool,
-    /// The binlog, for the bytes of events printed as BINLOG blocks.
-    path: &'a str,
-    file: Option<std::fs::File>,
+    /// The exception a Python callback raised (Ctrl-C, SIGTERM, ...): raised
+    /// once the text printed before it is written.
+    failed: Option<PyErr>,
+    /// Where the bytes of events printed as BINLOG blocks are read again.
+    binlog: Binlog<'a, 'py>,
     /// The output (a huge event's lines go there as they are made).
     write: &'a Bound<'py, PyAny>,
 }
 
+/// The binlog being printed, for events' bytes read again.
+enum Binlog<'a, 'py> {
+    /// A regular file (opened when first needed).
+    File(&'a str, Option<std::fs::File>),
+    /// A live server's binlog (`live.source.LiveFile`), which keeps them (`raw_event`).
+    Live(&'a Bound<'py, PyAny>),
+}
+
+impl PyHost<'_, '_> {
+    fn fail(&mut self, e: PyErr) {
+        self.failed.get_or_insert(e);
+    }
+}
+
+impl PyHost<'_, '_> {
+    /// A JSON helper's result; an interruption (Ctrl-C, SIGTERM: not an
+    /// `Exception`) is kept to be raised, not taken for JSON it cannot print.
+    fn json_result(
+        &mut self,
+        result: PyResult<Bound<'_, PyAny>>,
+        out: &mut Vec<u8>,
+    ) -> ValueResult {
+        match result {
+            Err(e) if !e.is_instance_of::<PyException>(self.json.py) => {
+                self.fail(e);
+                Err(ValueError::corrupt("interrupted"))
+            }
+            result => append_bytes(result, out),
+        }
+    }
+}
+
 impl JsonText for PyHost<'_, '_> {
     fn document(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> ValueResult {
-        self.json.document(bytes, out)
+        let py = self.json.py;
+        let result = self
+            .json
+            .document
+            .bind(py)
+            .call1((PyBytes::new(py, bytes),));
+        self.json_result(result, out)
     }
 
     fn diff(&mut self, index: usize, bytes: &[u8], out: &mut Vec<u8>) -> ValueResult {
-        self.json.diff(index, bytes, out)
+        let py = self.json.py;
+        let result = self
+            .json
+            .diff
+            .bind(py)
+            .call1((PyBytes::new(py, bytes), index));
+        self.json_result(result, out)
     }
 }
 
@@ -52,7 +99,7 @@ impl DumpHost for PyHost<'_, '_> {
             .and_then(|t| t.extract::<String>())
         {
             Ok(text) => out.extend_from_slice(text.as_bytes()),
-            Err(_) => self.failed = true,
+            Err(e) => self.fail(e),
         }
     }
 
@@ -62,15 +109,32 @@ impl DumpHost for PyHost<'_, '_> {
 
     fn event_bytes(&mut self, pos: u64, length: u32, out: &mut Vec<u8>) -> bool {
         use std::os::unix::fs::FileExt;
-        if self.file.is_none() {
-            self.file = std::fs::File::open(self.path).ok();
+        match &mut self.binlog {
+            Binlog::File(path, file) => {
+                if file.is_none() {
+                    *file = std::fs::File::open(*path).ok();
+                }
+                let Some(file) = file.as_ref() else {
+                    return false;
+                };
+                let start = out.len();
+                out.resize(start + length as usize, 0);
+                file.read_exact_at(&mut out[start..], pos).is_ok()
+            }
+            Binlog::Live(live) => match live.call_method1("raw_event", (pos, length)) {
+                Ok(raw) => match raw.extract::<&[u8]>() {
+                    Ok(bytes) => {
+                        out.extend_from_slice(bytes);
+                        true
+                    }
+                    Err(_) => false, // None: no longer held
+                },
+                Err(e) => {
+                    self.fail(e);
+                    false
+                }
+            },
         }
-        let Some(file) = self.file.as_ref() else {
-            return false;
-        };
-        let start = out.len();
-        out.resize(start + length as usize, 0);
-        file.read_exact_at(&mut out[start..], pos).is_ok()
     }
 
     fn emit(&mut self, text: &[u8]) -> bool {
@@ -86,8 +150,8 @@ impl DumpHost for PyHost<'_, '_> {
             .and_then(|t| t.extract::<String>())
         {
             Ok(text) => text,
-            Err(_) => {
-                self.failed = true;
+            Err(e) => {
+                self.fail(e);
                 String::new()
             }
         }
@@ -153,9 +217,8 @@ fn dump_file(
             document: &json_text,
             diff: &json_diff_text,
         },
-        failed: false,
-        path,
-        file: None,
+        failed: None,
+        binlog: Binlog::File(path, None),
         write: &write,
     };
     let mut pass = Pass {
@@ -167,25 +230,10 @@ fn dump_file(
         Ok((end, _, trail)) => (end, trail),
         Err(why) => return Ok((Some(why), false)),
     };
-    if host.failed {
-        return Ok((Some("a Python callback failed".into()), false));
+    if let Some(e) = host.failed.take() {
+        return Err(e);
     }
-    let marks = PyList::empty(py);
-    for mark in trail {
-        match mark {
-            GtidMark::List {
-                pos,
-                timestamp,
-                gtids,
-            } => marks.append(("list", pos, timestamp, gtids))?,
-            GtidMark::Gtid {
-                pos,
-                domain,
-                server_id,
-                seq_no,
-            } => marks.append(("gtid", pos, domain, server_id, seq_no))?,
-        }
-    }
+    let marks = trail_list(py, trail)?;
     if let Some(limit) = begin.call1((marks,))?.extract::<Option<u64>>()? {
         end = end.min(limit);
     }
@@ -194,10 +242,10 @@ fn dump_file(
         Ok(())
     };
     match pass.run(&mut host, Some(end), &mut emit)? {
-        Ok((_, printed_mysql_gtid, _)) if !host.failed => Ok((None, printed_mysql_gtid)),
-        Ok(_) => Err(PyRuntimeError::new_err(format!(
-            "{path}: a Python callback failed while printing"
-        ))),
+        Ok((_, printed_mysql_gtid, _)) => match host.failed.take() {
+            None => Ok((None, printed_mysql_gtid)),
+            Some(e) => Err(e),
+        },
         Err(why) => Err(PyRuntimeError::new_err(format!(
             "{path}: the file changed while it was printed ({why})"
         ))),
@@ -250,11 +298,7 @@ impl Pass<'_> {
             }
             let alg = framer.pending_alg();
             if let Err(refused) = printer.event(&frame, framer.raw(), framer.format(), alg) {
-                return Ok(Err(match refused {
-                    Refused::Unsupported(code, pos) => format!("event type {code} at {pos}"),
-                    Refused::Failed(e) => format!("{}: {}", e.offset, e.detail),
-                    Refused::Rows(pos) => format!("rows at {pos}"),
-                }));
+                return Ok(Err(refusal_text(&refused)));
             }
             reached = frame.next_pos();
             if printer.stopped {
@@ -281,7 +325,216 @@ impl Pass<'_> {
     }
 }
 
+fn refusal_text(refused: &Refused) -> String {
+    match refused {
+        Refused::Unsupported(code, pos) => format!("event type {code} at {pos}"),
+        Refused::Failed(e) => format!("{}: {}", e.offset, e.detail),
+        Refused::Rows(pos) => format!("rows at {pos}"),
+    }
+}
+
+/// How a live binlog's printing ended (`dump_stream`'s first item).
+const PRINTED: &str = "printed";
+const STOPPED: &str = "stopped";
+const CHECKED: &str = "checked";
+const REFUSED: &str = "refused";
+const RAISED: &str = "raised";
+
+/// Print a live server's binlog (`stream`, a `live.source.LiveFile` named
+/// `name`) in one pass, as it arrives: the text of whole events goes to
+/// `write(bytes)` in chunks of about 1 MB, and whenever the next event is
+/// not here yet (so a follower sees each event received). Before text is
+/// written, the Gtid lists and GTIDs it shows (`dump_file`'s trail) are
+/// given to `check(trail)`, which returns the offset of the event the GTID
+/// checks end the run at, or None; the text stops before that event.
+///
+/// Returns (how, offset, whether a MySQL GTID was printed, exception):
+/// ("printed", end) at the end of the file; ("stopped", pos) at the stop
+/// position; ("checked", pos) where the checks ended the run; ("refused",
+/// pos) at the first event this printer leaves to the Python printer, whose
+/// text is not written: the caller prints from there on (the events before
+/// `pos`, read again silently, give the Python printer its state);
+/// ("raised", pos, _, exception): what the stream or a callback raised (a
+/// lost server, Ctrl-C), for the caller to raise, the text of the events
+/// before it written.
+#[pyfunction]
+#[pyo3(signature = (stream, name, verbose, short_form, base64_output, print_row_count,
+                    skip_annotate_row_events, mysql_events_ignorable, window,
+                    start, stop, show_head_fde,
+                    timestamp, micro_timestamp, charsets, json_text, json_diff_text, check,
+                    write))]
+#[allow(clippy::too_many_arguments)]
+fn dump_stream(
+    py: Python<'_>,
+    stream: Bound<'_, PyAny>,
+    name: &str,
+    verbose: u8,
+    short_form: bool,
+    base64_output: &str,
+    print_row_count: bool,
+    skip_annotate_row_events: bool,
+    mysql_events_ignorable: bool,
+    window: u64,
+    start: Option<u64>,
+    stop: Option<u64>,
+    show_head_fde: bool,
+    timestamp: Bound<'_, PyAny>,
+    micro_timestamp: Bound<'_, PyAny>,
+    charsets: Vec<Option<String>>,
+    json_text: Py<PyAny>,
+    json_diff_text: Py<PyAny>,
+    check: Option<Bound<'_, PyAny>>,
+    write: Bound<'_, PyAny>,
+) -> PyResult<(&'static str, u64, bool, Option<Py<PyAny>>)> {
+    let options = DumpOptions {
+        verbose,
+        short_form,
+        base64_auto: base64_output == "auto",
+        print_row_count,
+        skip_annotate_row_events,
+        mysql_events_ignorable,
+        window,
+        start,
+        stop,
+        show_head_fde,
+    };
+    let mut host = PyHost {
+        timestamp: &timestamp,
+        micro_timestamp: &micro_timestamp,
+        charsets: &charsets,
+        json: PyJson {
+            py,
+            document: &json_text,
+            diff: &json_diff_text,
+        },
+        failed: None,
+        binlog: Binlog::Live(&stream),
+        write: &write,
+    };
+    let (source, stream_error) = open_source(name, Some(stream.clone().unbind()))?;
+    let mut framer = Framer::new(source, Options::default());
+    let mut printer = DumpPrinter::new(options, &mut host, false);
+    printer.record_trail = true;
+    let mut shown = Shown {
+        check: check.as_ref(),
+        write: &write,
+        marks: Vec::new(),
+    };
+    let end = loop {
+        if !framer.next_is_held() && !printer.out.is_empty() {
+            // the next read may wait for the server: what is printed goes out first
+            if let Some(pos) = shown.flush(&mut printer)? {
+                break (CHECKED, pos, None);
+            }
+        }
+        let at = framer.position();
+        let before = printer.out.len();
+        let frame = match framer.next() {
+            Ok(Some(frame)) => frame,
+            Ok(None) if framer.partial_tail || framer.encrypted || printer.annotate_pending() => {
+                // left to the Python printer: its warning, its error, or the
+                // Annotate_rows it carries into the next file
+                break (REFUSED, framer.position(), None);
+            }
+            Ok(None) => break (PRINTED, framer.position(), None),
+            Err(_) => match stream_error.lock().ok().and_then(|mut e| e.take()) {
+                Some(raised) => break (RAISED, at, Some(raised)),
+                // the Python reader reports it, with the file's name
+                None => break (REFUSED, at, None),
+            },
+        };
+        let trail = printer.gtid_trail.len();
+        let alg = framer.pending_alg();
+        let printed = printer.event(&frame, framer.raw(), framer.format(), alg);
+        if printed.is_err() || printer.host().failed.is_some() {
+            printer.out.truncate(before);
+            printer.gtid_trail.truncate(trail);
+            match printer.host_mut().failed.take() {
+                Some(raised) => break (RAISED, frame.pos, Some(raised)),
+                None => break (REFUSED, frame.pos, None),
+            }
+        }
+        // (the trail and its marks are emptied together: a new entry is this event's)
+        shown.marks.resize(printer.gtid_trail.len(), before);
+        if printer.stopped {
+            break (STOPPED, frame.pos, None);
+        }
+        if printer.out.len() >= CHUNK {
+            if let Some(pos) = shown.flush(&mut printer)? {
+                break (CHECKED, pos, None);
+            }
+        }
+    };
+    // the text of every event before the end is written (unless the checks end it sooner)
+    let (how, pos, raised) = match end {
+        (CHECKED, ..) => end,
+        (how, pos, raised) => match shown.flush(&mut printer)? {
+            Some(checked) => (CHECKED, checked, None),
+            None => (how, pos, raised),
+        },
+    };
+    let raised = raised.map(|e| e.into_value(py).into_any());
+    Ok((how, pos, printer.printed_mysql_gtid, raised))
+}
+
+/// What `dump_stream` has printed and not yet written, and the GTID checks.
+struct Shown<'a, 'py> {
+    check: Option<&'a Bound<'py, PyAny>>,
+    write: &'a Bound<'py, PyAny>,
+    /// For each entry of the printer's GTID trail: where its event's text begins in `out`.
+    marks: Vec<usize>,
+}
+
+impl Shown<'_, '_> {
+    /// Check the trail, then write the text up to where the checks end the
+    /// run (Some(that event's offset)) or all of it (None).
+    fn flush<H: DumpHost>(&mut self, printer: &mut DumpPrinter<'_, H>) -> PyResult<Option<u64>> {
+        let mut limit = None;
+        if let Some(check) = self.check.filter(|_| !printer.gtid_trail.is_empty()) {
+            let trail = std::mem::take(&mut printer.gtid_trail);
+            let positions: Vec<u64> = trail.iter().map(GtidMark::pos).collect();
+            let marks = trail_list(check.py(), trail)?;
+            if let Some(pos) = check.call1((marks,))?.extract::<Option<u64>>()? {
+                // the checks name one of the events given: its text and the rest are dropped
+                let index = positions.iter().position(|&p| p == pos).unwrap_or(0);
+                printer.out.truncate(self.marks[index]);
+                limit = Some(pos);
+            }
+        }
+        printer.gtid_trail.clear();
+        self.marks.clear();
+        if !printer.out.is_empty() {
+            self.write
+                .call1((PyBytes::new(self.write.py(), &printer.out),))?;
+            printer.out.clear();
+        }
+        Ok(limit)
+    }
+}
+
+/// The GTID trail as `dump_file` gives it to Python.
+fn trail_list(py: Python<'_>, trail: Vec<GtidMark>) -> PyResult<Bound<'_, PyList>> {
+    let marks = PyList::empty(py);
+    for mark in trail {
+        match mark {
+            GtidMark::List {
+                pos,
+                timestamp,
+                gtids,
+            } => marks.append(("list", pos, timestamp, gtids))?,
+            GtidMark::Gtid {
+                pos,
+                domain,
+                server_id,
+                seq_no,
+            } => marks.append(("gtid", pos, domain, server_id, seq_no))?,
+        }
+    }
+    Ok(marks)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(dump_stream, m)?)?;
     m.add_function(wrap_pyfunction!(dump_file, m)?)?;
     Ok(())
 }

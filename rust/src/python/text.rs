@@ -40,7 +40,7 @@ fn helper_failed(err: PyErr) -> ValueError {
     ValueError::corrupt(format!("JSON text: {err}"))
 }
 
-fn append_bytes(result: PyResult<Bound<'_, PyAny>>, out: &mut Vec<u8>) -> ValueResult {
+pub(crate) fn append_bytes(result: PyResult<Bound<'_, PyAny>>, out: &mut Vec<u8>) -> ValueResult {
     let text = result.map_err(helper_failed)?;
     let bytes = text
         .cast::<PyBytes>()

@@ -8,8 +8,9 @@
 //! for its table map; the headers and `###` lines of a statement held until
 //! its last rows event). What it cannot print the way the Python printer
 //! does is not guessed at: `Refused` says so, and the caller lets the Python
-//! printer print the whole file (the caller spools this printer's output
-//! until the file is done, so nothing is shown twice).
+//! printer print the whole file (a checking pass finds that before anything
+//! is printed), or for a live stream printed in one pass, the file from the
+//! refused event on (the events before it read again silently for its state).
 //!
 //! Rule: only `--base64-output=decode-rows` and `never` (no BINLOG blocks),
 //! no hexdump, no filters or rewrites: `DumpOptions` holds what is supported.
@@ -249,6 +250,9 @@ pub struct DumpPrinter<'h, H: DumpHost> {
     /// The checking pass's MariaDB Gtid lists and GTIDs shown, in file order,
     /// for mariadb-binlog's GTID state checks (binlake/text/gtid_state.py).
     pub gtid_trail: Vec<GtidMark>,
+    /// The printing pass keeps the trail too (a live stream is printed in
+    /// one pass: its GTID checks run on what was printed, before it is shown).
+    pub record_trail: bool,
     pub out: Vec<u8>,
 }
 
@@ -268,6 +272,15 @@ pub enum GtidMark {
         server_id: u32,
         seq_no: u64,
     },
+}
+
+impl GtidMark {
+    /// The offset of the event it comes from.
+    pub fn pos(&self) -> u64 {
+        match self {
+            GtidMark::List { pos, .. } | GtidMark::Gtid { pos, .. } => *pos,
+        }
+    }
 }
 
 fn identifier(name: &[u8], out: &mut Vec<u8>) {
@@ -360,8 +373,17 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
             checked_start: false,
             stopped: false,
             gtid_trail: Vec::new(),
+            record_trail: false,
             out: Vec::with_capacity(1 << 20),
         }
+    }
+
+    pub fn host(&self) -> &H {
+        self.host
+    }
+
+    pub fn host_mut(&mut self) -> &mut H {
+        self.host
     }
 
     /// An Annotate_rows is still waiting at the end of the file: the Python
@@ -822,6 +844,13 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
 
     fn gtid_list(&mut self, frame: &Frame, cur: &mut Cursor) -> Printed {
         let mut gtids = read_gtid_list(cur)?;
+        if self.record_trail {
+            self.gtid_trail.push(GtidMark::List {
+                pos: frame.pos,
+                timestamp: frame.timestamp,
+                gtids: gtids.clone(),
+            });
+        }
         if self.options.short_form {
             return Ok(());
         }
@@ -842,6 +871,14 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
 
     fn mariadb_gtid(&mut self, frame: &Frame, cur: &mut Cursor) -> Printed {
         let g = decode_mariadb_gtid(cur)?;
+        if self.record_trail {
+            self.gtid_trail.push(GtidMark::Gtid {
+                pos: frame.pos,
+                domain: g.domain_id,
+                server_id: frame.server_id,
+                seq_no: g.seq_no,
+            });
+        }
         self.skip_replication(frame);
         let flags2 = g.flags2;
         if !self.options.short_form {

@@ -35,6 +35,7 @@ schema history as of its point.
 
 from __future__ import annotations
 
+import bisect
 import os
 import socket
 import struct
@@ -468,8 +469,9 @@ class LiveFile:
         #: then has whole transactions, and `reopen()` continues
         self.split_on_idle = False
         self._last_type = None
-        self._replay: list = []    # (offset, bytes) given again by `reopen()`
+        self._replay: deque = deque()  # (offset, bytes) given again (`reopen`, `replay_kept`)
         self._floor = 0            # where the bytes continue after a replay
+        self._kept: _Kept | None = None  # every byte given (`keep_all`)
         _OPEN_FILES[name] = self
 
     # The reader's side ---------------------------------------------------------------
@@ -479,9 +481,11 @@ class LiveFile:
     def read_chunk(self, n: int = -1) -> tuple[int, bytes]:
         """(offset, bytes): the next contiguous bytes and where they are in the file."""
         if self._replay:
-            return self._replay.pop(0)
+            return self._replayed(n)
         if self.offset < 4:
             self.offset = 4
+            if self._kept is not None:
+                self._kept.add(0, BINLOG_MAGIC)
             return 0, BINLOG_MAGIC
         if self._idle_after_commit():
             self._last_type = None
@@ -512,7 +516,9 @@ class LiveFile:
         return start, data
 
     def next_event_at(self, pos: int) -> int:
-        if 4 <= pos < self._floor:     # after a replayed format description
+        if self._replay:               # a gap in what is given again
+            return max(pos, self._replay[0][0])
+        if 4 <= pos < self._floor:     # after what was given again
             return self._floor
         if pos < self.offset or pos < 4 or self._idle_after_commit():
             return pos
@@ -541,12 +547,37 @@ class LiveFile:
     def reopen(self) -> None:
         """Read again from the start of the file's stream: its magic and
         format description, then on from where the last reading stopped."""
-        self._replay = [(0, BINLOG_MAGIC), (4, self.format_description)]
+        self._replay = deque([(0, BINLOG_MAGIC), (4, self.format_description)])
         self._floor = self.offset
+
+    def keep_all(self) -> None:
+        """Keep every byte this file gives from now on (before its first
+        read), in a temporary file, for `replay_kept` and `raw_event`."""
+        self._kept = _Kept()
+
+    def replay_kept(self) -> None:
+        """Read again every byte given so far (`keep_all`), then on from where
+        the last reading stopped: a reader that takes over from another
+        rebuilds its state from the same events."""
+        self._replay = deque(self._kept.chunks())
+        self._floor = self.offset
+
+    def _replayed(self, n: int) -> tuple[int, bytes]:
+        """The next bytes given again, at most `n` (the rest waits its turn)."""
+        pos, data = self._replay.popleft()
+        if callable(data):
+            data = data()
+        if n is not None and 0 < n < len(data):
+            data = memoryview(data)    # cut many times: no copy of the rest
+            self._replay.appendleft((pos + n, data[n:]))
+            data = data[:n]
+        return pos, bytes(data)
 
     def raw_event(self, pos: int, length: int) -> bytes | None:
         """The bytes of an event given lately (for BINLOG statements and hex
         dumps), from the chunks that hold it; None once they are dropped."""
+        if self._kept is not None:
+            return self._kept.read(pos, length)
         end, parts = pos + length, []
         for start, data in self._recent:
             if start + len(data) <= pos or start >= end:
@@ -641,10 +672,62 @@ class LiveFile:
         out. Bounded: RECENT_BYTES beyond the largest event received, which
         is in memory whole anyway (as it arrived), so that the reader may
         read ahead of the event being printed without dropping its start."""
+        if self._kept is not None:
+            self._kept.add(start, data)
+            return
         self._recent.append((start, data))
         self._recent_bytes += len(data)
         while self._recent_bytes > self._recent_limit and len(self._recent) > 1:
             self._recent_bytes -= len(self._recent.popleft()[1])
+
+
+class _Kept:
+    """Every chunk a LiveFile gave, by offset, in an unlinked temporary
+    file (a binlog may be larger than memory): what a reader that takes over
+    mid-file reads again."""
+
+    def __init__(self):
+        import tempfile
+        self._file = tempfile.TemporaryFile(buffering=0)
+        self._chunks: list[tuple[int, int, int]] = []  # (offset in the binlog, in the file, length)
+        self._size = 0
+
+    def add(self, offset: int, data) -> None:
+        length = len(data)
+        if self._chunks:
+            last_offset, at, last_length = self._chunks[-1]
+            if last_offset + last_length == offset and last_length < 1 << 20:
+                # contiguous: one entry (read again a megabyte or so at a time)
+                self._chunks[-1] = (last_offset, at, last_length + length)
+                length = 0
+        if length:
+            self._chunks.append((offset, self._size, length))
+        view = memoryview(data)
+        while view:   # (a regular file takes it whole unless the disk is full)
+            view = view[self._file.write(view):]
+        self._size += len(data)
+
+    def chunks(self):
+        """(offset, loader of the bytes) for each run of contiguous bytes, in order."""
+        fd = self._file.fileno()
+        for offset, at, length in self._chunks:
+            yield offset, (lambda at=at, length=length: os.pread(fd, length, at))
+
+    def read(self, pos: int, length: int) -> bytes | None:
+        """The bytes [pos, pos + length), or None if not all were given."""
+        index = bisect.bisect_right(self._chunks, pos, key=lambda chunk: chunk[0]) - 1
+        if index < 0:
+            return None
+        offset, at, held = self._chunks[index]
+        # contiguous bytes of the binlog lie contiguous in the file too
+        end, stretch = pos + length, offset + held
+        while stretch < end and index + 1 < len(self._chunks) \
+                and self._chunks[index + 1][0] == stretch:
+            index += 1
+            stretch += self._chunks[index][2]
+        if stretch < end:
+            return None
+        return os.pread(self._file.fileno(), length, at + pos - offset)
 
 
 def widened(position: int, near: int) -> int:

@@ -31,7 +31,7 @@ from enum import Enum
 
 from binlake.constants import EventType as E, LogEventFlag
 from binlake.gtids import GtidSet
-from binlake.read.events import (Event, GtidEvent, MariadbGtidEvent, QueryEvent, UnknownEvent, XaPrepareEvent,
+from binlake.read.events import (Event, EventHeader, GtidEvent, MariadbGtidEvent, QueryEvent, UnknownEvent, XaPrepareEvent,
                      XidEvent)
 
 
@@ -288,6 +288,12 @@ class EventSelection:
     def _pass(self, domain: int) -> None:
         self._windows[domain] = "passed"
         self._stop_reached.add(domain)
+
+    def read_natively(self, file: str, end: int) -> None:
+        """The events of `file` before `end` were read by the native printer
+        (not seen here): the last one read ends there."""
+        self._last_read = EventHeader(file=file, pos=end, timestamp=0, type_code=0, server_id=0,
+                                      length=0, log_pos=end, flags=0)
 
     def unreached_stops(self, stop_datetime_text: str | None, last_file: str | None = None,
                         last_file_end: int | None = None) -> list[str]:

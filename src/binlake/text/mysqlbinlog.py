@@ -190,11 +190,17 @@ class TextPrinter:
         #: mariadb-binlog's GTID state checks (gtid_state.GtidCheck), run by
         #: the native printer on its files; the caller runs them on the others
         self.gtid_check = None
+        #: Events before this offset of the file are printed silently: the
+        #: native printer showed them (`print_stream_natively`), this printer
+        #: takes over from there with the state they give
+        self._silent_until: int | None = None
 
     # -- output ------------------------------------------------------------
     def write(self, text: str) -> None:
         """Text to the output; to a binary buffer it goes in batches (one
         write call per event costs more than the event's formatting)."""
+        if self._silent_until is not None:
+            return
         if self._buffer is not None:
             data = text.encode("utf-8", "surrogateescape")
             self._pending.append(data)
@@ -219,6 +225,8 @@ class TextPrinter:
         memory (page faults) twice over; one event's text at a time does not.
         A part that is not a `str` (a huge event's text, `_Chunked`) is
         written chunk by chunk."""
+        if self._silent_until is not None:
+            return
         buffer = self._buffer
         if buffer is not None:
             self.flush()
@@ -261,6 +269,7 @@ class TextPrinter:
         self.write("DELIMITER /*!*/;\n")
 
     def end_file(self) -> None:
+        self._silent_until = None   # (a file left whole to this printer at its end)
         self.write("DELIMITER ;\n")
 
     def end(self) -> None:
@@ -326,6 +335,43 @@ class TextPrinter:
             self.end_file()
         return True
 
+    def print_stream_natively(self, stream, start: int | None,
+                              stop: int | None) -> tuple[str, int]:
+        """Print a live server's binlog (live.source.LiveFile) with the native
+        printer as it arrives, bracketed as `begin_file`/`end_file` do, the
+        GTID checks run on each stretch before it is written. Returns (how,
+        offset): ("printed", end of file); ("stopped", pos) at the stop
+        position or ("checked", pos) where the GTID checks ended the run:
+        nothing more is to be printed; ("refused", pos): the native printer
+        printed the events before `pos` and leaves the rest of the file to
+        this printer: call `take_over(pos)`, then print the file's events
+        from its start again (those before `pos` print silently)."""
+        o = self.options
+        self.begin_file(stream.name)
+        check = None if self.gtid_check is None else self.gtid_check.native_limit
+        how, pos, printed_mysql_gtid, raised = core.native().dump_stream(
+            stream, stream.name, min(o.verbose, 2), o.short_form, o.base64_output,
+            o.print_row_count, o.skip_annotate_row_events, o.mysql_events == "ignorable",
+            LazyRowData.WINDOW, start, stop, o.base64_output != "decode-rows",
+            _timestamp, _micro_timestamp, _charset_names(), json_text, json_diff_text,
+            check, self._write_bytes)
+        self._printed_mysql_gtid |= printed_mysql_gtid
+        if raised is not None:   # (Ctrl-C, a lost server): the file's closing line, as the reader's end
+            self.end_file()
+            raise raised
+        if how in ("printed", "stopped"):
+            self.end_file()
+        return how, pos
+
+    def take_over(self, pos: int) -> None:
+        """Print the events of the file before `pos` silently (and its
+        opening): they were printed natively, and give this printer its state."""
+        self._silent_until = pos
+
+    def replaying(self, event: Event) -> bool:
+        """Whether `event` is printed silently (`take_over`)."""
+        return self._silent_until is not None and event.header.pos < self._silent_until
+
     def _begin_native(self, path: str, trail: list) -> int | None:
         """Before the native printer's printing pass: the file's opening, and
         where the GTID checks end the run (None: they do not)."""
@@ -333,6 +379,8 @@ class TextPrinter:
         return None if self.gtid_check is None else self.gtid_check.native_limit(trail)
 
     def _write_bytes(self, data: bytes) -> None:
+        if self._silent_until is not None:
+            return
         buffer = self._buffer
         if buffer is not None:
             self.flush()
@@ -354,6 +402,8 @@ class TextPrinter:
 
     def event(self, event: Event) -> None:
         """Print one event (its `# at` line first)."""
+        if self._silent_until is not None and event.header.pos >= self._silent_until:
+            self._silent_until = None
         self.note(event)
         options = self.options
         self._current_position = self._position(event)

@@ -194,7 +194,8 @@ def _dump_text(args, files, selection, text_filters, out, err, schema) -> int:
                 err.write(f"ERROR: {row_format.MESSAGE}\n")
                 status = ExitStatus.ERROR
                 break
-            if not before_start and _gtid_check_fails(check, event, verdict, gtid_windows):
+            if not before_start and not printer.replaying(event) \
+                    and _gtid_check_fails(check, event, verdict, gtid_windows):
                 break  # (mariadb-binlog's GTID checks: the offending event is not shown)
             if verdict is Verdict.SHOW and index == 0 and start is not None \
                     and event.header.pos < start and args.base64_output == "decode-rows":
@@ -281,13 +282,17 @@ def _events_to_print(args, files, selection, err, printer, on_file, schema):
     offered to the native printer, which prints it whole or leaves it here."""
     o = selection.options
     start, stop = o.start_position, o.stop_position
-    plain = (NATIVE_PRINTER and isinstance(files, list) and args.force_if_open
+    live = hasattr(files, "on_wait")
+    plain = (NATIVE_PRINTER and (isinstance(files, list) or live) and args.force_if_open
              and reader_options(args) == {"force": False, "verify_checksums": True}
              and SelectionOptions(start_position=start, stop_position=stop) == o
              # positions apply to the first and last file: one file keeps that simple
-             and (len(files) == 1 or (start is None and stop is None)))
+             and (live or len(files) == 1 or (start is None and stop is None)))
     if not plain or not printer.native_ready():
         yield from selected_events(args, files, selection, err, on_file=on_file, schema=schema)
+        return
+    if live:
+        yield from _live_events_to_print(args, files, selection, err, printer, on_file, schema)
         return
     from binlake.read import reader
     for path in files:
@@ -297,6 +302,33 @@ def _events_to_print(args, files, selection, err, printer, on_file, schema):
                 return
             continue
         yield from selected_events(args, [path], selection, err, on_file=on_file, schema=schema)
+
+
+def _live_events_to_print(args, source, selection, err, printer, on_file, schema):
+    """A live server's binlogs (-R) printed by the native printer as they
+    arrive, one pass each (`print_stream_natively`); at an event it leaves
+    to the Python printer, the file is read again from its start (the live
+    file keeps what it gave), the events before printed silently for their
+    state, and the Python printer prints the rest of it."""
+    start, stop = selection.options.start_position, selection.options.stop_position
+    for index, live_file in enumerate(source):
+        if not printer.native_ready():   # (an Annotate_rows carried over by the Python printer)
+            stopped = yield from selected_events(args, [live_file], selection, err,
+                                                 on_file=on_file, schema=schema, first_index=index)
+        else:
+            live_file.keep_all()
+            how, pos = printer.print_stream_natively(live_file, start if index == 0 else None, stop)
+            selection.read_natively(live_file.name, pos)
+            if how == "printed":
+                continue
+            if how != "refused":         # the stop position, or the GTID checks ended the run
+                return
+            live_file.replay_kept()
+            printer.take_over(pos)
+            stopped = yield from selected_events(args, [live_file], selection, err,
+                                                 on_file=on_file, schema=schema, first_index=index)
+        if stopped:
+            return
 
 
 #: Offer files to the native printer (tests turn it off to compare the two).

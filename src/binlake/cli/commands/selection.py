@@ -290,19 +290,21 @@ def progress_bar(files, err):
 
 
 def selected_events(args, files, selection: EventSelection, err, *, on_file=None,
-                    prefix: str = "binlake", **reader_kwargs):
+                    prefix: str = "binlake", first_index: int = 0, **reader_kwargs):
     """(file index, event, verdict) for every event of `files` read one by one,
-    until the selection says STOP. The partial last event of a file the server
-    still writes ends that file with a warning, as it does for mysqlbinlog.
-    `on_file(path)` / `on_file(None)` bracket each file (the text printer's hook)."""
+    until the selection says STOP (then it returns True). The partial last
+    event of a file the server still writes ends that file with a warning,
+    as it does for mysqlbinlog.
+    `on_file(path)` / `on_file(None)` bracket each file (the text printer's hook).
+    `first_index`: the index of the first of `files` in the run (they continue it)."""
     from binlake.errors import PartialEvent
     from binlake.text.filters import Verdict
     from binlake.read.reader import BinlogReader
     from binlake.cli.commands.common import reader_options
     # A live server's stream of files has no known last one: --stop-position
     # applies to whichever file reaches it, as with mysqlbinlog -R.
-    last = len(files) - 1 if isinstance(files, (list, tuple)) else None
-    for index, path in enumerate(files):
+    last = first_index + len(files) - 1 if isinstance(files, (list, tuple)) else None
+    for index, path in enumerate(files, first_index):
         reader = BinlogReader([path], **reader_options(args), **reader_kwargs)
         if on_file is not None:
             on_file(path)
@@ -329,4 +331,5 @@ def selected_events(args, files, selection: EventSelection, err, *, on_file=None
             if on_file is not None:
                 on_file(None)
         if stopped:
-            return
+            return True
+    return False
