@@ -50,6 +50,41 @@ class GtidSet:
         sid, tag, gno = gtid
         return any(a <= gno <= b for a, b in self.intervals.get((sid, tag), ()))
 
+    def union(self, *others) -> "GtidSet":
+        """This set and `others`' (GtidSets, or {"uuid[:tag]": [(first, last)]}
+        as the changes loop's commit marks keep them), intervals merged."""
+        merged = {key: list(intervals) for key, intervals in self.intervals.items()}
+        for other in others:
+            if isinstance(other, GtidSet):
+                items = other.intervals.items()
+            else:
+                items = (((sid, tag or None), intervals) for key, intervals in other.items()
+                         for sid, _, tag in [key.partition(":")])
+            for key, intervals in items:
+                merged.setdefault(key, []).extend(intervals)
+        return GtidSet({key: merged_intervals(intervals) for key, intervals in merged.items()})
+
+    def __str__(self) -> str:
+        """As MySQL writes a set: `uuid[:tag]:1-5:7`, groups by UUID and tag."""
+        parts = []
+        for (sid, tag), intervals in sorted(self.intervals.items(),
+                                            key=lambda item: (item[0][0], item[0][1] or "")):
+            ranges = ":".join(f"{a}" if a == b else f"{a}-{b}"
+                              for a, b in merged_intervals(intervals))
+            parts.append(f"{sid}{':' + tag if tag else ''}:{ranges}")
+        return ",".join(parts)
+
+
+def merged_intervals(intervals) -> list:
+    """[first, last] intervals sorted, with those that touch or overlap joined."""
+    out: list = []
+    for first, last in sorted(intervals):
+        if out and first <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], last))
+        else:
+            out.append((first, last))
+    return out
+
 
 def _canonical_uuid(text: str) -> str:
     hex_ = text.replace("-", "")

@@ -75,12 +75,15 @@ class MarkSeen:
     row_index: int | None
     after: tuple | None
     domains: tuple
+    mysql: tuple
 
 
 def marks_seen(changes, mark):
     def seen(change=None):
         return MarkSeen(change and change.pos, change and change.row_index, mark.after,
-                        tuple(sorted(mark.domains.items())))
+                        tuple(sorted(mark.domains.items())),
+                        tuple(sorted((sid, tuple(intervals))
+                                     for sid, intervals in mark.mysql.items())))
     for change in changes:
         yield seen(change)
     yield seen()
@@ -235,6 +238,22 @@ def test_gtid_is_the_transactions_own():
         except BinlogError:
             pass  # encrypted and damaged corpus files: test_corpus_file holds their errors equal
     assert seen
+
+
+def test_the_commit_marks_keep_mysql_gtids_as_joined_intervals():
+    """In order, out of order (past the point where intervals are joined),
+    repeated and tagged: the native mark and its reference keep the same."""
+    sid = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+    gnos = [*range(1, 10), *range(200, 100, -3), 5, 150, *range(101, 200)]
+    marks = (native.CommitMark(), _CommitMark())
+    for gno in gnos:
+        for mark in marks:
+            mark("f", f"{sid}:{gno}", None, gno, None, True)
+            mark("f", f"{sid}:blue:{gno}", None, gno, None, True)
+    native_mysql, reference_mysql = (mark.mysql for mark in marks)
+    assert native_mysql == reference_mysql
+    from binlake.gtids import GtidSet
+    assert str(GtidSet().union(native_mysql)) == f"{sid}:1-9:101-200,{sid}:blue:1-9:101-200"
 
 
 @pytest.mark.parametrize("read", [records.changes, BinlogReader], ids=["changes", "events"])

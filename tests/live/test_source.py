@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 import binlake
-from binlake.live.source import LiveOptions, LiveSource
+from binlake.live.source import LiveOptions, LiveSource, ResumeToken
+from corpus.manifest import corpus_files
 from binlake.live.protocol import ReplicaConnection, ReplicationError
 
 SAMPLES = Path(binlake.__file__).parent / "sample_data"
@@ -99,9 +100,11 @@ class ScriptedSocket:
 class ScriptedServer:
     """Connections that play one script each through the real packet reading."""
 
-    def __init__(self, *scripts, seed: int = 16, server_ids=None):
+    def __init__(self, *scripts, seed: int = 16, server_ids=None, mariadb: bool = True):
         self.scripts = list(scripts)
+        self.mariadb = mariadb
         self.requests = []
+        self.gtid_sets = []     #: the MySQL GTID set of each request (None: by position)
         self.rng = random.Random(seed)
         self.server_ids = list(server_ids or [])  #: of each connection in turn (default 1)
 
@@ -110,7 +113,7 @@ class ScriptedServer:
 
         class Connection(ReplicaConnection):
             def connect(self):
-                self.is_mariadb, self.checksums = True, True
+                self.is_mariadb, self.checksums = server.mariadb, True
 
             def variable(self, name):
                 return "ON"
@@ -131,8 +134,9 @@ class ScriptedServer:
             def register(self):
                 pass
 
-            def request(self, file, position, **_):
+            def request(self, file, position, mysql_gtid_set=None, **_):
                 server.requests.append((file, position))
+                server.gtid_sets.append(mysql_gtid_set)
                 self._sock = ScriptedSocket(server.scripts.pop(0) + [EOF_PACKET],
                                             server.rng)
                 self._buf, self._at = b"", 0
@@ -356,3 +360,82 @@ def test_the_native_commit_mark_records_as_its_reference():
         seen.append((told, mark.after, mark.domains))
     assert seen[0] == seen[1] == ([True, True, False, True, True, True], ("b.2", 600),
                                   {"0": "0-1-7", "1": "1-2-3"})
+
+
+def test_a_mysql_token_carries_the_gtid_set_and_another_server_continues_by_it():
+    """MySQL: each token's GTID set is the file's Previous_gtids and every
+    GTID given up to it (the native changes loop's mark and the transactions'
+    reference alike); resumed on another server of the domain, the stream
+    asks for the transactions not in that set (COM_BINLOG_DUMP_GTID)."""
+    from binlake.gtids import GtidSet
+    from binlake.live.protocol import encode_gtid_set
+    from binlake.live.source import LiveStream
+    from binlake.read.events import GtidEvent, PreviousGtidsEvent
+    path = next(p for p in corpus_files() if p.name == "haha.000041")
+    events = list(binlake.open(path))
+    previous = next(e for e in events if isinstance(e, PreviousGtidsEvent)).gtid_set
+    given = [e.gtid for e in events if type(e) is GtidEvent]
+    assert previous and len(given) >= 5
+
+    def expected(gtids):
+        sid = given[0].rpartition(":")[0]
+        return str(GtidSet.parse(previous).union({sid: [(int(g.rpartition(":")[2]),) * 2
+                                                        for g in gtids]}))
+
+    def stream():
+        server = ScriptedServer([artificial_rotate(path.name), *[e for _, e in events_of(path)]],
+                                mariadb=False)
+        live = LiveStream(LiveOptions({"host": "h", "port": 1}, file=path.name), {"schema": False})
+        live.source._connection_class = server.connection_class
+        return live
+    live = stream()
+    tokens = [(txn.gtid, txn.resume_token) for txn in live.transactions()]
+    assert tokens
+    for gtid, token in tokens:
+        assert token.gtid == expected(given[:given.index(gtid) + 1])
+        assert token.server_id == 1
+    live = stream()
+    assert sum(1 for _ in live.changes()) > 0
+    last = live.resume_token
+    assert last.gtid == expected(given) and ResumeToken.parse(str(last)) == last
+
+    # resumed on server 2 (a replica, a promoted primary): by the GTID set
+    other = ScriptedServer([artificial_rotate(path.name)], server_ids=[2], mariadb=False)
+    resumed = LiveSource(LiveOptions({"host": "h", "port": 1}, file=last.file,
+                                     position=last.position, origin_server_id=1,
+                                     resume_gtid=last.gtid),
+                         connection_class=other.connection_class)
+    list(resumed)
+    assert other.requests == [("", 4)]
+    assert other.gtid_sets == [encode_gtid_set(last.gtid)]
+    # a MySQL token is no position on a MariaDB server: refused in one line
+    mariadb = ScriptedServer([], server_ids=[2])
+    with pytest.raises(ReplicationError, match="MySQL GTID state, which this MariaDB server"):
+        list(LiveSource(LiveOptions({"host": "h", "port": 1}, file=last.file,
+                                    position=last.position, origin_server_id=1,
+                                    resume_gtid=last.gtid),
+                        connection_class=mariadb.connection_class))
+
+
+def test_a_mysql_stream_begun_mid_file_has_no_gtid_state_until_a_file_begins():
+    """Begun by position inside a file, the GTIDs before that position are
+    not known: the token carries none (it is not guessed) until the stream
+    reads the next file's Previous_gtids."""
+    from binlake.live.source import LiveStream
+    from binlake.read.events import GtidEvent
+    path = next(p for p in corpus_files() if p.name == "haha.000041")
+    events = events_of(path)
+    gtids = [(e.header.pos, e.gtid) for e in binlake.open(path) if type(e) is GtidEvent]
+    start = gtids[2][0]
+    fde = events[0][1]
+    server = ScriptedServer([artificial_rotate(path.name, start), resent_description(fde),
+                             *[e for pos, e in events if pos >= start],
+                             artificial_rotate("next.000001"), *[e for _, e in events]],
+                            mariadb=False)
+    live = LiveStream(LiveOptions({"host": "h", "port": 1}, file=path.name, position=start,
+                                  to_last_log=True), {"schema": False})
+    live.source._connection_class = server.connection_class
+    seen = [(txn.resume_token.file, txn.resume_token.gtid) for txn in live.transactions()]
+    assert {gtid for file, gtid in seen if file == path.name} == {None}
+    after = [gtid for file, gtid in seen if file == "next.000001"]
+    assert after and all(after)

@@ -118,7 +118,8 @@ enum OnCommit {
 }
 
 /// Where a reader of changes may resume: after the last whole group handed
-/// out, and each MariaDB replication domain's last GTID there. Called as
+/// out, each MariaDB replication domain's last GTID there, and the MySQL
+/// GTIDs recorded (per `uuid[:tag]`, as merged intervals). Called as
 /// `mark(file, gtid, xid, end_pos, timestamp, complete)` (what the pure
 /// loop does, `binlake.live.source._CommitMark` its reference); the native
 /// loop writes into it directly.
@@ -127,6 +128,35 @@ enum OnCommit {
 pub struct CommitMark {
     after: Option<(Py<PyAny>, u64)>,
     domains: HashMap<String, Py<PyAny>>,
+    mysql: HashMap<String, Vec<(u64, u64)>>,
+}
+
+/// Intervals kept before those that came out of order are sorted and joined.
+const UNMERGED_INTERVALS: usize = 32;
+
+/// Add `gno` to [first, last] intervals: in order (the common case) it
+/// extends the last one; otherwise the intervals are joined now and then.
+fn add_gno(intervals: &mut Vec<(u64, u64)>, gno: u64) {
+    match intervals.last_mut() {
+        Some(last) if last.1.checked_add(1) == Some(gno) => last.1 = gno,
+        Some(last) if last.0 <= gno && gno <= last.1 => {}
+        _ => {
+            intervals.push((gno, gno));
+            if intervals.len() > UNMERGED_INTERVALS {
+                intervals.sort_unstable();
+                let mut joined: Vec<(u64, u64)> = Vec::with_capacity(intervals.len());
+                for &(first, last) in intervals.iter() {
+                    match joined.last_mut() {
+                        Some(prev) if first <= prev.1.saturating_add(1) => {
+                            prev.1 = prev.1.max(last)
+                        }
+                        _ => joined.push((first, last)),
+                    }
+                }
+                *intervals = joined;
+            }
+        }
+    }
 }
 
 impl CommitMark {
@@ -138,7 +168,17 @@ impl CommitMark {
         end: u64,
     ) {
         if let Some((text, object)) = gtid {
-            if !text.contains(':') {
+            if let Some((sid, gno)) = text.rsplit_once(':') {
+                // MySQL's UUID[:TAG]:GNO
+                if let Ok(gno) = gno.parse::<u64>() {
+                    match self.mysql.get_mut(sid) {
+                        Some(intervals) => add_gno(intervals, gno),
+                        None => {
+                            self.mysql.insert(sid.to_owned(), vec![(gno, gno)]);
+                        }
+                    }
+                }
+            } else {
                 // MariaDB's DOMAIN-SERVER-SEQ (MySQL's UUID:N has no domain)
                 let domain = &text[..text.find('-').unwrap_or(text.len())];
                 match self.domains.get_mut(domain) {
@@ -188,6 +228,12 @@ impl CommitMark {
         self.after
             .as_ref()
             .map(|(file, end)| (file.clone_ref(py), *end))
+    }
+
+    /// {"uuid[:tag]": [(first, last), ...]} of the MySQL GTIDs recorded.
+    #[getter]
+    fn mysql(&self) -> HashMap<String, Vec<(u64, u64)>> {
+        self.mysql.clone()
     }
 
     /// {domain: its last GTID} of the MariaDB GTIDs recorded.

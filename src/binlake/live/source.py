@@ -27,8 +27,9 @@ refused login or a replica id another replica uses end the stream with one
 ReplicationError; binlake's own registration left by a killed run is taken
 over. `close()` from any thread ends the stream at once.
 
-Resume tokens (`ResumeToken`) name the position, the server it is on and,
-on MariaDB, the whole GTID state there: on another server of the same
+Resume tokens (`ResumeToken`) name the position, the server it is on and
+the whole GTID state there (MariaDB's GTID list, MySQL's GTID set: the
+file's Previous_gtids and each GTID since): on another server of the same
 replication domain a resumed stream starts by GTID. A checkpoint adds the
 schema history as of its point.
 """
@@ -56,6 +57,7 @@ _ROTATE = int(E.ROTATE_EVENT)
 _FDE = int(E.FORMAT_DESCRIPTION_EVENT)
 _STOP = int(E.STOP_EVENT)
 _XID = int(E.XID_EVENT)
+_PREVIOUS_GTIDS = int(E.PREVIOUS_GTIDS_LOG_EVENT)
 #: What a server sends at the start of a file before the events asked for
 _POSITIONING_EVENTS = frozenset({_FDE, int(E.GTID_LIST_EVENT), int(E.BINLOG_CHECKPOINT_EVENT),
                                  int(E.PREVIOUS_GTIDS_LOG_EVENT)})
@@ -118,6 +120,9 @@ class LiveSource:
         self.server_identity: dict | None = None
         #: MariaDB's GTID state where the stream starts (a GTID list), when known
         self.start_gtid_state: str | None = None
+        #: MySQL: each binlog's Previous_gtids (a GtidSet: every transaction
+        #: before the file), for the files read lately
+        self.previous_gtids: dict = {}
         self.last_heartbeat: tuple | None = None  # (file, position) of the last heartbeat
         self.mysql_gtid_dump = False
         self.last_event_time = 0
@@ -251,13 +256,33 @@ class LiveSource:
         o = self.options
         if o.origin_server_id is None or identity["server_id"] == o.origin_server_id:
             return file, position
-        if o.resume_gtid and connection.is_mariadb:
+        mysql_state = o.resume_gtid is not None and ":" in o.resume_gtid
+        if o.resume_gtid and connection.is_mariadb and not mysql_state:
             o.mariadb_gtid, o.file, o.position = o.resume_gtid, None, 4
             return None, 4
+        if o.resume_gtid and not connection.is_mariadb and mysql_state:
+            # COM_BINLOG_DUMP_GTID: every transaction not in the set
+            o.mysql_gtid_set, o.file, o.position = o.resume_gtid, None, 4
+            return None, 4
+        carries = ("carries no GTID state to continue by" if not o.resume_gtid else
+                   f"carries a {'MySQL' if mysql_state else 'MariaDB'} GTID state, which this "
+                   f"{'MariaDB' if connection.is_mariadb else 'MySQL'} server cannot continue by")
         raise ReplicationError(self.where, 0, (
             f"the resume token was taken on server id {o.origin_server_id}, and this is "
             f"server id {identity['server_id']}: its position is the other server's, and it "
-            "carries no GTID state to continue by"), retryable=False)
+            f"{carries}"), retryable=False)
+
+    def note_previous_gtids(self, name: str, raw: bytes) -> None:
+        """A binlog's Previous_gtids event (MySQL), by the reader's decoder."""
+        from binlake.gtids import GtidSet
+        from binlake.read.cursor import Cursor
+        from binlake.read.events.gtid import decode_previous_gtids
+        body = raw[19:-4] if self._connection is not None and self._connection.checksums \
+            else raw[19:]
+        event = decode_previous_gtids(None, Cursor(body, 0, len(body), 0, name), None)
+        self.previous_gtids[name] = GtidSet.parse(event.gtid_set)
+        while len(self.previous_gtids) > 16:   # (a token names a file read lately)
+            del self.previous_gtids[next(iter(self.previous_gtids))]
 
     def _warn(self, text: str) -> None:
         if self.options.on_warning is not None:
@@ -655,6 +680,8 @@ class LiveFile:
             if source.positioning and type_code not in _POSITIONING_EVENTS \
                     and not source.mysql_gtid_dump:
                 source.positioning = False
+            if type_code == _PREVIOUS_GTIDS:
+                source.note_previous_gtids(self.name, raw)
             queue.append((pos, raw))
             self._recent_limit = max(self._recent_limit, RECENT_BYTES + len(raw))
             self._last_type = type_code
@@ -759,8 +786,9 @@ class ResumeToken:
 
     `file`/`position` name the binlog and the offset after that transaction
     on the server `server_id`; `gtid` the GTID state there (MariaDB: a GTID
-    list, every domain), by which the read continues on another server of
-    the same replication domain. Text: FILE:POSITION[@GTID][#SERVER_ID].
+    list, every domain; MySQL: the GTID set of every transaction up to
+    there), by which the read continues on another server of the same
+    replication domain. Text: FILE:POSITION[@GTID][#SERVER_ID].
     `schema` (from `LiveStream.checkpoint()`, kept by `to_json()`): the
     schema history as of the point, so that a resumed stream names every
     event as the server did then, whatever DDL ran since."""
@@ -816,20 +844,37 @@ class Transaction:
 class _CommitMark:
     """Where a stream of changes may resume (the reference of
     `_native.CommitMark`, which the native changes loop writes into with no
-    Python call): after the last whole group handed out, and each MariaDB
-    domain's last GTID there. Called as `changes` calls `on_commit_fields`."""
+    Python call): after the last whole group handed out, each MariaDB
+    domain's last GTID there, and the MySQL GTIDs recorded ({"uuid[:tag]":
+    [(first, last)]}, intervals joined). Called as `changes` calls
+    `on_commit_fields`."""
 
     def __init__(self):
         self.after: tuple | None = None   # (file, end position)
         self.domains: dict = {}
+        self.mysql: dict = {}
 
     def __call__(self, file, gtid, xid, end_pos, timestamp, complete) -> bool:
         if not complete:
             return False
-        if gtid is not None and ":" not in gtid:  # MariaDB's DOMAIN-SERVER-SEQ
-            self.domains[gtid[:gtid.find("-")]] = gtid
+        if gtid is not None:
+            if ":" in gtid:                         # MySQL's UUID[:TAG]:GNO
+                sid, _, gno = gtid.rpartition(":")
+                self._add(self.mysql.setdefault(sid, []), int(gno))
+            else:                                   # MariaDB's DOMAIN-SERVER-SEQ
+                self.domains[gtid[:gtid.find("-")]] = gtid
         self.after = (file, end_pos)
         return True
+
+    @staticmethod
+    def _add(intervals: list, gno: int) -> None:
+        if intervals and intervals[-1][1] + 1 == gno:
+            intervals[-1] = (intervals[-1][0], gno)
+        elif not (intervals and intervals[-1][0] <= gno <= intervals[-1][1]):
+            intervals.append((gno, gno))
+            if len(intervals) > 32:   # out of order: joined now and then
+                from binlake.gtids import merged_intervals
+                intervals[:] = merged_intervals(intervals)
 
 
 def _commit_mark():
@@ -860,15 +905,30 @@ class LiveStream:
         after = self._mark.after
         if after is None:
             return None
-        source = self.source
-        # The state where the stream began, moved on by each GTID given.
+        identity = self.source.server_identity or {}
+        return ResumeToken(*after, self._gtid_state(after[0]), identity.get("server_id"))
+
+    def _gtid_state(self, file: str) -> str | None:
+        """The GTID state after the last transaction given, in `file`.
+
+        MySQL: the file's Previous_gtids (or the GTID set the stream began
+        after), and every GTID given since; unknown (None) while the stream
+        has not seen the start of a file since it began mid-file by position.
+        MariaDB: the state where the stream began, moved on by each GTID
+        given (a GTID list, one per domain)."""
+        source, mark = self.source, self._mark
+        mysql, base = mark.mysql, source.previous_gtids.get(file)
+        began_after = source.options.mysql_gtid_set
+        if mysql or base is not None or began_after:
+            if base is None and not began_after:
+                return None
+            from binlake.gtids import GtidSet
+            state = GtidSet.parse(began_after or "").union(*([base] if base else []), mysql)
+            return str(state) or None
         start = source.start_gtid_state or ""
         gtids = {gtid.split("-", 1)[0]: gtid for gtid in start.split(",") if gtid.count("-") == 2}
-        gtids.update(self._mark.domains)
-        identity = source.server_identity or {}
-        return ResumeToken(*after,
-                           ",".join(gtids[d] for d in sorted(gtids, key=int)) or None,
-                           identity.get("server_id"))
+        gtids.update(mark.domains)
+        return ",".join(gtids[d] for d in sorted(gtids, key=int)) or None
 
     def checkpoint(self) -> ResumeToken | None:
         """`resume_token` with the schema history as of it: saved as
@@ -926,13 +986,14 @@ def stream(host: str | None = None, port: int | None = None, user: str | None = 
 
     Where to start: `resume` (a token, its text, or a checkpoint's
     `to_json()` from an earlier stream), else `file`/`position`, else
-    MariaDB's `gtid` list (transactions after it), else the server's first
-    binlog. `stop_never=False` ends at the end of the last binlog. Column
-    names: the DDL in the stream, seeded by a checkpoint's schema history,
-    else, when the stream does not start at the server's first binlog, by
-    the server's tables as they are now (`schema=` seeds otherwise; False:
-    none). `compress`:
-    the compressed protocol (zlib) when the server offers it, as mysqlbinlog -C."""
+    `gtid`, else the server's first binlog. `gtid`: a MariaDB GTID list
+    (`0-1-100`: the transactions after it) or a MySQL GTID set
+    (`uuid:1-100`: the transactions not in it). `stop_never=False` ends at
+    the end of the last binlog. Column names: the DDL in the stream, seeded
+    by a checkpoint's schema history, else, when the stream does not start
+    at the server's first binlog, by the server's tables as they are now
+    (`schema=` seeds otherwise; False: none). `compress`: the compressed
+    protocol (zlib) when the server offers it, as mysqlbinlog -C."""
     token = None
     if resume is not None:
         token = (resume if isinstance(resume, ResumeToken) else ResumeToken.from_json(resume)
@@ -950,7 +1011,9 @@ def stream(host: str | None = None, port: int | None = None, user: str | None = 
         schema = schema_from_server(ServerAddress(host, port, user, password, socket,
                                                   defaults_file, ssl_ca, ssl_cert, ssl_key,
                                                   ssl_mode, compress=compress or None))
-    options = LiveOptions(settings, file=file, position=position, mariadb_gtid=gtid,
+    mysql_set = gtid if gtid is not None and ":" in gtid else None
+    options = LiveOptions(settings, file=file, position=position,
+                          mariadb_gtid=None if mysql_set else gtid, mysql_gtid_set=mysql_set,
                           to_last_log=True, stop_never=stop_never, server_id=server_id,
                           heartbeat=heartbeat, read_timeout=read_timeout,
                           on_warning=lambda text: warnings.warn(text, RuntimeWarning, 2),
