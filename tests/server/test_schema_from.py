@@ -124,3 +124,17 @@ def test_pipeline_passes_the_seed_as_a_saved_history(server, written, tmp_path):
     assert load_schema(path).columns("sf_crm", "people") == ["k1", "k2", "name"]
     args = parser.parse_args(["--out", str(tmp_path / "out"), "--schema", "x.sql"])
     assert pipeline._schema_path(args) == "x.sql"
+
+
+def test_a_stream_from_the_first_binlog_needs_no_seed(server, written):
+    """A stream that reads the server's binlogs from the start of the first
+    one follows every DDL the server logged: its seed is skipped (no crawl
+    of every table's definition), as for a stream begun with no file."""
+    from binlake.connection.settings import ServerAddress
+    from binlake.schema.seeds import schema_from_server
+    address = ServerAddress("127.0.0.1", server.port, "root", "")
+    first = server.query("SHOW BINARY LOGS")[0][0]
+    assert schema_from_server(address, unless_reading_from=(first, 4)) is None
+    for start in ((first, 256), (written[0][0].rsplit("/", 1)[1], 4), None):
+        seeded = schema_from_server(address, unless_reading_from=start)
+        assert ("sf_shop", "orders") in seeded.versions, start

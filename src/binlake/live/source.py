@@ -1008,9 +1008,10 @@ def stream(host: str | None = None, port: int | None = None, user: str | None = 
     if schema is None and (file is not None or gtid is not None):
         from binlake.connection.settings import ServerAddress
         from binlake.schema.seeds import schema_from_server
-        schema = schema_from_server(ServerAddress(host, port, user, password, socket,
-                                                  defaults_file, ssl_ca, ssl_cert, ssl_key,
-                                                  ssl_mode, compress=compress or None))
+        schema = schema_from_server(
+            ServerAddress(host, port, user, password, socket, defaults_file, ssl_ca, ssl_cert,
+                          ssl_key, ssl_mode, compress=compress or None),
+            unless_reading_from=(file, position) if gtid is None else None)
     mysql_set = gtid if gtid is not None and ":" in gtid else None
     options = LiveOptions(settings, file=file, position=position,
                           mariadb_gtid=None if mysql_set else gtid, mysql_gtid_set=mysql_set,

@@ -49,16 +49,35 @@ def server_ddl(connection) -> str:
     return "".join(parts)
 
 
+def _first_binlog(connection) -> str | None:
+    """The name of the server's first binlog (None: not known, e.g. no privilege)."""
+    import pymysql
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW BINARY LOGS")
+            row = cursor.fetchone()
+    except pymysql.err.MySQLError:
+        return None
+    return str(row[0]) if row else None
+
+
 def _error_code(exc: Exception) -> int | None:
     args = getattr(exc, "args", ())
     return args[0] if args and isinstance(args[0], int) else None
 
 
-def schema_from_server(address: ServerAddress) -> Schema:
-    """Seeds from a live server's tables."""
+def schema_from_server(address: ServerAddress, *,
+                       unless_reading_from: tuple | None = None) -> Schema | None:
+    """Seeds from a live server's tables. `unless_reading_from`: the (binlog,
+    position) a stream reads from; None (no seed) when that is the start of
+    the server's first binlog: the stream follows every DDL the server has
+    logged, as a stream from its first binlog does."""
     connection = connect(address)
     import pymysql  # present: connect() says what to install otherwise
     try:
+        if unless_reading_from is not None and unless_reading_from[1] <= 4 \
+                and _first_binlog(connection) == unless_reading_from[0]:
+            return None
         text = server_ddl(connection)
     except pymysql.err.MySQLError as exc:
         raise SchemaSourceError(f"{connection.host_info}: {error_message(exc)}") from None
