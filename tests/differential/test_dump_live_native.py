@@ -16,19 +16,15 @@ so that it cannot pass by refusing all, or by never taking over.
 
 from __future__ import annotations
 
-import io
-import os
-import shutil
 import struct
-import tempfile
 
 import pytest
 
 from binlake import core
-from binlake.cli.commands import dump, selection
-from binlake.cli.dispatch import main
+from binlake.cli.commands import selection
 from binlake.text.mysqlbinlog import TextPrinter
 from corpus.manifest import corpus_files
+from differential.test_dump_native import mismatches, run_dump
 from live.test_source import ScriptedServer, artificial_rotate, events_of
 
 pytestmark = pytest.mark.skipif(not core.available(), reason="native core not built")
@@ -69,15 +65,7 @@ def _scripts(paths) -> list:
     return [script]
 
 
-_LOAD_DIR = tempfile.mkdtemp(prefix="binlake-dump-live-native-")
-
-
 def _dump(paths, options, native: bool, monkeypatch) -> tuple:
-    monkeypatch.setattr(dump, "NATIVE_PRINTER", native)
-    # LOAD DATA files are written with the first free name: the same each run
-    shutil.rmtree(_LOAD_DIR, ignore_errors=True)
-    os.makedirs(_LOAD_DIR)
-    options = (*options, f"--local-load={_LOAD_DIR}")
     server = ScriptedServer(*_scripts(paths))
 
     def scripted(*args, **kwargs):
@@ -85,14 +73,9 @@ def _dump(paths, options, native: bool, monkeypatch) -> tuple:
         source._connection_class = server.connection_class
         return source
     monkeypatch.setattr(selection, "live_source", scripted)
-    raw = io.BytesIO()
-    out = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", write_through=True)
-    err = io.StringIO()
     more = ["--to-last-log"] if len(paths) > 1 else []
-    status = main(["dump", "-R", "--host=scripted", "--port=1", *more, *options, paths[0].name],
-                  out=out, err=err)
-    out.flush()
-    return status, raw.getvalue(), err.getvalue()
+    return run_dump(["-R", "--host=scripted", "--port=1", *more, *options, paths[0].name],
+                    native, monkeypatch)
 
 
 class _Outcomes:
@@ -114,14 +97,8 @@ class _Outcomes:
 
 def test_the_native_live_printer_equals_the_python_printer_on_the_corpus(monkeypatch):
     outcomes = _Outcomes(monkeypatch)
-    mismatches = []
-    for options in OPTIONS:
-        for path in FILES:
-            expected = _dump([path], options, False, monkeypatch)
-            got = _dump([path], options, True, monkeypatch)
-            if got != expected:
-                mismatches.append((path.name, options))
-    assert not mismatches, mismatches[:10]
+    found = mismatches(_dump, FILES, OPTIONS, monkeypatch)
+    assert not found, found[:10]
     assert len(FILES) >= 100
     # most files print whole; some are taken over by the Python printer
     # mid-file (an event type or rows it leaves to it), after events it printed

@@ -75,18 +75,35 @@ def time_zone(request):
 _LOAD_DIR = tempfile.mkdtemp(prefix="binlake-dump-native-")
 
 
-def _dump(paths, options, native: bool, monkeypatch) -> tuple:
+def run_dump(arguments, native: bool, monkeypatch) -> tuple:
+    """(status, stdout bytes, stderr) of `binlake dump ARGUMENTS`, the native
+    printer offered or not."""
     monkeypatch.setattr(dump, "NATIVE_PRINTER", native)
     # LOAD DATA files are written with the first free name: the same each run
     shutil.rmtree(_LOAD_DIR, ignore_errors=True)
     os.makedirs(_LOAD_DIR)
-    options = (*options, f"--local-load={_LOAD_DIR}")
     raw = io.BytesIO()
     out = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", write_through=True)
     err = io.StringIO()
-    status = main(["dump", *options, *map(str, paths)], out=out, err=err)
+    status = main(["dump", *arguments, f"--local-load={_LOAD_DIR}"], out=out, err=err)
     out.flush()
     return status, raw.getvalue(), err.getvalue()
+
+
+def _dump(paths, options, native: bool, monkeypatch) -> tuple:
+    return run_dump([*options, *map(str, paths)], native, monkeypatch)
+
+
+def mismatches(dump_with, files, option_sets, monkeypatch) -> list:
+    """(file, options) where `dump_with(paths, options, native, monkeypatch)`
+    differs with the native printer offered and without."""
+    found = []
+    for options in option_sets:
+        for path in files:
+            if dump_with([path], options, True, monkeypatch) \
+                    != dump_with([path], options, False, monkeypatch):
+                found.append((str(path), options))
+    return found
 
 
 class _Taken:
@@ -105,14 +122,8 @@ class _Taken:
 
 def test_native_printer_equals_python_printer_on_the_corpus(time_zone, monkeypatch):
     taken = _Taken(monkeypatch)
-    mismatches = []
-    for options in OPTIONS:
-        for path in FILES:
-            expected = _dump([path], options, False, monkeypatch)
-            got = _dump([path], options, True, monkeypatch)
-            if got != expected:
-                mismatches.append((str(path), options))
-    assert not mismatches, mismatches[:10]
+    found = mismatches(_dump, FILES, OPTIONS, monkeypatch)
+    assert not found, found[:10]
     # most corpus files are made only of the events it prints (108 of 150 today)
     assert taken.count >= 100 * len(OPTIONS), taken.count
 

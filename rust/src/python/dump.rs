@@ -158,6 +158,76 @@ impl DumpHost for PyHost<'_, '_> {
     }
 }
 
+/// The printing options, as `TextPrinter._native_arguments` gives them:
+/// (verbose, short form, --base64-output, row counts, skip Annotate_rows,
+/// MySQL events as ignorable, a huge event's first window, start, stop,
+/// show the first format description before the start).
+#[derive(FromPyObject)]
+struct PrintOptions(
+    u8,
+    bool,
+    String,
+    bool,
+    bool,
+    bool,
+    u64,
+    Option<u64>,
+    Option<u64>,
+    bool,
+);
+
+impl From<PrintOptions> for DumpOptions {
+    fn from(o: PrintOptions) -> Self {
+        DumpOptions {
+            verbose: o.0,
+            short_form: o.1,
+            base64_auto: o.2 == "auto",
+            print_row_count: o.3,
+            skip_annotate_row_events: o.4,
+            mysql_events_ignorable: o.5,
+            window: o.6,
+            start: o.7,
+            stop: o.8,
+            show_head_fde: o.9,
+        }
+    }
+}
+
+/// What Python does for the printer: (local time of a second, of a
+/// microsecond timestamp, charset names by collation, MySQL JSON text, JSON
+/// diff text).
+#[derive(FromPyObject)]
+struct Helpers<'py>(
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Vec<Option<String>>,
+    Py<PyAny>,
+    Py<PyAny>,
+);
+
+impl<'py> Helpers<'py> {
+    fn host<'a>(
+        &'a self,
+        py: Python<'py>,
+        binlog: Binlog<'a, 'py>,
+        write: &'a Bound<'py, PyAny>,
+    ) -> PyHost<'a, 'py> {
+        PyHost {
+            timestamp: &self.0,
+            micro_timestamp: &self.1,
+            charsets: &self.2,
+            json: PyJson {
+                py,
+                document: &self.3,
+                diff: &self.4,
+            },
+            failed: None,
+            binlog,
+            write,
+        }
+    }
+}
+
 /// Print `path` (a regular, uncompressed binlog) with the options given,
 /// in two passes: the first finds whether every event prints natively
 /// (nothing is written), then `begin(gtid_trail)` is called, which may
@@ -168,59 +238,17 @@ impl DumpHost for PyHost<'_, '_> {
 /// (None, whether a MySQL GTID was printed) when printed, else (why the
 /// Python printer must print the file, False): then nothing was written.
 #[pyfunction]
-#[pyo3(signature = (path, verbose, short_form, base64_output, print_row_count,
-                    skip_annotate_row_events, mysql_events_ignorable, large_event_bytes, window,
-                    start, stop, show_head_fde,
-                    timestamp, micro_timestamp, charsets, json_text, json_diff_text, begin,
-                    write))]
-#[allow(clippy::too_many_arguments)]
 fn dump_file(
     py: Python<'_>,
     path: &str,
-    verbose: u8,
-    short_form: bool,
-    base64_output: &str,
-    print_row_count: bool,
-    skip_annotate_row_events: bool,
-    mysql_events_ignorable: bool,
+    options: PrintOptions,
+    helpers: Helpers<'_>,
     large_event_bytes: u64,
-    window: u64,
-    start: Option<u64>,
-    stop: Option<u64>,
-    show_head_fde: bool,
-    timestamp: Bound<'_, PyAny>,
-    micro_timestamp: Bound<'_, PyAny>,
-    charsets: Vec<Option<String>>,
-    json_text: Py<PyAny>,
-    json_diff_text: Py<PyAny>,
     begin: Bound<'_, PyAny>,
     write: Bound<'_, PyAny>,
 ) -> PyResult<(Option<String>, bool)> {
-    let options = DumpOptions {
-        verbose,
-        short_form,
-        base64_auto: base64_output == "auto",
-        print_row_count,
-        skip_annotate_row_events,
-        mysql_events_ignorable,
-        window,
-        start,
-        stop,
-        show_head_fde,
-    };
-    let mut host = PyHost {
-        timestamp: &timestamp,
-        micro_timestamp: &micro_timestamp,
-        charsets: &charsets,
-        json: PyJson {
-            py,
-            document: &json_text,
-            diff: &json_diff_text,
-        },
-        failed: None,
-        binlog: Binlog::File(path, None),
-        write: &write,
-    };
+    let options = DumpOptions::from(options);
+    let mut host = helpers.host(py, Binlog::File(path, None), &write);
     let mut pass = Pass {
         path,
         options: &options,
@@ -358,59 +386,17 @@ const RAISED: &str = "raised";
 /// lost server, Ctrl-C), for the caller to raise, the text of the events
 /// before it written.
 #[pyfunction]
-#[pyo3(signature = (stream, name, verbose, short_form, base64_output, print_row_count,
-                    skip_annotate_row_events, mysql_events_ignorable, window,
-                    start, stop, show_head_fde,
-                    timestamp, micro_timestamp, charsets, json_text, json_diff_text, check,
-                    write))]
-#[allow(clippy::too_many_arguments)]
 fn dump_stream(
     py: Python<'_>,
     stream: Bound<'_, PyAny>,
     name: &str,
-    verbose: u8,
-    short_form: bool,
-    base64_output: &str,
-    print_row_count: bool,
-    skip_annotate_row_events: bool,
-    mysql_events_ignorable: bool,
-    window: u64,
-    start: Option<u64>,
-    stop: Option<u64>,
-    show_head_fde: bool,
-    timestamp: Bound<'_, PyAny>,
-    micro_timestamp: Bound<'_, PyAny>,
-    charsets: Vec<Option<String>>,
-    json_text: Py<PyAny>,
-    json_diff_text: Py<PyAny>,
+    options: PrintOptions,
+    helpers: Helpers<'_>,
     check: Option<Bound<'_, PyAny>>,
     write: Bound<'_, PyAny>,
 ) -> PyResult<(&'static str, u64, bool, Option<Py<PyAny>>)> {
-    let options = DumpOptions {
-        verbose,
-        short_form,
-        base64_auto: base64_output == "auto",
-        print_row_count,
-        skip_annotate_row_events,
-        mysql_events_ignorable,
-        window,
-        start,
-        stop,
-        show_head_fde,
-    };
-    let mut host = PyHost {
-        timestamp: &timestamp,
-        micro_timestamp: &micro_timestamp,
-        charsets: &charsets,
-        json: PyJson {
-            py,
-            document: &json_text,
-            diff: &json_diff_text,
-        },
-        failed: None,
-        binlog: Binlog::Live(&stream),
-        write: &write,
-    };
+    let options = DumpOptions::from(options);
+    let mut host = helpers.host(py, Binlog::Live(&stream), &write);
     let (source, stream_error) = open_source(name, Some(stream.clone().unbind()))?;
     let mut framer = Framer::new(source, Options::default());
     let mut printer = DumpPrinter::new(options, &mut host, false);

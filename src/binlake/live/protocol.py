@@ -46,7 +46,7 @@ import struct
 import uuid as uuid_module
 
 from binlake.errors import BinlogError
-from binlake.gtids import GtidSet
+from binlake.gtids import GtidSet, merged_intervals
 from binlake.connection.compression import WireCompressionError
 
 COM_BINLOG_DUMP = 0x12
@@ -139,7 +139,7 @@ def encode_gtid_set(text: str) -> bytes:
     (the format in its first and last byte) and every SID has a tag, empty
     for untagged ones, as a varlen length then its bytes."""
     gtids = GtidSet.parse(text) if text.strip() else GtidSet()
-    entries = sorted(((uuid_module.UUID(sid).bytes, tag or "", _merged(intervals))
+    entries = sorted(((uuid_module.UUID(sid).bytes, tag or "", merged_intervals(intervals))
                       for (sid, tag), intervals in gtids.intervals.items()),
                      key=lambda entry: (entry[0], entry[1]))
     tagged = any(tag for _, tag, _ in entries)
@@ -159,17 +159,6 @@ def encode_gtid_set(text: str) -> bytes:
 
 #: `Gtid_format::tagged` in the count word of an encoded GTID set
 GTID_FORMAT_TAGGED = 1
-
-
-def _merged(intervals) -> list:
-    """Intervals sorted, with overlapping and adjacent ones joined."""
-    out: list = []
-    for first, last in sorted(intervals):
-        if out and first <= out[-1][1] + 1:
-            out[-1] = (out[-1][0], max(out[-1][1], last))
-        else:
-            out.append((first, last))
-    return out
 
 
 def _varlen(n: int) -> bytes:

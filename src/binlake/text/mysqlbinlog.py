@@ -321,12 +321,8 @@ class TextPrinter:
         native = _native_dump()
         if is_gzip(path):  # the reader streams those
             return False
-        o = self.options
         refused, printed_mysql_gtid = native(
-            path, min(o.verbose, 2), o.short_form, o.base64_output, o.print_row_count,
-            o.skip_annotate_row_events, o.mysql_events == "ignorable", large_event_bytes,
-            LazyRowData.WINDOW, start, stop, o.base64_output != "decode-rows",
-            _timestamp, _micro_timestamp, _charset_names(), json_text, json_diff_text,
+            path, *self._native_arguments(start, stop), large_event_bytes,
             lambda trail: self._begin_native(path, trail), self._write_bytes)
         if refused is not None:
             return False
@@ -346,15 +342,10 @@ class TextPrinter:
         printed the events before `pos` and leaves the rest of the file to
         this printer: call `take_over(pos)`, then print the file's events
         from its start again (those before `pos` print silently)."""
-        o = self.options
         self.begin_file(stream.name)
         check = None if self.gtid_check is None else self.gtid_check.native_limit
         how, pos, printed_mysql_gtid, raised = core.native().dump_stream(
-            stream, stream.name, min(o.verbose, 2), o.short_form, o.base64_output,
-            o.print_row_count, o.skip_annotate_row_events, o.mysql_events == "ignorable",
-            LazyRowData.WINDOW, start, stop, o.base64_output != "decode-rows",
-            _timestamp, _micro_timestamp, _charset_names(), json_text, json_diff_text,
-            check, self._write_bytes)
+            stream, stream.name, *self._native_arguments(start, stop), check, self._write_bytes)
         self._printed_mysql_gtid |= printed_mysql_gtid
         if raised is not None:   # (Ctrl-C, a lost server): the file's closing line, as the reader's end
             self.end_file()
@@ -362,6 +353,15 @@ class TextPrinter:
         if how in ("printed", "stopped"):
             self.end_file()
         return how, pos
+
+    def _native_arguments(self, start: int | None, stop: int | None) -> tuple:
+        """The native printer's options and the helpers Python lends it
+        (rust/src/python/dump.rs `PrintOptions`, `Helpers`)."""
+        o = self.options
+        return ((min(o.verbose, 2), o.short_form, o.base64_output, o.print_row_count,
+                 o.skip_annotate_row_events, o.mysql_events == "ignorable", LazyRowData.WINDOW,
+                 start, stop, o.base64_output != "decode-rows"),
+                (_timestamp, _micro_timestamp, _charset_names(), json_text, json_diff_text))
 
     def take_over(self, pos: int) -> None:
         """Print the events of the file before `pos` silently (and its
