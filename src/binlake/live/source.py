@@ -614,7 +614,10 @@ class LiveFile:
         return found if len(found) == length else None
 
     def close(self) -> None:
-        pass
+        """The reader is done with the file: the bytes kept go."""
+        if self._kept is not None:
+            self._kept.close()
+            self._kept = None
 
     def drain(self) -> None:
         """Read to the end of this file (what a consumer left unread is dropped)."""
@@ -733,6 +736,9 @@ class _Kept:
         while view:   # (a regular file takes it whole unless the disk is full)
             view = view[self._file.write(view):]
         self._size += len(data)
+
+    def close(self) -> None:
+        self._file.close()
 
     def chunks(self):
         """(offset, loader of the bytes) for each run of contiguous bytes, in order."""

@@ -319,6 +319,8 @@ def _live_events_to_print(args, source, selection, err, printer, on_file, schema
             live_file.keep_all()
             how, pos = printer.print_stream_natively(live_file, start if index == 0 else None, stop)
             selection.read_natively(live_file.name, pos)
+            if how != "refused":
+                live_file.close()
             if how == "printed":
                 continue
             if how != "refused":         # the stop position, or the GTID checks ended the run
