@@ -10,6 +10,8 @@ server and file, every tool with TZ=UTC:
 
   live          binlake.stream(...).changes(), every value of every row touched:
                 the rows the server sends, as Python values (the call's own time)
+  live-same-rows  the live task over the rows the peer reads (its first
+                --pymysqlrepl-rows), by the peer's clock (from the first row on)
   live-arrow    binlake.arrow_changes(binlake.stream(...)): the same rows as Arrow
   file          binlake.changes(FILE), the same loop over the server's file:
                 what the live path must stay within 2x of
@@ -44,15 +46,21 @@ PYTHON = sys.executable
 ENV = {"TZ": "UTC", "LC_ALL": "C.UTF-8"}
 
 
-def task_live(port: str, name: str) -> None:
+def task_live(port: str, name: str, limit: str = "0") -> None:
+    """Every change; with `limit`, the first `limit` rows by the clock the
+    peer's task keeps (from the first change on): the same rows, timed alike."""
     import binlake
     start = time.perf_counter()
-    rows = 0
+    rows, limit = 0, int(limit)
     stream = binlake.stream("127.0.0.1", int(port), "root", "", file=name, stop_never=False)
     for change in stream.changes():
+        if limit and rows == 0:
+            start = time.perf_counter()
         rows += 1
         for _ in (change.after or change.before).values():
             pass
+        if limit and rows >= limit:
+            break
     print(json.dumps({"rows": rows, "call_seconds": time.perf_counter() - start}))
 
 
@@ -133,6 +141,7 @@ def measure_shape(shape: str, size_mb: int, peer_rows: int) -> dict:
         measure("file", task + ["file", str(path)], results)
         measure("live", task + ["live", port, path.name], results)
         measure("live-arrow", task + ["live-arrow", port, path.name], results)
+        measure("live-same-rows", task + ["live", port, path.name, str(peer_rows)], results)
         if ensure_peer():
             measure("pymysqlrepl", task + ["pymysqlrepl", port, path.name, str(peer_rows)],
                     results)
@@ -155,7 +164,7 @@ def print_shape(shape: str, measured: dict) -> None:
         print(f"  {name:<14}{seconds:>10.2f}{(f'{rate:,.0f}' if rate else '-'):>14}"
               f"{entry['peak_mb']:>10.0f}")
     live, file, peer = r.get("live"), r.get("file"), r.get("pymysqlrepl")
-    for name in ("live", "live-arrow"):
+    for name in ("live", "live-arrow", "live-same-rows"):
         if name in r and peer:
             print(f"  {name} / python-mysql-replication rows/s: "
                   f"{r[name]['rows_per_s'] / peer['rows_per_s']:.1f}x (goal 50x)")
