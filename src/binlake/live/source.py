@@ -277,8 +277,7 @@ class LiveSource:
         from binlake.gtids import GtidSet
         from binlake.read.cursor import Cursor
         from binlake.read.events.gtid import decode_previous_gtids
-        body = raw[19:-4] if self._connection is not None and self._connection.checksums \
-            else raw[19:]
+        body = self._body(raw)
         event = decode_previous_gtids(None, Cursor(body, 0, len(body), 0, name), None)
         self.previous_gtids[name] = GtidSet.parse(event.gtid_set)
         while len(self.previous_gtids) > 16:   # (a token names a file read lately)
@@ -389,7 +388,7 @@ class LiveSource:
             return (log_pos - length if log_pos else None, raw, type_code, flags, timestamp)
 
     def _body(self, raw: bytes) -> bytes:
-        """An artificial event's body: after the header, before the checksum
+        """The body of an event read here (artificial ones, Previous_gtids): after the header, before the checksum
         the server adds when its binlog has them (@master_binlog_checksum)."""
         return raw[19:-4] if self._connection is not None and self._connection.checksums else raw[19:]
 

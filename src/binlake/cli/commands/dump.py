@@ -321,10 +321,9 @@ def _live_events_to_print(args, source, selection, err, printer, on_file, schema
             selection.read_natively(live_file.name, pos)
             if how != "refused":
                 live_file.close()
-            if how == "printed":
-                continue
-            if how != "refused":         # the stop position, or the GTID checks ended the run
-                return
+                if how == "printed":
+                    continue
+                return                   # the stop position, or the GTID checks ended the run
             live_file.replay_kept()
             printer.take_over(pos)
             stopped = yield from selected_events(args, [live_file], selection, err,
