@@ -388,8 +388,9 @@ class LiveSource:
             return (log_pos - length if log_pos else None, raw, type_code, flags, timestamp)
 
     def _body(self, raw: bytes) -> bytes:
-        """The body of an event read here (artificial ones, Previous_gtids): after the header, before the checksum
-        the server adds when its binlog has them (@master_binlog_checksum)."""
+        """The body of an event read here (artificial ones, Previous_gtids):
+        after the header, before the checksum the server adds when its binlog
+        has them (@master_binlog_checksum)."""
         return raw[19:-4] if self._connection is not None and self._connection.checksums else raw[19:]
 
     def _progress(self, position: int, caught_up: bool = False) -> None:
