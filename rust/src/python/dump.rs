@@ -432,10 +432,11 @@ fn dump_stream(
         let trail = printer.gtid_trail.len();
         let alg = framer.pending_alg();
         let printed = printer.event(&frame, framer.raw(), framer.format(), alg);
-        if printed.is_err() || printer.host().failed.is_some() {
+        let raised = printer.host_mut().failed.take();
+        if printed.is_err() || raised.is_some() {
             printer.out.truncate(before);
             printer.gtid_trail.truncate(trail);
-            match printer.host_mut().failed.take() {
+            match raised {
                 Some(raised) => break (RAISED, frame.pos, Some(raised)),
                 None => break (REFUSED, frame.pos, None),
             }

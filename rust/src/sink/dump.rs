@@ -378,10 +378,6 @@ impl<'h, H: DumpHost> DumpPrinter<'h, H> {
         }
     }
 
-    pub fn host(&self) -> &H {
-        self.host
-    }
-
     pub fn host_mut(&mut self) -> &mut H {
         self.host
     }
