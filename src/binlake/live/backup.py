@@ -405,5 +405,19 @@ def copy_file(live_file, prefix: str, keep: int, resume_at: int,
     return writer
 
 
+def copy_all(source, prefix: str, manifest: BackupManifest, name: str, position: int,
+             keep: int) -> None:
+    """Every binlog `source` (a LiveSource started at `name`, `position`:
+    `resume_point`'s) sends, copied in turn; the server checked to be the
+    manifest's at the first file and at each reconnect's."""
+    for live_file in source:
+        if manifest.server is None or name is not None:
+            manifest.identify(source.server_identity)
+        resumed = live_file.name == name
+        copy_file(live_file, prefix, keep if resumed else 0, position if resumed else 4,
+                  manifest)
+        name = None
+
+
 class AnotherServersFile(BinlogError):
     """The server's binlog under a copy's name is not the file copied."""

@@ -197,7 +197,7 @@ def _stage(lake: "_Lake", manifest: Manifest, by_key: dict, signatures: dict,
         carried = lake.carry_in_driver({key: (plan, source, new_files(source.done))
                                         for key, (plan, source) in carried.items()})
         rebuild += lake.carry(read_changes, carried)
-        lake.rebuild(read_changes, rebuild, None)
+        lake.rebuild(read_changes, lake.rebuild_in_driver(rebuild), None)
 
 
 def _new_files(manifest: Manifest, out: str, done: int) -> list:
@@ -462,6 +462,32 @@ class _Lake:
                      f"{len(done['merged'])}, rewriting {len(done['rewritten'])} (in the driver)")
         return left
 
+    def rebuild_in_driver(self, plans: list) -> list:
+        """`rebuild` for the tables new to a lake in step whose every change
+        the driver computes (a small table created since: a follower then
+        needs no Spark job); returns the plans left to Spark. A lake's first
+        run, or one after a run killed midway, rebuilds in Spark."""
+        left, done = [], []
+        for plan in plans:
+            key = qualified(plan["database"], plan["table"])
+            sources = _sources(plan)
+            try:
+                if _days_keyed_otherwise(plan) or not driver.takes(self.changes.rows(sources)):
+                    raise driver.InSpark("many changes")
+                files = self.changes.all_of(sources)
+                changes = driver.images(driver.read_changes(files, self.changes.root, sources),
+                                        plan)
+                empty = self._carried_in_driver(plan, CarriedFrom(None, 0, None))
+                rows = driver.rewritten(empty, changes, plan, key)
+            except driver.InSpark:
+                left.append(plan)
+                continue
+            self._stage_rows(key, rows, plan, "rebuilt")
+            done.append(key)
+        if done:
+            self.log(f"tables: {len(done)} rebuilt (in the driver)")
+        return left
+
     def carry_in_driver(self, carried: dict) -> dict:
         """`carry` for the tables whose rows and new changes the driver
         computes; returns those left to Spark."""
@@ -517,7 +543,7 @@ class _Lake:
         if how == "rewritten":  # a keyless table's copies, merged
             self.commits.append((self._merge_copies, (key, rows)))
             return
-        if how == "carried":
+        if how in ("carried", "rebuilt"):  # whole: in key order, as Spark writes them
             rows = _sorted_by(rows, layout["primary_key"] or [c["key"] for c in layout["columns"]])
         _write_rows(os.path.join(self.staged, key), rows, _partition_by(plan))
         mode = "append" if how == "appended" else "overwrite"
@@ -976,12 +1002,15 @@ class ChangeFiles:
         """The `files` of changes/ that hold these (database, table) pairs."""
         return [path for path in files if driver.partition_of(path, self.root) in tables]
 
+    def all_of(self, tables: set) -> list[str]:
+        """Every file of changes/ holding these (database, table) pairs."""
+        folders = [self._folder(db, table) for db, table in tables]
+        return [os.path.join(folder, name) for folder in folders
+                for name in _parquet_names(folder)]
+
     def inserts_only(self, tables: set) -> bool:
         """Every change of these (database, table) pairs inserts."""
-        folders = [self._folder(db, table) for db, table in tables]
-        files = [os.path.join(folder, name) for folder in folders
-                 for name in _parquet_names(folder)]
-        return all(found.inserts_only for found in self.stats(files).values())
+        return all(found.inserts_only for found in self.stats(self.all_of(tables)).values())
 
     def stats(self, files: list[str]) -> dict:
         """{(database, table): TableChanges} of these files of changes/."""

@@ -261,7 +261,7 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
     if as_of is not None:
         as_of_out = _as_of_folder(out, as_of_out)
     os.makedirs(_state(out), exist_ok=True)
-    with _the_only_run(out):
+    with lake_lock(out):
         try:
             return _run(spark, inputs, out, as_of=as_of, as_of_out=as_of_out,
                         split_bytes=split_bytes, min_partitions=min_partitions, schema=schema,
@@ -289,16 +289,30 @@ def maintain_lake(out: str, *, retention_hours: int | None = None) -> dict:
     if not os.path.isdir(_state(out)) or not os.path.isdir(folder):
         raise ValueError(f"{out}: no tables of a binlake pipeline here")
     hours = RETENTION_HOURS if retention_hours is None else retention_hours
-    with _the_only_run(out):
+    with lake_lock(out):
         return {name: maintain(os.path.join(folder, name), compact=True, retention_hours=hours)
                 for name in sorted(os.listdir(folder))}
 
 
+#: (lake, thread) holding the lake's lock in this process -> holders nested in it.
+_HELD_LAKES: dict = {}
+
+
 @contextmanager
-def _the_only_run(out: str):
-    """An exclusive lock on the lake for the run: a second run is refused
-    (two runs would stage and append the same ranges). The lock goes with
-    the process however it ends, so a killed run never leaves it held."""
+def lake_lock(out: str):
+    """An exclusive lock on the lake: a second run is refused (two runs
+    would stage and append the same ranges). The lock goes with the process
+    however it ends, so a killed run never leaves it held. It nests within
+    one thread: a follower holds it for its life, its micro-batch runs
+    inside."""
+    holder = (os.path.abspath(out), threading.get_ident())
+    if holder in _HELD_LAKES:
+        _HELD_LAKES[holder] += 1
+        try:
+            yield
+        finally:
+            _HELD_LAKES[holder] -= 1
+        return
     handle = os.open(_state(out, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
@@ -306,7 +320,11 @@ def _the_only_run(out: str):
         except BlockingIOError:
             raise ValueError(f"{out}: another binlake pipeline run is using this lake: "
                              "nothing was changed; run again when it has ended") from None
-        yield
+        _HELD_LAKES[holder] = 1
+        try:
+            yield
+        finally:
+            del _HELD_LAKES[holder]
     finally:
         os.close(handle)
 

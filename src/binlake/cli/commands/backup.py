@@ -26,7 +26,7 @@ NOT_WITH_RAW = {
 
 
 def run_raw(args, selection, text_filters, err) -> int:
-    from binlake.live.backup import BackupManifest, copy_file, lock, resume_point
+    from binlake.live.backup import BackupManifest, copy_all, lock, resume_point
     if len(args.files) != 1:
         err.write("binlake dump: --raw needs the name of the server's binlog to start from\n")
         return ExitStatus.USAGE
@@ -55,13 +55,7 @@ def run_raw(args, selection, text_filters, err) -> int:
         name, position, keep = resume_point(prefix, options.file, options.position, manifest,
                                             name_sequence)
         options.file, options.position = name, position
-        for live_file in source:
-            if manifest.server is None or name is not None:
-                manifest.identify(source.server_identity)
-            resumed = live_file.name == name
-            copy_file(live_file, prefix, keep if resumed else 0, position if resumed else 4,
-                      manifest)
-            name = None
+        copy_all(source, prefix, manifest, name, position, keep)
     except BinlogError as exc:
         report(exc, err)
         return ExitStatus.ERROR

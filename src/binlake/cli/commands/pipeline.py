@@ -9,6 +9,7 @@ import re
 from binlake.cli.status import ExitStatus, os_error_text
 from binlake.errors import BinlogError
 from binlake.spark.ranges import READ_IN
+from binlake.cli.client_options import client_integer
 from binlake.cli.commands.common import add_schema_arguments, seed_schema, server_address
 
 
@@ -42,7 +43,8 @@ def sample_dir() -> str:
 
 def add_arguments(parser) -> None:
     parser.add_argument("inputs", nargs="*", metavar="INPUT",
-                        help="binlog files, directories or glob patterns (none: the sample data)")
+                        help="binlog files, directories or glob patterns (none: the sample "
+                             "data); with -R the server's binlog a new lake starts from")
     parser.add_argument("--out", required=True, metavar="DIR",
                         help="output directory: events/, changes/, tables/ and a manifest")
     parser.add_argument("--sample", action="store_true",
@@ -94,6 +96,25 @@ def add_arguments(parser) -> None:
                         help="continue past checksum mismatches and undecodable events")
     parser.add_argument("--no-verify-checksum", dest="verify_checksums", action="store_false",
                         help="do not check CRC32 checksums")
+    live = parser.add_argument_group(
+        "a live server (-R): its binlogs copied into DIR/_binlake/binlogs/ as `dump -R --raw` "
+        "copies them, and read from there in micro-batches of whole transactions")
+    live.add_argument("-R", "--read-from-remote-server", action="store_true", dest="remote",
+                      help="read the server's binlogs (connecting as the mysql client), to the "
+                           "end of its last, then stop")
+    live.add_argument("--follow", action="store_true",
+                      help="with -R: keep going: each transaction committed on the server goes "
+                           "into the lake seconds later, exactly once, until SIGTERM or Ctrl-C "
+                           "(which end it after the micro-batch in flight); a restart continues "
+                           "where it stopped. Status in DIR/_binlake/status.json")
+    live.add_argument("--connection-server-id", type=client_integer("connection-server-id"),
+                      metavar="ID", help="the replica id to register with (default 65535)")
+    live.add_argument("--heartbeat-period", type=float, default=5.0, metavar="SECONDS",
+                      help="ask the server for a heartbeat this often when it has no events "
+                           "(default 5; 0: none)")
+    live.add_argument("--read-timeout", type=float, metavar="SECONDS",
+                      help="reconnect after this long without an event or heartbeat "
+                           "(default: 3 heartbeats + 5 s)")
 
 
 def _schema_path(args) -> str | None:
@@ -113,6 +134,10 @@ def run(args, out, err) -> int:
                                         unread_bytes)
     from binlake.spark.ranges import DEFAULT_SPLIT_BYTES
 
+    if args.follow and not args.remote:
+        err.write("binlake pipeline: --follow follows a live server: add -R and its "
+                  "connection options\n")
+        return ExitStatus.USAGE
     inputs = args.inputs if args.inputs and not args.sample else [sample_dir()]
 
     def log(message: str) -> None:
@@ -126,13 +151,16 @@ def run(args, out, err) -> int:
         err.write(f"binlake pipeline: {exc}\n")
         return ExitStatus.ERROR
     def start():
+        # A live lake's session lives long: not tuned for a short run.
         session = spark_session(args.master, work_bytes=None if snapshot or args.as_of
-                                else unread_bytes(inputs, args.out))
+                                or args.remote else unread_bytes(inputs, args.out))
         # Failures are reported here, in one line; Spark's own traces would bury it.
         session.sparkContext.setLogLevel("OFF")
         return session
     # Started where the run first needs Spark: a small increment may not.
     spark = LazySession(start, args.master or local_master())
+    if args.remote:
+        return _follow(args, spark, schema, out, err, log)
     try:
         result = run_pipeline(
             spark, inputs, args.out, as_of=args.as_of, as_of_out=args.as_of_out,
@@ -168,5 +196,84 @@ def run(args, out, err) -> int:
                   + (f" as of {args.as_of}" if args.as_of else "") + "\n")
         for name, rows in sorted(result.tables.items()):
             out.write(f"  {name}: {rows} rows\n")
+    out.write(f"output: {os.path.abspath(args.out)}\n")
+    return ExitStatus.OK
+
+
+#: Options a live lake cannot take: refused with -R in one line.
+NOT_WITH_REMOTE = {"as_of": "--as-of", "snapshot_from": "--snapshot-from", "sample": "--sample"}
+
+
+def _follow(args, spark, schema, out, err, log) -> int:
+    """-R [--follow]: binlake.spark.follow, until the server's last binlog
+    ends (-R) or a stop (--follow: SIGTERM, Ctrl-C; a second one interrupts
+    the micro-batch in flight, which the next start completes or discards)."""
+    import signal
+
+    from binlake.cli.commands.selection import live_source
+    from binlake.spark.follow import Follower
+    refused = [option for name, option in NOT_WITH_REMOTE.items() if getattr(args, name)]
+    if refused or len(args.inputs) > 1:
+        err.write("binlake pipeline: -R reads one server from one binlog's name on"
+                  + (f"; not with {', '.join(refused)}" if refused else "") + "\n")
+        return ExitStatus.USAGE
+    args.files, args.short_form = args.inputs, True
+    args.to_last_log, args.stop_never = True, args.follow
+    try:
+        source = live_source(args, err)
+    except ValueError as exc:
+        err.write(f"binlake pipeline: {exc}\n")
+        return ExitStatus.USAGE
+    terminal = err.isatty() if hasattr(err, "isatty") else False
+
+    def show(status) -> None:
+        if terminal:
+            err.write("\r" + status.line() + "\033[K")
+            err.flush()
+
+    follower = Follower(spark, args.out, source, args.inputs[0] if args.inputs else None,
+                        pipeline_options=dict(
+                            schema=schema, tables=args.tables, temporals=args.temporals,
+                            history=args.history, partition_by=args.partition_by,
+                            read_in=args.read_in,
+                            reader_options={"force": args.force_read,
+                                            "verify_checksums": args.verify_checksums}),
+                        log=lambda message: log(("\n" if terminal else "") + message),
+                        on_status=show)
+    signals = []
+
+    def stop(signum, frame) -> None:
+        if signals:
+            raise KeyboardInterrupt  # the second: now (the next start completes the run)
+        signals.append(signum)
+        follower.stop()
+        log(("\n" if terminal else "") + "binlake pipeline: stopping after the micro-batch "
+            "in flight")
+    previous = {number: signal.signal(number, stop) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        status = follower.run()
+    except KeyboardInterrupt:
+        err.write("\n")
+        return ExitStatus.INTERRUPTED
+    except BinlogError as exc:
+        err.write(f"binlake pipeline: {exc}\n")
+        return ExitStatus.ERROR
+    except (ValueError, LookupError, RuntimeError) as exc:
+        err.write(f"binlake pipeline: {exc}\n")
+        return ExitStatus.ERROR
+    except OSError as exc:
+        err.write(f"binlake pipeline: {os_error_text(exc)}\n")
+        return ExitStatus.ERROR
+    except Exception as exc:  # noqa: BLE001 - whatever Spark raised, as one line
+        err.write(f"binlake pipeline: {failure_line(exc)}\n")
+        return ExitStatus.ERROR
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        if terminal:
+            err.write("\n")
+    where = f"{status.lake[0]} at {status.lake[1]}" if status.lake else "nothing"
+    out.write(f"{status.changes} changes in {status.micro_batches} micro-batch(es); the lake "
+              f"holds the server's binlogs to {where}\n")
     out.write(f"output: {os.path.abspath(args.out)}\n")
     return ExitStatus.OK

@@ -1,0 +1,251 @@
+"""`binlake pipeline -R --follow`: a live server kept in the lake, seconds
+behind its commits, each transaction in it exactly once.
+
+Strategy: one process, two parts joined by files on disk.
+- The copier, a thread: the replica client of `binlake dump -R --raw
+  --stop-never` (binlake.live.source, binlake.live.backup) keeps byte-exact
+  copies of the server's binlogs in the lake's `_binlake/binlogs/`: each
+  event checked as it arrives, fsynced within a second, resumed from its own
+  manifest, through killed dump threads, lost connections and server
+  restarts; another server's binlogs are refused.
+- Micro-batches, in the calling thread: each is a run of the batch pipeline
+  (binlake.spark.pipeline.run_pipeline) over those copies, in this process
+  and one Spark session (started when a run first needs one: small
+  increments are applied by the driver alone). A run takes the whole
+  transactions the copies hold past the lake's manifest, appends them to
+  events/ and changes/ and applies them to tables/, committed by the run's
+  own protocol (staging, then the manifest, Delta application
+  transactions): each transaction goes in exactly once whatever stops the
+  follower when, the next start completing or discarding a run in flight.
+  A run starts as soon as the previous one has ended and new bytes are on
+  disk.
+A restarted follower needs no position: its copier continues from the
+backup manifest, its runs from the lake's.
+
+Rule: the lake's lock is held for the follower's life (a batch run beside
+it is refused), and the copier's on its folder. `stop()` (the command's
+first SIGTERM or Ctrl-C) ends the follower after the micro-batch in
+flight; the copier's fatal error ends it the same way, then is raised.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from binlake.atomic import replaced
+from binlake.spark.pipeline import PipelineResult, lake_lock, load_manifest, run_pipeline
+
+#: The copies' folder and the status file, under the lake's _binlake/.
+BINLOGS = "binlogs"
+STATUS = "status.json"
+#: How often the follower looks for new bytes when the copies are idle.
+POLL_SECONDS = 0.1
+#: The window rows/s is measured over.
+RATE_WINDOW_SECONDS = 10.0
+_HEADER_TIMESTAMP = struct.Struct("<I")
+
+
+@dataclass
+class FollowStatus:
+    """Where the follower stands, after each micro-batch (`_binlake/status.json`)."""
+
+    state: str = "starting"            #: starting | following | stopping | stopped | failed
+    server: str = ""
+    received: tuple | None = None      #: (binlog, bytes) the copies hold
+    lake: tuple | None = None          #: (binlog, offset) the lake holds everything before
+    behind_seconds: float = 0.0        #: now - the server time of the oldest event not in the lake
+    rows_per_second: float = 0.0       #: changes appended, over the last RATE_WINDOW_SECONDS
+    micro_batches: int = 0
+    changes: int = 0                   #: appended since the follower started
+    tables_committed: int = 0          #: table commits since the follower started
+    error: str | None = None
+    _rates: deque = field(default_factory=deque, repr=False)
+
+    def counted(self, result: PipelineResult, now: float) -> None:
+        self.micro_batches += 1
+        self.changes += result.changes
+        self.tables_committed += sum(len(tables) for tables in result.table_work.values())
+        self._rates.append((now, result.changes))
+        while self._rates and self._rates[0][0] < now - RATE_WINDOW_SECONDS:
+            self._rates.popleft()
+        span = max(now - self._rates[0][0], 1.0) if len(self._rates) > 1 else RATE_WINDOW_SECONDS
+        self.rows_per_second = sum(count for _, count in self._rates) / span
+
+    def to_json(self) -> dict:
+        return {"state": self.state, "server": self.server,
+                "received": list(self.received) if self.received else None,
+                "lake": list(self.lake) if self.lake else None,
+                "behind_seconds": round(self.behind_seconds, 3),
+                "rows_per_second": round(self.rows_per_second, 1),
+                "micro_batches": self.micro_batches, "changes": self.changes,
+                "tables_committed": self.tables_committed, "error": self.error,
+                "updated": time.time()}
+
+    def line(self) -> str:
+        where = f"{self.lake[0]} at {self.lake[1]}" if self.lake else "nothing yet"
+        return (f"binlake: {where} in the lake, {self.behind_seconds:.1f} s behind, "
+                f"{self.rows_per_second:,.0f} rows/s, {self.tables_committed} table commits")
+
+
+class Follower:
+    """Follows `source` (a LiveSource, stop_never) into the lake `out`.
+
+    `start` is the server's binlog a new copy starts from (the backup's own
+    manifest decides after that); `pipeline_options` are run_pipeline's
+    keywords, the same for every micro-batch; `on_status(status)` is called
+    after each one."""
+
+    def __init__(self, spark, out: str, source, start: str | None, *,
+                 pipeline_options: dict | None = None, log=None, on_status=None):
+        self.spark, self.out, self.source = spark, os.path.abspath(out), source
+        self.start = start
+        self.pipeline_options = dict(pipeline_options or {})
+        self.log = log or (lambda message: None)
+        self.on_status = on_status
+        self.prefix = os.path.join(self.out, "_binlake", BINLOGS) + os.sep
+        self.status = FollowStatus(server=source.where)
+        self._stop = threading.Event()          # stop() was called, or the copier ended
+        self._requested = threading.Event()     # stop() was called
+        self._copier_failure: BaseException | None = None
+
+    def stop(self) -> None:
+        """End after the micro-batch in flight (from any thread, a signal handler too)."""
+        self._requested.set()
+        self._stop.set()
+
+    def run(self) -> FollowStatus:
+        """Follow until `stop()` or a failure (raised after the lake is left whole)."""
+        from binlake.live.backup import BackupManifest, lock, resume_point
+        from binlake.spark.ranges import name_sequence
+        os.makedirs(self.prefix, exist_ok=True)
+        with lake_lock(self.out):
+            guard = lock(self.prefix)
+            try:
+                backup = BackupManifest(self.prefix)
+                start = self.start or _first_copy(backup, name_sequence)
+                if start is None:
+                    raise ValueError("a new lake follows the server from a binlog: name it "
+                                     "(the server's first: SHOW BINARY LOGS)")
+                name, position, keep = resume_point(self.prefix, start, 4, backup, name_sequence)
+                self.source.options.file, self.source.options.position = name, position
+                copier = threading.Thread(target=self._copy, args=(backup, name, position, keep),
+                                          name="binlake-copier", daemon=True)
+                copier.start()
+                try:
+                    self._micro_batches()
+                finally:
+                    self.source.close()
+                    copier.join()
+            finally:
+                guard.close()
+        return self.status
+
+    # The copier ------------------------------------------------------------------------
+    def _copy(self, backup, name: str, position: int, keep: int) -> None:
+        from binlake.live.backup import copy_all
+        try:
+            copy_all(self.source, self.prefix, backup, name, position, keep)
+        except BaseException as exc:  # noqa: BLE001 - raised by the follower's thread
+            self._copier_failure = exc
+        finally:
+            self._stop.set()
+
+    # Micro-batches --------------------------------------------------------------------
+    def _micro_batches(self) -> None:
+        seen = None
+        self.status.state = "following"
+        while True:
+            stopping = self._stop.is_set()
+            received = _copies_size(self.prefix)
+            if received != seen or stopping:
+                # What the copies hold now goes in (when stopping too: every
+                # whole transaction received before the stop).
+                seen = received
+                # The first run says what it did (a catch-up, a recovery);
+                # later ones only warn: the status says the rest.
+                log = self.log if not self.status.micro_batches else self._warnings
+                result = run_pipeline(self.spark, [self.prefix], self.out, log=log,
+                                      **self.pipeline_options)
+                self._report(result)
+            if stopping:
+                break
+            self._stop.wait(POLL_SECONDS)
+        if self._copier_failure is not None and not self._requested.is_set():
+            self.status.state, self.status.error = "failed", str(self._copier_failure)
+            self._write_status()
+            raise self._copier_failure
+        self.status.state = "stopped"
+        self._write_status()
+
+    def _warnings(self, message: str) -> None:
+        if message.startswith("warning"):
+            self.log(message)
+
+    def _report(self, result: PipelineResult) -> None:
+        now = time.time()
+        if result.segments or result.tables_rebuilt:
+            self.status.counted(result, now)
+        files = load_manifest(self.out).files
+        if files:
+            name, entry = max(files.items(), key=lambda item: item[1].file_seq)
+            self.status.lake = (name, entry.end)
+        self.status.received = _last_copy(self.prefix)
+        self.status.behind_seconds = _behind(self.prefix, files, now)
+        self._write_status()
+
+    def _write_status(self) -> None:
+        with replaced(os.path.join(self.out, "_binlake", STATUS)) as handle:
+            json.dump(self.status.to_json(), handle, indent=1)
+        if self.on_status is not None:
+            self.on_status(self.status)
+
+
+def _first_copy(backup, numbered) -> str | None:
+    """The first binlog the backup holds, for a restart that names none."""
+    names = sorted(backup.copies, key=lambda copy: numbered(copy) or -1)
+    return names[0] if names else None
+
+
+def _copies(prefix: str) -> list[str]:
+    from binlake.spark.ranges import name_sequence
+    names = [name for name in os.listdir(prefix) if not name.startswith(".")
+             and name_sequence(name) is not None]
+    return sorted(names, key=name_sequence)
+
+
+def _copies_size(prefix: str) -> tuple:
+    """(newest copy, its size): what changes when bytes arrive."""
+    return _last_copy(prefix) or ("", 0)
+
+
+def _last_copy(prefix: str) -> tuple | None:
+    names = _copies(prefix)
+    if not names:
+        return None
+    return names[-1], os.path.getsize(prefix + names[-1])
+
+
+def _behind(prefix: str, files: dict, now: float) -> float:
+    """Seconds since the server wrote the oldest event the copies hold and
+    the lake does not (0 when the lake holds everything received)."""
+    last = max((entry.file_seq for entry in files.values()), default=None)
+    from binlake.spark.ranges import name_sequence
+    for name in _copies(prefix):
+        if last is not None and name_sequence(name) < last:
+            continue
+        entry = files.get(name)
+        start = entry.end if entry else 4
+        path = prefix + name
+        if os.path.getsize(path) < start + 19:
+            continue
+        with open(path, "rb") as handle:
+            handle.seek(start)
+            (timestamp,) = _HEADER_TIMESTAMP.unpack(handle.read(4))
+        return max(0.0, now - timestamp)
+    return 0.0

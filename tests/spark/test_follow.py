@@ -1,0 +1,210 @@
+"""`binlake pipeline -R --follow` (binlake.spark.follow): a live server kept in
+the lake through everything that stops a follower, each change in it once.
+
+Strategy: the follower runs as the command, in a process of its own (so it
+can be SIGKILLed), against a private MariaDB written to without pause by a
+thread of inserts, updates and deletes on a keyed and a keyless table, with
+DDL on the way (a column added, a table created). Meanwhile the follower is
+SIGKILLed three times and started again, its dump thread is killed twice
+and the server is restarted once. At the end each Delta table must equal
+the server's rows, and changes/ must hold each change of the server's
+binlogs exactly once.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("deltalake")
+
+import pyarrow.parquet as pq  # noqa: E402
+
+import binlake  # noqa: E402
+from binlake.spark.delta import read_table  # noqa: E402
+from binlake.testing.mariadb import MariaDBServer  # noqa: E402
+
+DB = "follow"
+ACCOUNTS = 200
+
+
+class Writer(threading.Thread):
+    """Inserts, updates and deletes without pause until stopped; waits out a
+    server restart (`paused`) and reconnects."""
+
+    def __init__(self, server):
+        super().__init__(daemon=True)
+        self.server, self.done, self.paused = server, threading.Event(), threading.Event()
+        self.statements = 0
+
+    def run(self):
+        rng, next_id, connection = random.Random(7), ACCOUNTS, None
+        while not self.done.is_set():
+            if self.paused.is_set():
+                connection = None
+                time.sleep(0.05)
+                continue
+            try:
+                if connection is None:
+                    connection = self.server.connect(DB)
+                with connection.cursor() as cursor:
+                    pick, choice = rng.randrange(next_id), rng.random()
+                    if choice < 0.4:
+                        cursor.execute("UPDATE accounts SET balance = balance + 1 WHERE id = %s",
+                                       (pick,))
+                    elif choice < 0.55:
+                        cursor.execute("DELETE FROM accounts WHERE id = %s", (pick,))
+                    elif choice < 0.8:
+                        cursor.execute("INSERT INTO accounts (id, owner, balance) "
+                                       "VALUES (%s, 'new', 1.50)", (next_id,))
+                        next_id += 1
+                    elif choice < 0.9:
+                        cursor.execute("INSERT INTO notes (a, b) VALUES (%s, 'w')", (pick % 7,))
+                    else:
+                        cursor.execute("DELETE FROM notes WHERE a = %s LIMIT 1", (pick % 7,))
+                self.statements += 1
+            except Exception:  # noqa: BLE001 - the server going away: try again
+                connection = None
+                time.sleep(0.1)
+            time.sleep(0.002)
+
+
+def kill_dump_threads(server) -> int:
+    threads = [row[0] for row in server.query("SHOW PROCESSLIST") if row[4] == "Binlog Dump"]
+    for thread in threads:
+        server.execute(f"KILL {thread}")
+    return len(threads)
+
+
+def start_follower(server, lake, log):
+    command = [sys.executable, "-m", "binlake", "pipeline", "-R", "--follow", "--out", str(lake),
+               "-h", "127.0.0.1", "-P", str(server.port), "-u", "root",
+               "--heartbeat-period", "1", "binlog.000001"]
+    return subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+
+
+def status(lake) -> dict:
+    try:
+        return json.loads((lake / "_binlake" / "status.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def wait_for_batches(lake, process, count: int, timeout: float = 180) -> None:
+    """Until the follower has committed `count` more micro-batches."""
+    deadline = time.monotonic() + timeout
+    first = None
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "the follower ended"
+        found = status(lake)
+        if found.get("state") == "following":
+            first = found["micro_batches"] if first is None else first
+            if found["micro_batches"] >= first + count:
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"no micro-batch in {timeout} s: {status(lake)}")
+
+
+def server_rows(server) -> dict:
+    return {table: sorted(server.query(f"SELECT * FROM {DB}.{table}"))
+            for table in ("accounts", "notes", "extra")}
+
+
+def lake_rows(lake) -> dict:
+    found = {}
+    for table in ("accounts", "notes", "extra"):
+        try:
+            rows = read_table(str(lake / "tables" / f"{DB}.{table}")).to_pylist()
+        except Exception:  # noqa: BLE001 - not there yet
+            return {}
+        found[table] = sorted(tuple(row.values()) for row in rows)
+    return found
+
+
+@pytest.fixture
+def server(mariadb, tmp_path):
+    with MariaDBServer(tmp_path / "server", server_id=31) as server:
+        server.execute(f"CREATE DATABASE {DB}")
+        server.execute(f"CREATE TABLE {DB}.accounts (id INT PRIMARY KEY, owner VARCHAR(40), "
+                       "balance DECIMAL(12,2))")
+        server.execute(f"CREATE TABLE {DB}.notes (a INT, b VARCHAR(10))")  # no key: a multiset
+        with server.connection.cursor() as cursor:
+            cursor.executemany(f"INSERT INTO {DB}.accounts VALUES (%s, %s, %s)",
+                               [(i, f"owner {i}", f"{i}.25") for i in range(ACCOUNTS)])
+        yield server
+
+
+def test_the_follower_keeps_the_lake_equal_to_the_server_through_kills_and_a_restart(
+        server, tmp_path):
+    lake, rng = tmp_path / "lake", random.Random(11)
+    log = open(tmp_path / "follower.log", "ab")
+    follower = start_follower(server, lake, log)
+    writer = Writer(server)
+    writer.start()
+
+    def killed_and_restarted(follower):
+        wait_for_batches(lake, follower, 1)
+        time.sleep(rng.uniform(0.0, 0.5))  # anywhere in a micro-batch
+        follower.send_signal(signal.SIGKILL)
+        follower.wait()
+        return start_follower(server, lake, log)
+
+    try:
+        wait_for_batches(lake, follower, 2)
+        follower = killed_and_restarted(follower)
+        wait_for_batches(lake, follower, 1)
+        assert kill_dump_threads(server)
+        server.execute(f"ALTER TABLE {DB}.accounts ADD COLUMN note VARCHAR(10) DEFAULT 'n'")
+        server.execute(f"CREATE TABLE {DB}.extra (k INT PRIMARY KEY, v BIGINT)")
+        server.execute(f"INSERT INTO {DB}.extra VALUES (1, 10), (2, 20)")
+        follower = killed_and_restarted(follower)
+        wait_for_batches(lake, follower, 1)
+        writer.paused.set()
+        server.stop()
+        server.start()
+        writer.paused.clear()
+        server.execute(f"UPDATE {DB}.extra SET v = v + 1")
+        wait_for_batches(lake, follower, 2)
+        assert kill_dump_threads(server)
+        follower = killed_and_restarted(follower)
+        wait_for_batches(lake, follower, 2)
+    finally:
+        writer.done.set()
+        writer.join()
+    assert writer.statements > 100
+    expected = server_rows(server)
+    deadline = time.monotonic() + 120
+    while lake_rows(lake) != expected and time.monotonic() < deadline:
+        assert follower.poll() is None, "the follower ended"
+        time.sleep(0.2)
+    follower.send_signal(signal.SIGTERM)  # ends after the micro-batch in flight
+    assert follower.wait(60) == 0
+    log.close()
+    assert lake_rows(lake) == expected, (tmp_path / "follower.log").read_text()
+    assert status(lake)["state"] == "stopped"
+
+    # changes/: each change of the server's binlogs once (none twice, none lost)
+    changes = pq.read_table(lake / "changes", columns=["file", "pos", "row_index"]).to_pylist()
+    held = [(row["file"], row["pos"], row["row_index"]) for row in changes]
+    assert len(held) == len(set(held))
+    files = [str(path) for path in server.binlog_files()]
+    sent = [(os.path.basename(c.file), c.pos, c.row_index) for c in binlake.changes(files)
+            if c.database == DB]
+    assert sorted(held) == sorted(sent)
+
+
+def test_follow_needs_a_server(tmp_path):
+    from binlake.cli.dispatch import main
+    import io
+    err = io.StringIO()
+    assert main(["pipeline", "--follow", "--out", str(tmp_path / "lake")], io.StringIO(),
+                err) == 2
+    assert "--follow follows a live server: add -R" in err.getvalue()
