@@ -197,15 +197,20 @@ def test_small_increments_and_nothing_new_start_no_spark_session(spark, tmp_path
         assert len(table_rows(lake, table)) == len(rows), table
 
 
-def test_a_run_that_rebuilds_the_tables_starts_spark_while_it_reads(spark, tmp_path):
-    """A lake's first run rebuilds its tables in Spark: the session is asked
-    for in the background before a binlog is read (its JVM starts while the
-    driver reads), once, however many threads then use it; settings given
-    with `then` reach it. A run with nothing new never asks."""
+def test_a_run_that_rebuilds_the_tables_starts_spark_while_it_reads(spark, tmp_path,
+                                                                     monkeypatch):
+    """A lake's first run that rebuilds its tables in Spark (here: the
+    sample's, held as large) asks for the session in the background before a
+    binlog is read (its JVM starts while the driver reads), once, however
+    many threads then use it; settings given with `then` reach it. A run
+    with nothing new never asks."""
     import threading
 
     from binlake.cli.commands.pipeline import sample_dir
+    from binlake.spark import driver_tables, pipeline
     from binlake.spark.pipeline import LazySession
+    monkeypatch.setattr(pipeline, "SURELY_SPARK_REBUILD_BYTES", 0)
+    monkeypatch.setattr(driver_tables, "DRIVER_ROWS", -1)
     asked, configured = [], []
 
     def start():
@@ -222,6 +227,24 @@ def test_a_run_that_rebuilds_the_tables_starts_spark_while_it_reads(spark, tmp_p
         raise AssertionError("a run with nothing new started a Spark session")
     assert not run_pipeline(LazySession(no_spark, "local[2]"), [sample_dir()],
                             str(lake)).tables_rebuilt
+
+
+def test_a_small_lakes_first_run_starts_no_spark(tmp_path):
+    """Small tables new to the lake are rebuilt by the driver, by the rules
+    Spark's rebuild follows (tests/spark/test_driver_tables.py): the
+    sample's first run needs no JVM."""
+    from binlake.cli.commands.pipeline import sample_dir
+    from binlake.spark.pipeline import LazySession
+
+    def no_spark():
+        raise AssertionError("a small lake's first run started a Spark session")
+    lake = tmp_path / "lake"
+    result = run_pipeline(LazySession(no_spark, "local[2]"), [sample_dir()], str(lake))
+    assert result.tables and sorted(result.table_work["rebuilt"]) == sorted(result.tables)
+    with gzip.open(os.path.join(sample_dir(), "expected_state.json.gz"), "rt") as f:
+        expected = json.load(f)["tables"]
+    for table, rows in expected.items():
+        assert len(table_rows(lake, table)) == len(rows), table
 
 
 def test_a_lazy_session_is_started_once_by_many_threads(spark):

@@ -62,6 +62,7 @@ class FollowStatus:
     behind_seconds: float = 0.0        #: now - the server time of the oldest event not in the lake
     rows_per_second: float = 0.0       #: changes appended, over the last RATE_WINDOW_SECONDS
     micro_batches: int = 0
+    last_batch_seconds: float = 0.0    #: how long the last micro-batch that read something took
     changes: int = 0                   #: appended since the follower started
     tables_committed: int = 0          #: table commits since the follower started
     error: str | None = None
@@ -83,7 +84,8 @@ class FollowStatus:
                 "lake": list(self.lake) if self.lake else None,
                 "behind_seconds": round(self.behind_seconds, 3),
                 "rows_per_second": round(self.rows_per_second, 1),
-                "micro_batches": self.micro_batches, "changes": self.changes,
+                "micro_batches": self.micro_batches,
+                "last_batch_seconds": round(self.last_batch_seconds, 3), "changes": self.changes,
                 "tables_committed": self.tables_committed, "error": self.error,
                 "updated": time.time()}
 
@@ -170,9 +172,10 @@ class Follower:
                 # The first run says what it did (a catch-up, a recovery);
                 # later ones only warn: the status says the rest.
                 log = self.log if not self.status.micro_batches else self._warnings
+                began = time.monotonic()
                 result = run_pipeline(self.spark, [self.prefix], self.out, log=log,
                                       **self.pipeline_options)
-                self._report(result)
+                self._report(result, time.monotonic() - began)
             if stopping:
                 break
             self._stop.wait(POLL_SECONDS)
@@ -187,10 +190,11 @@ class Follower:
         if message.startswith("warning"):
             self.log(message)
 
-    def _report(self, result: PipelineResult) -> None:
+    def _report(self, result: PipelineResult, seconds: float) -> None:
         now = time.time()
         if result.segments or result.tables_rebuilt:
             self.status.counted(result, now)
+            self.status.last_batch_seconds = seconds
         files = load_manifest(self.out).files
         if files:
             name, entry = max(files.items(), key=lambda item: item[1].file_seq)

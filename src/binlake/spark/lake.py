@@ -130,7 +130,8 @@ def update_tables(spark, out: str, plans: list, manifest: Manifest, *, as_of: As
         # Nothing was committed: what the jobs staged (those beside a job that
         # failed finish their files) goes.
         shutil.rmtree(staged, ignore_errors=True)
-        reason = refused(exc)  # a change a Spark job refused: one line, nothing committed
+        # A change a Spark job refused, or the driver did: one line, nothing committed.
+        reason = refused(exc) or (str(exc) if isinstance(exc, ValueError) else None)
         if reason is None:
             raise
         raise ValueError(f"{reason}: nothing was applied to the tables") from None
@@ -167,7 +168,8 @@ def _stage(lake: "_Lake", manifest: Manifest, by_key: dict, signatures: dict,
     if not in_step:
         # A kill in the middle leaves tables of two points: rebuild all next time.
         tables_mixed()
-        lake.rebuild(read_changes, list(by_key.values()), as_of)
+        plans = list(by_key.values())
+        lake.rebuild(read_changes, plans if as_of else lake.rebuild_in_driver(plans), as_of)
     else:
         rebuild, groups, carried = [], {}, {}
         order = PositionOrder(manifest.file_seqs())
@@ -463,10 +465,9 @@ class _Lake:
         return left
 
     def rebuild_in_driver(self, plans: list) -> list:
-        """`rebuild` for the tables new to a lake in step whose every change
-        the driver computes (a small table created since: a follower then
-        needs no Spark job); returns the plans left to Spark. A lake's first
-        run, or one after a run killed midway, rebuilds in Spark."""
+        """`rebuild` for the tables whose every change the driver computes
+        (small ones: a small lake's first run, a table created since; a
+        follower then needs no Spark job); returns the plans left to Spark."""
         left, done = [], []
         for plan in plans:
             key = qualified(plan["database"], plan["table"])

@@ -72,6 +72,10 @@ STATE_DIR = "_binlake"
 #: its session starts at once, in the background, as one that rebuilds.
 SURELY_SPARK_BYTES = 64 << 20
 CHANGE_PARTITIONS = ("database", "table", "date")
+#: A run that rebuilds its tables from this many bytes of binlogs and
+#: changes/ or more needs Spark for them (fewer: the driver, as
+#: driver_tables.DRIVER_ROWS changes a table), so its session starts at once.
+SURELY_SPARK_REBUILD_BYTES = 8 << 20
 #: A local session on at most FEW_CORES cores for at most SHORT_RUN_BYTES of
 #: binlogs compiles with the JVM's first JIT tier only.
 FEW_CORES = 4
@@ -275,6 +279,19 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
             raise
 
 
+def _surely_spark(inputs, out: str, manifest: Manifest, as_of) -> bool:
+    """A run sure to need Spark for its tables: --as-of, a large backlog, or
+    tables rebuilt from a large history (not small ones: the driver's)."""
+    unread = unread_bytes(inputs, out) or 0
+    if as_of or unread >= SURELY_SPARK_BYTES:
+        return True
+    if tables_in_step(manifest.tables, os.path.join(out, TABLES)):
+        return False
+    held = sum(os.path.getsize(os.path.join(folder, name))
+               for folder, _, names in os.walk(os.path.join(out, "changes")) for name in names)
+    return unread + held >= SURELY_SPARK_REBUILD_BYTES
+
+
 def _configure(spark) -> None:
     # Spark's default INT96 timestamps read back as naive times outside Spark.
     spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
@@ -361,9 +378,7 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
     # Each table's partitioning, once named, is kept until named again.
     kept = manifest.tables.partition_by if manifest.tables else {}
     partition_by = {key: column for key, column in {**kept, **partition_by}.items() if column}
-    if isinstance(spark, LazySession) and (
-            as_of or not tables_in_step(manifest.tables, os.path.join(out, TABLES))
-            or (unread_bytes(inputs, out) or 0) >= SURELY_SPARK_BYTES):
+    if isinstance(spark, LazySession) and _surely_spark(inputs, out, manifest, as_of):
         spark.start_soon()  # the tables need Spark: its JVM starts while the driver reads
     result = PipelineResult()
     options = {"split_bytes": str(split_bytes)}
