@@ -237,6 +237,9 @@ def measure(args) -> dict:
             process.send_signal(signal.SIGTERM)
             process.wait(120)
         log.close()
+        slow = [line for line in (work / "follower.log").read_text().splitlines()
+                if "micro-batch" in line]
+        print("\n".join(f"  follower: {line}" for line in slow))
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
     return results

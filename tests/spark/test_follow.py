@@ -119,9 +119,9 @@ def server_rows(server) -> dict:
             for table in ("accounts", "notes", "extra")}
 
 
-def lake_rows(lake) -> dict:
+def lake_rows(lake, tables=("accounts", "notes", "extra")) -> dict:
     found = {}
-    for table in ("accounts", "notes", "extra"):
+    for table in tables:
         try:
             rows = read_table(str(lake / "tables" / f"{DB}.{table}")).to_pylist()
         except Exception:  # noqa: BLE001 - not there yet
@@ -219,6 +219,65 @@ def test_the_follower_keeps_the_lake_equal_to_the_server_through_kills_and_a_res
     sent = [(os.path.basename(c.file), c.pos, c.row_index) for c in binlake.changes(files)
             if c.database == DB]
     assert sorted(held) == sorted(sent)
+
+
+def test_once_to_the_servers_end_then_another_server_is_refused(server, tmp_path):
+    """-R without --follow: the lake holds the server's last commit, and the
+    command ends; the same lake pointed at another server (its own binlog.000001)
+    is refused in one line, the lake left as it was."""
+    lake = tmp_path / "lake"
+    command = [sys.executable, "-m", "binlake", "pipeline", "-R", "--out", str(lake),
+               "-h", "127.0.0.1", "-u", "root", "binlog.000001"]
+    done = subprocess.run(command + ["-P", str(server.port)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "the lake holds the server's binlogs to binlog.000001" in done.stdout
+    assert lake_rows(lake, ["accounts"])["accounts"] == expected_accounts(server)
+    assert status(lake)["state"] == "stopped"
+    with MariaDBServer(tmp_path / "other", server_id=32) as other:
+        other.execute(f"CREATE DATABASE {DB}")
+        # its binlog.000001 longer than the lake's copy (else the server itself
+        # refuses the position asked for, in one line too)
+        other.execute(f"CREATE TABLE {DB}.pad (id INT PRIMARY KEY, s TEXT)")
+        other.execute(f"INSERT INTO {DB}.pad SELECT seq, REPEAT('p', 200) "
+                      f"FROM {DB}.seq_1_to_1000")
+        refused = subprocess.run(command + ["-P", str(other.port)], capture_output=True,
+                                 text=True, timeout=300)
+    assert refused.returncode == 1
+    line = refused.stderr.strip().splitlines()[-1]
+    assert line.startswith("binlake pipeline: ") and "server_id 31" in line, refused.stderr
+    assert status(lake)["state"] == "failed" and "server_id 31" in status(lake)["error"]
+    assert lake_rows(lake, ["accounts"])["accounts"] == expected_accounts(server)
+
+
+def test_a_table_created_then_written_takes_no_spark_job(mariadb, tmp_path):
+    """A follower's usual start: the first micro-batch holds the CREATE TABLE
+    (its plan the DDL's), a later one the first rows (the table map's plan):
+    the empty table is carried, and small increments applied, by the driver."""
+    from binlake.spark.pipeline import LazySession, run_pipeline
+
+    def no_spark():
+        raise AssertionError("a small increment started a Spark session")
+    lake = tmp_path / "lake"
+    with MariaDBServer(tmp_path / "server", server_id=33) as server:
+        server.execute(f"CREATE DATABASE {DB}")
+        server.execute(f"CREATE TABLE {DB}.t (id BIGINT PRIMARY KEY, v VARCHAR(8))")
+
+        def run() -> None:
+            run_pipeline(LazySession(no_spark, "local[2]"),
+                         [str(path) for path in server.binlog_files()], str(lake))
+        run()
+        server.execute(f"INSERT INTO {DB}.t VALUES (1, 'a'), (2, 'b')")
+        run()
+        server.execute(f"UPDATE {DB}.t SET v = 'c' WHERE id = 2")
+        run()
+        rows = read_table(str(lake / "tables" / f"{DB}.t")).to_pylist()
+        assert sorted(tuple(row.values()) for row in rows) == sorted(server.query(
+            f"SELECT * FROM {DB}.t")) == [(1, "a"), (2, "c")]
+
+
+def expected_accounts(server) -> list:
+    return sorted(server.query(f"SELECT * FROM {DB}.accounts"))
 
 
 def test_follow_needs_a_server(tmp_path):

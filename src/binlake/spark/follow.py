@@ -46,6 +46,8 @@ BINLOGS = "binlogs"
 STATUS = "status.json"
 #: How often the follower looks for new bytes when the copies are idle.
 POLL_SECONDS = 0.1
+#: A micro-batch that takes longer is reported (what it did to which tables).
+SLOW_BATCH_SECONDS = 5.0
 #: The window rows/s is measured over.
 RATE_WINDOW_SECONDS = 10.0
 _HEADER_TIMESTAMP = struct.Struct("<I")
@@ -55,7 +57,7 @@ _HEADER_TIMESTAMP = struct.Struct("<I")
 class FollowStatus:
     """Where the follower stands, after each micro-batch (`_binlake/status.json`)."""
 
-    state: str = "starting"            #: starting | following | stopping | stopped | failed
+    state: str = "starting"            #: starting | following | stopped | interrupted | failed
     server: str = ""
     received: tuple | None = None      #: (binlog, bytes) the copies hold
     lake: tuple | None = None          #: (binlog, offset) the lake holds everything before
@@ -160,6 +162,18 @@ class Follower:
 
     # Micro-batches --------------------------------------------------------------------
     def _micro_batches(self) -> None:
+        try:
+            self._follow()
+        except BaseException as exc:
+            interrupted = isinstance(exc, KeyboardInterrupt)
+            self.status.state = "interrupted" if interrupted else "failed"
+            self.status.error = None if interrupted else str(exc) or type(exc).__name__
+            self._write_status()
+            raise
+        self.status.state = "stopped"
+        self._write_status()
+
+    def _follow(self) -> None:
         seen = None
         self.status.state = "following"
         while True:
@@ -180,11 +194,7 @@ class Follower:
                 break
             self._stop.wait(POLL_SECONDS)
         if self._copier_failure is not None and not self._requested.is_set():
-            self.status.state, self.status.error = "failed", str(self._copier_failure)
-            self._write_status()
             raise self._copier_failure
-        self.status.state = "stopped"
-        self._write_status()
 
     def _warnings(self, message: str) -> None:
         if message.startswith("warning"):
@@ -195,6 +205,11 @@ class Follower:
         if result.segments or result.tables_rebuilt:
             self.status.counted(result, now)
             self.status.last_batch_seconds = seconds
+            if seconds > SLOW_BATCH_SECONDS:  # worth a line: it is how far behind the lake fell
+                work = ", ".join(f"{how} {', '.join(tables)}"
+                                 for how, tables in result.table_work.items() if tables)
+                self.log(f"micro-batch {self.status.micro_batches} took {seconds:.1f} s: "
+                         f"{result.changes} changes; tables {work or 'unchanged'}")
         files = load_manifest(self.out).files
         if files:
             name, entry = max(files.items(), key=lambda item: item[1].file_seq)

@@ -519,9 +519,10 @@ class _Lake:
         key = qualified(plan["database"], plan["table"])
         types = driver.arrow_types(layout)
         names = [c["key"] for c in layout["columns"]]
-        if source.uri is None:
+        held = 0 if source.uri is None else row_count(source.uri)
+        if not held:  # no row to carry (a table whose first rows come now: its layout was the DDL's)
             return pa.schema([pa.field(n, kind) for n, kind in zip(names, types)]).empty_table()
-        if row_count(source.uri) > driver.DRIVER_TABLE_ROWS:
+        if held > driver.DRIVER_TABLE_ROWS:
             raise driver.InSpark("a large table")
         current = read_table(source.uri)
         columns = []
