@@ -292,8 +292,7 @@ def main() -> int:
     time.tzset()
     r = measure(args)
     f = r["freshness"]
-    print(f"follower: first micro-batch {r['first_batch_s']:.1f} s after its start "
-          "(the JVM's start)")
+    print(f"follower: first micro-batch {r['first_batch_s']:.1f} s after its start")
     print(f"freshness: {f['transactions']} single-row transactions at {f['rate']:.0f}/s: "
           f"commit to visible median {f['median_s']:.2f} s (goal 3), p99 {f['p99_s']:.2f} s "
           f"(goal 10), max {f['max_s']:.2f} s; {f['micro_batches']} micro-batches, "

@@ -35,6 +35,19 @@ def failure_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
+def one_line(exc: Exception) -> str:
+    """A run's failure in one line: binlake's own words where they are its
+    (read in the driver; a task's come wrapped: failure_line), else Spark's."""
+    if isinstance(exc, BinlogError):
+        return str(exc)
+    if isinstance(exc, OSError):
+        return os_error_text(exc)
+    if isinstance(exc, (ValueError, LookupError, RuntimeError)) \
+            and type(exc).__module__.split(".")[0] not in ("pyspark", "py4j"):
+        return str(exc)
+    return failure_line(exc)
+
+
 def sample_dir() -> str:
     """The small binlogs shipped with binlake (src/binlake/sample_data)."""
     from importlib.resources import files
@@ -169,17 +182,8 @@ def run(args, out, err) -> int:
             reader_options={"force": args.force_read, "verify_checksums": args.verify_checksums},
             snapshot=snapshot, read_in=args.read_in, temporals=args.temporals,
             history=args.history, partition_by=args.partition_by, log=log)
-    except BinlogError as exc:  # read in the driver; a task's comes wrapped (failure_line)
-        err.write(f"binlake pipeline: {exc}\n")
-        return ExitStatus.ERROR
-    except OSError as exc:
-        err.write(f"binlake pipeline: {os_error_text(exc)}\n")
-        return ExitStatus.ERROR
-    except (ValueError, LookupError) as exc:
-        err.write(f"binlake pipeline: {exc}\n")
-        return ExitStatus.ERROR
-    except Exception as exc:  # noqa: BLE001 - whatever Spark raised, as one line
-        err.write(f"binlake pipeline: {failure_line(exc)}\n")
+    except Exception as exc:  # noqa: BLE001 - whatever failed, as one line
+        err.write(f"binlake pipeline: {one_line(exc)}\n")
         return ExitStatus.ERROR
     if result.segments:
         files = len({s.path for s in result.segments})
@@ -255,17 +259,8 @@ def _follow(args, spark, schema, out, err, log) -> int:
     except KeyboardInterrupt:
         err.write("\n")
         return ExitStatus.INTERRUPTED
-    except BinlogError as exc:
-        err.write(f"binlake pipeline: {exc}\n")
-        return ExitStatus.ERROR
-    except (ValueError, LookupError, RuntimeError) as exc:
-        err.write(f"binlake pipeline: {exc}\n")
-        return ExitStatus.ERROR
-    except OSError as exc:
-        err.write(f"binlake pipeline: {os_error_text(exc)}\n")
-        return ExitStatus.ERROR
-    except Exception as exc:  # noqa: BLE001 - whatever Spark raised, as one line
-        err.write(f"binlake pipeline: {failure_line(exc)}\n")
+    except Exception as exc:  # noqa: BLE001 - whatever failed, as one line
+        err.write(f"binlake pipeline: {one_line(exc)}\n")
         return ExitStatus.ERROR
     finally:
         for number, handler in previous.items():
