@@ -471,15 +471,11 @@ class _Lake:
         left, done = [], []
         for plan in plans:
             key = qualified(plan["database"], plan["table"])
-            sources = _sources(plan)
             try:
-                if _days_keyed_otherwise(plan) or not driver.takes(self.changes.rows(sources)):
-                    raise driver.InSpark("many changes")
-                files = self.changes.all_of(sources)
-                changes = driver.images(driver.read_changes(files, self.changes.root, sources),
-                                        plan)
-                empty = self._carried_in_driver(plan, CarriedFrom(None, 0, None))
-                rows = driver.rewritten(empty, changes, plan, key)
+                if _days_keyed_otherwise(plan):
+                    raise driver.InSpark("a key added since the table began")
+                rows = self._rewritten_in_driver(plan, CarriedFrom(None, 0, None),
+                                                 self.changes.all_of(_sources(plan)))
             except driver.InSpark:
                 left.append(plan)
                 continue
@@ -494,15 +490,8 @@ class _Lake:
         computes; returns those left to Spark."""
         left, done = {}, []
         for key, (plan, source, files) in carried.items():
-            sources = _sources(plan)
-            mine = self.changes.of(files, sources)
             try:
-                if not driver.takes(sum(map(parquet_rows, mine))):
-                    raise driver.InSpark("many changes")
-                current = self._carried_in_driver(plan, source)
-                changes = driver.images(driver.read_changes(mine, self.changes.root, sources),
-                                        plan)
-                rows = driver.rewritten(current, changes, plan, key)
+                rows = self._rewritten_in_driver(plan, source, files)
             except driver.InSpark:
                 left[key] = (plan, source, files)
                 continue
@@ -511,6 +500,17 @@ class _Lake:
         if done:
             self.log(f"tables: carrying {len(done)} into their new definitions (in the driver)")
         return left
+
+    def _rewritten_in_driver(self, plan: dict, source: "CarriedFrom", files: list):
+        """The table's rows carried from `source` with its changes in
+        `files` applied, computed by the driver (InSpark where it does not)."""
+        sources = _sources(plan)
+        mine = self.changes.of(files, sources)
+        if not driver.takes(sum(map(parquet_rows, mine))):
+            raise driver.InSpark("many changes")
+        current = self._carried_in_driver(plan, source)
+        changes = driver.images(driver.read_changes(mine, self.changes.root, sources), plan)
+        return driver.rewritten(current, changes, plan, qualified(plan["database"], plan["table"]))
 
     def _carried_in_driver(self, plan: dict, source: "CarriedFrom"):
         """`_carried_rows` as an Arrow table (InSpark where that is None, or

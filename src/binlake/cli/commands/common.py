@@ -37,6 +37,12 @@ def add_remote_arguments(parser) -> None:
                             "the connection is lost; implies --to-last-log")
     group.add_argument("-t", "--to-last-log", action="store_true",
                        help="go on past the named binlog, to the end of the server's last")
+    add_replica_arguments(group)
+    add_connection_arguments(parser)
+
+
+def add_replica_arguments(group) -> None:
+    """How the replica connection of -R behaves (dump, sql, pipeline)."""
     group.add_argument("--connection-server-id", "--stop-never-slave-server-id",
                        type=client_integer("stop-never-slave-server-id"),
                        metavar="ID", dest="connection_server_id",
@@ -49,7 +55,6 @@ def add_remote_arguments(parser) -> None:
     group.add_argument("--read-timeout", type=float, metavar="SECONDS",
                        help="reconnect after this long without an event or heartbeat "
                             "(default: 3 heartbeats + 5 s; none without heartbeats)")
-    add_connection_arguments(parser)
 
 
 def reader_options(args) -> dict:

@@ -9,8 +9,8 @@ import re
 from binlake.cli.status import ExitStatus, os_error_text
 from binlake.errors import BinlogError
 from binlake.spark.ranges import READ_IN
-from binlake.cli.client_options import client_integer
-from binlake.cli.commands.common import add_schema_arguments, seed_schema, server_address
+from binlake.cli.commands.common import (add_replica_arguments, add_schema_arguments, seed_schema,
+                                         server_address)
 
 
 #: How a task's BinlogError reads inside the trace Spark hands back.
@@ -120,14 +120,7 @@ def add_arguments(parser) -> None:
                            "into the lake seconds later, exactly once, until SIGTERM or Ctrl-C "
                            "(which end it after the micro-batch in flight); a restart continues "
                            "where it stopped. Status in DIR/_binlake/status.json")
-    live.add_argument("--connection-server-id", type=client_integer("connection-server-id"),
-                      metavar="ID", help="the replica id to register with (default 65535)")
-    live.add_argument("--heartbeat-period", type=float, default=5.0, metavar="SECONDS",
-                      help="ask the server for a heartbeat this often when it has no events "
-                           "(default 5; 0: none)")
-    live.add_argument("--read-timeout", type=float, metavar="SECONDS",
-                      help="reconnect after this long without an event or heartbeat "
-                           "(default: 3 heartbeats + 5 s)")
+    add_replica_arguments(live)
 
 
 def _schema_path(args) -> str | None:
