@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 from binlake.atomic import replaced
 from binlake.spark.pipeline import PipelineResult, lake_lock, load_manifest, run_pipeline
+from binlake.spark.ranges import name_sequence
 
 #: The copies' folder and the status file, under the lake's _binlake/.
 BINLOGS = "binlogs"
@@ -126,7 +127,6 @@ class Follower:
     def run(self) -> FollowStatus:
         """Follow until `stop()` or a failure (raised after the lake is left whole)."""
         from binlake.live.backup import BackupManifest, lock, resume_point
-        from binlake.spark.ranges import name_sequence
         os.makedirs(self.prefix, exist_ok=True)
         with lake_lock(self.out):
             guard = lock(self.prefix)
@@ -232,7 +232,6 @@ def _first_copy(backup, numbered) -> str | None:
 
 
 def _copies(prefix: str) -> list[str]:
-    from binlake.spark.ranges import name_sequence
     names = [name for name in os.listdir(prefix) if not name.startswith(".")
              and name_sequence(name) is not None]
     return sorted(names, key=name_sequence)
@@ -254,7 +253,6 @@ def _behind(prefix: str, files: dict, now: float) -> float:
     """Seconds since the server wrote the oldest event the copies hold and
     the lake does not (0 when the lake holds everything received)."""
     last = max((entry.file_seq for entry in files.values()), default=None)
-    from binlake.spark.ranges import name_sequence
     for name in _copies(prefix):
         if last is not None and name_sequence(name) < last:
             continue
