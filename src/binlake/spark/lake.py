@@ -468,38 +468,35 @@ class _Lake:
         """`rebuild` for the tables whose every change the driver computes
         (small ones: a small lake's first run, a table created since; a
         follower then needs no Spark job); returns the plans left to Spark."""
-        left, done = [], []
-        for plan in plans:
-            key = qualified(plan["database"], plan["table"])
-            try:
-                if _days_keyed_otherwise(plan):
-                    raise driver.InSpark("a key added since the table began")
-                rows = self._rewritten_in_driver(plan, CarriedFrom(None, 0, None),
-                                                 self.changes.all_of(_sources(plan)))
-            except driver.InSpark:
-                left.append(plan)
-                continue
-            self._stage_rows(key, rows, plan, "rebuilt")
-            done.append(key)
+        whole = {qualified(plan["database"], plan["table"]):
+                 (plan, CarriedFrom(None, 0, None), self.changes.all_of(_sources(plan)))
+                 for plan in plans if not _days_keyed_otherwise(plan)}
+        left, done = self._rewrite_in_driver(whole, "rebuilt")
         if done:
-            self.log(f"tables: {len(done)} rebuilt (in the driver)")
-        return left
+            self.log(f"tables: {done} rebuilt (in the driver)")
+        staged = whole.keys() - left.keys()
+        return [plan for plan in plans if qualified(plan["database"], plan["table"]) not in staged]
 
     def carry_in_driver(self, carried: dict) -> dict:
         """`carry` for the tables whose rows and new changes the driver
         computes; returns those left to Spark."""
-        left, done = {}, []
-        for key, (plan, source, files) in carried.items():
+        left, done = self._rewrite_in_driver(carried, "carried")
+        if done:
+            self.log(f"tables: carrying {done} into their new definitions (in the driver)")
+        return left
+
+    def _rewrite_in_driver(self, tables: dict, how: str) -> tuple[dict, int]:
+        """{key: (plan, CarriedFrom, change files)} staged whole where the
+        driver computes them; (those left to Spark, how many were staged)."""
+        left = {}
+        for key, (plan, source, files) in tables.items():
             try:
                 rows = self._rewritten_in_driver(plan, source, files)
             except driver.InSpark:
                 left[key] = (plan, source, files)
                 continue
-            self._stage_rows(key, rows, plan, "carried")
-            done.append(key)
-        if done:
-            self.log(f"tables: carrying {len(done)} into their new definitions (in the driver)")
-        return left
+            self._stage_rows(key, rows, plan, how)
+        return left, len(tables) - len(left)
 
     def _rewritten_in_driver(self, plan: dict, source: "CarriedFrom", files: list):
         """The table's rows carried from `source` with its changes in
