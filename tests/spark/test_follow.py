@@ -5,8 +5,9 @@ Strategy: the follower runs as the command, in a process of its own (so it
 can be SIGKILLed), against a private MariaDB written to without pause by a
 thread of inserts, updates and deletes on a keyed and a keyless table, with
 DDL on the way (a column added, a table created). Meanwhile the follower is
-SIGKILLed three times and started again, its dump thread is killed twice
-and the server is restarted once. At the end each Delta table must equal
+SIGKILLed three times and started again, a second follower of the same
+lake is started beside it, its dump thread is killed twice and the server
+is restarted cleanly and after a SIGKILL. At the end each Delta table must equal
 the server's rows, and changes/ must hold each change of the server's
 binlogs exactly once.
 """
@@ -85,11 +86,15 @@ def kill_dump_threads(server) -> int:
     return len(threads)
 
 
+def follower_command(server, lake) -> list[str]:
+    return [sys.executable, "-m", "binlake", "pipeline", "-R", "--follow", "--out", str(lake),
+            "-h", "127.0.0.1", "-P", str(server.port), "-u", "root",
+            "--heartbeat-period", "1", "binlog.000001"]
+
+
 def start_follower(server, lake, log):
-    command = [sys.executable, "-m", "binlake", "pipeline", "-R", "--follow", "--out", str(lake),
-               "-h", "127.0.0.1", "-P", str(server.port), "-u", "root",
-               "--heartbeat-period", "1", "binlog.000001"]
-    return subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+    return subprocess.Popen(follower_command(server, lake), stdout=log, stderr=log,
+                            stdin=subprocess.DEVNULL)
 
 
 def status(lake) -> dict:
@@ -147,7 +152,10 @@ def replayed_feed(lake, table: str) -> Counter:
 
 @pytest.fixture
 def server(mariadb, tmp_path):
-    with MariaDBServer(tmp_path / "server", server_id=31) as server:
+    # Crash-safe as a production server is (its redo log written at each
+    # commit): a SIGKILLed server then holds every commit its binlog holds.
+    with MariaDBServer(tmp_path / "server", server_id=31,
+                       extra={"innodb_flush_log_at_trx_commit": 1}) as server:
         server.execute(f"CREATE DATABASE {DB}")
         server.execute(f"CREATE TABLE {DB}.accounts (id INT PRIMARY KEY, owner VARCHAR(40), "
                        "balance DECIMAL(12,2))")
@@ -175,6 +183,11 @@ def test_the_follower_keeps_the_lake_equal_to_the_server_through_kills_and_a_res
 
     try:
         wait_for_batches(lake, follower, 2)
+        # a second follower of the same lake, beside the first: refused, the first goes on
+        second = subprocess.run(follower_command(server, lake), capture_output=True, text=True,
+                                timeout=120)
+        assert second.returncode == 1 and second.stderr.count("\n") == 1, second.stderr
+        assert "another binlake pipeline run is using this lake" in second.stderr
         follower = killed_and_restarted(follower)
         wait_for_batches(lake, follower, 1)
         assert kill_dump_threads(server)
@@ -183,12 +196,18 @@ def test_the_follower_keeps_the_lake_equal_to_the_server_through_kills_and_a_res
         server.execute(f"INSERT INTO {DB}.extra VALUES (1, 10), (2, 20)")
         follower = killed_and_restarted(follower)
         wait_for_batches(lake, follower, 1)
-        writer.paused.set()
-        server.stop()
-        server.start()
-        writer.paused.clear()
-        server.execute(f"UPDATE {DB}.extra SET v = v + 1")
-        wait_for_batches(lake, follower, 2)
+        for how in ("clean", "SIGKILL"):
+            writer.paused.set()
+            if how == "clean":
+                server.stop()
+            else:
+                server._process.send_signal(signal.SIGKILL)
+                server._process.wait()
+                server._process = None
+            server.start()
+            writer.paused.clear()
+            server.execute(f"UPDATE {DB}.extra SET v = v + 1")
+            wait_for_batches(lake, follower, 2)
         assert kill_dump_threads(server)
         follower = killed_and_restarted(follower)
         wait_for_batches(lake, follower, 2)
