@@ -85,9 +85,7 @@ def test_a_restarted_server_is_followed_by_text_raw_and_stream(server, tmp_path,
         if how == "clean":
             server.stop()
         else:
-            server._process.send_signal(signal.SIGKILL)
-            server._process.wait()
-            server._process = None
+            server.kill()
         time.sleep(1.5)
         for process in (text, backup):
             assert process.poll() is None, process.stderr.read().decode()

@@ -201,9 +201,7 @@ def test_the_follower_keeps_the_lake_equal_to_the_server_through_kills_and_a_res
             if how == "clean":
                 server.stop()
             else:
-                server._process.send_signal(signal.SIGKILL)
-                server._process.wait()
-                server._process = None
+                server.kill()
             server.start()
             writer.paused.clear()
             server.execute(f"UPDATE {DB}.extra SET v = v + 1")

@@ -159,6 +159,16 @@ class MariaDBServer:
             process.kill()
             process.wait()
 
+    def kill(self) -> None:
+        """SIGKILL the server, as a crash would stop it (`start` brings it back)."""
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait()
+
     def _write_defaults_file(self) -> None:
         server = {
             "user": "root",
