@@ -251,6 +251,10 @@ def test_once_to_the_servers_end_then_another_server_is_refused(server, tmp_path
     assert "the lake holds the server's binlogs to binlog.000001" in done.stdout
     assert lake_rows(lake, ["accounts"])["accounts"] == expected_accounts(server)
     assert status(lake)["state"] == "stopped"
+    # a lake that has read binlogs is not started again from a snapshot
+    again = subprocess.run(command[:-1] + ["--snapshot-from", "-P", str(server.port)],
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 1 and "--snapshot-from starts a lake" in again.stderr, again.stderr
     with MariaDBServer(tmp_path / "other", server_id=32) as other:
         other.execute(f"CREATE DATABASE {DB}")
         # its binlog.000001 longer than the lake's copy (else the server itself
@@ -304,3 +308,12 @@ def test_follow_needs_a_server(tmp_path):
     assert main(["pipeline", "--follow", "--out", str(tmp_path / "lake")], io.StringIO(),
                 err) == 2
     assert "--follow follows a live server: add -R" in err.getvalue()
+
+
+def test_a_snapshot_names_no_binlog(tmp_path):
+    from binlake.cli.dispatch import main
+    import io
+    err = io.StringIO()
+    assert main(["pipeline", "-R", "--snapshot-from", "--out", str(tmp_path / "lake"),
+                 "binlog.000001"], io.StringIO(), err) == 2
+    assert "-R --snapshot-from reads the binlog from the snapshot's position" in err.getvalue()

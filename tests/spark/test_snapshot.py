@@ -4,6 +4,7 @@ while writes keep running, ends equal to the server: no row lost, none
 applied twice."""
 from __future__ import annotations
 
+import os
 import random
 import threading
 
@@ -108,3 +109,115 @@ def test_a_snapshot_starts_a_lake_only(spark, server, tmp_path):
     with pytest.raises(ValueError, match="starts a lake"):
         run_pipeline(spark, [str(p) for p in server.binlog_files()], str(out),
                      snapshot=ServerAddress("127.0.0.1", server.port, "root", ""))
+
+
+# -- the lock-free snapshot: -R --snapshot-from --follow ----------------------------------
+
+CHUNK_ROWS = 300
+
+
+class MovingWriter(Writer):
+    """The writer's mix, and updates that move a row's key 1,500 ids up or
+    down: from one chunk's range to another's, read before or after it."""
+
+    def run(self):
+        rng = random.Random(5)
+        connection = self.server.connect(DATABASE)
+        with connection.cursor() as cursor:
+            for setup in SESSION_SETUP:
+                cursor.execute(setup)
+            while not self.done.is_set():
+                pick, choice = rng.randrange(2 * ACCOUNTS), rng.random()
+                if choice < 0.3:
+                    cursor.execute("UPDATE IGNORE accounts SET id = id + %s WHERE id = %s",
+                                   (rng.choice((-1500, 1500)), pick))
+                elif choice < 0.6:
+                    cursor.execute("UPDATE accounts SET balance = balance + 1, rate = rate * 2 "
+                                   "WHERE id = %s", (pick,))
+                elif choice < 0.7:
+                    cursor.execute("DELETE FROM accounts WHERE id = %s", (pick,))
+                elif choice < 0.9:
+                    cursor.execute("INSERT IGNORE INTO accounts VALUES (%s, 'new', 1.00, 0.5, "
+                                   "0.25)", (pick,))
+                else:
+                    cursor.execute("INSERT INTO no_pk (a, b, c) VALUES (%s, 'w', 0.5)", (pick,))
+                self.statements += 1
+        connection.close()
+
+
+def _status(lake) -> dict:
+    import json
+    try:
+        return json.loads((lake / "_binlake" / "status.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _wait(condition, process, what: str, timeout: float = 180) -> None:
+    import time
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert process.poll() is None, f"the follower ended while waiting for {what}"
+        assert time.monotonic() < deadline, f"{what}: not in {timeout} s"
+        time.sleep(0.05)
+
+
+def test_the_lock_free_snapshot_under_moving_keys_killed_and_resumed(mariadb, tmp_path):
+    """Chunks of 300 rows read by Spark tasks while rows are updated, deleted,
+    inserted and moved between chunks; the follower SIGKILLed after its
+    first rounds, started again: the tables equal the server, the rows read
+    again are at most the round the kill cut short."""
+    import signal
+    import subprocess
+    import sys
+    with MariaDBServer(tmp_path / "server", server_id=22) as server:
+        run_basic_workload(server, DATABASE)
+        server.execute(f"CREATE TABLE {DATABASE}.accounts (id INT PRIMARY KEY, "
+                       "owner VARCHAR(40), balance DECIMAL(12,2), rate FLOAT, score DOUBLE)")
+        rows = [(i, f"owner {i}", f"{i * 1.25:.2f}", i / 7, i / 3) for i in range(ACCOUNTS)]
+        with server.connection.cursor() as cursor:
+            cursor.executemany(f"INSERT INTO {DATABASE}.accounts VALUES (%s, %s, %s, %s, %s)",
+                               rows)
+        lake = tmp_path / "lake"
+        command = [sys.executable, "-m", "binlake", "pipeline", "-R", "--snapshot-from",
+                   "--follow", "--chunk-rows", str(CHUNK_ROWS), "--temporals", "text",
+                   "--out", str(lake), "-h", "127.0.0.1", "-P", str(server.port), "-u", "root"]
+        log = open(tmp_path / "follower.log", "ab")
+        writer = MovingWriter(server)
+        writer.start()
+        follower = subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+        try:
+            _wait(lambda: _status(lake).get("snapshot_rows", 0) >= 3 * CHUNK_ROWS, follower,
+                  "the first rounds")
+            follower.send_signal(signal.SIGKILL)
+            follower.wait()
+            killed = _status(lake)
+            follower = subprocess.Popen(command, stdout=log, stderr=log,
+                                        stdin=subprocess.DEVNULL)
+            _wait(lambda: (_status(lake).get("micro_batches", 0) > 0
+                           and not _status(lake).get("snapshot_tables_left")), follower,
+                  "the snapshot")
+            writer.done.set()
+            writer.join()
+            end = server.query("SHOW MASTER STATUS")[0][:2]
+            _wait(lambda: _status(lake).get("lake") == [end[0], int(end[1])], follower,
+                  "the last commit")
+        finally:
+            writer.done.set()
+            follower.send_signal(signal.SIGTERM)
+            assert follower.wait(timeout=60) == 0, (tmp_path / "follower.log").read_text()
+        done = _status(lake)
+        read_again = killed["snapshot_read"] + done["snapshot_read"] - done["snapshot_rows"]
+        rounds = load_manifest(str(lake)).chunks
+        assert rounds["tables"][f"{DATABASE}.accounts"]["done"]
+        # One round: two chunks a core, each its bound's 300 rows and those
+        # inserted into its range since.
+        assert 0 <= read_again <= 1.25 * 2 * (os.cpu_count() or 1) * CHUNK_ROWS, (killed, done)
+        assert writer.statements > 200
+        expected = expected_final_state(server, DATABASE)
+        exact = dict(server.query(f"SELECT id, rate + 0e0 FROM {DATABASE}.accounts"))
+        got = {row["id"]: row["rate"] for row in table_rows(lake, "accounts")}
+        assert got == exact
+        for row in expected["accounts"]:
+            row["rate"] = exact[row["id"]]
+        assert_tables_equal(lake, expected, _columns(server))

@@ -22,6 +22,14 @@ Strategy: one process, two parts joined by files on disk.
 A restarted follower needs no position: its copier continues from the
 backup manifest, its runs from the lake's.
 
+A lake started with `snapshot` (a server address: -R --snapshot-from)
+begins with the lock-free snapshot (binlake.spark.snapshot): a first run
+reads the keyless tables under one read view and sets the lake's start
+there; the keyed tables are then read in rounds of chunks by Spark tasks,
+one round before each micro-batch, which appends the round's rows with
+the binlog up to past every chunk's position (it waits for the copies to
+get there) and records the progress, until every table is read.
+
 Rule: the lake's lock is held for the follower's life (a batch run beside
 it is refused), and the copier's on its folder. `stop()` (the command's
 first SIGTERM or Ctrl-C) ends the follower after the micro-batch in
@@ -32,6 +40,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import struct
 import threading
 import time
@@ -41,6 +50,7 @@ from dataclasses import dataclass, field
 from binlake.atomic import replaced
 from binlake.spark.pipeline import PipelineResult, lake_lock, load_manifest, run_pipeline
 from binlake.spark.ranges import name_sequence
+from binlake.spark.snapshot import plan_round, progressed, read_round, snapshot_reading
 
 #: The copies' folder and the status file, under the lake's _binlake/.
 BINLOGS = "binlogs"
@@ -69,6 +79,9 @@ class FollowStatus:
     changes: int = 0                   #: appended since the follower started
     tables_committed: int = 0          #: table commits since the follower started
     error: str | None = None
+    snapshot_rows: int = 0             #: rows the lock-free snapshot has put in the lake
+    snapshot_tables_left: int = 0      #: keyed tables it has yet to finish
+    snapshot_read: int = 0             #: rows its rounds read in this process (some again)
     _rates: deque = field(default_factory=deque, repr=False)
 
     def counted(self, result: PipelineResult, now: float) -> None:
@@ -90,12 +103,17 @@ class FollowStatus:
                 "micro_batches": self.micro_batches,
                 "last_batch_seconds": round(self.last_batch_seconds, 3), "changes": self.changes,
                 "tables_committed": self.tables_committed, "error": self.error,
-                "updated": time.time()}
+                "snapshot_rows": self.snapshot_rows,
+                "snapshot_tables_left": self.snapshot_tables_left,
+                "snapshot_read": self.snapshot_read, "updated": time.time()}
 
     def line(self) -> str:
         where = f"{self.lake[0]} at {self.lake[1]}" if self.lake else "nothing yet"
+        snapshot = (f", snapshot: {self.snapshot_rows:,} rows, {self.snapshot_tables_left} "
+                    "table(s) to go" if self.snapshot_tables_left else "")
         return (f"binlake: {where} in the lake, {self.behind_seconds:.1f} s behind, "
-                f"{self.rows_per_second:,.0f} rows/s, {self.tables_committed} table commits")
+                f"{self.rows_per_second:,.0f} rows/s, {self.tables_committed} table commits"
+                + snapshot)
 
 
 class Follower:
@@ -104,12 +122,19 @@ class Follower:
     `start` is the server's binlog a new copy starts from (the backup's own
     manifest decides after that); `pipeline_options` are run_pipeline's
     keywords, the same for every micro-batch; `on_status(status)` is called
-    after each one."""
+    after each one. `address` (a ServerAddress of the server `source`
+    reads) is where the lock-free snapshot reads: `snapshot` starts a new
+    lake from it, in chunks of `chunk_rows` rows, `round_chunks` a round
+    (default: two per core); a restart continues one unfinished."""
 
     def __init__(self, spark, out: str, source, start: str | None, *,
-                 pipeline_options: dict | None = None, log=None, on_status=None):
+                 pipeline_options: dict | None = None, log=None, on_status=None,
+                 address=None, snapshot: bool = False, chunk_rows: int | None = None,
+                 round_chunks: int | None = None):
         self.spark, self.out, self.source = spark, os.path.abspath(out), source
         self.start = start
+        self.address, self.snapshot = address, snapshot
+        self.chunk_rows, self.round_chunks = chunk_rows, round_chunks
         self.pipeline_options = dict(pipeline_options or {})
         self.log = log or (lambda message: None)
         self.on_status = on_status
@@ -118,6 +143,7 @@ class Follower:
         self._stop = threading.Event()          # stop() was called, or the copier ended
         self._requested = threading.Event()     # stop() was called
         self._copier_failure: BaseException | None = None
+        self._stop_when_snapshotted = False
 
     def stop(self) -> None:
         """End after the micro-batch in flight (from any thread, a signal handler too)."""
@@ -132,12 +158,16 @@ class Follower:
             guard = lock(self.prefix)
             try:
                 backup = BackupManifest(self.prefix)
-                start = self.start or _first_copy(backup, name_sequence)
+                start = self._begin(backup) or self.start or _first_copy(backup, name_sequence)
                 if start is None:
                     raise ValueError("a new lake follows the server from a binlog: name it "
                                      "(the server's first: SHOW BINARY LOGS)")
                 name, position, keep = resume_point(self.prefix, start, 4, backup, name_sequence)
                 self.source.options.file, self.source.options.position = name, position
+                options = self.source.options
+                if snapshot_reading(load_manifest(self.out).chunks) and not options.stop_never:
+                    # -R alone: followed until the snapshot is done, then to the end.
+                    options.stop_never = self._stop_when_snapshotted = True
                 copier = threading.Thread(target=self._copy, args=(backup, name, position, keep),
                                           name="binlake-copier", daemon=True)
                 copier.start()
@@ -149,6 +179,21 @@ class Follower:
             finally:
                 guard.close()
         return self.status
+
+    def _begin(self, backup) -> str | None:
+        """A new lake with `snapshot`: its first run (the keyless tables, the
+        chunks planned); the binlog it starts from. None without `snapshot`,
+        or for a lake that started from one (a restart)."""
+        manifest = load_manifest(self.out)
+        if not self.snapshot or manifest.snapshot:
+            return None
+        if manifest.files or backup.copies:
+            raise ValueError("--snapshot-from starts a lake, and this one has read binlogs "
+                             "already: use a new output directory (nothing was changed)")
+        run_pipeline(self.spark, [self.prefix], self.out, log=self.log, snapshot=self.address,
+                     snapshot_chunk_rows=self.chunk_rows, snapshot_chunked=True,
+                     **self.pipeline_options)
+        return load_manifest(self.out).snapshot.file
 
     # The copier ------------------------------------------------------------------------
     def _copy(self, backup, name: str, position: int, keep: int) -> None:
@@ -178,8 +223,9 @@ class Follower:
         self.status.state = "following"
         while True:
             stopping = self._stop.is_set()
+            chunks = None if stopping else self._snapshot_round()
             received = _copies_size(self.prefix)
-            if received != seen or stopping:
+            if received != seen or stopping or chunks:
                 # What the copies hold now goes in (when stopping too: every
                 # whole transaction received before the stop).
                 seen = received
@@ -188,13 +234,38 @@ class Follower:
                 log = self.log if not self.status.micro_batches else self._warnings
                 began = time.monotonic()
                 result = run_pipeline(self.spark, [self.prefix], self.out, log=log,
-                                      **self.pipeline_options)
+                                      snapshot_round=chunks, **self.pipeline_options)
                 self._report(result, time.monotonic() - began)
             if stopping:
                 break
             self._stop.wait(POLL_SECONDS)
         if self._copier_failure is not None and not self._requested.is_set():
             raise self._copier_failure
+
+    def _snapshot_round(self) -> tuple | None:
+        """(folder, progress) of the lock-free snapshot's next round, read and
+        waited for (the copies past each chunk's position); None when the
+        snapshot is done, or the follower stops meanwhile (the round is read
+        again by the next start)."""
+        progress = load_manifest(self.out).chunks
+        self.status.snapshot_tables_left = len(snapshot_reading(progress))
+        if not self.status.snapshot_tables_left:
+            if self._stop_when_snapshotted:
+                self.stop()
+            return None
+        self.status.snapshot_rows = sum(e["rows"] for e in progress["tables"].values())
+        folder = os.path.join(self.out, "_binlake", "snapshot-round")
+        shutil.rmtree(folder, ignore_errors=True)
+        count = self.round_chunks or 2 * (os.cpu_count() or 1)
+        chunks = plan_round(self.address, progress, count)
+        reads = read_round(self.spark if len(chunks) > 1 else None, self.address, chunks, folder)
+        self.status.snapshot_read += sum(read.rows for read in reads)
+        self._write_status()
+        last = max((name_sequence(r.point.file), r.point.pos) for r in reads)
+        while _copied_through(self.prefix) < last:
+            if self._stop.wait(POLL_SECONDS):
+                return None
+        return folder, progressed(progress, reads)
 
     def _warnings(self, message: str) -> None:
         if message.startswith("warning"):
@@ -235,6 +306,12 @@ def _copies(prefix: str) -> list[str]:
     names = [name for name in os.listdir(prefix) if not name.startswith(".")
              and name_sequence(name) is not None]
     return sorted(names, key=name_sequence)
+
+
+def _copied_through(prefix: str) -> tuple:
+    """(file number, size) of the newest copy: every position before it is on disk."""
+    last = _last_copy(prefix)
+    return (name_sequence(last[0]), last[1]) if last else (-1, 0)
 
 
 def _copies_size(prefix: str) -> tuple:

@@ -76,7 +76,7 @@ from binlake.spark.history import PositionOrder
 from binlake.spark.layouts import qualified
 from binlake.spark.manifest import Manifest, TablesState
 from binlake.spark.partitioned import escape_partition_value, parquet_rows
-from binlake.spark.tables import (INSERTS, NOT_HELD, ROWS_PER_FILE, AsOf, history_versions,
+from binlake.spark.tables import (NOT_HELD, ROWS_PER_FILE, AsOf, history_versions,
                                   multiset_deltas, one_of, rebuild_states, refused, typed_rows,
                                   typed_state)
 from binlake.spark.typed import (arrow_type, converted, from_text, refuse, spark_type,
@@ -1017,7 +1017,9 @@ class ChangeFiles:
         for path in files:
             key = driver.partition_of(path, self.root)
             ops = pq.ParquetFile(path).read(columns=["op"]).column("op")
-            inserts = set(pc.unique(ops).to_pylist()) <= set(INSERTS)
+            # A snapshot's row ("r") may meet its key already there (a chunk
+            # of the lock-free snapshot read after a change to it): merged.
+            inserts = set(pc.unique(ops).to_pylist()) <= {"c"}
             known = found.get(key, TableChanges(0, True))
             found[key] = TableChanges(known.rows + len(ops), known.inserts_only and inserts)
         return found

@@ -21,6 +21,10 @@ What it holds:
     temporals  how DATE/DATETIME/TIMESTAMP columns are typed, chosen at the start
     history    whether history/ (SCD type 2) tables are kept
     snapshot   where a lake started from a snapshot sits in the binlog
+    chunks     how far the lock-free snapshot of each keyed table has read
+               (binlake.spark.snapshot.ChunkProgress): committed with the
+               run that appended the chunks' rows, so a killed snapshot
+               resumes at its first chunk not in the lake
     tables     the state of tables/: the binlog position it reflects and the
                plan signature of each table, the column each table named by
                --partition-by is partitioned by, or "mixed" while a rebuild that
@@ -132,6 +136,8 @@ class Manifest:
     history: bool = False
     snapshot: SnapshotFloor | None = None
     tables: TablesState | None = None
+    #: The lock-free snapshot's progress (its JSON), None when there is none.
+    chunks: dict | None = None
     #: The one selection a lake from before per-file selections recorded.
     selected_before: tuple[str, ...] | None = None
 
@@ -146,6 +152,10 @@ class Manifest:
         if self.files or self.snapshot:
             raise ValueError("a snapshot starts a lake: this one has read binlogs already")
         return replace(self, snapshot=floor)
+
+    def chunked(self, progress: dict) -> "Manifest":
+        """The lock-free snapshot read so far (its chunks' rows in this run)."""
+        return replace(self, chunks=progress)
 
     def reading(self, files: dict, layouts: dict) -> "Manifest":
         """`files` (name -> FileRead) read further, the table layouts now known."""
@@ -211,6 +221,8 @@ class Manifest:
             data["temporals"] = self.temporals
         if self.snapshot:
             data["snapshot"] = asdict(self.snapshot)
+        if self.chunks is not None:
+            data["chunks"] = self.chunks
         if self.selected_before is not None:
             data["tables_selected"] = list(self.selected_before)
         return data
@@ -227,6 +239,7 @@ class Manifest:
                    temporals=data.get("temporals"), history=bool(data.get("history")),
                    snapshot=SnapshotFloor(**snapshot) if snapshot else None,
                    tables=TablesState.from_json(data.get("tables")),
+                   chunks=data.get("chunks"),
                    selected_before=None if selected is None else tuple(selected))
 
 

@@ -58,8 +58,10 @@ def unescape_partition_value(name: str) -> str | None:
 
 
 def parquet_rows(folder: str) -> int:
-    """The rows of the Parquet files under `folder` (from their footers: no
-    data read); none when it does not exist."""
+    """The rows of the Parquet files under `folder`, or of the file `folder`
+    names (from their footers: no data read); none when it does not exist."""
+    if os.path.isfile(folder):
+        return pq.ParquetFile(folder).metadata.num_rows
     return sum(pq.ParquetFile(os.path.join(root, name)).metadata.num_rows
                for root, _, names in os.walk(folder) for name in names
                if name.endswith(".parquet"))

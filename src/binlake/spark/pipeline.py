@@ -63,6 +63,7 @@ from binlake.spark.lake import (TABLES, concurrently, hadoop_literal, tables_in_
                                 update_tables)
 from binlake.spark.manifest import FileRead, Manifest, SnapshotFloor, read_manifest, write_manifest
 from binlake.spark.partitioned import parquet_rows
+from binlake.spark.snapshot import snapshot_reading
 from binlake.spark.tables import AsOf, one_of
 from binlake.spark.typed import PARTITION_TYPES, TEMPORALS, spark_type, with_temporals
 
@@ -249,7 +250,8 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
                  as_of_out: str | None = None, split_bytes: int = DEFAULT_SPLIT_BYTES, min_partitions: int | None = None,
                  schema: str | None = None, tables: str | None = None,
                  reader_options: dict | None = None, snapshot=None,
-                 snapshot_chunk_rows: int | None = None, read_in: str = "auto",
+                 snapshot_chunk_rows: int | None = None, snapshot_chunked: bool = False,
+                 snapshot_round: tuple | None = None, read_in: str = "auto",
                  temporals: str | None = None, history: bool = False,
                  partition_by: str | dict | None = None, log=None) -> PipelineResult:
     if isinstance(spark, LazySession):
@@ -270,8 +272,9 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
             return _run(spark, inputs, out, as_of=as_of, as_of_out=as_of_out,
                         split_bytes=split_bytes, min_partitions=min_partitions, schema=schema,
                         tables=tables, reader_options=reader_options, snapshot=snapshot,
-                        snapshot_chunk_rows=snapshot_chunk_rows, read_in=read_in,
-                        temporals=temporals, keep_history=history,
+                        snapshot_chunk_rows=snapshot_chunk_rows,
+                        snapshot_chunked=snapshot_chunked, snapshot_round=snapshot_round,
+                        read_in=read_in, temporals=temporals, keep_history=history,
                         partition_by=parse_partition_by(partition_by), log=log)
         except Exception:  # (Ctrl-C does not wait)
             if isinstance(spark, LazySession):
@@ -364,8 +367,8 @@ def _as_of_folder(out: str, as_of_out: str | None) -> str:
 
 
 def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitions, schema,
-         tables, reader_options, snapshot, snapshot_chunk_rows, read_in, temporals,
-         keep_history, partition_by, log) -> PipelineResult:
+         tables, reader_options, snapshot, snapshot_chunk_rows, snapshot_chunked,
+         snapshot_round, read_in, temporals, keep_history, partition_by, log) -> PipelineResult:
     _recover(out, log)
     manifest = load_manifest(out)
     # Chosen when the lake starts, kept by the runs that do not say.
@@ -396,9 +399,16 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
             raise ValueError(f"--snapshot-from starts a lake, and {out} has read binlogs "
                              "already: use a new output directory")
         # The seed is the snapshot's DDL (then --schema's tables, by name).
-        staged_snapshot, point, schema = _take_snapshot(snapshot, wanted, out, schema,
-                                                        snapshot_chunk_rows, log)
+        staged_snapshot, point, schema, chunks = _take_snapshot(
+            snapshot, wanted, out, schema, snapshot_chunk_rows, snapshot_chunked, log)
         manifest = manifest.from_snapshot(point)
+        if chunks is not None:
+            manifest = manifest.chunked(chunks)
+    elif snapshot_round is not None:
+        # Chunks of the lock-free snapshot: their rows and progress go in
+        # with this run (binlake.spark.snapshot).
+        staged_snapshot, chunks = snapshot_round
+        manifest = manifest.chunked(chunks)
     # The schema history of everything read so far; `schema` seeds the first run.
     history = load_history(_state(out, "schema.json"), schema)
 
@@ -441,6 +451,12 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
     result.warnings.extend(history.warnings)
 
     order = PositionOrder(manifest.file_seqs())
+    # A table the lock-free snapshot is still reading is not in tables/ yet:
+    # its chunks and changes wait in changes/, and the run that appends its
+    # last chunk builds it from them, as a table new to the lake.
+    reading = snapshot_reading(manifest.chunks)
+    built = wanted if not reading else (
+        lambda database, table: wanted(database, table) and f"{database}.{table}" not in reading)
 
     def read_changes(files=None, only=None):
         return _changes_of(spark, out, files, only)
@@ -449,7 +465,7 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
         # The tables as of the point, whole, in their own folder; the lake's
         # tables and its manifest's state of them stay as they are.
         point = parse_as_of(as_of, manifest)
-        plans = _plans(history, layouts, order, wanted, temporals, partition_by,
+        plans = _plans(history, layouts, order, built, temporals, partition_by,
                        _before(point, order))
         os.makedirs(as_of_out, exist_ok=True)
         result.tables, _, result.table_work = update_tables(
@@ -463,7 +479,7 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
             or state.temporals != temporals or state.history != keep_history
             or state.partition_by != partition_by
             or not os.path.isdir(os.path.join(out, TABLES))):
-        plans = _plans(history, layouts, order, wanted, temporals, partition_by)
+        plans = _plans(history, layouts, order, built, temporals, partition_by)
 
         def tables_mixed() -> None:
             write_manifest(_state(out, "manifest.json"), manifest.tables_mixed(partition_by))
@@ -471,7 +487,7 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
         result.tables, built, result.table_work = update_tables(
             spark, out, plans, manifest, as_of=None, staged=_state(out, "tables.new"),
             read_changes=read_changes, tables_mixed=tables_mixed, log=log,
-            history=keep_history, selected=wanted)
+            history=keep_history, selected=built)
         result.tables_rebuilt = True
         write_manifest(_state(out, "manifest.json"), manifest.tables_built(
             replace(built, temporals=temporals, history=keep_history, partition_by=partition_by)))
@@ -687,24 +703,27 @@ def _before(point: AsOf | None, order: PositionOrder):
     return lambda version: order(version.position) < (point.file_seq, point.pos)
 
 
-def _take_snapshot(address, wanted, out: str, schema: str | None, chunk_rows, log):
+def _take_snapshot(address, wanted, out: str, schema: str | None, chunk_rows, chunked: bool,
+                   log):
     """(the folder of the snapshot's changes, its point for the manifest, the
-    schema seed to start the history with)."""
+    schema seed to start the history with, the lock-free snapshot's progress
+    with `chunked`)."""
     from binlake.schema.history import load_schema, parse_schema
     from binlake.schema.seeds import filled_in
     from binlake.spark.ranges import name_sequence
     from binlake.spark.snapshot import CHUNK_ROWS, take_snapshot
     folder = _state(out, "snapshot")
     shutil.rmtree(folder, ignore_errors=True)
-    point, ddl = take_snapshot(address, wanted, folder, file_seq_of=name_sequence,
-                               chunk_rows=chunk_rows or CHUNK_ROWS, log=log)
+    point, ddl, chunks = take_snapshot(address, wanted, folder, file_seq_of=name_sequence,
+                                       chunk_rows=chunk_rows or CHUNK_ROWS, chunked=chunked,
+                                       log=log)
     seed = parse_schema(ddl)
     if schema:
         seed = filled_in(load_schema(schema), seed)
     seed_path = _state(out, "schema-from-snapshot.json")
     seed.save(seed_path)
     floor = SnapshotFloor(point.file, point.pos, name_sequence(point.file), point.gtid, point.time)
-    return folder, floor, seed_path
+    return folder, floor, seed_path, chunks
 
 
 def _append(spark, out: str, segments: list, options: dict, manifest: Manifest, history, log,

@@ -21,10 +21,35 @@ integers, DECIMAL, temporals (session time zone UTC) and character strings
 are already that text; DOUBLE and FLOAT are parsed and printed as the
 binlog's are (FLOAT read through a DOUBLE so no digit is lost); binary
 strings, BIT and GEOMETRY arrive as bytes.
+
+The lock-free snapshot (`-R --snapshot-from`, binlake.spark.follow), the
+DBLog way but exact without reconciliation: the read view above opens the
+lake and reads only the tables without a key; a keyed table is read in
+chunks by key, in rounds between the follower's micro-batches. Each chunk
+is one short transaction of its own, on its own connection (a Spark task
+per chunk), that opens a consistent snapshot and reads MariaDB's
+Binlog_snapshot_position of that very view: the chunk's rows are the
+table's rows in its key range at that binlog position, placed there as
+op "r". The micro-batch that appends them reads the binlog past every
+chunk's position, so each key takes, in commit order, the changes before
+its chunk, its chunk's row, then the changes after: a key's last touch is
+its state (a key whose chunk comes later may be touched first; the chunk
+overwrites it). Chunk bounds are keys found by a keyset query (the key
+`chunk_rows` after the last bound), so an update that moves a row to
+another chunk's range is a delete in one and an insert in the other, each
+placed by its own chunk's position. A table still being read stays out of
+tables/ (a reader never sees half of it): the run that appends its last
+chunk builds it from its chunks and changes, as a table new to the lake
+(binlake.spark.pipeline). The progress (each table's last bound)
+is committed in the manifest with the run that holds the chunks' rows: a
+killed snapshot reads again at most the round in flight. MySQL has no
+position of a read view without a lock: there the snapshot stays the
+single read view (`--snapshot-from` without -R).
 """
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import ipaddress
 import os
@@ -37,7 +62,8 @@ from binlake.connection.settings import SchemaSourceError, connect, quote_identi
 from binlake.schema.seeds import SYSTEM_DATABASES, server_ddl
 from binlake.spark.exact import decimal_text, float32_text, value_text
 
-#: Rows per keyset page, and per Parquet file written.
+#: Rows per chunk of the lock-free snapshot (by key), and per batch of a
+#: table without a key.
 CHUNK_ROWS = 50_000
 #: Field types of the text protocol's result metadata whose text is a number.
 _INTEGERS = {T.MYSQL_TYPE_TINY, T.MYSQL_TYPE_SHORT, T.MYSQL_TYPE_LONG, T.MYSQL_TYPE_LONGLONG,
@@ -65,11 +91,12 @@ class SnapshotPoint:
 
 
 def take_snapshot(address, wanted, folder: str, *, file_seq_of, chunk_rows: int = CHUNK_ROWS,
-                  log=None) -> tuple[SnapshotPoint, str]:
+                  chunked: bool = False, log=None) -> tuple[SnapshotPoint, str, dict | None]:
     """Read every table `wanted(db, table)` selects into Parquet files of the
     changes view under `folder` (partitioned as changes/); returns the
-    point and the tables' DDL text. `file_seq_of(name)` numbers a binlog
-    file as the pipeline does."""
+    point, the tables' DDL text, and with `chunked` the progress of the
+    lock-free snapshot of the keyed tables, which this read leaves out.
+    `file_seq_of(name)` numbers a binlog file as the pipeline does."""
     import pymysql
     log = log or (lambda message: None)
     connection = connect(address, "--snapshot-from")
@@ -78,26 +105,42 @@ def take_snapshot(address, wanted, folder: str, *, file_seq_of, chunk_rows: int 
         with connection.cursor() as cursor:
             cursor.execute("SET SESSION time_zone = '+00:00', sql_mode = ''")
             cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            point = _open_read_view(cursor)
+            point, mariadb = _open_read_view(cursor)
+        if chunked and not mariadb:
+            raise SchemaSourceError("-R --snapshot-from: the lock-free snapshot needs MariaDB's "
+                                    "Binlog_snapshot_position; on MySQL start the lake with "
+                                    "--snapshot-from over files, then follow it")
         ddl = server_ddl(connection)
         tables = _tables(connection, wanted)
-        log(f"snapshot at {point.file}:{point.pos}" + (f" (GTID {point.gtid})" if point.gtid else "")
-            + f": {len(tables)} table(s)")
-        writer = _ChangeWriter(folder, point, file_seq_of(point.file))
+        keyed = [(db, table, key) for db, table, key in tables if chunked and key]
+        gtid = f" (GTID {point.gtid})" if point.gtid else ""
+        log(f"snapshot at {point.file}:{point.pos}{gtid}: {len(tables)} table(s)"
+            + (f", {len(keyed)} of them in chunks by key after this" if chunked else ""))
+        writer = _ChangeWriter(folder)
         for database, table, key in tables:
+            if (database, table, key) in keyed:
+                continue
             rows = 0
-            for chunk in _chunks(connection, database, table, key, chunk_rows):
-                rows += writer.write(database, table, chunk)
+            for names, columns in _chunks(connection, database, table, key, chunk_rows):
+                rows += writer.write(database, table, names, columns, point,
+                                     file_seq_of(point.file), writer.rows)
             log(f"snapshot: {database}.{table}: {rows} rows")
         connection.commit()
     except pymysql.err.MySQLError as exc:
         raise SchemaSourceError(f"--snapshot-from: {exc.args[-1] if exc.args else exc}") from None
     finally:
         connection.close()
-    return point, ddl
+    progress = None
+    if chunked:
+        progress = {"tables": {f"{db}.{table}": {"database": db, "table": table, "key": key,
+                                                 "after": None, "done": False, "rows": 0}
+                               for db, table, key in keyed},
+                    "chunks": 0, "chunk_rows": chunk_rows}
+    return point, ddl, progress
 
 
-def _open_read_view(cursor) -> SnapshotPoint:
+def _open_read_view(cursor) -> tuple[SnapshotPoint, bool]:
+    """The read view's point, and whether the server is MariaDB."""
     cursor.execute("SELECT VERSION()")
     mariadb = "mariadb" in cursor.fetchone()[0].lower()
     if mariadb:
@@ -125,8 +168,11 @@ def _open_read_view(cursor) -> SnapshotPoint:
     if not file:
         raise SchemaSourceError("--snapshot-from: the server writes no binary log "
                                 "(log_bin is OFF): there is no position to follow from")
-    return SnapshotPoint(file, int(pos), gtid,
-                         dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds"))
+    return SnapshotPoint(file, int(pos), gtid, _now()), mariadb
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds")
 
 
 def _tables(connection, wanted) -> list[tuple[str, str, list[str]]]:
@@ -149,40 +195,177 @@ def _tables(connection, wanted) -> list[tuple[str, str, list[str]]]:
 
 
 def _chunks(connection, database: str, table: str, key: list[str], chunk_rows: int):
-    """Lists of {column: exact text} rows: keyset pages by `key`, or one
-    streamed SELECT of a table without a key."""
+    """(column names, columns of exact text) per page: keyset pages by `key`
+    (`_pages`), or one streamed SELECT of a table without a key."""
     import pymysql.cursors
-    name = f"{_quote(database)}.{_quote(table)}"
     columns = _columns(connection, database, table)
-    select = ", ".join(f"({_quote(c)} + 0e0)" if kind == "float" else _quote(c)
-                       for c, kind in columns)
-    names = [c for c, _ in columns]
-    if not key:
-        with connection.cursor(pymysql.cursors.SSCursor) as cursor:
-            cursor.execute(f"SELECT {select} FROM {name}")
-            texts = _texts(cursor.description, columns)
-            while rows := cursor.fetchmany(chunk_rows):
-                yield [_row(names, texts, row) for row in rows]
+    if key:
+        with connection.cursor() as cursor:
+            yield from _pages(cursor, database, table, key, columns, None, None)
         return
+    names = [c for c, _ in columns]
+    with connection.cursor(pymysql.cursors.SSCursor) as cursor:
+        cursor.execute(f"SELECT {_select_list(columns)} FROM {_quote(database)}.{_quote(table)}")
+        texts = _texts(cursor.description, columns)
+        while rows := cursor.fetchmany(chunk_rows):
+            yield names, _text_columns(rows, texts)
+
+
+#: The bytes a page of a keyed table aims at (one value on the wire).
+PAGE_BYTES = 2 << 20
+#: Column types whose text is their bytes in base64 (binary strings, geometry).
+_BASE64_KINDS = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "geometry",
+                 "point", "linestring", "polygon", "multipoint", "multilinestring",
+                 "multipolygon", "geometrycollection"}
+#: Character columns: converted to the text protocol's character set.
+_CHARACTER_KINDS = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum",
+                    "set", "json"}
+
+
+def _page_value(column: str, kind: str) -> str:
+    """The SQL of a column's value in a page: QUOTE of the text the text
+    protocol would send (time zone UTC, UTF-8), or of its bytes in base64."""
+    name = f"page.{_quote(column)}"
+    if kind == "binary":  # as the binlog holds it: without the zero bytes that pad it
+        value = f"TO_BASE64(TRIM(TRAILING X'00' FROM {name}))"
+    elif kind in _BASE64_KINDS:
+        value = f"TO_BASE64({name})"
+    elif kind in _CHARACTER_KINDS:
+        value = f"CONVERT({name} USING utf8mb4)"
+    elif kind == "float":  # through a DOUBLE: every digit of the FLOAT
+        value = f"{name} + 0e0"
+    elif kind in ("bit", "year"):  # the integer, as the binlog's value is
+        value = f"{name} + 0"
+    else:
+        value = name
+    return f"QUOTE({value})"
+
+
+def _page_text(kind: str):
+    """From a column's page text to its exact text: None where it already is."""
+    if kind == "float":
+        return lambda v: float32_text(float(v))
+    if kind == "double":
+        return lambda v: value_text(float(v))
+    if kind in _FIXED_BINARY:
+        packed = _FIXED_BINARY[kind]
+        return lambda v: value_text(packed(v).rstrip(b"\0"))
+    return None
+
+
+def _pages(cursor, database: str, table: str, key: list[str], columns: list, after, through):
+    """(names, columns of exact text as Arrow arrays) of the rows after the
+    key `after` up to `through`, page by page in key order.
+
+    A page is one value the server makes: its rows as lines of QUOTEd values
+    (SQL's escapes: \\, \' and raw bytes otherwise) between tabs, parsed by
+    pyarrow's CSV reader, so neither side spends Python per value (the
+    server formats the values as its text protocol does). It is
+    `PAGE_BYTES` long or so: its rows follow the bytes a row took so far.
+    A page the server cut short (group_concat_max_len, max_allowed_packet)
+    is read again at half its rows. A page with QUOTE's two escapes the CSV
+    reader does not know (\\0 for NUL, \\Z for Ctrl-Z), or not UTF-8, is
+    read again by the text protocol, as a row too large for any page is."""
+    import pyarrow as pa
+    import pyarrow.csv as csv
+    names = [c for c, _ in columns]
+    line = "CONCAT_WS('\\t', " + ", ".join(_page_value(c, kind) for c, kind in columns) + ")"
+    last = (f"MAX(page.{_quote(key[0])})" if len(key) == 1 else "NULL")
+    order = "" if len(key) == 1 else " ORDER BY " + ", ".join(f"page.{_quote(c)}" for c in key)
+    source = (f"SELECT {', '.join(_quote(c) for c in names)} FROM {_quote(database)}."
+              f"{_quote(table)}")
+    in_order = " ORDER BY " + ", ".join(_quote(c) for c in key)
+    fields = [str(i) for i in range(len(names))]
+    read = csv.ReadOptions(column_names=fields, use_threads=False)
+    parse = csv.ParseOptions(delimiter="\t", quote_char="'", escape_char="\\",
+                             double_quote=False, newlines_in_values=True)
+    convert = csv.ConvertOptions(column_types={f: pa.string() for f in fields},
+                                 null_values=["NULL"], strings_can_be_null=True,
+                                 quoted_strings_can_be_null=False)
+    texts = [_page_text(kind) for _, kind in columns]
+    keyed = [names.index(c) for c in key]
+    cursor.execute("SET SESSION group_concat_max_len = @@max_allowed_packet")
+    cursor.execute("SELECT @@group_concat_max_len")
+    longest = int(cursor.fetchone()[0])
+    rows = 1000
+    while True:
+        where, params = _key_range(key, after, through)
+        cursor.execute(f"SELECT COUNT(*), {last}, CAST(GROUP_CONCAT({line}{order} SEPARATOR "
+                       f"'\\n') AS BINARY) FROM ({source}{where}{in_order} LIMIT {rows}) AS page",
+                       params)
+        count, greatest, data = cursor.fetchone()
+        count = int(count)
+        if not count:
+            return
+        page = None
+        if data is not None and b"\\0" not in data and b"\\Z" not in data:
+            try:
+                page = csv.read_csv(pa.py_buffer(data), read_options=read, parse_options=parse,
+                                    convert_options=convert)
+            except pa.ArrowInvalid:  # cut short, or not UTF-8
+                pass
+        if page is not None and page.num_rows == count:
+            found = [_exact(column.combine_chunks(), kind, text)
+                     for column, (_, kind), text in zip(page.columns, columns, texts)]
+        elif (data is None or len(data) >= longest) and rows > 1:
+            rows //= 2  # cut short by the server: half as many rows
+            continue
+        else:
+            found = _text_protocol_page(cursor, f"{source}{where}{in_order} LIMIT {rows}",
+                                        params, columns, key)
+        yield names, found
+        if count < rows:
+            return
+        after = (tuple(_key_param(found[i][count - 1].as_py(), columns[i][1]) for i in keyed)
+                 if greatest is None else (greatest,))
+        rows = max(1, min(50_000, int(PAGE_BYTES * count / max(1, len(data or b"")))))
+
+
+def _exact(column, kind: str, text):
+    """A page's column as exact text (binary columns: TO_BASE64's lines joined)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    if kind in _BASE64_KINDS:
+        return pc.replace_substring(column, "\n", "")
+    if text is None:
+        return column
+    return pa.array([None if v is None else text(v) for v in column.to_pylist()], pa.string())
+
+
+def _key_param(text: str, kind: str):
+    """A key value of a page, as the next page's query compares it."""
+    return base64.b64decode(text) if kind in _BASE64_KINDS else text
+
+
+def _text_protocol_page(cursor, query: str, params: tuple, columns: list, key: list) -> list:
+    """A page's rows (`query`) by the text protocol, as exact text (`_texts`)."""
+    import pyarrow as pa
     order = ", ".join(_quote(c) for c in key)
-    positions = [names.index(c) for c in key]
-    last = None
-    with connection.cursor() as cursor:
-        while True:
-            where, params = "", ()
-            if last is not None:
-                where = f" WHERE ({order}) > ({', '.join(['%s'] * len(key))})"
-                params = tuple(last)
-            cursor.execute(f"SELECT {select} FROM {name}{where} ORDER BY {order} LIMIT {chunk_rows}",
-                           params)
-            rows = cursor.fetchall()
-            if not rows:
-                return
-            texts = _texts(cursor.description, columns)
-            yield [_row(names, texts, row) for row in rows]
-            if len(rows) < chunk_rows:
-                return
-            last = [rows[-1][i] for i in positions]
+    cursor.execute(f"SELECT {_select_list(columns)} FROM ({query}) AS page ORDER BY {order}",
+                   params)
+    rows = cursor.fetchall()
+    texts = _texts(cursor.description, columns)
+    return [pa.array(column, pa.string()) for column in _text_columns(rows, texts)]
+
+
+def _select_list(columns: list[tuple[str, str]]) -> str:
+    return ", ".join(f"({_quote(c)} + 0e0)" if kind == "float" else _quote(c)
+                     for c, kind in columns)
+
+
+def _key_range(key: list[str], after, through) -> tuple[str, tuple]:
+    """The WHERE clause of the keys after `after` up to `through` (inclusive;
+    None: no bound), compared as the index orders them (a row constructor)."""
+    columns = "(" + ", ".join(_quote(c) for c in key) + ")"
+    marks = "(" + ", ".join(["%s"] * len(key)) + ")"
+    terms, params = [], ()
+    if after is not None:
+        terms.append(f"{columns} > {marks}")
+        params += tuple(after)
+    if through is not None:
+        terms.append(f"{columns} <= {marks}")
+        params += tuple(through)
+    return (" WHERE " + " AND ".join(terms) if terms else ""), params
 
 
 def _columns(connection, database: str, table: str) -> list[tuple[str, str]]:
@@ -218,45 +401,204 @@ def _text_function(field_type: int, kind: str):
     return value_text  # text as is; bytes (binary strings, GEOMETRY) as base64
 
 
-def _row(names: list[str], texts: list, row) -> dict:
-    return {name: (None if value is None else text(value))
-            for name, text, value in zip(names, texts, row)}
+def _text_columns(rows, texts: list) -> list[list]:
+    """The rows' values as columns of exact text (None for NULL)."""
+    if not rows:
+        return [[] for _ in texts]
+    return [[None if value is None else text(value) for value in column]
+            for text, column in zip(texts, zip(*rows))]
 
 
 class _ChangeWriter:
-    """Snapshot rows as Parquet files of the changes view, in its partitions."""
+    """Snapshot rows as Parquet files of the changes view, in its partitions:
+    each page's rows placed just before `point` (op "r"), numbered from
+    `first` within the commit key's `sub`."""
 
-    def __init__(self, folder: str, point: SnapshotPoint, file_seq: int):
-        self.folder, self.point, self.file_seq = folder, point, file_seq
-        self.moment = dt.datetime.fromisoformat(point.time)
-        self.index = 0
+    def __init__(self, folder: str):
+        self.folder = folder
+        self.rows = 0  #: written so far
+        os.makedirs(folder, exist_ok=True)  # there, even with no row
 
-    def write(self, database: str, table: str, rows: list[dict]) -> int:
+    def write(self, database: str, table: str, names: list[str], columns: list[list],
+              point: SnapshotPoint, file_seq: int, first: int, sub: int = 0) -> int:
+        import numpy as np
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         from binlake.spark.batches import CHANGES
-        point, n = self.point, len(rows)
-        first = self.index
-        self.index += n
-        key = {"file_seq": self.file_seq, "pos": point.pos - 1, "sub": 0}
+        n, width = len(columns[0]) if columns else 0, len(names)
+        if not n:
+            return 0
+        columns = [c if isinstance(c, pa.Array) else pa.array(c, pa.string()) for c in columns]
+        moment = dt.datetime.fromisoformat(point.time)
+        # The after image: each row's columns by name, interleaved row by row.
+        entry = np.arange(n * width)
+        after = pa.MapArray.from_arrays(
+            pa.array(np.arange(0, n * width + 1, width, dtype=np.int32)),
+            pa.array(names, pa.string()).take(pa.array(entry % width)),
+            pa.concat_arrays(columns).take(pa.array(entry % width * n + entry // width)))
+        key = pa.StructArray.from_arrays(
+            [pa.repeat(file_seq, n).cast(pa.int64()), pa.repeat(point.pos - 1, n).cast(pa.int64()),
+             pa.repeat(sub, n).cast(pa.int32()), pa.array(np.arange(first, first + n,
+                                                                    dtype=np.int32))],
+            names=["file_seq", "pos", "sub", "row"])
         columns = {
-            "path": [None] * n, "file": [point.file] * n, "pos": [point.pos] * n,
-            "row_index": list(range(n)),
-            "commit_key": [dict(key, row=first + i) for i in range(n)],
-            "timestamp": [self.moment] * n, "commit_timestamp": [self.moment] * n,
-            "commit_pos": [point.pos] * n, "gtid": [point.gtid] * n, "xid": [None] * n,
-            "server_id": [None] * n, "database": [database] * n, "table": [table] * n,
-            "op": ["r"] * n, "before": [None] * n,
-            "after": [list(row.items()) for row in rows],
+            "path": pa.nulls(n), "file": pa.repeat(point.file, n), "pos": pa.repeat(point.pos, n),
+            "row_index": pa.array(np.arange(n, dtype=np.int32)), "commit_key": key,
+            "timestamp": pa.repeat(moment, n), "commit_timestamp": pa.repeat(moment, n),
+            "commit_pos": pa.repeat(point.pos, n), "gtid": pa.repeat(point.gtid, n),
+            "xid": pa.nulls(n), "server_id": pa.nulls(n), "database": pa.repeat(database, n),
+            "table": pa.repeat(table, n), "op": pa.repeat("r", n), "before": pa.nulls(n),
+            "after": after,
         }
-        batch = pa.table(columns, schema=CHANGES).drop_columns(["database", "table"])
+        batch = pa.Table.from_arrays([columns[f.name].cast(f.type) for f in CHANGES],
+                                     schema=CHANGES).drop_columns(["database", "table"])
         where = os.path.join(self.folder, f"database={escape_partition(database)}",
                              f"table={escape_partition(table)}",
-                             f"date={self.moment.date().isoformat()}")
+                             f"date={moment.date().isoformat()}")
         os.makedirs(where, exist_ok=True)
-        pq.write_table(batch, os.path.join(where, f"part-snapshot-{uuid.uuid4().hex}.parquet"))
+        # A chunk's file is named by its number: a Spark task run again writes it again.
+        name = f"part-snapshot-{f'chunk-{sub:09d}' if sub else uuid.uuid4().hex}.parquet"
+        pq.write_table(batch, os.path.join(where, f".{name}.tmp"))
+        os.replace(os.path.join(where, f".{name}.tmp"), os.path.join(where, name))
+        self.rows += n
         return n
+
+
+# -- the lock-free snapshot: chunks by key ------------------------------------------------
+
+@dataclass(frozen=True)
+class Chunk:
+    """The rows of a keyed table after the key `after` up to `through`
+    (inclusive; None: no bound), the snapshot's chunk number `number`."""
+    database: str
+    table: str
+    key: tuple[str, ...]
+    after: tuple | None
+    through: tuple | None
+    number: int
+
+
+@dataclass(frozen=True)
+class ChunkRead:
+    chunk: Chunk
+    rows: int
+    point: SnapshotPoint
+
+
+def snapshot_reading(progress: dict | None) -> set[str]:
+    """The tables ("db.table") the lock-free snapshot has yet to finish."""
+    return {name for name, entry in (progress or {}).get("tables", {}).items()
+            if not entry["done"]}
+
+
+def plan_round(address, progress: dict, count: int) -> list[Chunk]:
+    """The next `count` chunks (fewer at the end), in key order table after
+    table: each bound is the key `chunk_rows` rows after the last one, found
+    by one index query; the last chunk of a table has no upper bound."""
+    import pymysql
+    chunk_rows, number = progress["chunk_rows"], progress["chunks"]
+    found: list[Chunk] = []
+    connection = connect(address, "--snapshot-from")
+    connection.decoders = {}
+    try:
+        with connection.cursor() as cursor:
+            for entry in progress["tables"].values():
+                if entry["done"]:
+                    continue
+                key, after = tuple(entry["key"]), _key_values(entry["after"])
+                order = ", ".join(_quote(c) for c in key)
+                name = f"{_quote(entry['database'])}.{_quote(entry['table'])}"
+                while len(found) < count:
+                    where, params = _key_range(list(key), after, None)
+                    cursor.execute(f"SELECT {order} FROM {name}{where} ORDER BY {order} "
+                                   f"LIMIT 1 OFFSET {chunk_rows - 1}", params)
+                    bound = cursor.fetchone()
+                    found.append(Chunk(entry["database"], entry["table"], key, after,
+                                       tuple(bound) if bound else None, number + len(found)))
+                    if bound is None:
+                        break
+                    after = tuple(bound)
+                if len(found) >= count:
+                    break
+    except pymysql.err.MySQLError as exc:
+        raise SchemaSourceError(f"--snapshot-from: {exc.args[-1] if exc.args else exc}") from None
+    finally:
+        connection.close()
+    return found
+
+
+def read_chunks(address, chunks, folder: str) -> list[ChunkRead]:
+    """Each chunk in a consistent snapshot of its own, at the binlog position
+    MariaDB gives that view, written under `folder` (a Spark task's work)."""
+    import pyarrow as pa
+    import pymysql
+
+    from binlake.spark.ranges import name_sequence
+    connection = connect(address, "--snapshot-from")
+    connection.decoders = {}
+    writer, done, columns_of = _ChangeWriter(folder), [], {}
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SET SESSION time_zone = '+00:00', sql_mode = ''")
+            cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            for chunk in chunks:
+                table = (chunk.database, chunk.table)
+                if table not in columns_of:
+                    columns_of[table] = _columns(connection, *table)
+                cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+                cursor.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
+                status = {name.lower(): value for name, value in cursor.fetchall()}
+                point = SnapshotPoint(status["binlog_snapshot_file"],
+                                      int(status["binlog_snapshot_position"]), None, _now())
+                pages = list(_pages(cursor, chunk.database, chunk.table, list(chunk.key),
+                                    columns_of[table], chunk.after, chunk.through))
+                connection.commit()
+                names = [c for c, _ in columns_of[table]]
+                columns = [pa.chunked_array([page[i] for _, page in pages], pa.string())
+                           .combine_chunks() for i in range(len(names))]
+                n = writer.write(chunk.database, chunk.table, names, columns, point,
+                                 name_sequence(point.file), 0, sub=chunk.number)
+                done.append(ChunkRead(chunk, n, point))
+    except pymysql.err.MySQLError as exc:
+        raise SchemaSourceError(f"--snapshot-from: {exc.args[-1] if exc.args else exc}") from None
+    finally:
+        connection.close()
+    return done
+
+
+def read_round(spark, address, chunks: list[Chunk], folder: str) -> list[ChunkRead]:
+    """The chunks read by Spark tasks in parallel, one per task on its own
+    connection (a round of one chunk: here)."""
+    if len(chunks) <= 1 or spark is None:
+        return read_chunks(address, chunks, folder)
+    tasks = spark.sparkContext.parallelize(chunks, len(chunks))
+    return tasks.mapPartitions(lambda part: read_chunks(address, list(part), folder)).collect()
+
+
+def progressed(progress: dict, reads: list[ChunkRead]) -> dict:
+    """The progress once these chunks (a round, in key order) are in the lake."""
+    tables = {name: dict(entry) for name, entry in progress["tables"].items()}
+    for read in reads:
+        entry = tables[f"{read.chunk.database}.{read.chunk.table}"]
+        entry["after"] = _key_json(read.chunk.through)
+        entry["done"] = read.chunk.through is None
+        entry["rows"] += read.rows
+    return dict(progress, tables=tables, chunks=progress["chunks"] + len(reads))
+
+
+def _key_json(values) -> list | None:
+    """Key values as the manifest keeps them: text, bytes as {"base64": ...}."""
+    if values is None:
+        return None
+    return [{"base64": base64.b64encode(v).decode("ascii")} if isinstance(v, bytes) else v
+            for v in values]
+
+
+def _key_values(data) -> tuple | None:
+    if data is None:
+        return None
+    return tuple(base64.b64decode(v["base64"]) if isinstance(v, dict) else v for v in data)
 
 
 #: The characters Spark escapes in a partition directory's value (%XX).

@@ -86,7 +86,13 @@ def add_arguments(parser) -> None:
                              "(connecting as --schema-from does): every selected table read "
                              "under one read view, with the binlog position and GTID state it "
                              "is at; the binlogs are read from that position on. Only for a new "
-                             "output directory")
+                             "output directory. With -R (MariaDB): lock-free, the server "
+                             "followed: a keyed table is read in chunks by key, each in a short "
+                             "read view of its own, by Spark tasks in parallel, between "
+                             "micro-batches; a restart resumes at the first chunk not in the lake")
+    parser.add_argument("--chunk-rows", type=int, default=None, metavar="N",
+                        help="with --snapshot-from: rows per keyset page, and per chunk of the "
+                             "lock-free snapshot (default 50,000)")
     parser.add_argument("--tables", metavar="PATTERNS",
                         help="only these tables: comma-separated db.table patterns (db.*, *.orders)")
     parser.add_argument("--temporals", choices=("typed", "text"), default=None,
@@ -173,7 +179,8 @@ def run(args, out, err) -> int:
             split_bytes=args.split_bytes or DEFAULT_SPLIT_BYTES, min_partitions=args.partitions,
             schema=schema, tables=args.tables,
             reader_options={"force": args.force_read, "verify_checksums": args.verify_checksums},
-            snapshot=snapshot, read_in=args.read_in, temporals=args.temporals,
+            snapshot=snapshot, snapshot_chunk_rows=args.chunk_rows, read_in=args.read_in,
+            temporals=args.temporals,
             history=args.history, partition_by=args.partition_by, log=log)
     except Exception as exc:  # noqa: BLE001 - whatever failed, as one line
         err.write(f"binlake pipeline: {one_line(exc)}\n")
@@ -198,7 +205,7 @@ def run(args, out, err) -> int:
 
 
 #: Options a live lake cannot take: refused with -R in one line.
-NOT_WITH_REMOTE = {"as_of": "--as-of", "snapshot_from": "--snapshot-from", "sample": "--sample"}
+NOT_WITH_REMOTE = {"as_of": "--as-of", "sample": "--sample"}
 
 
 def _follow(args, spark, schema, out, err, log) -> int:
@@ -206,6 +213,7 @@ def _follow(args, spark, schema, out, err, log) -> int:
     ends (-R) or a stop (--follow: SIGTERM, Ctrl-C; a second one interrupts
     the micro-batch in flight, which the next start completes or discards)."""
     import signal
+    from dataclasses import replace
 
     from binlake.cli.commands.selection import live_source
     from binlake.spark.follow import Follower
@@ -214,10 +222,17 @@ def _follow(args, spark, schema, out, err, log) -> int:
         err.write("binlake pipeline: -R reads one server from one binlog's name on"
                   + (f"; not with {', '.join(refused)}" if refused else "") + "\n")
         return ExitStatus.USAGE
+    if args.snapshot_from and args.inputs:
+        err.write("binlake pipeline: -R --snapshot-from reads the binlog from the snapshot's "
+                  "position: name no binlog\n")
+        return ExitStatus.USAGE
     args.files, args.short_form = args.inputs, True
     args.to_last_log, args.stop_never = True, args.follow
     try:
         source = live_source(args, err)
+        # The snapshot's connections, Spark tasks' too: the password given once.
+        address = replace(server_address(args, for_schema=False),
+                          password=source.options.settings.get("password"))
     except ValueError as exc:
         err.write(f"binlake pipeline: {exc}\n")
         return ExitStatus.USAGE
@@ -236,7 +251,8 @@ def _follow(args, spark, schema, out, err, log) -> int:
                             reader_options={"force": args.force_read,
                                             "verify_checksums": args.verify_checksums}),
                         log=lambda message: log(("\n" if terminal else "") + message),
-                        on_status=show)
+                        on_status=show, address=address, snapshot=args.snapshot_from,
+                        chunk_rows=args.chunk_rows)
     signals = []
 
     def stop(signum, frame) -> None:
