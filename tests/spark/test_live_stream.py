@@ -10,6 +10,7 @@ same changes as a batch read of the server's own binlog files.
 from __future__ import annotations
 
 import signal
+import time
 
 import pytest
 
@@ -65,6 +66,59 @@ def test_a_live_server_through_a_raw_backup_folder_exactly_once(spark, primary, 
     finally:
         backup.send_signal(signal.SIGINT)
         backup.communicate(timeout=30)
+    files = [str(path) for path in primary.binlog_files()]
+    expected = [row.asDict(recursive=True) for row in
+                spark.read.format("binlog").option("view", "changes").load(files).collect()]
+    got = pq.read_table(sink).to_pylist()
+    assert len(expected) > 1000
+    assert change_keys(got) == change_keys(expected)
+
+
+def test_a_live_server_named_by_options_exactly_once(spark, primary, tmp_path):
+    """The source follows the server itself (connection options): its dump
+    thread killed, the query stopped and started again while the server
+    writes, the server rotating its binlog: the sink holds each change of the
+    server's binlogs once."""
+    from server.live_helpers import kill_dump_threads, write
+    folder, sink, checkpoint = tmp_path / "binlogs", tmp_path / "sink", tmp_path / "checkpoint"
+    stream = (spark.readStream.format("binlog").option("view", "changes")
+              .options(host="127.0.0.1", port=str(primary.port), user="root", heartbeat="0.5")
+              .load(str(folder))
+              .writeStream.format("parquet").option("path", str(sink))
+              .option("checkpointLocation", str(checkpoint))
+              .trigger(processingTime="200 milliseconds"))
+
+    def caught_up(query) -> None:
+        """Until the copies hold the server's last commit and the query has read it."""
+        end = primary.query("SHOW MASTER STATUS")[0][:2]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            copy = folder / end[0]
+            if copy.exists() and copy.stat().st_size >= int(end[1]):
+                query.processAllAvailable()
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"the copies did not reach {end}")
+
+    write(primary, 1, 200)
+    query = stream.start()
+    try:
+        caught_up(query)
+        write(primary, 201, 200)
+        kill_dump_threads(primary)
+        write(primary, 401, 200)
+        caught_up(query)
+    finally:
+        query.stop()
+    write(primary, 601, 200)            # written while no query runs
+    query = stream.start()
+    try:
+        write(primary, 801, 200)
+        primary.flush_logs()
+        write(primary, 1001, 100)
+        caught_up(query)
+    finally:
+        query.stop()
     files = [str(path) for path in primary.binlog_files()]
     expected = [row.asDict(recursive=True) for row in
                 spark.read.format("binlog").option("view", "changes").load(files).collect()]

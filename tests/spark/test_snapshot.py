@@ -142,6 +142,7 @@ class MovingWriter(Writer):
                 else:
                     cursor.execute("INSERT INTO no_pk (a, b, c) VALUES (%s, 'w', 0.5)", (pick,))
                 self.statements += 1
+                self.done.wait(0.002)  # a busy server, not a flood: small micro-batches
         connection.close()
 
 

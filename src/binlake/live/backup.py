@@ -419,5 +419,51 @@ def copy_all(source, prefix: str, manifest: BackupManifest, name: str, position:
         name = None
 
 
+class Copier:
+    """`copy_all` in a thread of its own, for a reader of the copies beside
+    it (the follower, the Spark streaming source): holds the folder's lock
+    from its creation to `close()`; `failure` is what ended the copying
+    (None while it goes on, or when `close()` ended it)."""
+
+    def __init__(self, source, prefix: str, numbered):
+        self.source, self.prefix, self.numbered = source, prefix, numbered
+        os.makedirs(os.path.dirname(prefix) or ".", exist_ok=True)
+        self._guard = lock(prefix)
+        self.backup = BackupManifest(prefix)
+        self.failure: BaseException | None = None
+        self._thread: threading.Thread | None = None
+
+    def first_copy(self) -> str | None:
+        """The first binlog the folder holds (where a restart continues from)."""
+        names = sorted(self.backup.copies, key=lambda copy: self.numbered(copy) or -1)
+        return names[0] if names else None
+
+    def start(self, name: str, on_end=None) -> None:
+        """Copy from the binlog `name` on (the manifest's copies decide where);
+        `on_end()` is called in the copier's thread when it ends."""
+        file, position, keep = resume_point(self.prefix, name, 4, self.backup, self.numbered)
+        self.source.options.file, self.source.options.position = file, position
+
+        def copy() -> None:
+            try:
+                copy_all(self.source, self.prefix, self.backup, file, position, keep)
+            except BaseException as exc:  # noqa: BLE001 - the reader's to raise
+                self.failure = exc
+            finally:
+                if on_end is not None:
+                    on_end()
+        self._thread = threading.Thread(target=copy, name="binlake-copier", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop copying (the copies stay whole) and give the folder back."""
+        try:
+            if self._thread is not None:
+                self.source.close()
+                self._thread.join()
+        finally:
+            self._guard.close()
+
+
 class AnotherServersFile(BinlogError):
     """The server's binlog under a copy's name is not the file copied."""

@@ -142,7 +142,7 @@ class Follower:
         self.status = FollowStatus(server=source.where)
         self._stop = threading.Event()          # stop() was called, or the copier ended
         self._requested = threading.Event()     # stop() was called
-        self._copier_failure: BaseException | None = None
+        self._copier = None
         self._stop_when_snapshotted = False
 
     def stop(self) -> None:
@@ -152,32 +152,24 @@ class Follower:
 
     def run(self) -> FollowStatus:
         """Follow until `stop()` or a failure (raised after the lake is left whole)."""
-        from binlake.live.backup import BackupManifest, lock, resume_point
+        from binlake.live.backup import Copier
         os.makedirs(self.prefix, exist_ok=True)
         with lake_lock(self.out):
-            guard = lock(self.prefix)
+            self._copier = Copier(self.source, self.prefix, name_sequence)
             try:
-                backup = BackupManifest(self.prefix)
-                start = self._begin(backup) or self.start or _first_copy(backup, name_sequence)
+                start = (self._begin(self._copier.backup) or self.start
+                         or self._copier.first_copy())
                 if start is None:
                     raise ValueError("a new lake follows the server from a binlog: name it "
                                      "(the server's first: SHOW BINARY LOGS)")
-                name, position, keep = resume_point(self.prefix, start, 4, backup, name_sequence)
-                self.source.options.file, self.source.options.position = name, position
                 options = self.source.options
                 if snapshot_reading(load_manifest(self.out).chunks) and not options.stop_never:
                     # -R alone: followed until the snapshot is done, then to the end.
                     options.stop_never = self._stop_when_snapshotted = True
-                copier = threading.Thread(target=self._copy, args=(backup, name, position, keep),
-                                          name="binlake-copier", daemon=True)
-                copier.start()
-                try:
-                    self._micro_batches()
-                finally:
-                    self.source.close()
-                    copier.join()
+                self._copier.start(start, on_end=self._stop.set)
+                self._micro_batches()
             finally:
-                guard.close()
+                self._copier.close()
         return self.status
 
     def _begin(self, backup) -> str | None:
@@ -194,16 +186,6 @@ class Follower:
                      snapshot_chunk_rows=self.chunk_rows, snapshot_chunked=True,
                      **self.pipeline_options)
         return load_manifest(self.out).snapshot.file
-
-    # The copier ------------------------------------------------------------------------
-    def _copy(self, backup, name: str, position: int, keep: int) -> None:
-        from binlake.live.backup import copy_all
-        try:
-            copy_all(self.source, self.prefix, backup, name, position, keep)
-        except BaseException as exc:  # noqa: BLE001 - raised by the follower's thread
-            self._copier_failure = exc
-        finally:
-            self._stop.set()
 
     # Micro-batches --------------------------------------------------------------------
     def _micro_batches(self) -> None:
@@ -239,8 +221,8 @@ class Follower:
             if stopping:
                 break
             self._stop.wait(POLL_SECONDS)
-        if self._copier_failure is not None and not self._requested.is_set():
-            raise self._copier_failure
+        if self._copier.failure is not None and not self._requested.is_set():
+            raise self._copier.failure
 
     def _snapshot_round(self) -> tuple | None:
         """(folder, progress) of the lock-free snapshot's next round, read and
@@ -294,12 +276,6 @@ class Follower:
             json.dump(self.status.to_json(), handle, indent=1)
         if self.on_status is not None:
             self.on_status(self.status)
-
-
-def _first_copy(backup, numbered) -> str | None:
-    """The first binlog the backup holds, for a restart that names none."""
-    names = sorted(backup.copies, key=lambda copy: numbered(copy) or -1)
-    return names[0] if names else None
 
 
 def _copies(prefix: str) -> list[str]:

@@ -35,16 +35,21 @@ chunk's position, so each key takes, in commit order, the changes before
 its chunk, its chunk's row, then the changes after: a key's last touch is
 its state (a key whose chunk comes later may be touched first; the chunk
 overwrites it). Chunk bounds are keys found by a keyset query (the key
-`chunk_rows` after the last bound), so an update that moves a row to
-another chunk's range is a delete in one and an insert in the other, each
-placed by its own chunk's position. A table still being read stays out of
-tables/ (a reader never sees half of it): the run that appends its last
-chunk builds it from its chunks and changes, as a table new to the lake
-(binlake.spark.pipeline). The progress (each table's last bound)
-is committed in the manifest with the run that holds the chunks' rows: a
-killed snapshot reads again at most the round in flight. MySQL has no
-position of a read view without a lock: there the snapshot stays the
-single read view (`--snapshot-from` without -R).
+`chunk_rows` after the last bound: at most a fiftieth of the table), so an
+update that moves a row to another chunk's range is a delete in one and an
+insert in the other, each placed by its own chunk's position. A table
+still being read stays out of tables/ (a reader never sees half of it):
+the run that appends its last chunk builds it from its chunks and
+changes, as a table new to the lake (binlake.spark.pipeline). The progress
+(each table's last bound) is committed in the manifest with the run that
+holds the chunks' rows: a killed snapshot reads again at most the round in
+flight. MySQL has no position of a read view without a lock: there the
+snapshot stays the single read view (`--snapshot-from` without -R).
+
+A keyed table's pages (`_pages`) are made by the server: each page one
+value of QUOTEd values, parsed by pyarrow's CSV reader, so that neither
+side spends Python per value; a page it cannot give so is read by the
+text protocol, as a table without a key is.
 """
 
 from __future__ import annotations
@@ -113,6 +118,7 @@ def take_snapshot(address, wanted, folder: str, *, file_seq_of, chunk_rows: int 
         ddl = server_ddl(connection)
         tables = _tables(connection, wanted)
         keyed = [(db, table, key) for db, table, key in tables if chunked and key]
+        estimates = [_estimated_rows(connection, db, table) for db, table, _ in keyed]
         gtid = f" (GTID {point.gtid})" if point.gtid else ""
         log(f"snapshot at {point.file}:{point.pos}{gtid}: {len(tables)} table(s)"
             + (f", {len(keyed)} of them in chunks by key after this" if chunked else ""))
@@ -133,10 +139,25 @@ def take_snapshot(address, wanted, folder: str, *, file_seq_of, chunk_rows: int 
     progress = None
     if chunked:
         progress = {"tables": {f"{db}.{table}": {"database": db, "table": table, "key": key,
-                                                 "after": None, "done": False, "rows": 0}
-                               for db, table, key in keyed},
-                    "chunks": 0, "chunk_rows": chunk_rows}
+                                                 "after": None, "done": False, "rows": 0,
+                                                 "chunk_rows": rows_per_chunk(estimate,
+                                                                              chunk_rows)}
+                               for (db, table, key), estimate in zip(keyed, estimates)},
+                    "chunks": 0}
     return point, ddl, progress
+
+
+#: A table's chunks are at most this share of its rows (so that a round, two
+#: chunks a core, is a few percent of it: what a killed snapshot reads again).
+CHUNK_SHARE = 50
+#: ... and at least this many rows (each chunk costs a read view and a query).
+MIN_CHUNK_ROWS = 1_000
+
+
+def rows_per_chunk(estimate: int, most: int) -> int:
+    """The rows of a table's chunks: `most`, or fewer for a table of about
+    `estimate` rows, that a round stays a small share of it."""
+    return max(min(most, MIN_CHUNK_ROWS), min(most, estimate // CHUNK_SHARE))
 
 
 def _open_read_view(cursor) -> tuple[SnapshotPoint, bool]:
@@ -192,6 +213,15 @@ def _tables(connection, wanted) -> list[tuple[str, str, list[str]]]:
                 if column is not None:
                     found[(database, table)].append(column)
     return [(db, table, key) for (db, table), key in found.items()]
+
+
+def _estimated_rows(connection, database: str, table: str) -> int:
+    """The rows the server's statistics give the table (InnoDB's estimate)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT TABLE_ROWS FROM information_schema.TABLES "
+                       "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s", (database, table))
+        found = cursor.fetchone()
+    return int(found[0] or 0) if found else 0
 
 
 def _chunks(connection, database: str, table: str, key: list[str], chunk_rows: int):
@@ -494,10 +524,10 @@ def snapshot_reading(progress: dict | None) -> set[str]:
 
 def plan_round(address, progress: dict, count: int) -> list[Chunk]:
     """The next `count` chunks (fewer at the end), in key order table after
-    table: each bound is the key `chunk_rows` rows after the last one, found
+    table: each bound is the key its `chunk_rows` rows after the last one, found
     by one index query; the last chunk of a table has no upper bound."""
     import pymysql
-    chunk_rows, number = progress["chunk_rows"], progress["chunks"]
+    number = progress["chunks"]
     found: list[Chunk] = []
     connection = connect(address, "--snapshot-from")
     connection.decoders = {}
@@ -507,6 +537,7 @@ def plan_round(address, progress: dict, count: int) -> list[Chunk]:
                 if entry["done"]:
                     continue
                 key, after = tuple(entry["key"]), _key_values(entry["after"])
+                chunk_rows = entry["chunk_rows"]
                 order = ", ".join(_quote(c) for c in key)
                 name = f"{_quote(entry['database'])}.{_quote(entry['table'])}"
                 while len(found) < count:

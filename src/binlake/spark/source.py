@@ -8,6 +8,14 @@ and cuts large ones at transaction boundaries; each partition is a picklable
 `Split` that one task reads on its own into Arrow record batches
 (binlake.spark.batches). Options are documented in docs/spark.md.
 
+A live server: given connection options (host, port, user, password,
+socket, defaults_file; server_id, heartbeat; file, the binlog a new folder
+starts from, default the server's first), the streaming source follows
+the server into the folder it loads, as `binlake dump -R --raw
+--stop-never` would (binlake.live.backup.Copier, a thread of the query's
+reader), and reads that folder as below: offsets are positions in the
+copies, so a restarted query reads its micro-batch again from them.
+
 Streaming: an offset is {"file_seq", "file", "pos"}, always a transaction
 boundary: the end of the last complete transaction of the newest file, found
 by the header scan. A micro-batch reads from the previous offset (inclusive)
@@ -26,8 +34,8 @@ from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from binlake.read.scan import scan
 from binlake.spark.batches import VIEWS, change_batches, event_batches, spark_ddl
-from binlake.spark.ranges import (DEFAULT_SPLIT_BYTES, FIRST_EVENT, Split, expand_inputs, number_files,
-                     pack, plan_splits, split_bytes_of)
+from binlake.spark.ranges import (DEFAULT_SPLIT_BYTES, FIRST_EVENT, Split, expand_inputs,
+                                  name_sequence, number_files, pack, plan_splits, split_bytes_of)
 
 SOURCE_NAME = "binlog"
 
@@ -123,19 +131,36 @@ NOTHING_READ = {"file_seq": -1, "file": "", "pos": 0}
 
 class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """A folder where the server (or a copy job) adds binlog files and the
-    newest one grows. Files must appear whole or grow by appending."""
+    newest one grows. Files must appear whole or grow by appending. With
+    connection options, the reader's own copier keeps it."""
 
     def __init__(self, options: dict):
         self.options = options
         self.view = _view(options)
         self._target: dict | None = None
         self._scanned: tuple | None = None  # (path, closed_end): where the last scan ended
+        # Started by the first offset asked for: only the query's planner
+        # asks (Spark makes readers in its tasks too, to read partitions).
+        self._copier = None
+
+    def stop(self) -> None:
+        if self._copier is not None:
+            self._copier.close()
+            self._copier = None
 
     def _files(self) -> list[tuple[str, int]]:
         return number_files(expand_inputs(_input_paths(self.options)), require_names=True)
 
     def initialOffset(self) -> dict:
+        self._follow()
         return dict(NOTHING_READ)
+
+    def _follow(self) -> None:
+        """The copier of a live server the options name, started once."""
+        if self._copier is None:
+            self._copier = _follow_server(self.options)
+        if self._copier is not None and self._copier.failure is not None:
+            raise self._copier.failure  # the server cannot be followed: the query ends
 
     def _latest(self) -> dict:
         files = self._files()
@@ -151,6 +176,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return {"file_seq": seq, "file": os.path.basename(path), "pos": result.closed_end}
 
     def latestOffset(self, start: dict | None = None, limit=None) -> dict:
+        self._follow()
         latest = self._target if self._target is not None else self._latest()
         if start is not None and _key(latest) < _key(start):
             return start
@@ -179,6 +205,48 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def commit(self, end: dict) -> None:
         pass
+
+
+#: The options that name a live server to follow (the rest: `_follow_server`).
+SERVER_OPTIONS = ("host", "port", "user", "password", "socket", "defaults_file")
+
+
+def _follow_server(options: dict):
+    """The Copier keeping the loaded folder with the binlogs of the server
+    the options name, or None where they name none."""
+    if not any(options.get(name) for name in SERVER_OPTIONS):
+        return None
+    from binlake.connection.settings import ServerAddress, connect, connection_settings
+    from binlake.live.backup import Copier
+    from binlake.live.source import DEFAULT_SERVER_ID, LiveOptions, LiveSource
+    paths = _input_paths(options)
+    if len(paths) != 1:
+        raise ValueError("binlog: a live server is followed into one folder: load(folder)")
+    port = options.get("port")
+    address = ServerAddress(host=options.get("host"), port=int(port) if port else None,
+                            user=options.get("user"), password=options.get("password"),
+                            socket=options.get("socket"),
+                            defaults_file=options.get("defaults_file"))
+    source = LiveSource(LiveOptions(
+        settings=connection_settings(address), to_last_log=True, stop_never=True,
+        server_id=int(options.get("server_id") or DEFAULT_SERVER_ID),
+        heartbeat=float(options.get("heartbeat") or 5.0)))
+    copier = Copier(source, os.path.join(paths[0], ""), name_sequence)
+    try:
+        start = options.get("file") or copier.first_copy()
+        if start is None:  # a new folder: from the server's first binlog
+            connection = connect(address, "binlog source")
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute("SHOW BINARY LOGS")
+                    start = cursor.fetchone()[0]
+            finally:
+                connection.close()
+        copier.start(start)
+    except BaseException:
+        copier.close()
+        raise
+    return copier
 
 
 def _key(offset: dict) -> tuple:
