@@ -59,6 +59,9 @@ STATUS = "status.json"
 POLL_SECONDS = 0.1
 #: A micro-batch that takes longer is reported (what it did to which tables).
 SLOW_BATCH_SECONDS = 5.0
+#: Rounds of the snapshot that may fail in a row (the server restarting,
+#: the connections lost) before the follower gives up.
+ROUND_RETRIES = 10
 #: The window rows/s is measured over.
 RATE_WINDOW_SECONDS = 10.0
 _HEADER_TIMESTAMP = struct.Struct("<I")
@@ -144,6 +147,7 @@ class Follower:
         self._requested = threading.Event()     # stop() was called
         self._copier = None
         self._stop_when_snapshotted = False
+        self._round_failures = 0                # in a row
 
     def stop(self) -> None:
         """End after the micro-batch in flight (from any thread, a signal handler too)."""
@@ -239,8 +243,19 @@ class Follower:
         folder = os.path.join(self.out, "_binlake", "snapshot-round")
         shutil.rmtree(folder, ignore_errors=True)
         count = self.round_chunks or 2 * (os.cpu_count() or 1)
-        chunks = plan_round(self.address, progress, count)
-        reads = read_round(self.spark if len(chunks) > 1 else None, self.address, chunks, folder)
+        try:
+            chunks = plan_round(self.address, progress, count)
+            reads = read_round(self.spark if len(chunks) > 1 else None, self.address, chunks,
+                               folder)
+        except Exception as exc:  # noqa: BLE001 - a server restarting: the round again later
+            self._round_failures += 1
+            if self._round_failures > ROUND_RETRIES:
+                raise
+            self.log(f"warning: a round of the snapshot failed ({str(exc).splitlines()[0]}); "
+                     f"reading it again in {self._round_failures} s")
+            self._stop.wait(self._round_failures)
+            return None
+        self._round_failures = 0
         self.status.snapshot_read += sum(read.rows for read in reads)
         self._write_status()
         last = max((name_sequence(r.point.file), r.point.pos) for r in reads)
