@@ -31,19 +31,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import re
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-PYTHON = sys.executable
-ENV = {**os.environ, "TZ": "UTC", "LC_ALL": "C.UTF-8"}
+from bench_follow import ENV, PYTHON, status, wait_until  # this folder's: the same waits
+
 DB = "snap"
 
 
@@ -52,24 +50,6 @@ def follower(server, lake: Path, chunk_rows: int, log) -> subprocess.Popen:
                "--chunk-rows", str(chunk_rows), "--out", str(lake),
                "-h", "127.0.0.1", "-P", str(server.port), "-u", "root"]
     return subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=ENV)
-
-
-def status(lake: Path) -> dict:
-    try:
-        return json.loads((lake / "_binlake" / "status.json").read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def wait_until(condition, timeout: float, what: str, process=None) -> float:
-    start = time.monotonic()
-    while not condition():
-        if process is not None and process.poll() is not None:
-            raise SystemExit(f"the follower ended while waiting for {what}")
-        if time.monotonic() - start > timeout:
-            raise SystemExit(f"{what}: not in {timeout} s")
-        time.sleep(0.1)
-    return time.monotonic() - start
 
 
 def snapshotted(lake: Path) -> bool:

@@ -3,6 +3,9 @@ binlogs are kept by `binlake dump -R --raw --stop-never` in a folder, and the
 `binlog` streaming source tails that folder (it reads a file the server is
 still writing up to its last whole transaction, and takes the rest later).
 
+The same with the source following the server itself (connection options:
+its own copier into the folder it loads).
+
 The dump connection is killed from the server's side and the query is
 stopped and restarted while the server writes; at the end the sink holds the
 same changes as a batch read of the server's own binlog files.
@@ -34,44 +37,23 @@ def primary(tmp_path):
 
 
 def test_a_live_server_through_a_raw_backup_folder_exactly_once(spark, primary, tmp_path):
-    from server.live_helpers import kill_dump_threads, start_backup, wait_for_copies, write
+    from server.live_helpers import start_backup, wait_for_copies
     folder, sink, checkpoint = tmp_path / "binlogs", tmp_path / "sink", tmp_path / "checkpoint"
     backup = start_backup(primary, folder)
     stream = (spark.readStream.format("binlog").option("view", "changes").load(str(folder))
               .writeStream.format("parquet").option("path", str(sink))
               .option("checkpointLocation", str(checkpoint))
               .trigger(processingTime="200 milliseconds"))
-    try:
-        write(primary, 1, 200)
+
+    def caught_up(query) -> None:
         wait_for_copies(primary, folder)
-        query = stream.start()
-        try:
-            query.processAllAvailable()
-            write(primary, 201, 200)
-            kill_dump_threads(primary)
-            write(primary, 401, 200)
-            wait_for_copies(primary, folder)
-            query.processAllAvailable()
-        finally:
-            query.stop()
-        write(primary, 601, 200)            # written while no query runs
-        query = stream.start()
-        try:
-            write(primary, 801, 200)
-            primary.flush_logs()
-            wait_for_copies(primary, folder)
-            query.processAllAvailable()
-        finally:
-            query.stop()
+        query.processAllAvailable()
+    try:
+        stopped_and_started(primary, stream, caught_up)
     finally:
         backup.send_signal(signal.SIGINT)
         backup.communicate(timeout=30)
-    files = [str(path) for path in primary.binlog_files()]
-    expected = [row.asDict(recursive=True) for row in
-                spark.read.format("binlog").option("view", "changes").load(files).collect()]
-    got = pq.read_table(sink).to_pylist()
-    assert len(expected) > 1000
-    assert change_keys(got) == change_keys(expected)
+    assert_sink_holds_the_servers_changes(spark, primary, sink)
 
 
 def test_a_live_server_named_by_options_exactly_once(spark, primary, tmp_path):
@@ -79,7 +61,6 @@ def test_a_live_server_named_by_options_exactly_once(spark, primary, tmp_path):
     thread killed, the query stopped and started again while the server
     writes, the server rotating its binlog: the sink holds each change of the
     server's binlogs once."""
-    from server.live_helpers import kill_dump_threads, write
     folder, sink, checkpoint = tmp_path / "binlogs", tmp_path / "sink", tmp_path / "checkpoint"
     stream = (spark.readStream.format("binlog").option("view", "changes")
               .options(host="127.0.0.1", port=str(primary.port), user="root", heartbeat="0.5")
@@ -100,6 +81,16 @@ def test_a_live_server_named_by_options_exactly_once(spark, primary, tmp_path):
             time.sleep(0.05)
         raise AssertionError(f"the copies did not reach {end}")
 
+    stopped_and_started(primary, stream, caught_up)
+    assert_sink_holds_the_servers_changes(spark, primary, sink)
+
+
+def stopped_and_started(primary, stream, caught_up) -> None:
+    """The server written to while the query reads, its dump thread killed;
+    the query stopped while the server writes, started again, the server
+    rotating its binlog. `caught_up(query)`: until the query has read the
+    server's last commit."""
+    from server.live_helpers import kill_dump_threads, write
     write(primary, 1, 200)
     query = stream.start()
     try:
@@ -119,6 +110,11 @@ def test_a_live_server_named_by_options_exactly_once(spark, primary, tmp_path):
         caught_up(query)
     finally:
         query.stop()
+
+
+def assert_sink_holds_the_servers_changes(spark, primary, sink) -> None:
+    """Each change of the server's binlog files (a batch read of them) is
+    in the sink once."""
     files = [str(path) for path in primary.binlog_files()]
     expected = [row.asDict(recursive=True) for row in
                 spark.read.format("binlog").option("view", "changes").load(files).collect()]
