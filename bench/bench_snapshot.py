@@ -12,9 +12,8 @@ the command, in a process of its own, with TZ=UTC:
 
   speed   from the follower's start until its status says the snapshot is
           done: rows snapshotted per second (issue 32: at least 100k rows/s;
-          Flink CDC's published figure about 83k rows/s on 8 tasks;
-          `--snapshot-from` without -R, this project's single read view, is
-          run on the same table for the ratio with --compare-single-view).
+          Flink CDC's published figure about 83k rows/s on 8 tasks), and
+          how much of it the micro-batch that builds the table took.
   kill    a second lake: the follower SIGKILLed once its status says half
           the rows are in, then started again until done: the rows read
           twice, from the two processes' `snapshot_read` against the rows
@@ -23,6 +22,7 @@ the command, in a process of its own, with TZ=UTC:
           2 chunks per core).
   exact   the writer stopped and the lake caught up: the Delta table's row
           count and sums of its key and DECIMAL column against the server's.
+  memory  the follower's peak RSS (its JVM's too: the process tree).
 
 Nothing here is a unit test: read the ratios, not the seconds.
 """
@@ -40,7 +40,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench_follow import ENV, PYTHON, status, wait_until  # this folder's: the same waits
+from bench_follow import ENV, PYTHON, peak_rss_mb, status, wait_until  # the same waits
 
 DB = "snap"
 
@@ -141,6 +141,9 @@ def measure(args) -> dict:
         for name, lake in runs:
             with open(work / f"{name}.log", "w") as log:
                 process = follower(server, lake, args.chunk_rows, log)
+                peak = [0.0]
+                threading.Thread(target=peak_rss_mb, args=(process.pid, peak),
+                                 daemon=True).start()
                 try:
                     if name == "kill":
                         wait_until(lambda: status(lake).get("snapshot_rows", 0) >= args.rows // 2,
@@ -152,7 +155,8 @@ def measure(args) -> dict:
                     seconds = wait_until(lambda: snapshotted(lake), 3600, "the snapshot", process)
                     rows = status(lake)["snapshot_rows"]
                     results[name] = {"seconds": seconds, "rows": rows,
-                                     "build": build_seconds(work / f"{name}.log")}
+                                     "build": build_seconds(work / f"{name}.log"),
+                                     "peak_rss_mb": round(peak[0])}
                     if name == "kill":
                         read = first["snapshot_read"] + status(lake)["snapshot_read"]
                         results[name].update(read=read, killed_at=first["snapshot_rows"])
@@ -193,6 +197,8 @@ def main() -> None:
         print(f"  of which reading the chunks into changes/ (JVM start included): {reading:.1f} s, "
               f"{speed['rows'] / reading:,.0f} rows/s; building the Delta table from them: "
               f"{speed['build']:.1f} s")
+    print(f"  the follower's peak RSS, its JVM's included: {speed['peak_rss_mb']} MB "
+          "(issue 32: the driver's heap under 1 GB)")
     if "kill" in results:
         kill = results["kill"]
         again = kill["read"] - kill["rows"]

@@ -13,6 +13,8 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("deltalake")
 
+import pyarrow.parquet as pq  # noqa: E402
+
 from binlake.connection.settings import ServerAddress  # noqa: E402
 from binlake.spark.pipeline import load_manifest, run_pipeline  # noqa: E402
 from binlake.testing.mariadb import MariaDBServer  # noqa: E402
@@ -199,6 +201,7 @@ def test_the_lock_free_snapshot_under_moving_keys_killed_and_resumed(mariadb, tm
             follower.send_signal(signal.SIGKILL)
             follower.wait()
             killed = status(lake)
+            assert killed["snapshot_tables_left"], killed  # killed in the middle
             follower = subprocess.Popen(command, stdout=log, stderr=log,
                                         stdin=subprocess.DEVNULL)
             _wait(lambda: status(lake).get("snapshot_rows", 0) > killed["snapshot_rows"],
@@ -226,3 +229,72 @@ def test_the_lock_free_snapshot_under_moving_keys_killed_and_resumed(mariadb, tm
         assert 0 <= read_again <= 1.25 * 2 * (os.cpu_count() or 1) * CHUNK_ROWS, (killed, done)
         assert writer.statements > 200
         assert_lake_equals_server(lake, server)
+
+
+def test_a_table_of_many_chunks_is_built_without_spark(mariadb, tmp_path):
+    """The lock-free snapshot's rounds run by hand: 60,000 rows in chunks of
+    20,000 (more rows than the driver rebuilds a table from), written to
+    between rounds, keys moved across chunks: the table is built from its
+    chunk files in the driver, no Spark session started, equal to the server."""
+    from binlake.spark.pipeline import LazySession
+    from binlake.spark.snapshot import plan_round, progressed, read_round
+
+    def no_spark():
+        raise AssertionError("the snapshot's table was built by Spark")
+    spark = LazySession(no_spark, "local[2]")
+    lake = tmp_path / "lake"
+    with MariaDBServer(tmp_path / "server", server_id=23) as server:
+        server.execute("CREATE DATABASE many")
+        server.execute("CREATE TABLE many.t (id INT PRIMARY KEY, v VARCHAR(20), "
+                       "amount DECIMAL(10,2), at DATETIME(6))")
+        server.execute("INSERT INTO many.t SELECT seq, CONCAT('v', seq), seq / 100, "
+                       "'2024-01-01 00:00:00' + INTERVAL seq SECOND FROM many.seq_1_to_60000")
+        address = ServerAddress("127.0.0.1", server.port, "root", "")
+
+        def run(**options):
+            run_pipeline(spark, [str(p) for p in server.binlog_files()], str(lake), **options)
+        run(snapshot=address, snapshot_chunked=True, snapshot_chunk_rows=20_000)
+        edits = iter([
+            "UPDATE many.t SET v = 'early' WHERE id IN (5, 45000)",   # read next, read later
+            "UPDATE many.t SET id = 70001 WHERE id = 10",             # out of a chunk read next
+            "DELETE FROM many.t WHERE id IN (30000, 59999)",
+            "UPDATE many.t SET id = 10 WHERE id = 50000",              # into a chunk read before
+            "INSERT INTO many.t VALUES (25000, 'gone', 1, NOW(6)) "
+            "ON DUPLICATE KEY UPDATE v = 'again'",
+        ])
+        while progress := load_manifest(str(lake)).chunks:
+            if all(entry["done"] for entry in progress["tables"].values()):
+                break
+            server.execute(next(edits, "UPDATE many.t SET amount = amount + 1 WHERE id = 7"))
+            chunks = plan_round(address, progress, 2)
+            reads = read_round(None, address, chunks, str(tmp_path / "round"))
+            server.execute(next(edits, "UPDATE many.t SET amount = amount + 1 WHERE id = 8"))
+            run(snapshot_round=(str(tmp_path / "round"), progressed(progress, reads)))
+        rows = {row[0]: row for row in table_rows_of(lake, "many.t")}
+        assert rows == {row[0]: row for row in server.query("SELECT * FROM many.t")}
+        assert len(rows) == 60_000 - 2
+
+
+def table_rows_of(lake, table: str) -> list:
+    from binlake.spark.delta import read_table
+    return [tuple(row.values()) for row in read_table(str(lake / "tables" / table)).to_pylist()]
+
+
+def test_spark_tasks_read_a_round_as_the_driver_does(spark, server, tmp_path):
+    """A round's chunks read by Spark tasks, each on its own connection, give
+    the files the driver's read of the same chunks gives."""
+    from binlake.spark.snapshot import Chunk, read_round
+    address = ServerAddress("127.0.0.1", server.port, "root", "")
+    ids = [row[0] for row in server.query(f"SELECT id FROM {DATABASE}.accounts ORDER BY id")]
+    bounds = [None, (str(ids[999]),), (str(ids[1999]),), None]
+    chunks = [Chunk(DATABASE, "accounts", ("id",), after, through, number)
+              for number, (after, through) in enumerate(zip(bounds, bounds[1:]))]
+
+    def rows(folder) -> list:
+        return sorted((tuple(sorted(row["after"])) for row in pq.read_table(folder).to_pylist()),
+                      key=repr)
+    by_tasks = read_round(spark, address, chunks, str(tmp_path / "tasks"))
+    by_driver = read_round(None, address, chunks, str(tmp_path / "driver"))
+    assert [read.rows for read in by_tasks] == [read.rows for read in by_driver]
+    assert sum(read.rows for read in by_tasks) == len(ids)
+    assert rows(tmp_path / "tasks") == rows(tmp_path / "driver")

@@ -237,22 +237,35 @@ def typed_table(rows: list, layout: dict, table: str, extra: dict | None = None)
     return pa.Table.from_arrays(arrays + list((extra or {}).values()), names=names)
 
 
-def typed_column(texts: list, column: dict, table: str) -> pa.Array:
-    """One column's texts as its Arrow type. Built from buffers, never by
+def typed_column(texts, column: dict, table: str) -> pa.Array:
+    """One column's texts (a list, or an Arrow string array) as its Arrow type. Built from buffers, never by
     pa.array() from Python objects: pyarrow imports pandas to look at them
     (0.3 s, most of what a small increment costs here). Numbers are parsed
     by Arrow's casts (correctly rounded, as Spark's); temporals by `value_of`,
     which refuses what Spark refuses."""
     from pyspark.sql import types as S
     kind, target = arrow_type(column), spark_type(column)
+    strings = texts if isinstance(texts, pa.Array) else None  # Arrow's already (a snapshot's)
     if isinstance(target, S.StringType):
-        return _strings(texts)
+        return strings if strings is not None else _strings(texts)
     if isinstance(target, (S.ByteType, S.ShortType, S.IntegerType, S.LongType, S.FloatType,
                            S.DoubleType, S.DecimalType)):
         try:
-            return pc.cast(_strings(texts), kind)
+            return pc.cast(strings if strings is not None else _strings(texts), kind)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             raise InSpark(f"a text that is no {target.simpleString()}") from None
+    if strings is not None:
+        if isinstance(target, (S.DateType, S.TimestampType, S.TimestampNTZType)):
+            # Arrow's ISO 8601 casts take the binlog's canonical texts as
+            # value_of does, and fail on those it refuses (a zero date):
+            # those go value by value, to be refused in its words.
+            try:
+                naive = pc.cast(strings, pa.date32() if isinstance(target, S.DateType)
+                                else pa.timestamp("us"))
+                return naive.cast(kind)  # a timestamp's micros, as UTC's
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                pass
+        texts = strings.to_pylist()
     value = value_of(column, table)
     values = [None if text is None else value(text) for text in texts]
     if isinstance(target, S.BinaryType):

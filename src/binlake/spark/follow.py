@@ -48,7 +48,8 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from binlake.atomic import replaced
-from binlake.spark.pipeline import PipelineResult, lake_lock, load_manifest, run_pipeline
+from binlake.spark.pipeline import (LazySession, PipelineResult, lake_lock, load_manifest,
+                                    run_pipeline)
 from binlake.spark.ranges import name_sequence
 from binlake.spark.snapshot import plan_round, progressed, read_round, snapshot_reading
 
@@ -177,11 +178,14 @@ class Follower:
         return self.status
 
     def _begin(self, backup) -> str | None:
-        """A new lake with `snapshot`: its first run (the keyless tables, the
-        chunks planned); the binlog it starts from. None without `snapshot`,
-        or for a lake that started from one (a restart)."""
+        """The binlog a lake started from a snapshot starts from (its copies
+        may be none yet, after a kill); for a new lake with `snapshot`, its
+        first run first (the keyless tables, the chunks planned). None for
+        any other lake."""
         manifest = load_manifest(self.out)
-        if not self.snapshot or manifest.snapshot:
+        if manifest.snapshot:
+            return manifest.snapshot.file
+        if not self.snapshot:
             return None
         if manifest.files or backup.copies:
             raise ValueError("--snapshot-from starts a lake, and this one has read binlogs "
@@ -243,10 +247,14 @@ class Follower:
         folder = os.path.join(self.out, "_binlake", "snapshot-round")
         shutil.rmtree(folder, ignore_errors=True)
         count = self.round_chunks or 2 * (os.cpu_count() or 1)
+        spark = self.spark if count > 1 else None
+        if isinstance(spark, LazySession) and not spark.ready():
+            # The JVM's seconds of start pass while the driver reads rounds itself.
+            spark.start_soon()
+            spark = None
         try:
             chunks = plan_round(self.address, progress, count)
-            reads = read_round(self.spark if len(chunks) > 1 else None, self.address, chunks,
-                               folder)
+            reads = read_round(spark, self.address, chunks, folder)
         except Exception as exc:  # noqa: BLE001 - a server restarting: the round again later
             self._round_failures += 1
             if self._round_failures > ROUND_RETRIES:

@@ -23,9 +23,10 @@ Strategy: a run that appended new changes hands every table only those
   type a MODIFY changed converted as the server converted it:
   binlake.spark.typed.conversion), the new changes applied on top,
   committed whole; a table new to the lake, and a type change binlake does
-  not convert, are rebuilt from all of its changes. The cost of all but
-  the last follows a table's current size and its new changes, never its
-  history.
+  not convert, are rebuilt from all of its changes (one the lock-free
+  snapshot read: by the driver from its chunk files, `_built_from_chunks`).
+  The cost of all but the last follows a table's current size and its new
+  changes, never its history.
 A partial row image that cannot be completed fails the run in one line
 before any table is committed: every table is staged first.
 `--as-of` builds every table as of that point in a folder of its own
@@ -76,6 +77,7 @@ from binlake.spark.history import PositionOrder
 from binlake.spark.layouts import qualified
 from binlake.spark.manifest import Manifest, TablesState
 from binlake.spark.partitioned import escape_partition_value, parquet_rows
+from binlake.spark.snapshot import SNAPSHOT_FILES
 from binlake.spark.tables import (NOT_HELD, ROWS_PER_FILE, AsOf, history_versions,
                                   multiset_deltas, one_of, rebuild_states, refused, typed_rows,
                                   typed_state)
@@ -467,7 +469,9 @@ class _Lake:
     def rebuild_in_driver(self, plans: list) -> list:
         """`rebuild` for the tables whose every change the driver computes
         (small ones: a small lake's first run, a table created since; a
-        follower then needs no Spark job); returns the plans left to Spark."""
+        follower then needs no Spark job; one the lock-free snapshot read,
+        `_built_from_chunks`); returns the plans left to Spark."""
+        plans = [plan for plan in plans if not self._built_from_chunks(plan)]
         whole = {qualified(plan["database"], plan["table"]):
                  (plan, CarriedFrom(None, 0, None), self.changes.all_of(_sources(plan)))
                  for plan in plans if not _days_keyed_otherwise(plan)}
@@ -476,6 +480,57 @@ class _Lake:
             self.log(f"tables: {done} rebuilt (in the driver)")
         staged = whole.keys() - left.keys()
         return [plan for plan in plans if qualified(plan["database"], plan["table"]) not in staged]
+
+    def _built_from_chunks(self, plan: dict) -> bool:
+        """A table the lock-free snapshot read (binlake.spark.snapshot),
+        staged from its chunk files one by one, by the driver: each chunk's
+        rows typed as they are (Arrow columns: no Python per number or
+        text), but those of the keys the binlog's changes touched, which take
+        their net change instead. With whole row images a touched key's last
+        change is its state, whatever its chunk says (a chunk row is the
+        key's state at its position, between two changes). False where this
+        does not apply (not such a table, a key of more than one column, DDL
+        since the snapshot): the table is rebuilt as any other."""
+        key, layout = qualified(plan["database"], plan["table"]), plan["layout"]
+        sources, primary = _sources(plan), plan["primary_key"]
+        files = self.changes.all_of(sources)
+        chunks = [path for path in files if os.path.basename(path).startswith(SNAPSHOT_FILES)]
+        stretches = plan["stretches"]
+        if not chunks or len(primary) != 1 or len(stretches) != 1:
+            return False
+        stretch = stretches[0]
+        if (stretch.get("was") or "key_then" in stretch or None in stretch["sources"]
+                or any(digits is not None for digits in stretch["fractions"])):
+            return False
+        binlog = [path for path in files if path not in set(chunks)]
+        if not driver.takes(sum(map(parquet_rows, binlog))):
+            return False
+        try:
+            net = driver.net_by_key(driver.images(driver.read_changes(
+                binlog, self.changes.root, sources), plan), primary)
+        except driver.InSpark:
+            return False
+        touched = pa.array([k[0] for k in net], pa.string())
+        folder, parts = os.path.join(self.staged, key), _partition_by(plan)
+        names, order = [c["key"] for c in layout["columns"]], layout["primary_key"]
+        for path in chunks:
+            after = pq.read_table(path, columns=["after"]).column("after").combine_chunks()
+            texts = _chunk_columns(after, stretch["sources"])
+            if len(touched):
+                kept = pc.invert(pc.is_in(texts[primary[0]], value_set=touched))
+                texts = [column.filter(kept) for column in texts]
+            rows = pa.Table.from_arrays([driver.typed_column(column, c, key) for column, c
+                                         in zip(texts, layout["columns"])], names=names)
+            _write_rows(folder, _sorted_by(rows, order), parts)
+        present = [row for row in net.values() if row is not None]
+        if present:
+            _write_rows(folder, _sorted_by(driver.typed_table(present, layout, key), order),
+                        parts)
+        self.work["rebuilt"].append(key)
+        self.commits.append((self._commit, (key, plan, "overwrite", "rebuilt")))
+        self.log(f"tables: {key} built from {len(chunks)} chunk(s) of the snapshot "
+                 f"and {len(net)} key(s) the binlog changed (in the driver)")
+        return True
 
     def carry_in_driver(self, carried: dict) -> dict:
         """`carry` for the tables whose rows and new changes the driver
@@ -1017,8 +1072,9 @@ class ChangeFiles:
         for path in files:
             key = driver.partition_of(path, self.root)
             ops = pq.ParquetFile(path).read(columns=["op"]).column("op")
-            # A snapshot's row ("r") may meet its key already there (a chunk
-            # of the lock-free snapshot read after a change to it): merged.
+            # A snapshot's row ("r") may share its key with an insert before
+            # it (a chunk of the lock-free snapshot is read after changes to
+            # its keys): taken by key, never appended.
             inserts = set(pc.unique(ops).to_pylist()) <= {"c"}
             known = found.get(key, TableChanges(0, True))
             found[key] = TableChanges(known.rows + len(ops), known.inserts_only and inserts)
@@ -1051,6 +1107,23 @@ def _partitioned_writer(frame, plan: dict):
     """A Spark writer of a whole table's rows, in its partition folders."""
     partition_by = _partition_by(plan)
     return frame.write.partitionBy(*partition_by) if partition_by else frame.write
+
+
+def _chunk_columns(after: pa.MapArray, names: list[str]) -> list:
+    """The columns `names` of a snapshot chunk's after images. A chunk's
+    file holds every row's columns in one order (binlake.spark.snapshot
+    writes it so): each column is every width-th value, taken at once; a
+    file that is not so has its columns looked up row by row by Arrow."""
+    import numpy as np
+    width, rows = len(names), len(after)
+    keys = after.keys
+    if (len(keys) == rows * width and after.offsets.equals(
+            pa.array(np.arange(0, rows * width + 1, width, dtype=np.int32)))
+            and pc.all(pc.equal(keys, pa.array(names).take(
+                pa.array(np.arange(rows * width) % width)))).as_py()):
+        return [after.items.take(pa.array(np.arange(i, rows * width, width)))
+                for i in range(width)]
+    return [pc.map_lookup(after, name, "first") for name in names]
 
 
 def _write_rows(folder: str, rows, partition_by: tuple) -> None:

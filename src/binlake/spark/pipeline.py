@@ -162,6 +162,11 @@ class LazySession:
                 threading.Thread(target=self._started, daemon=True,
                                  name="spark session start").start()
 
+    def ready(self) -> bool:
+        """The session is there (or its start has ended): using it waits for nothing."""
+        return self._session is not None or (self._starting is not None
+                                             and self._starting.done())
+
     def settle(self) -> None:
         """Wait for a start `start_soon` began, whatever its outcome."""
         if self._starting is not None:

@@ -40,7 +40,8 @@ update that moves a row to another chunk's range is a delete in one and an
 insert in the other, each placed by its own chunk's position. A table
 still being read stays out of tables/ (a reader never sees half of it):
 the run that appends its last chunk builds it from its chunks and
-changes, as a table new to the lake (binlake.spark.pipeline). The progress
+changes, as a table new to the lake (binlake.spark.pipeline): in the driver
+from the chunk files themselves (binlake.spark.lake). The progress
 (each table's last bound) is committed in the manifest with the run that
 holds the chunks' rows: a killed snapshot reads again at most the round in
 flight. MySQL has no position of a read view without a lock: there the
@@ -70,6 +71,9 @@ from binlake.spark.exact import decimal_text, float32_text, value_text
 #: Rows per chunk of the lock-free snapshot (by key), and per batch of a
 #: table without a key.
 CHUNK_ROWS = 50_000
+#: How the names of a chunk's files in changes/ begin (the lake builds a
+#: table from them: binlake.spark.lake).
+SNAPSHOT_FILES = "part-snapshot-chunk-"
 #: Field types of the text protocol's result metadata whose text is a number.
 _INTEGERS = {T.MYSQL_TYPE_TINY, T.MYSQL_TYPE_SHORT, T.MYSQL_TYPE_LONG, T.MYSQL_TYPE_LONGLONG,
              T.MYSQL_TYPE_INT24, T.MYSQL_TYPE_YEAR}
@@ -488,7 +492,8 @@ class _ChangeWriter:
                              f"date={moment.date().isoformat()}")
         os.makedirs(where, exist_ok=True)
         # A chunk's file is named by its number: a Spark task run again writes it again.
-        name = f"part-snapshot-{f'chunk-{sub:09d}' if sub else uuid.uuid4().hex}.parquet"
+        name = (f"{SNAPSHOT_FILES}{sub:09d}.parquet" if sub
+                else f"part-snapshot-{uuid.uuid4().hex}.parquet")
         pq.write_table(batch, os.path.join(where, f".{name}.tmp"))
         os.replace(os.path.join(where, f".{name}.tmp"), os.path.join(where, name))
         self.rows += n
@@ -589,7 +594,7 @@ def read_chunks(address, chunks, folder: str) -> list[ChunkRead]:
                 columns = [pa.chunked_array([page[i] for _, page in pages], pa.string())
                            .combine_chunks() for i in range(len(names))]
                 n = writer.write(chunk.database, chunk.table, names, columns, point,
-                                 name_sequence(point.file), 0, sub=chunk.number)
+                                 name_sequence(point.file), 0, sub=chunk.number + 1)
                 done.append(ChunkRead(chunk, n, point))
     except pymysql.err.MySQLError as exc:
         raise SchemaSourceError(f"--snapshot-from: {exc.args[-1] if exc.args else exc}") from None
@@ -600,7 +605,7 @@ def read_chunks(address, chunks, folder: str) -> list[ChunkRead]:
 
 def read_round(spark, address, chunks: list[Chunk], folder: str) -> list[ChunkRead]:
     """The chunks read by Spark tasks in parallel, one per task on its own
-    connection (a round of one chunk: here)."""
+    connection (without `spark`, or a round of one chunk: here)."""
     if len(chunks) <= 1 or spark is None:
         return read_chunks(address, chunks, folder)
     tasks = spark.sparkContext.parallelize(chunks, len(chunks))

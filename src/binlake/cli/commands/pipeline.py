@@ -91,8 +91,8 @@ def add_arguments(parser) -> None:
                              "read view of its own, by Spark tasks in parallel, between "
                              "micro-batches; a restart resumes at the first chunk not in the lake")
     parser.add_argument("--chunk-rows", type=int, default=None, metavar="N",
-                        help="with --snapshot-from: rows per keyset page, and per chunk of the "
-                             "lock-free snapshot (default 50,000)")
+                        help="with -R --snapshot-from: the rows of a chunk of the lock-free "
+                             "snapshot (default 50,000; at most a fiftieth of the table)")
     parser.add_argument("--tables", metavar="PATTERNS",
                         help="only these tables: comma-separated db.table patterns (db.*, *.orders)")
     parser.add_argument("--temporals", choices=("typed", "text"), default=None,
