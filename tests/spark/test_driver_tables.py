@@ -220,3 +220,25 @@ def test_a_type_change_binlake_does_not_convert_is_rebuilt(spark):
         assert carry_way(was, spark_of_arrow(kind), new) is None
         with pytest.raises(driver.InSpark):
             driver.converted(pa.chunked_array([pa.nulls(1, kind)]), was, new)
+
+
+@pytest.mark.parametrize("kind, args, texts", [
+    ("DATE", (), ["2024-02-29", "0001-01-01", "9999-12-31", None]),
+    ("DATETIME", (6,), ["2024-05-01 12:00:00.000001", "1000-01-01 00:00:00.500000",
+                        "9999-12-31 23:59:59.999999", None]),
+    ("DATETIME", (), ["2024-05-01 12:00:00", None]),
+    ("TIMESTAMP", (3,), ["2024-05-01 12:00:00.120", "1970-01-01 00:00:01.000", None]),
+])
+def test_arrow_texts_are_typed_as_a_lists_are(kind, args, texts):
+    """A snapshot chunk's columns (Arrow arrays: Arrow's ISO casts) and a
+    change's texts (a list: value by value) give the same values; a zero
+    date goes value by value, and is refused in the same words."""
+    typed = column(kind, *args)
+    by_arrow = driver.typed_column(pa.array(texts, pa.string()), typed, "d.t")
+    assert by_arrow.equals(driver.typed_column(texts, typed, "d.t"))
+    zero = "0000-00-00" if kind == "DATE" else "0000-00-00 00:00:00"
+    with pytest.raises(ValueError) as from_arrow:
+        driver.typed_column(pa.array([zero]), typed, "d.t")
+    with pytest.raises(ValueError) as from_list:
+        driver.typed_column([zero], typed, "d.t")
+    assert str(from_arrow.value) == str(from_list.value)
