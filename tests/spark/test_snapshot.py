@@ -232,10 +232,38 @@ def test_the_lock_free_snapshot_under_moving_keys_killed_and_resumed(mariadb, tm
 
 
 def test_a_table_of_many_chunks_is_built_without_spark(mariadb, tmp_path):
-    """The lock-free snapshot's rounds run by hand: 60,000 rows in chunks of
-    20,000 (more rows than the driver rebuilds a table from), written to
+    """The lock-free snapshot's rounds run by hand: 60,000 rows (more than the
+    driver rebuilds a table from) in chunks of a fiftieth, written to
     between rounds, keys moved across chunks: the table is built from its
     chunk files in the driver, no Spark session started, equal to the server."""
+    rows = snapshot_by_hand(tmp_path, [
+        "UPDATE many.t SET v = 'early' WHERE id IN (5, 45000)",   # read next, read later
+        "UPDATE many.t SET id = 70001 WHERE id = 10",             # out of a chunk just read
+        "DELETE FROM many.t WHERE id IN (30000, 59999)",           # not read yet
+        "UPDATE many.t SET id = 10 WHERE id = 50000",              # into a chunk read before
+    ])
+    assert len(rows) == 60_000 - 2
+
+
+def test_a_chunk_from_before_a_truncate_is_left_out(mariadb, tmp_path):
+    """TRUNCATE between two rounds: the chunks read before it hold rows the
+    table no longer has; the table built holds only those after it."""
+    rows = snapshot_by_hand(tmp_path, [
+        "UPDATE many.t SET v = 'before' WHERE id = 5",
+        "SELECT 1",
+        "TRUNCATE TABLE many.t",
+        "INSERT INTO many.t VALUES (7, 'after', 1.00, '2024-01-01 00:00:00'), "
+        "(59000, 'after', 2.00, '2024-01-02 00:00:00')",
+    ])
+    assert sorted(rows) == [7, 59000]
+
+
+def snapshot_by_hand(tmp_path, edits: list) -> dict:
+    """A keyed table of 60,000 rows snapshotted in rounds of two chunks
+    (1,200 rows: a fiftieth), the edits run in turn before and after each
+    round's read, the binlog read by the same runs (a LazySession that
+    refuses to start): the table built equals the server's, whose rows
+    ({id: row}) are returned."""
     from binlake.spark.pipeline import LazySession
     from binlake.spark.snapshot import plan_round, progressed, read_round
 
@@ -254,25 +282,18 @@ def test_a_table_of_many_chunks_is_built_without_spark(mariadb, tmp_path):
         def run(**options):
             run_pipeline(spark, [str(p) for p in server.binlog_files()], str(lake), **options)
         run(snapshot=address, snapshot_chunked=True, snapshot_chunk_rows=20_000)
-        edits = iter([
-            "UPDATE many.t SET v = 'early' WHERE id IN (5, 45000)",   # read next, read later
-            "UPDATE many.t SET id = 70001 WHERE id = 10",             # out of a chunk read next
-            "DELETE FROM many.t WHERE id IN (30000, 59999)",
-            "UPDATE many.t SET id = 10 WHERE id = 50000",              # into a chunk read before
-            "INSERT INTO many.t VALUES (25000, 'gone', 1, NOW(6)) "
-            "ON DUPLICATE KEY UPDATE v = 'again'",
-        ])
+        edits = iter(edits)
         while progress := load_manifest(str(lake)).chunks:
             if all(entry["done"] for entry in progress["tables"].values()):
                 break
-            server.execute(next(edits, "UPDATE many.t SET amount = amount + 1 WHERE id = 7"))
+            server.execute(next(edits, "UPDATE many.t SET v = 'later' WHERE id = 7"))
             chunks = plan_round(address, progress, 2)
             reads = read_round(None, address, chunks, str(tmp_path / "round"))
-            server.execute(next(edits, "UPDATE many.t SET amount = amount + 1 WHERE id = 8"))
+            server.execute(next(edits, "UPDATE many.t SET v = 'last' WHERE id = 8"))
             run(snapshot_round=(str(tmp_path / "round"), progressed(progress, reads)))
         rows = {row[0]: row for row in table_rows_of(lake, "many.t")}
         assert rows == {row[0]: row for row in server.query("SELECT * FROM many.t")}
-        assert len(rows) == 60_000 - 2
+    return rows
 
 
 def table_rows_of(lake, table: str) -> list:

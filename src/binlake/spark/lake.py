@@ -514,7 +514,10 @@ class _Lake:
         folder, parts = os.path.join(self.staged, key), _partition_by(plan)
         names, order = [c["key"] for c in layout["columns"]], layout["primary_key"]
         for path in chunks:
-            after = pq.read_table(path, columns=["after"]).column("after").combine_chunks()
+            read = pq.read_table(path, columns=["commit_key", "after"])
+            if not read.num_rows or not _inside(read.column("commit_key")[0].as_py(), stretch):
+                continue  # a chunk from before a TRUNCATE: its rows are gone
+            after = read.column("after").combine_chunks()
             texts = _chunk_columns(after, stretch["sources"])
             if len(touched):
                 kept = pc.invert(pc.is_in(texts[primary[0]], value_set=touched))
@@ -1107,6 +1110,12 @@ def _partitioned_writer(frame, plan: dict):
     """A Spark writer of a whole table's rows, in its partition folders."""
     partition_by = _partition_by(plan)
     return frame.write.partitionBy(*partition_by) if partition_by else frame.write
+
+
+def _inside(commit_key: dict, stretch: dict) -> bool:
+    """A change at `commit_key` is of the stretch (its span of the binlog)."""
+    at, (hi_seq, hi_pos) = (commit_key["file_seq"], commit_key["pos"]), stretch["before"]
+    return at > tuple(stretch["after"]) and (hi_seq is None or at < (hi_seq, hi_pos))
 
 
 def _chunk_columns(after: pa.MapArray, names: list[str]) -> list:
