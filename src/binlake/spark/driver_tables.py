@@ -239,11 +239,11 @@ def typed_table(rows: list, layout: dict, table: str, extra: dict | None = None)
 
 def typed_column(texts, column: dict, table: str) -> pa.Array:
     """One column's texts (a list, or an Arrow string array) as its Arrow
-    type. Built from buffers, never by
-    pa.array() from Python objects: pyarrow imports pandas to look at them
-    (0.3 s, most of what a small increment costs here). Numbers are parsed
-    by Arrow's casts (correctly rounded, as Spark's); temporals by `value_of`,
-    which refuses what Spark refuses."""
+    type. Built from buffers, never by pa.array() from Python objects:
+    pyarrow imports pandas to look at them (0.3 s, most of what a small
+    increment costs here). Numbers are parsed by Arrow's casts (correctly
+    rounded, as Spark's); temporals by `value_of`, which refuses what Spark
+    refuses (an Arrow array's by Arrow's ISO casts first)."""
     from pyspark.sql import types as S
     kind, target = arrow_type(column), spark_type(column)
     strings = texts if isinstance(texts, pa.Array) else None  # Arrow's already (a snapshot's)

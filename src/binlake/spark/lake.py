@@ -502,7 +502,7 @@ class _Lake:
         if (stretch.get("was") or "key_then" in stretch or None in stretch["sources"]
                 or any(digits is not None for digits in stretch["fractions"])):
             return False
-        binlog = [path for path in files if path not in set(chunks)]
+        binlog = sorted(set(files) - set(chunks))
         if not driver.takes(sum(map(parquet_rows, binlog))):
             return False
         try:

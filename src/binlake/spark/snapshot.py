@@ -60,6 +60,7 @@ import datetime as dt
 import ipaddress
 import os
 import uuid
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from decimal import Decimal
 
@@ -106,14 +107,9 @@ def take_snapshot(address, wanted, folder: str, *, file_seq_of, chunk_rows: int 
     point, the tables' DDL text, and with `chunked` the progress of the
     lock-free snapshot of the keyed tables, which this read leaves out.
     `file_seq_of(name)` numbers a binlog file as the pipeline does."""
-    import pymysql
     log = log or (lambda message: None)
-    connection = connect(address, "--snapshot-from")
-    connection.decoders = {}  # the text protocol's text as is (bytes when binary)
-    try:
+    with _session(address) as connection:
         with connection.cursor() as cursor:
-            cursor.execute("SET SESSION time_zone = '+00:00', sql_mode = ''")
-            cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             point, mariadb = _open_read_view(cursor)
         if chunked and not mariadb:
             raise SchemaSourceError("-R --snapshot-from: the lock-free snapshot needs MariaDB's "
@@ -136,10 +132,6 @@ def take_snapshot(address, wanted, folder: str, *, file_seq_of, chunk_rows: int 
                                      file_seq_of(point.file), writer.rows)
             log(f"snapshot: {database}.{table}: {rows} rows")
         connection.commit()
-    except pymysql.err.MySQLError as exc:
-        raise SchemaSourceError(f"--snapshot-from: {exc.args[-1] if exc.args else exc}") from None
-    finally:
-        connection.close()
     progress = None
     if chunked:
         progress = {"tables": {f"{db}.{table}": {"database": db, "table": table, "key": key,
@@ -162,6 +154,27 @@ def rows_per_chunk(estimate: int, most: int) -> int:
     """The rows of a table's chunks: `most`, or fewer for a table of about
     `estimate` rows, that a round stays a small share of it."""
     return max(min(most, MIN_CHUNK_ROWS), min(most, estimate // CHUNK_SHARE))
+
+
+@contextmanager
+def _session(address):
+    """A connection for the snapshot's reads: the text protocol's text as
+    is (bytes when binary), time zone UTC, no sql_mode, REPEATABLE READ,
+    GROUP_CONCAT as long as a packet (`_pages`); closed at the end, a
+    server's error raised as one line."""
+    import pymysql
+    connection = connect(address, "--snapshot-from")
+    connection.decoders = {}
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SET SESSION time_zone = '+00:00', sql_mode = '', "
+                           "group_concat_max_len = @@max_allowed_packet")
+            cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        yield connection
+    except pymysql.err.MySQLError as exc:
+        raise SchemaSourceError(f"--snapshot-from: {exc.args[-1] if exc.args else exc}") from None
+    finally:
+        connection.close()
 
 
 def _open_read_view(cursor) -> tuple[SnapshotPoint, bool]:
@@ -318,8 +331,7 @@ def _pages(cursor, database: str, table: str, key: list[str], columns: list, aft
                                  quoted_strings_can_be_null=False)
     texts = [_page_text(kind) for _, kind in columns]
     keyed = [names.index(c) for c in key]
-    cursor.execute("SET SESSION group_concat_max_len = @@max_allowed_packet")
-    cursor.execute("SELECT @@group_concat_max_len")
+    cursor.execute("SELECT @@group_concat_max_len")  # as long as a packet (`_session`)
     longest = int(cursor.fetchone()[0])
     rows = 1000
     while True:
@@ -531,12 +543,9 @@ def plan_round(address, progress: dict, count: int) -> list[Chunk]:
     """The next `count` chunks (fewer at the end), in key order table after
     table: each bound is the key its `chunk_rows` rows after the last one, found
     by one index query; the last chunk of a table has no upper bound."""
-    import pymysql
     number = progress["chunks"]
     found: list[Chunk] = []
-    connection = connect(address, "--snapshot-from")
-    connection.decoders = {}
-    try:
+    with _session(address) as connection:
         with connection.cursor() as cursor:
             for entry in progress["tables"].values():
                 if entry["done"]:
@@ -557,10 +566,6 @@ def plan_round(address, progress: dict, count: int) -> list[Chunk]:
                     after = tuple(bound)
                 if len(found) >= count:
                     break
-    except pymysql.err.MySQLError as exc:
-        raise SchemaSourceError(f"--snapshot-from: {exc.args[-1] if exc.args else exc}") from None
-    finally:
-        connection.close()
     return found
 
 
@@ -568,16 +573,11 @@ def read_chunks(address, chunks, folder: str) -> list[ChunkRead]:
     """Each chunk in a consistent snapshot of its own, at the binlog position
     MariaDB gives that view, written under `folder` (a Spark task's work)."""
     import pyarrow as pa
-    import pymysql
 
     from binlake.spark.ranges import name_sequence
-    connection = connect(address, "--snapshot-from")
-    connection.decoders = {}
     writer, done, columns_of = _ChangeWriter(folder), [], {}
-    try:
+    with _session(address) as connection:
         with connection.cursor() as cursor:
-            cursor.execute("SET SESSION time_zone = '+00:00', sql_mode = ''")
-            cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             for chunk in chunks:
                 table = (chunk.database, chunk.table)
                 if table not in columns_of:
@@ -596,10 +596,6 @@ def read_chunks(address, chunks, folder: str) -> list[ChunkRead]:
                 n = writer.write(chunk.database, chunk.table, names, columns, point,
                                  name_sequence(point.file), 0, sub=chunk.number + 1)
                 done.append(ChunkRead(chunk, n, point))
-    except pymysql.err.MySQLError as exc:
-        raise SchemaSourceError(f"--snapshot-from: {exc.args[-1] if exc.args else exc}") from None
-    finally:
-        connection.close()
     return done
 
 
