@@ -83,12 +83,23 @@ def test_a_live_server_named_by_options_exactly_once(spark, primary, tmp_path):
 
     stopped_and_started(primary, stream, caught_up)
     assert_sink_holds_the_servers_changes(spark, primary, sink)
+    # a second query copying into the same folder, beside the first: refused
+    query = stream.start()
+    try:
+        second = (spark.readStream.format("binlog")
+                  .options(host="127.0.0.1", port=str(primary.port), user="root")
+                  .load(str(folder)).writeStream.format("noop")
+                  .option("checkpointLocation", str(tmp_path / "second")).start())
+        with pytest.raises(Exception, match="another backup is writing into"):
+            second.awaitTermination(60)
+    finally:
+        query.stop()
 
 
 def stopped_and_started(primary, stream, caught_up) -> None:
-    """The server written to while the query reads, its dump thread killed;
-    the query stopped while the server writes, started again, the server
-    rotating its binlog. `caught_up(query)`: until the query has read the
+    """The server written to while the query reads, its dump thread killed,
+    the server restarted cleanly and after a SIGKILL; the query stopped
+    while the server writes, started again, the server rotating its binlog. `caught_up(query)`: until the query has read the
     server's last commit."""
     from server.live_helpers import kill_dump_threads, write
     write(primary, 1, 200)
@@ -99,9 +110,15 @@ def stopped_and_started(primary, stream, caught_up) -> None:
         kill_dump_threads(primary)
         write(primary, 401, 200)
         caught_up(query)
+        primary.stop()   # restarted cleanly, then after a SIGKILL, while the query runs
+        primary.start()
+        write(primary, 601, 100)
+        primary.kill()
+        primary.start()
+        caught_up(query)
     finally:
         query.stop()
-    write(primary, 601, 200)            # written while no query runs
+    write(primary, 701, 100)            # written while no query runs
     query = stream.start()
     try:
         write(primary, 801, 200)

@@ -21,7 +21,7 @@ from binlake.testing.mariadb import MariaDBServer  # noqa: E402
 from binlake.testing.workload import (DATABASE, SESSION_SETUP,  # noqa: E402
                                       expected_final_state, run_basic_workload)
 
-from .test_follow import status  # noqa: E402
+from .test_follow import kill_dump_threads, status  # noqa: E402
 from .test_pipeline import assert_tables_equal, table_rows  # noqa: E402
 from .truth import _columns  # noqa: E402
 
@@ -171,15 +171,18 @@ def _wait(condition, process, what: str, timeout: float = 180) -> None:
 
 
 def test_the_lock_free_snapshot_under_moving_keys_killed_and_resumed(mariadb, tmp_path):
-    """Chunks of 300 rows read by Spark tasks while rows are updated, deleted,
-    inserted and moved between chunks; the follower SIGKILLed after its
-    first rounds, started again, the server restarted under it: the tables
-    equal the server, the rows read again are at most the round the kill
-    cut short."""
+    """Chunks of 300 rows read (by the driver while the JVM starts) while rows
+    are updated, deleted, inserted and moved between chunks; the follower
+    SIGKILLed after its
+    first rounds, started again, a second follower beside it refused, its
+    dump thread killed, the server restarted under it cleanly and after a
+    SIGKILL: the tables equal the server, the rows read again are at most
+    the round the kill cut short."""
     import signal
     import subprocess
     import sys
-    with MariaDBServer(tmp_path / "server", server_id=22) as server:
+    with MariaDBServer(tmp_path / "server", server_id=22,
+                       extra={"innodb_flush_log_at_trx_commit": 1}) as server:
         run_basic_workload(server, DATABASE)
         server.execute(f"CREATE TABLE {DATABASE}.accounts (id INT PRIMARY KEY, "
                        "owner VARCHAR(40), balance DECIMAL(12,2), rate FLOAT, score DOUBLE)")
@@ -206,7 +209,14 @@ def test_the_lock_free_snapshot_under_moving_keys_killed_and_resumed(mariadb, tm
                                         stdin=subprocess.DEVNULL)
             _wait(lambda: status(lake).get("snapshot_rows", 0) > killed["snapshot_rows"],
                   follower, "a round after the restart")
+            # a second follower of the same lake, beside it: refused, the first goes on
+            second = subprocess.run(command, capture_output=True, text=True, timeout=120)
+            assert second.returncode == 1, second.stderr
+            assert "another binlake pipeline run is using this lake" in second.stderr
+            assert kill_dump_threads(server)
             server.stop()  # a round meets no server, the copier loses its connection
+            server.start()
+            server.kill()  # and a SIGKILLed one (its redo log written at each commit)
             server.start()
             _wait(lambda: (status(lake).get("micro_batches", 0) > 0
                            and not status(lake).get("snapshot_tables_left")), follower,
