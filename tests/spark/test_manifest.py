@@ -73,6 +73,17 @@ def test_a_snapshot_starts_a_lake_only():
         manifest.from_snapshot(floor)
 
 
+def test_each_server_after_a_failover_has_its_floor():
+    first = SnapshotFloor("binlog.000003", 900, 3, gtid="0-1-9")
+    moved = SnapshotFloor("failover1~binlog.000001", 330, (1 << 32) + 1, gtid="0-1-20")
+    manifest = Manifest().from_snapshot(first).failed_over(moved)
+    assert manifest.floor_of(7) == first and manifest.floor_of((1 << 32) + 5) == moved
+    assert manifest.floor_of((2 << 32) + 1) is None
+    assert Manifest.from_json(json.loads(json.dumps(manifest.to_json()))) == manifest
+    with pytest.raises(ValueError, match="already goes on"):
+        manifest.failed_over(moved)
+
+
 def test_the_manifest_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
     path = str(tmp_path / "manifest.json")
     assert read_manifest(path, "lake") == Manifest()

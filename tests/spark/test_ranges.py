@@ -131,6 +131,8 @@ def test_transactions_group_events_between_boundaries():
 def test_file_numbers_and_packing(tmp_path):
     assert name_sequence("/x/binlog.000042") == 42
     assert name_sequence("mysql-bin") is None
+    # the copies of the server after a follower's second failover follow every earlier one's
+    assert name_sequence("/x/failover2~binlog.000003") == 2 * (1 << 32) + 3
     server = number_files(["/a/binlog.000010", "/a/binlog.000002"])
     assert server == [("/a/binlog.000002", 2), ("/a/binlog.000010", 10)]
     mixed = number_files(["/b/x.bin", "/a/binlog.000002", "/c/binlog.000002"])

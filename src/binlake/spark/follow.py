@@ -7,7 +7,11 @@ Strategy: one process, two parts joined by files on disk.
   copies of the server's binlogs in the lake's `_binlake/binlogs/`: each
   event checked as it arrives, fsynced within a second, resumed from its own
   manifest, through killed dump threads, lost connections and server
-  restarts; another server's binlogs are refused.
+  restarts; another server's binlogs are refused while it runs. Started
+  on a server that is not the one the copies are of, the follower takes it
+  for the next primary of the lake's replication domain
+  (binlake.spark.failover): the old copies go in first, then the lake is
+  placed in the new server's binlog by its GTIDs, or refused in one line.
 - Micro-batches, in the calling thread: each is a run of the batch pipeline
   (binlake.spark.pipeline.run_pipeline) over those copies, in this process
   and one Spark session (started when a run first needs one: small
@@ -50,7 +54,11 @@ from dataclasses import dataclass, field
 from binlake.atomic import replaced
 from binlake.spark.pipeline import (LazySession, PipelineResult, lake_lock, load_manifest,
                                     run_pipeline)
-from binlake.spark.ranges import name_sequence
+from binlake.spark.failover import (FAILOVER_PREFIX, FailoverRefused, check_holds,
+                                    continuation, copies_prefix, current_epoch, gtid_text,
+                                    lake_gtid_state, starting_binlog, wait_for_copy)
+from binlake.spark.manifest import SnapshotFloor, write_manifest
+from binlake.spark.ranges import FAILOVER_FILES, name_sequence
 from binlake.spark.snapshot import plan_round, progressed, read_round, snapshot_reading
 
 #: The copies' folder and the status file, under the lake's _binlake/.
@@ -160,10 +168,19 @@ class Follower:
         from binlake.live.backup import Copier
         os.makedirs(self.prefix, exist_ok=True)
         with lake_lock(self.out):
-            self._copier = Copier(self.source, self.prefix, name_sequence)
             try:
-                start = (self._begin(self._copier.backup) or self.start
-                         or self._copier.first_copy())
+                epoch, placing = self._server_moved()
+            except Exception as exc:
+                self.status.state, self.status.error = "failed", str(exc)
+                self._write_status()
+                raise
+            self._copier = Copier(self.source, copies_prefix(self.prefix, epoch), name_sequence)
+            try:
+                if placing or epoch:  # the next server's: its first copy, or where it goes on
+                    start = placing.file if placing else self._copier.first_copy()
+                else:
+                    start = (self._begin(self._copier.backup) or self.start
+                             or self._copier.first_copy())
                 if start is None:
                     raise ValueError("a new lake follows the server from a binlog: name it "
                                      "(the server's first: SHOW BINARY LOGS)")
@@ -172,7 +189,8 @@ class Follower:
                     # -R alone: followed until the snapshot is done, then to the end.
                     options.stop_never = self._stop_when_snapshotted = True
                 self._copier.start(start, on_end=self._stop.set)
-                self._micro_batches()
+                if placing is None or self._place(placing):
+                    self._micro_batches()
             finally:
                 self._copier.close()
         return self.status
@@ -194,6 +212,88 @@ class Follower:
                      snapshot_chunk_rows=self.chunk_rows, snapshot_chunked=True,
                      **self.pipeline_options)
         return load_manifest(self.out).snapshot.file
+
+    # Another server (binlake.spark.failover) -----------------------------------------
+    def _server_moved(self) -> tuple[int, "_Placing | None"]:
+        """(the number of the server whose copies the copier writes, where the
+        lake goes on in its binlogs when it has yet to be placed there): a
+        server that is not the one the newest copies are of is the next one,
+        after a failover, refused in one line where its GTIDs say the lake
+        would not go on exactly."""
+        from binlake.live.backup import BackupManifest
+        epoch = current_epoch(self.prefix)
+        known = BackupManifest(copies_prefix(self.prefix, epoch)).server
+        placed = epoch == 0 or load_manifest(self.out).floor_of(epoch * FAILOVER_FILES)
+        if known is None and placed:
+            return epoch, None  # a new lake: the server is the one it follows
+        identity, mariadb, binlog_pos = self._answering()
+        moved = known is not None and identity["server_id"] != known.get("server_id")
+        if not moved and placed:
+            return epoch, None
+        where = self.source.where
+        if not mariadb:
+            raise FailoverRefused(
+                f"{where} is server id {identity['server_id']}, and the lake's copies are of "
+                f"server id {known.get('server_id')}: going on on another server needs MariaDB's "
+                "GTIDs; nothing was changed")
+        if snapshot_reading(load_manifest(self.out).chunks):
+            raise FailoverRefused(
+                f"{where} is another server than the one the lock-free snapshot reads (its "
+                "chunks are positions in that server's binlog): finish the snapshot there, or "
+                "start a new lake; nothing was changed")
+        if moved:
+            # Every whole transaction copied from the old server goes in first.
+            run_pipeline(self.spark, [self.prefix], self.out, log=self.log,
+                         **self.pipeline_options)
+            epoch += 1
+        state = lake_gtid_state(load_manifest(self.out), self.prefix)
+        if not state:
+            raise FailoverRefused(
+                f"{where} is another server than the one the lake's copies are of, and the "
+                "lake has no GTID to go on by (its binlogs have none): nothing was changed")
+        check_holds(binlog_pos, state, f"{where} is server id {identity['server_id']}" + (
+            f", not server id {known.get('server_id')} the lake followed" if moved else ""))
+        file, size = starting_binlog(self.source.options, state)
+        self.log(f"{where} (server id {identity['server_id']}) is another server than the one "
+                 f"the lake followed: the lake's GTIDs {gtid_text(state)} go on in its {file}")
+        return epoch, _Placing(epoch, file, size, state)
+
+    def _answering(self) -> tuple[dict, bool, str]:
+        """(identity, is MariaDB, @@gtid_binlog_pos) of the server at the
+        source's address; a server restarting is waited for, as the copier
+        waits for one."""
+        from binlake.live.protocol import ReplicaConnection, ReplicationError
+        options, delay = self.source.options, 0.5
+        while True:
+            connection = ReplicaConnection(options.settings, server_id=options.server_id,
+                                           heartbeat=0, read_timeout=30)
+            try:
+                connection.connect()
+                mariadb = connection.is_mariadb
+                position = str(connection.variable("gtid_binlog_pos") or "") if mariadb else ""
+                return connection.identity(), mariadb, position
+            except ReplicationError as exc:
+                if not (exc.retryable and options.stop_never) or self._stop.wait(delay):
+                    raise
+                self.log(f"warning: {exc}; connecting again in {delay:.0f} s")
+                delay = min(2 * delay, options.max_backoff)
+            finally:
+                connection.close()
+
+    def _place(self, placing: "_Placing") -> bool:
+        """Record where the lake goes on in the new server's first copy, once
+        the copy holds what the server had when asked (False: stopped first)."""
+        local = FAILOVER_PREFIX.format(placing.epoch) + placing.file
+        path = os.path.join(self.prefix, local)
+        if not wait_for_copy(path, placing.size, self._copier, self._stop):
+            return False
+        at = continuation(path, placing.size, placing.state)
+        manifest = load_manifest(self.out)
+        write_manifest(os.path.join(self.out, "_binlake", "manifest.json"), manifest.failed_over(
+            SnapshotFloor(local, at, name_sequence(local), gtid_text(placing.state),
+                          time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()))))
+        self.log(f"the lake goes on in {local} at {at}")
+        return True
 
     # Micro-batches --------------------------------------------------------------------
     def _micro_batches(self) -> None:
@@ -299,6 +399,16 @@ class Follower:
             json.dump(self.status.to_json(), handle, indent=1)
         if self.on_status is not None:
             self.on_status(self.status)
+
+
+@dataclass(frozen=True)
+class _Placing:
+    """A failover's next server: its copies' number, the binlog the lake goes
+    on in and its size when asked, the lake's GTID state."""
+    epoch: int
+    file: str
+    size: int
+    state: dict
 
 
 def _copies(prefix: str) -> list[str]:

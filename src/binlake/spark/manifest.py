@@ -21,6 +21,8 @@ What it holds:
     temporals  how DATE/DATETIME/TIMESTAMP columns are typed, chosen at the start
     history    whether history/ (SCD type 2) tables are kept
     snapshot   where a lake started from a snapshot sits in the binlog
+    failovers  where the lake went on in the binlogs of each server the
+               follower moved to (binlake.spark.failover): a floor each
     chunks     how far the lock-free snapshot of each keyed table has read
                (binlake.spark.snapshot.ChunkProgress): committed with the
                run that appended the chunks' rows, so a killed snapshot
@@ -37,6 +39,7 @@ import json
 from dataclasses import asdict, dataclass, field, replace
 
 from binlake.atomic import replaced
+from binlake.spark.ranges import FAILOVER_FILES
 
 #: The manifest's format; a lake of another is refused, never guessed at.
 FORMAT = 1
@@ -85,8 +88,10 @@ class FileRead:
 
 @dataclass(frozen=True)
 class SnapshotFloor:
-    """Where the snapshot a lake started from sits: its binlog file (and that
-    file's number), the offset, the GTID state and the time it was taken."""
+    """Where a lake starts reading a server's binlogs: the snapshot it
+    started from, or a failover's first position on the next server. Its
+    binlog file (and that file's number), the offset, the GTID state and
+    the time it was taken."""
     file: str
     pos: int
     file_seq: int
@@ -140,6 +145,8 @@ class Manifest:
     chunks: dict | None = None
     #: The one selection a lake from before per-file selections recorded.
     selected_before: tuple[str, ...] | None = None
+    #: Where the lake went on after each failover (binlake.spark.failover).
+    failovers: tuple[SnapshotFloor, ...] = ()
 
     # -- transitions -------------------------------------------------------------------
 
@@ -152,6 +159,12 @@ class Manifest:
         if self.files or self.snapshot:
             raise ValueError("a snapshot starts a lake: this one has read binlogs already")
         return replace(self, snapshot=floor)
+
+    def failed_over(self, floor: SnapshotFloor) -> "Manifest":
+        """The lake goes on in the next server's binlogs at `floor`."""
+        if self.floor_of(floor.file_seq) is not None:
+            raise ValueError(f"the lake already goes on in {floor.file}'s server's binlogs")
+        return replace(self, failovers=self.failovers + (floor,))
 
     def chunked(self, progress: dict) -> "Manifest":
         """The lock-free snapshot read so far (its chunks' rows in this run)."""
@@ -193,6 +206,13 @@ class Manifest:
         before = self.holds(name, patterns) if name in self.files else ()
         return replace(entry, held=before).holding(patterns, entry.end)
 
+    def floor_of(self, file_seq: int) -> SnapshotFloor | None:
+        """Where the lake starts in the binlogs of the server whose file is
+        numbered `file_seq` (None: the first server's, from its start)."""
+        server = file_seq // FAILOVER_FILES
+        return next((floor for floor in (self.snapshot, *self.failovers)
+                     if floor is not None and floor.file_seq // FAILOVER_FILES == server), None)
+
     def file_seqs(self) -> dict:
         return {name: entry.file_seq for name, entry in self.files.items()}
 
@@ -223,6 +243,8 @@ class Manifest:
             data["snapshot"] = asdict(self.snapshot)
         if self.chunks is not None:
             data["chunks"] = self.chunks
+        if self.failovers:
+            data["failovers"] = [asdict(floor) for floor in self.failovers]
         if self.selected_before is not None:
             data["tables_selected"] = list(self.selected_before)
         return data
@@ -240,7 +262,9 @@ class Manifest:
                    snapshot=SnapshotFloor(**snapshot) if snapshot else None,
                    tables=TablesState.from_json(data.get("tables")),
                    chunks=data.get("chunks"),
-                   selected_before=None if selected is None else tuple(selected))
+                   selected_before=None if selected is None else tuple(selected),
+                   failovers=tuple(SnapshotFloor(**floor)
+                                   for floor in data.get("failovers") or ()))
 
 
 def read_manifest(path: str, lake: str) -> Manifest:

@@ -57,8 +57,9 @@ from binlake.read.scan import read_framing, scan
 from binlake.spark.batches import CHANGES, EVENTS, VIEWS, TableFilter, spark_ddl
 from binlake.spark.history import PositionOrder, follow_ranges, load_history, table_plans
 from binlake.spark.layouts import find_layouts
-from binlake.spark.ranges import (DEFAULT_SPLIT_BYTES, DRIVER_READ_BYTES, FIRST_EVENT, READ_IN, Split,
-                     expand_inputs, number_files, split_bytes_of)
+from binlake.spark.ranges import (DEFAULT_SPLIT_BYTES, DRIVER_READ_BYTES, FAILOVER_FILES,
+                                  FIRST_EVENT, READ_IN, Split, expand_inputs, number_files,
+                                  split_bytes_of)
 from binlake.spark.lake import (TABLES, concurrently, hadoop_literal, tables_in_step,
                                 update_tables)
 from binlake.spark.manifest import FileRead, Manifest, SnapshotFloor, read_manifest, write_manifest
@@ -572,14 +573,19 @@ def _new_segments(files, manifest: Manifest, warnings: list):
     """The byte ranges not read yet: from where the manifest left each file
     to its last transaction boundary."""
     segments, scans, entries = [], {}, {}
-    floor = manifest.snapshot
     _refuse_holes(files, manifest)
     for path, seq in files:
         name = os.path.basename(path)
         mark = fingerprint(path)
         known = manifest.files.get(name)
+        floor = manifest.floor_of(seq)
+        if known is None and seq >= FAILOVER_FILES and floor is None:
+            raise ValueError(f"{path}: a copy of a server the follower moved to, and the lake "
+                             "has not placed itself in its binlogs yet: run the follower "
+                             "(nothing was changed)")
         if known is None and floor is not None and seq <= floor.file_seq:
-            # A lake started from a snapshot reads from the snapshot's position on.
+            # A lake started from a snapshot, or gone on after a failover,
+            # reads that server's binlogs from the floor's position on.
             if seq < floor.file_seq:
                 continue
             known = FileRead(seq, path, floor.pos, mark)
@@ -657,10 +663,9 @@ def _refuse_holes(files, manifest: Manifest) -> None:
     number: a file older than the last one read that was never read, or a
     number missing between them, would leave changes out of the lake."""
     read = {entry.file_seq: name for name, entry in manifest.files.items()}
-    floor = manifest.snapshot
     given = {seq: os.path.basename(path) for path, seq in files
              if os.path.basename(path) not in manifest.files
-             and (floor is None or seq >= floor.file_seq)}
+             and (manifest.floor_of(seq) is None or seq >= manifest.floor_of(seq).file_seq)}
     if read:
         last = max(read)
         older = sorted(seq for seq in given if seq < last)
@@ -671,8 +676,11 @@ def _refuse_holes(files, manifest: Manifest) -> None:
     named = {**read, **given}
     numbers = sorted(named)
     for before, after in zip(numbers, numbers[1:]):
+        if after // FAILOVER_FILES != before // FAILOVER_FILES:
+            continue  # the next server's binlogs: the failover's floor says where they go on
         if after != before + 1:
-            first, last = _numbered(named[after], before + 1), _numbered(named[after], after - 1)
+            first, last = (_numbered(named[after], (before + 1) % FAILOVER_FILES),
+                           _numbered(named[after], (after - 1) % FAILOVER_FILES))
             missing = (f"{first} was" if first == last else f"{first} to {last} were")
             raise ValueError(f"{named[after]} follows {named[before]}, but {missing} never read: "
                              "nothing was changed; give " + ("it" if first == last else "them")

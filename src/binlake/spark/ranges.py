@@ -44,6 +44,12 @@ READ_IN = ("auto", "driver", "executors")
 DRIVER_READ_BYTES = 256 << 20
 
 _SEQUENCE = re.compile(r"\.(\d+)$")
+#: The copies of the server a follower went on with after its Nth failover
+#: (binlake.spark.failover) are named `failover<N>~<the server's name>`, and
+#: numbered after every earlier server's: N * FAILOVER_FILES + the server's
+#: own number (at most 2**31 - 1).
+_FAILOVER = re.compile(r"^failover(\d+)~")
+FAILOVER_FILES = 1 << 32
 
 
 @dataclass(frozen=True)
@@ -63,9 +69,14 @@ class Split:
 # -- inputs --------------------------------------------------------------------------
 
 def name_sequence(name: str) -> int | None:
-    """The number a server gives its binlog files: `binlog.000042` -> 42."""
-    match = _SEQUENCE.search(os.path.basename(name))
-    return int(match.group(1)) if match else None
+    """The number a server gives its binlog files: `binlog.000042` -> 42
+    (`failover1~binlog.000042`: FAILOVER_FILES + 42)."""
+    base = os.path.basename(name)
+    match = _SEQUENCE.search(base)
+    if not match:
+        return None
+    failover = _FAILOVER.match(base)
+    return int(match.group(1)) + (int(failover.group(1)) * FAILOVER_FILES if failover else 0)
 
 
 def _head(path: str) -> bytes:

@@ -1,0 +1,234 @@
+"""The follower moved to another server of the lake's replication domain:
+MariaDB GTIDs say where the lake goes on in that server's binlogs.
+
+Strategy: binlog positions are one server's, GTIDs the domain's.
+- Each server the follower has copied from has copies of its own in the
+  lake's `_binlake/binlogs/`: the first server's under their own names,
+  the server after the Nth failover's as `failover<N>~<name>` (two servers
+  often name their binlogs alike). Their numbers follow every earlier
+  server's: N * FAILOVER_FILES + the server's own (binlake.spark.ranges.
+  name_sequence), so the changes views keep one order by (file_seq, pos).
+- A follower started on a server that is not the one its copies are of
+  first reads every whole transaction copied from the old one. The lake's
+  GTID state is then that of its last position: the GTID list its last
+  binlog starts with, and each GTID read after it (`lake_gtid_state`).
+- The new server must hold that state: for each of its domains, a binlog
+  that reaches the lake's sequence number (`check_holds`), and the lake's
+  very GTIDs (MariaDB's own strict-mode check when a replica connects by
+  GTID: `starting_binlog` connects so and names the file the server starts
+  that replica in).
+- The new server's copies start at that file's beginning, byte for byte
+  as ever; the lake goes on in it after the last transaction it holds
+  already (`continuation`: every transaction before it held, none after),
+  recorded in the lake's manifest as the failover's floor before any run
+  reads the new copies (binlake.spark.manifest.Manifest.failed_over).
+
+Rule: what would leave a gap or a repeat is refused in one line with
+nothing changed: a lake without a GTID state (MySQL, or a binlog without
+GTIDs), a server lacking transactions the lake holds, GTIDs the lake holds
+interleaved with ones it does not, a lock-free snapshot still reading (its
+chunks are positions on the old server).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import replace
+
+from binlake.constants import EventType as E
+from binlake.gtids import parse_gtid_list
+from binlake.spark.ranges import FAILOVER_FILES, FIRST_EVENT
+
+#: How a later server's copies are named: `failover<N>~` + the server's name.
+FAILOVER_PREFIX = "failover{}~"
+_BACKUP_MANIFEST = re.compile(r"^failover(\d+)~\.binlake-backup\.json$")
+_GTID = int(E.GTID_EVENT)           # MariaDB's GTID event (a transaction's first)
+_GTID_LIST = int(E.GTID_LIST_EVENT)
+
+
+class FailoverRefused(ValueError):
+    """The lake cannot go on exactly on this server."""
+
+
+def copies_prefix(folder: str, epoch: int) -> str:
+    """The prefix of the copies of the server after the `epoch`th failover (0: the first server)."""
+    return os.path.join(folder, FAILOVER_PREFIX.format(epoch) if epoch else "")
+
+
+def current_epoch(folder: str) -> int:
+    """How many failovers the copies in `folder` have seen (the newest server's number)."""
+    found = [int(m.group(1)) for m in map(_BACKUP_MANIFEST.match, _listing(folder)) if m]
+    return max(found, default=0)
+
+
+def _listing(folder: str) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except FileNotFoundError:
+        return []
+
+
+# -- the lake's GTID state ---------------------------------------------------------------
+
+def lake_gtid_state(manifest, folder: str) -> dict[int, tuple[int, int]]:
+    """{domain: (server_id, seq_no)} of the last transaction the lake holds
+    in each domain: from the newest binlog it has read whose read part holds
+    a GTID list, that list and every GTID after it; the snapshot's GTID
+    state for a lake that has read none since."""
+    state: dict[int, tuple[int, int]] = {}
+    files = sorted(manifest.files.items(), key=lambda item: item[1].file_seq)
+    for index in range(len(files) - 1, -1, -1):
+        listed = _gtids_read(os.path.join(folder, files[index][0]), files[index][1].end)
+        if listed is None:
+            continue  # no GTID list in its read part: the one before it says more
+        for name, entry in files[index:]:
+            for domain, server, seq in (listed if name == files[index][0]
+                                        else _gtids_read(os.path.join(folder, name), entry.end)
+                                        or ()):
+                if domain not in state or seq >= state[domain][1]:
+                    state[domain] = (server, seq)
+        return state
+    if manifest.snapshot is not None and manifest.snapshot.gtid:
+        return parse_gtid_list(manifest.snapshot.gtid)
+    return state
+
+
+def _gtids_read(path: str, end: int) -> list | None:
+    """The GTID list and then each GTID of `path` before `end`, as (domain,
+    server, seq); None where that part has no GTID list."""
+    listed, found = False, []
+    for _, is_list, gtids in _gtid_events(path, end):
+        listed = listed or is_list
+        found += gtids
+    return found if listed else None
+
+
+def _gtid_events(path: str, end: int):
+    """(position, whether a GTID list, [(domain, server, seq)]) of each GTID
+    event (one GTID) and GTID list of `path` before `end`: a header walk
+    finds them, the reader's decoders decode them alone."""
+    from binlake.read.cursor import Cursor
+    from binlake.read.events.gtid import decode_mariadb_gtid, decode_mariadb_gtid_list
+    from binlake.read.scan import scan
+    found = scan(path, stop=end)
+    if found.framing is None:
+        return
+    header, checksum = found.framing.header_length, found.framing.checksum_len
+    with open(path, "rb") as handle:
+        for pos, code in zip(found.positions, found.types):
+            if code not in (_GTID, _GTID_LIST):
+                continue
+            head = os.pread(handle.fileno(), header, pos)
+            server, length = int.from_bytes(head[5:9], "little"), int.from_bytes(head[9:13], "little")
+            body = os.pread(handle.fileno(), length - header - checksum, pos + header)
+            cursor = Cursor(body, 0, len(body), pos + header, path)
+            if code == _GTID:
+                event = decode_mariadb_gtid(None, cursor, None)
+                yield pos, False, [(event.domain_id, server, event.seq_no)]
+            else:
+                yield pos, True, decode_mariadb_gtid_list(None, cursor, None).gtids
+
+
+def gtid_text(state: dict) -> str:
+    return ",".join(f"{domain}-{server}-{seq}" for domain, (server, seq) in sorted(state.items()))
+
+
+# -- the new server ----------------------------------------------------------------------
+
+def check_holds(binlog_pos: str, state: dict, who: str) -> None:
+    """Refuse a server (`who`) whose binlog (`binlog_pos`: its
+    @@gtid_binlog_pos) does not reach the lake's GTIDs in every domain (a
+    replica behind, another domain's server)."""
+    reached = parse_gtid_list(binlog_pos) if binlog_pos.strip() else {}
+    for domain, (server, seq) in sorted(state.items()):
+        if domain not in reached or reached[domain][1] < seq:
+            ends = (f"ends at {'-'.join(map(str, (domain, *reached[domain])))}"
+                    if domain in reached else "has no transaction")
+            raise FailoverRefused(
+                f"{who}, and its binlog {ends} in GTID domain {domain} while the lake holds "
+                f"{domain}-{server}-{seq}: it lacks transactions the lake holds (a replica "
+                "behind, or another domain's server); nothing was changed")
+
+
+def starting_binlog(options, state: dict) -> tuple[str, int]:
+    """(binlog, its size now) where the server starts a replica whose GTID
+    state is the lake's, connecting as one in strict mode: the server
+    refuses a state its binlog does not hold (binlake.live.source)."""
+    from binlake.live.protocol import ReplicationError
+    from binlake.live.source import LiveSource
+    probe = LiveSource(replace(options, file=None, position=FIRST_EVENT,
+                               mariadb_gtid=gtid_text(state), gtid_strict_mode=True,
+                               mysql_gtid_set=None, to_last_log=False, stop_never=False,
+                               retries=0, on_progress=None, origin_server_id=None,
+                               resume_gtid=None))
+    try:
+        name = next((live_file.name for live_file in probe), None)
+    except ReplicationError as exc:
+        raise FailoverRefused(f"the lake cannot go on from its GTIDs {gtid_text(state)} on "
+                              f"{probe.where}: {exc.detail if hasattr(exc, 'detail') else exc}; "
+                              "nothing was changed") from None
+    finally:
+        probe.close()
+    if name is None:
+        raise FailoverRefused(f"{probe.where} named no binlog to start the lake's GTID state "
+                              f"{gtid_text(state)} in; nothing was changed")
+    sizes = dict(_binary_logs(options))
+    return name, sizes.get(name, FIRST_EVENT)
+
+
+def _binary_logs(options) -> list[tuple[str, int]]:
+    from binlake.live.protocol import ReplicaConnection
+    connection = ReplicaConnection(options.settings, server_id=options.server_id, heartbeat=0,
+                                   read_timeout=30)
+    try:
+        connection.connect()
+        return [(str(row[0]), int(row[1])) for row in connection.query("SHOW BINARY LOGS")]
+    finally:
+        connection.close()
+
+
+def continuation(path: str, size: int, state: dict) -> int:
+    """Where the lake goes on in the new server's copy `path`, whole up to
+    `size`: after the last transaction of it the lake holds (FIRST_EVENT
+    where it holds none of it). Refused where a transaction it holds
+    follows one it does not (another history, not a replica's)."""
+    from binlake.read.scan import scan
+    found = scan(path, stop=size)
+    starts = sorted(set(found.boundaries))
+    after, unheld = FIRST_EVENT, None
+    for pos, is_list, gtids in _gtid_events(path, size):
+        if is_list:
+            continue
+        (domain, server, seq), = gtids
+        gtid = f"{domain}-{server}-{seq}"
+        if domain in state and seq <= state[domain][1]:
+            if unheld is not None:
+                raise FailoverRefused(
+                    f"{os.path.basename(path)}: the transaction {unheld} the lake does not "
+                    f"hold comes before {gtid}, which it holds: this server's history is not "
+                    "the lake's; nothing was changed")
+            later = [start for start in starts if start > pos]
+            after = later[0] if later else found.closed_end
+        elif unheld is None:
+            unheld = gtid
+    return after
+
+
+def wait_for_copy(path: str, size: int, copier, stopped, timeout: float = 600.0) -> bool:
+    """Until the copy at `path` is `size` bytes long (False: the follower was
+    stopped first); the copier's failure is raised."""
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path) or os.path.getsize(path) < size:
+        if copier.failure is not None:
+            raise copier.failure
+        if stopped.wait(0.05):
+            return False
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{path} did not reach {size} bytes in {timeout:.0f} s")
+    return True
+
+
+__all__ = ["FailoverRefused", "copies_prefix", "current_epoch", "lake_gtid_state", "check_holds",
+           "starting_binlog", "continuation", "wait_for_copy", "FAILOVER_FILES"]
