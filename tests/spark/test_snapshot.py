@@ -241,6 +241,78 @@ def test_the_lock_free_snapshot_under_moving_keys_killed_and_resumed(mariadb, tm
         assert_lake_equals_server(lake, server)
 
 
+def test_tables_read_anew_while_the_lake_follows(mariadb, tmp_path):
+    """A follower of `accounts` alone, started again with --tables selecting
+    `no_pk` too (a table without a key, newly selected: read in one read
+    view); then `accounts` changed on the server outside its binlog
+    (sql_log_bin=0) and read anew on request (`--snapshot-tables`, the
+    follower running), in chunks, under the moving writer: both tables equal
+    the server's, and the old table stays whole in tables/ meanwhile."""
+    import signal
+    import subprocess
+    import sys
+    with MariaDBServer(tmp_path / "server", server_id=24) as server:
+        run_basic_workload(server, DATABASE)
+        server.execute(f"CREATE TABLE {DATABASE}.accounts (id INT PRIMARY KEY, "
+                       "owner VARCHAR(40), balance DECIMAL(12,2), rate FLOAT, score DOUBLE)")
+        server.execute(f"INSERT INTO {DATABASE}.accounts SELECT seq, CONCAT('owner ', seq), "
+                       f"seq * 1.25, seq / 7, seq / 3 FROM {DATABASE}.seq_0_to_{ACCOUNTS - 1}")
+        lake = tmp_path / "lake"
+        command = [sys.executable, "-m", "binlake", "pipeline", "-R", "--follow",
+                   "--chunk-rows", str(CHUNK_ROWS), "--temporals", "text", "--out", str(lake),
+                   "-h", "127.0.0.1", "-P", str(server.port), "-u", "root", "binlog.000001"]
+        log = open(tmp_path / "follower.log", "ab")
+
+        def follower(tables: str):
+            return subprocess.Popen(command + ["--tables", tables], stdout=log, stderr=log,
+                                    stdin=subprocess.DEVNULL)
+
+        def logged(text: str) -> bool:
+            return text in (tmp_path / "follower.log").read_text()
+        writer = MovingWriter(server)
+        writer.start()
+        process = follower(f"{DATABASE}.accounts")
+        try:
+            _wait(lambda: status(lake).get("micro_batches", 0) >= 2, process, "two batches")
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(60) == 0
+            process = follower(f"{DATABASE}.accounts,{DATABASE}.no_pk")
+            _wait(lambda: logged(f"newly selected by --tables: {DATABASE}.no_pk")
+                  and status(lake).get("state") == "following"
+                  and not status(lake).get("snapshot_tables_left"), process, "no_pk")
+            with server.connect(DATABASE) as hidden, hidden.cursor() as cursor:
+                cursor.execute("SET SESSION sql_log_bin = 0")
+                cursor.execute("UPDATE accounts SET owner = 'not in the binlog' WHERE id < 700")
+            before = table_rows_of(lake, f"{DATABASE}.accounts")
+            asked = subprocess.run([sys.executable, "-m", "binlake", "pipeline", "--out",
+                                    str(lake), "--snapshot-tables", f"{DATABASE}.accounts"],
+                                   capture_output=True, text=True, timeout=60)
+            assert asked.returncode == 0 and "requested" in asked.stdout, asked.stderr
+            _wait(lambda: status(lake).get("snapshot_tables_left"), process, "the request")
+            # while it is read, tables/ keeps the table as it was (whole)
+            assert len(table_rows_of(lake, f"{DATABASE}.accounts")) >= len(before) - 50
+            _wait(lambda: not status(lake).get("snapshot_tables_left"), process, "accounts")
+            writer.done.set()
+            writer.join()
+            end = server.query("SHOW MASTER STATUS")[0][:2]
+            _wait(lambda: status(lake).get("lake") == [end[0], int(end[1])], process,
+                  "the last commit")
+        finally:
+            writer.done.set()
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=60) == 0, (tmp_path / "follower.log").read_text()
+        assert logged(f"asked for ({DATABASE}.accounts): {DATABASE}.accounts")
+        assert not list((lake / "_binlake" / "requests").iterdir())
+        expected = expected_final_state(server, DATABASE)
+        exact = dict(server.query(f"SELECT id, rate + 0e0 FROM {DATABASE}.accounts"))
+        for row in expected["accounts"]:
+            row["rate"] = exact[row["id"]]
+        assert_tables_equal(lake, {table: expected[table] for table in ("accounts", "no_pk")},
+                            _columns(server))
+        assert sum(row[1] == "not in the binlog"
+                   for row in table_rows_of(lake, f"{DATABASE}.accounts")) > 500
+
+
 def test_a_table_of_many_chunks_is_built_without_spark(mariadb, tmp_path):
     """The lock-free snapshot's rounds run by hand: 60,000 rows (more than the
     driver rebuilds a table from) in chunks of a fiftieth, written to

@@ -24,7 +24,10 @@ Strategy: one process, two parts joined by files on disk.
   A run starts as soon as the previous one has ended and new bytes are on
   disk.
 A restarted follower needs no position: its copier continues from the
-backup manifest, its runs from the lake's.
+backup manifest, its runs from the lake's. Tables its `--tables` newly
+selects, and those `binlake pipeline --snapshot-tables` asks for (a file in
+_binlake/requests/, taken between micro-batches), are read anew by the
+lock-free snapshot's rounds below (binlake.spark.snapshot.read_anew).
 
 A lake started with `snapshot` (a server address: -R --snapshot-from)
 begins with the lock-free snapshot (binlake.spark.snapshot): a first run
@@ -59,11 +62,15 @@ from binlake.spark.failover import (FAILOVER_PREFIX, FailoverRefused, check_hold
                                     lake_gtid_state, starting_binlog, wait_for_copy)
 from binlake.spark.manifest import SnapshotFloor, write_manifest
 from binlake.spark.ranges import FAILOVER_FILES, name_sequence
-from binlake.spark.snapshot import plan_round, progressed, read_round, snapshot_reading
+from binlake.spark.batches import TableFilter
+from binlake.spark.snapshot import (CHUNK_ROWS, plan_round, progressed, read_anew, read_round,
+                                    server_is_mariadb, snapshot_reading)
 
 #: The copies' folder and the status file, under the lake's _binlake/.
 BINLOGS = "binlogs"
 STATUS = "status.json"
+#: Where `binlake pipeline --snapshot-tables` leaves its requests, under _binlake/.
+REQUESTS = "requests"
 #: How often the follower looks for new bytes when the copies are idle.
 POLL_SECONDS = 0.1
 #: A micro-batch that takes longer is reported (what it did to which tables).
@@ -184,6 +191,8 @@ class Follower:
                 if start is None:
                     raise ValueError("a new lake follows the server from a binlog: name it "
                                      "(the server's first: SHOW BINARY LOGS)")
+                self._read_newly_selected()
+                self._take_requests()
                 options = self.source.options
                 if snapshot_reading(load_manifest(self.out).chunks) and not options.stop_never:
                     # -R alone: followed until the snapshot is done, then to the end.
@@ -295,6 +304,69 @@ class Follower:
         self.log(f"the lake goes on in {local} at {at}")
         return True
 
+    # Tables read anew (binlake.spark.snapshot.read_anew) -------------------------------
+    def _read_newly_selected(self) -> None:
+        """Tables `--tables` selects now and the lake did not (by what
+        changes/ holds of its newest binlog): read by the lock-free
+        snapshot while the lake follows, their rows starting at the lake's
+        position, instead of reading every binlog copied again for them
+        (which holds none of their rows from before the lake began).
+        MySQL: read again from the copies, as a batch lake's are."""
+        manifest = load_manifest(self.out)
+        wanted = TableFilter(self.pipeline_options.get("tables"))
+        if not manifest.files or self.address is None:
+            return
+        newest, entry = max(manifest.files.items(), key=lambda item: item[1].file_seq)
+        held = [TableFilter(",".join(h.patterns))
+                for h in manifest.holds(newest, wanted.patterns) if h.end >= entry.end]
+        if any(not h.patterns or set(wanted.patterns) <= set(h.patterns) for h in held):
+            return  # nothing newly selected
+        if not server_is_mariadb(self.address):
+            return
+
+        def new(database: str, table: str) -> bool:
+            return wanted(database, table) and not any(h(database, table) for h in held)
+        self._read_anew(manifest, new, "newly selected by --tables",
+                        held_for=wanted.patterns)
+
+    def _take_requests(self) -> None:
+        """The requests to read tables anew (`binlake pipeline --snapshot-tables`,
+        files in _binlake/requests/), taken in the order they were made."""
+        folder = os.path.join(self.out, "_binlake", REQUESTS)
+        if not os.path.isdir(folder) or not load_manifest(self.out).files:
+            return  # (a lake that has read nothing yet takes them once it has)
+        for name in sorted(n for n in os.listdir(folder) if n.endswith(".json")):
+            path = os.path.join(folder, name)
+            try:
+                with open(path) as handle:
+                    asked = TableFilter(json.load(handle)["tables"])
+            except (OSError, ValueError, KeyError):
+                self.log(f"warning: {path}: not a request binlake made; set aside")
+                os.replace(path, path + ".refused")
+                continue
+            wanted = TableFilter(self.pipeline_options.get("tables"))
+            self._read_anew(load_manifest(self.out),
+                            lambda db, table: wanted(db, table) and asked(db, table),
+                            f"asked for ({', '.join(asked.patterns)})")
+            os.remove(path)
+
+    def _read_anew(self, manifest, tables, why: str, held_for=None) -> None:
+        """Record in the manifest that the server's tables `tables(db, table)`
+        selects are read anew, from the lake's position on (and, with
+        `held_for`, that changes/ holds every binlog read so far for that
+        selection: the snapshot stands for what it held not)."""
+        newest = max(manifest.files.values(), key=lambda entry: entry.file_seq)
+        since = [newest.file_seq, newest.end - 2]  # every change before, every chunk after
+        progress, names = read_anew(self.address, manifest.chunks, tables, since,
+                                    self.chunk_rows or CHUNK_ROWS)
+        if held_for is not None:
+            manifest = manifest.reading({name: manifest.read_for(name, entry, held_for)
+                                         for name, entry in manifest.files.items()},
+                                        manifest.layouts)
+        write_manifest(os.path.join(self.out, "_binlake", "manifest.json"),
+                       manifest.chunked(progress))
+        self.log(f"reading anew, {why}: {', '.join(names) or 'no table of the server'}")
+
     # Micro-batches --------------------------------------------------------------------
     def _micro_batches(self) -> None:
         try:
@@ -313,6 +385,8 @@ class Follower:
         self.status.state = "following"
         while True:
             stopping = self._stop.is_set()
+            if not stopping:
+                self._take_requests()
             chunks = None if stopping else self._snapshot_round()
             received = _copies_size(self.prefix)
             if received != seen or stopping or chunks:
@@ -399,6 +473,23 @@ class Follower:
             json.dump(self.status.to_json(), handle, indent=1)
         if self.on_status is not None:
             self.on_status(self.status)
+
+
+def request_snapshot(out: str, patterns: str) -> str:
+    """Leave a request to read the tables `patterns` selects anew in the lake
+    `out`, for its follower (taken between micro-batches, or at its next
+    start); the request's path."""
+    import uuid
+    if not os.path.isfile(os.path.join(out, "_binlake", "manifest.json")):
+        raise ValueError(f"--snapshot-tables: {out} is not a lake yet (no _binlake/manifest.json)")
+    if not TableFilter(patterns).patterns:
+        raise ValueError("--snapshot-tables: name the tables (db.table patterns)")
+    folder = os.path.join(out, "_binlake", REQUESTS)
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"snapshot-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.json")
+    with replaced(path) as handle:
+        json.dump({"tables": patterns}, handle)
+    return path
 
 
 @dataclass(frozen=True)

@@ -104,15 +104,18 @@ def plan_signature(plan: dict) -> str:
 
 def update_tables(spark, out: str, plans: list, manifest: Manifest, *, as_of: AsOf | None,
                   staged: str, read_changes, tables_mixed, log,
-                  tables_dir: str | None = None, history: bool = False, selected=None
-                  ) -> tuple[dict, TablesState, dict]:
+                  tables_dir: str | None = None, history: bool = False, selected=None,
+                  fresh: set = frozenset()) -> tuple[dict, TablesState, dict]:
     """Bring tables/ (or `tables_dir`) in step with the manifest, and with
     `history` history/ too; returns ({"db.table": rows}, the state of the
     tables now, {"appended"|"merged"|...|"history": [tables]}). `spark`: the
     run's session, used only where a table needs Spark.
     `tables_mixed()` records in the manifest, before work that leaves the
     tables of two points if killed, that they are. Tables
-    `selected(db, table)` does not select (--tables) are left as they are."""
+    `selected(db, table)` does not select (--tables) are left as they are;
+    those named in `fresh` ("db.table": read anew by the lock-free
+    snapshot) are built again from their changes where their plan changed,
+    never carried from their rows."""
     tables_dir = tables_dir or os.path.join(out, TABLES)
     state = manifest.tables
     run = manifest.run
@@ -125,7 +128,7 @@ def update_tables(spark, out: str, plans: list, manifest: Manifest, *, as_of: As
                  ChangeFiles(os.path.join(out, "changes")), os.path.join(out, HISTORY))
     try:
         _stage(lake, manifest, by_key, signatures, in_step, as_of, out, tables_dir,
-               read_changes, tables_mixed)
+               read_changes, tables_mixed, fresh)
         if history and as_of is None:
             _stage_histories(lake, manifest, by_key, signatures, out, read_changes)
     except Exception as exc:
@@ -164,7 +167,8 @@ def tables_in_step(state: TablesState | None, tables_dir: str) -> bool:
 
 
 def _stage(lake: "_Lake", manifest: Manifest, by_key: dict, signatures: dict,
-           in_step: bool, as_of, out: str, tables_dir: str, read_changes, tables_mixed) -> None:
+           in_step: bool, as_of, out: str, tables_dir: str, read_changes, tables_mixed,
+           fresh: set = frozenset()) -> None:
     """Every table's next version written to the staging folder, none
     committed: a change refused on the way leaves every table as it was."""
     if not in_step:
@@ -177,7 +181,7 @@ def _stage(lake: "_Lake", manifest: Manifest, by_key: dict, signatures: dict,
         order = PositionOrder(manifest.file_seqs())
         for key, plan in by_key.items():
             if manifest.tables.plans.get(key) != signatures[key]:
-                source = carried_from(plan, tables_dir, order)
+                source = None if key in fresh else carried_from(plan, tables_dir, order)
                 if source is None:
                     rebuild.append(plan)
                 else:

@@ -485,7 +485,8 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
             or state.temporals != temporals or state.history != keep_history
             or state.partition_by != partition_by
             or not os.path.isdir(os.path.join(out, TABLES))):
-        plans = _plans(history, layouts, order, built, temporals, partition_by)
+        plans, fresh = _read_anew(_plans(history, layouts, order, built, temporals,
+                                         partition_by), manifest.chunks)
 
         def tables_mixed() -> None:
             write_manifest(_state(out, "manifest.json"), manifest.tables_mixed(partition_by))
@@ -493,7 +494,7 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
         result.tables, built, result.table_work = update_tables(
             spark, out, plans, manifest, as_of=None, staged=_state(out, "tables.new"),
             read_changes=read_changes, tables_mixed=tables_mixed, log=log,
-            history=keep_history, selected=built)
+            history=keep_history, selected=built, fresh=fresh)
         result.tables_rebuilt = True
         write_manifest(_state(out, "manifest.json"), manifest.tables_built(
             replace(built, temporals=temporals, history=keep_history, partition_by=partition_by)))
@@ -524,6 +525,27 @@ def _plans(history, layouts: dict, order, wanted, temporals: str, partition_by: 
             plan["partition_by"] = [_partition_column(plan, column)]
         plans.append(plan)
     return plans
+
+
+def _read_anew(plans: list, progress: dict | None) -> tuple[list, set]:
+    """The plans with the tables the lock-free snapshot read anew into the
+    lake (binlake.spark.snapshot.read_anew) starting at their `since`:
+    their changes before it are superseded by the chunks; and the names of
+    those tables, which are built again from their chunks, never carried."""
+    starts = {name: tuple(entry["since"]) for name, entry in (progress or {}).get(
+        "tables", {}).items() if entry.get("since")}
+    if not starts:
+        return plans, set()
+    out = []
+    for plan in plans:
+        since = starts.get(f"{plan['database']}.{plan['table']}")
+        if since is not None:
+            stretches = [dict(stretch, after=list(max(tuple(stretch["after"]), since)))
+                         for stretch in plan["stretches"]
+                         if stretch["before"][0] is None or tuple(stretch["before"]) > since]
+            plan = dict(plan, stretches=stretches)
+        out.append(plan)
+    return out, set(starts)
 
 
 def _partition_column(plan: dict, name: str) -> str:

@@ -47,6 +47,13 @@ holds the chunks' rows: a killed snapshot reads again at most the round in
 flight. MySQL has no position of a read view without a lock: there the
 snapshot stays the single read view (`--snapshot-from` without -R).
 
+The same chunks read tables anew into a lake that follows already
+(`read_anew`: tables newly selected, or asked for): their progress entry
+carries `since`, the lake's position then, where the pipeline starts the
+table's rows (every change and chunk before is superseded); a table
+without a key is one chunk, one read view, its rows starting at that
+view's position.
+
 A keyed table's pages (`_pages`) are made by the server: each page one
 value of QUOTEd values, parsed by pyarrow's CSV reader, so that neither
 side spends Python per value; a page it cannot give so is read by the
@@ -68,6 +75,7 @@ from binlake.constants import ColumnType as T
 from binlake.connection.settings import SchemaSourceError, connect, quote_identifier as _quote
 from binlake.schema.seeds import SYSTEM_DATABASES, server_ddl
 from binlake.spark.exact import decimal_text, float32_text, value_text
+from binlake.spark.ranges import name_sequence
 
 #: Rows per chunk of the lock-free snapshot (by key), and per batch of a
 #: table without a key.
@@ -134,13 +142,47 @@ def take_snapshot(address, wanted, folder: str, *, file_seq_of, chunk_rows: int 
         connection.commit()
     progress = None
     if chunked:
-        progress = {"tables": {f"{db}.{table}": {"database": db, "table": table, "key": key,
-                                                 "after": None, "done": False, "rows": 0,
-                                                 "chunk_rows": rows_per_chunk(estimate,
-                                                                              chunk_rows)}
+        progress = {"tables": {f"{db}.{table}": _entry(db, table, key, estimate, chunk_rows)
                                for (db, table, key), estimate in zip(keyed, estimates)},
                     "chunks": 0}
     return point, ddl, progress
+
+
+def _entry(database: str, table: str, key: list, estimate: int, chunk_rows: int,
+           since: list | None = None) -> dict:
+    """A table's progress: its key, the last bound read (`after`), whether it
+    is done, the rows read, its chunks' rows; `since` for a table read anew
+    into a lake (binlake.spark.pipeline starts its rows there)."""
+    entry = {"database": database, "table": table, "key": key, "after": None, "done": False,
+             "rows": 0, "chunk_rows": rows_per_chunk(estimate, chunk_rows)}
+    if since is not None:
+        entry["since"] = since
+    return entry
+
+
+def read_anew(address, progress: dict | None, wanted, since: list,
+              chunk_rows: int = CHUNK_ROWS) -> tuple[dict, list[str]]:
+    """The progress with the server's tables `wanted(db, table)` selects to
+    be read again (or for the first time) into a lake that holds the binlog
+    up to `since`, lock-free, while it follows the server; and their names.
+    A keyed table is read in chunks as a new lake's are, and its rows start
+    at `since` (every change before is superseded: a key's chunk row or a
+    later change is its state); a table without a key in one chunk, one
+    read view, its rows starting at that chunk's position (`progressed`).
+    MariaDB only (a read view's binlog position without a lock)."""
+    progress = dict(progress or {"tables": {}, "chunks": 0})
+    tables = dict(progress["tables"])
+    with _session(address) as connection:
+        if not _is_mariadb(connection):
+            raise SchemaSourceError("reading tables anew into a following lake needs "
+                                    "MariaDB's Binlog_snapshot_position (a read view's "
+                                    "binlog position without a lock): nothing was changed")
+        found = _tables(connection, wanted)
+        for database, table, key in found:
+            estimate = _estimated_rows(connection, database, table)
+            tables[f"{database}.{table}"] = _entry(database, table, key, estimate, chunk_rows,
+                                                   since)
+    return dict(progress, tables=tables), [f"{db}.{table}" for db, table, _ in found]
 
 
 #: A table's chunks are at most this share of its rows (so that a round, two
@@ -154,6 +196,17 @@ def rows_per_chunk(estimate: int, most: int) -> int:
     """The rows of a table's chunks: `most`, or fewer for a table of about
     `estimate` rows, that a round stays a small share of it."""
     return max(min(most, MIN_CHUNK_ROWS), min(most, estimate // CHUNK_SHARE))
+
+
+def server_is_mariadb(address) -> bool:
+    with _session(address) as connection:
+        return _is_mariadb(connection)
+
+
+def _is_mariadb(connection) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT VERSION()")
+        return "mariadb" in cursor.fetchone()[0].lower()
 
 
 @contextmanager
@@ -179,8 +232,7 @@ def _session(address):
 
 def _open_read_view(cursor) -> tuple[SnapshotPoint, bool]:
     """The read view's point, and whether the server is MariaDB."""
-    cursor.execute("SELECT VERSION()")
-    mariadb = "mariadb" in cursor.fetchone()[0].lower()
+    mariadb = _is_mariadb(cursor.connection)
     if mariadb:
         cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
         cursor.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
@@ -551,6 +603,10 @@ def plan_round(address, progress: dict, count: int) -> list[Chunk]:
                 if entry["done"]:
                     continue
                 key, after = tuple(entry["key"]), _key_values(entry["after"])
+                if not key:  # one chunk: the whole table in one read view
+                    found.append(Chunk(entry["database"], entry["table"], key, None, None,
+                                       number + len(found)))
+                    continue
                 chunk_rows = entry["chunk_rows"]
                 order = ", ".join(_quote(c) for c in key)
                 name = f"{_quote(entry['database'])}.{_quote(entry['table'])}"
@@ -574,7 +630,6 @@ def read_chunks(address, chunks, folder: str) -> list[ChunkRead]:
     MariaDB gives that view, written under `folder` (a Spark task's work)."""
     import pyarrow as pa
 
-    from binlake.spark.ranges import name_sequence
     writer, done, columns_of = _ChangeWriter(folder), [], {}
     with _session(address) as connection:
         with connection.cursor() as cursor:
@@ -587,8 +642,13 @@ def read_chunks(address, chunks, folder: str) -> list[ChunkRead]:
                 status = {name.lower(): value for name, value in cursor.fetchall()}
                 point = SnapshotPoint(status["binlog_snapshot_file"],
                                       int(status["binlog_snapshot_position"]), None, _now())
-                pages = list(_pages(cursor, chunk.database, chunk.table, list(chunk.key),
-                                    columns_of[table], chunk.after, chunk.through))
+                if chunk.key:
+                    pages = list(_pages(cursor, chunk.database, chunk.table, list(chunk.key),
+                                        columns_of[table], chunk.after, chunk.through))
+                else:
+                    pages = [(names, [pa.array(column, pa.string()) for column in columns])
+                             for names, columns in _chunks(connection, chunk.database,
+                                                           chunk.table, [], CHUNK_ROWS)]
                 connection.commit()
                 names = [c for c, _ in columns_of[table]]
                 columns = [pa.chunked_array([page[i] for _, page in pages], pa.string())
@@ -616,6 +676,9 @@ def progressed(progress: dict, reads: list[ChunkRead]) -> dict:
         entry["after"] = _key_json(read.chunk.through)
         entry["done"] = read.chunk.through is None
         entry["rows"] += read.rows
+        if not read.chunk.key and "since" in entry:
+            # A multiset: the changes before its read view are in its rows.
+            entry["since"] = [name_sequence(read.point.file), read.point.pos - 2]
     return dict(progress, tables=tables, chunks=progress["chunks"] + len(reads))
 
 

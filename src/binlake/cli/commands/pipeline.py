@@ -126,6 +126,12 @@ def add_arguments(parser) -> None:
                            "into the lake seconds later, exactly once, until SIGTERM or Ctrl-C "
                            "(which end it after the micro-batch in flight); a restart continues "
                            "where it stopped. Status in DIR/_binlake/status.json")
+    live.add_argument("--snapshot-tables", metavar="PATTERNS",
+                      help="read these tables (db.table patterns) anew from the server, "
+                           "lock-free (MariaDB), while the lake follows it: their rows in the "
+                           "lake are then the server's, with every change since. Without -R "
+                           "the request is left in DIR for its running follower (or its next "
+                           "start). Tables --tables newly selects are read so by themselves")
     add_replica_arguments(live)
 
 
@@ -150,6 +156,18 @@ def run(args, out, err) -> int:
         err.write("binlake pipeline: --follow follows a live server: add -R and its "
                   "connection options\n")
         return ExitStatus.USAGE
+    if args.snapshot_tables:
+        from binlake.spark.follow import request_snapshot
+        try:
+            request_snapshot(args.out, args.snapshot_tables)
+        except ValueError as exc:
+            err.write(f"binlake pipeline: {exc}\n")
+            return ExitStatus.USAGE
+        if not args.remote:
+            out.write(f"requested: {args.snapshot_tables} read anew by the follower of "
+                      f"{os.path.abspath(args.out)} (status.json's snapshot_tables_left says "
+                      "when it is done)\n")
+            return ExitStatus.OK
     inputs = args.inputs if args.inputs and not args.sample else [sample_dir()]
 
     def log(message: str) -> None:
