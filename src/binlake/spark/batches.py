@@ -82,6 +82,32 @@ CHANGES = pa.schema([
 
 VIEWS = {"events": EVENTS, "changes": CHANGES}
 
+#: Columns of the views with few distinct values (dictionary-encoded in
+#: their files; a dictionary of the other columns' values, as many as the
+#: rows, would cost the writer and be dropped by it).
+FEW_VALUES = {"file", "type", "gtid", "op", "database", "table", "before.key_value.key",
+              "after.key_value.key"}
+#: Columns whose values are not what a reader filters on: the row images'
+#: values, the statements (no min/max statistics: the writer spent most
+#: of its time on them).
+UNFILTERED = {"path", "query", "info", "before.key_value.value", "after.key_value.value"}
+
+
+def parquet_options(schema: pa.Schema) -> dict:
+    """pyarrow.parquet's write options for a file of a view with `schema`
+    (its columns but the partition ones)."""
+    leaves = []
+    for field in schema:
+        if pa.types.is_struct(field.type):
+            leaves += [f"{field.name}.{child.name}" for child in field.type]
+        elif pa.types.is_map(field.type):
+            leaves += [f"{field.name}.key_value.key", f"{field.name}.key_value.value"]
+        else:
+            leaves.append(field.name)
+    return {"compression": "snappy",
+            "use_dictionary": [leaf for leaf in leaves if leaf in FEW_VALUES],
+            "write_statistics": [leaf for leaf in leaves if leaf not in UNFILTERED]}
+
 def spark_ddl(schema: pa.Schema) -> str:
     return ", ".join(f"`{f.name}` {_ddl_type(f.type)}" for f in schema)
 

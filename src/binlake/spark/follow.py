@@ -421,7 +421,10 @@ class Follower:
         folder = os.path.join(self.out, "_binlake", "snapshot-round")
         shutil.rmtree(folder, ignore_errors=True)
         count = self.round_chunks or 2 * (os.cpu_count() or 1)
-        spark = self.spark if count > 1 else None
+        # On this machine the driver's threads read a round as fast as Spark
+        # tasks would (the server formats the pages), without a JVM; a
+        # cluster's tasks read it there, once its session is up.
+        spark = None if count == 1 or _local(self.spark) else self.spark
         if isinstance(spark, LazySession) and not spark.ready():
             # The JVM's seconds of start pass while the driver reads rounds itself.
             spark.start_soon()
@@ -500,6 +503,12 @@ class _Placing:
     file: str
     size: int
     state: dict
+
+
+def _local(spark) -> bool:
+    """Whether the session is (or will be) a local one, on this machine."""
+    master = spark.master if isinstance(spark, LazySession) else spark.sparkContext.master
+    return bool(master) and master.startswith("local")
 
 
 def _copies(prefix: str) -> list[str]:

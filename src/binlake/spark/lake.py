@@ -515,24 +515,30 @@ class _Lake:
         except driver.InSpark:
             return False
         touched = pa.array([k[0] for k in net], pa.string())
-        folder, parts = os.path.join(self.staged, key), _partition_by(plan)
         names, order = [c["key"] for c in layout["columns"]], layout["primary_key"]
-        for path in chunks:
+
+        def typed_chunk(path: str):
+            """A chunk's rows, typed, but the touched keys' (None: none in the stretch)."""
             read = pq.read_table(path, columns=["commit_key", "after"])
             if not read.num_rows or not _inside(read.column("commit_key")[0].as_py(), stretch):
-                continue  # a chunk from before a TRUNCATE: its rows are gone
+                return None  # a chunk from before a TRUNCATE: its rows are gone
             after = read.column("after").combine_chunks()
             texts = _chunk_columns(after, stretch["sources"])
             if len(touched):
                 kept = pc.invert(pc.is_in(texts[primary[0]], value_set=touched))
                 texts = [column.filter(kept) for column in texts]
-            rows = pa.Table.from_arrays([driver.typed_column(column, c, key) for column, c
-                                         in zip(texts, layout["columns"])], names=names)
-            _write_rows(folder, _sorted_by(rows, order), parts)
+            return _sorted_by(pa.Table.from_arrays(
+                [driver.typed_column(column, c, key) for column, c
+                 in zip(texts, layout["columns"])], names=names), order)
         present = [row for row in net.values() if row is not None]
-        if present:
-            _write_rows(folder, _sorted_by(driver.typed_table(present, layout, key), order),
-                        parts)
+        with _RowFiles(os.path.join(self.staged, key), _partition_by(plan)) as files:
+            # Arrow reads and casts outside the GIL: chunks typed side by side.
+            with ThreadPoolExecutor(CHUNK_WORKERS) as pool:
+                for rows in pool.map(typed_chunk, chunks):
+                    if rows is not None:
+                        files.write(rows)
+            if present:
+                files.write(_sorted_by(driver.typed_table(present, layout, key), order))
         self.work["rebuilt"].append(key)
         self.commits.append((self._commit, (key, plan, "overwrite", "rebuilt")))
         self.log(f"tables: {key} built from {len(chunks)} chunk(s) of the snapshot "
@@ -1152,6 +1158,46 @@ def _write_rows(folder: str, rows, partition_by: tuple) -> None:
         mine = pc.is_null(values) if value is None else pc.equal(values, value)
         _write_rows(os.path.join(folder, partition_folder(column, value)),
                     rows.filter(mine).drop_columns([column]), ())
+
+
+class _RowFiles:
+    """Rows the driver computed for a table, written as Spark would: row
+    groups in files of about ROWS_PER_FILE rows each (so that the table
+    needs no compaction after), one file set per partition value."""
+
+    def __init__(self, folder: str, partition_by: tuple):
+        self.folder, self.partition_by = folder, partition_by
+        self._writer, self._rows = None, 0
+
+    def __enter__(self) -> "_RowFiles":
+        return self
+
+    def write(self, rows) -> None:
+        if self.partition_by:  # (rare: a file per partition value and write)
+            _write_rows(self.folder, rows, self.partition_by)
+            return
+        if self._writer is not None and self._writer.schema != rows.schema:
+            self.close()
+        if self._writer is None:
+            os.makedirs(self.folder, exist_ok=True)
+            self._writer = pq.ParquetWriter(
+                os.path.join(self.folder, f"part-{uuid.uuid4().hex}.parquet"), rows.schema)
+        self._writer.write_table(rows)
+        self._rows += rows.num_rows
+        if self._rows >= ROWS_PER_FILE:
+            self.close()
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        self._writer, self._rows = None, 0
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+#: Threads that read and type the chunk files of a snapshotted table.
+CHUNK_WORKERS = 2
 
 
 def concurrently(function, arguments: list, workers: int = 4) -> list:

@@ -33,6 +33,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from binlake.spark.batches import parquet_options
+
 #: Spark's folder name for a partition value that is NULL or empty.
 DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
 #: Characters Spark writes as %XX in a partition folder name (ExternalCatalogUtils).
@@ -129,7 +131,8 @@ class PartitionedParquet:
         os.makedirs(target, exist_ok=True)
         self._files += 1
         path = os.path.join(target, f"{self.prefix}-{self._files:05d}.snappy.parquet")
-        pq.write_table(table, path, row_group_size=ROW_GROUP_ROWS, compression="snappy")
+        pq.write_table(table, path, row_group_size=ROW_GROUP_ROWS,
+                       **parquet_options(self.file_schema))
 
 
 def _text(value) -> str | None:

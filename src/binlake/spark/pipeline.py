@@ -64,7 +64,7 @@ from binlake.spark.lake import (TABLES, concurrently, hadoop_literal, tables_in_
                                 update_tables)
 from binlake.spark.manifest import FileRead, Manifest, SnapshotFloor, read_manifest, write_manifest
 from binlake.spark.partitioned import parquet_rows
-from binlake.spark.snapshot import snapshot_reading
+from binlake.spark.snapshot import SNAPSHOT_FILES, snapshot_reading
 from binlake.spark.tables import AsOf, one_of
 from binlake.spark.typed import PARTITION_TYPES, TEMPORALS, spark_type, with_temporals
 
@@ -219,13 +219,23 @@ def unread_bytes(inputs, out: str) -> int | None:
     """About how many bytes of `inputs` a run over `out` has yet to read (from
     the manifest, no scan): the size of a run, before its session starts."""
     try:
-        known = load_manifest(os.path.abspath(out)).files
-        paths = expand_inputs(inputs)
-        return sum(max(0, os.path.getsize(path) - (known[os.path.basename(path)].end
-                                                   if os.path.basename(path) in known else 0))
-                   for path in paths)
+        manifest = load_manifest(os.path.abspath(out))
+        return sum(max(0, os.path.getsize(path) - _read_before(manifest, path, seq))
+                   for path, seq in number_files(expand_inputs(inputs)))
     except (OSError, ValueError):
         return None  # the run itself says what is wrong
+
+
+def _read_before(manifest: Manifest, path: str, seq: int) -> int:
+    """The bytes of `path` the lake has read, or will never read (before a
+    snapshot's or a failover's floor)."""
+    known = manifest.files.get(os.path.basename(path))
+    if known is not None:
+        return known.end
+    floor = manifest.floor_of(seq)
+    if floor is None or seq > floor.file_seq:
+        return 0
+    return floor.pos if seq == floor.file_seq else os.path.getsize(path)
 
 
 # -- the manifest ------------------------------------------------------------------------
@@ -296,8 +306,10 @@ def _surely_spark(inputs, out: str, manifest: Manifest, as_of) -> bool:
         return True
     if tables_in_step(manifest.tables, os.path.join(out, TABLES)):
         return False
+    # (The lock-free snapshot's chunks: their tables are built by the driver.)
     held = sum(os.path.getsize(os.path.join(folder, name))
-               for folder, _, names in os.walk(os.path.join(out, "changes")) for name in names)
+               for folder, _, names in os.walk(os.path.join(out, "changes")) for name in names
+               if not name.startswith(SNAPSHOT_FILES))
     return unread + held >= SURELY_SPARK_REBUILD_BYTES
 
 

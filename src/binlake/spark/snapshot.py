@@ -523,7 +523,7 @@ class _ChangeWriter:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from binlake.spark.batches import CHANGES
+        from binlake.spark.batches import CHANGES, parquet_options
         n, width = len(columns[0]) if columns else 0, len(names)
         if not n:
             return 0
@@ -558,7 +558,8 @@ class _ChangeWriter:
         # A chunk's file is named by its number: a Spark task run again writes it again.
         name = (f"{SNAPSHOT_FILES}{sub:09d}.parquet" if sub
                 else f"part-snapshot-{uuid.uuid4().hex}.parquet")
-        pq.write_table(batch, os.path.join(where, f".{name}.tmp"))
+        pq.write_table(batch, os.path.join(where, f".{name}.tmp"),
+                       **parquet_options(batch.schema))
         os.replace(os.path.join(where, f".{name}.tmp"), os.path.join(where, name))
         self.rows += n
         return n
@@ -660,10 +661,17 @@ def read_chunks(address, chunks, folder: str) -> list[ChunkRead]:
 
 
 def read_round(spark, address, chunks: list[Chunk], folder: str) -> list[ChunkRead]:
-    """The chunks read by Spark tasks in parallel, one per task on its own
-    connection (without `spark`, or a round of one chunk: here)."""
-    if len(chunks) <= 1 or spark is None:
+    """The chunks read in parallel, each on its own connection: by Spark
+    tasks, one per task; without `spark`, by threads of this process (the
+    server formats the pages, pyarrow parses and writes them outside the
+    GIL)."""
+    if len(chunks) <= 1:
         return read_chunks(address, chunks, folder)
+    if spark is None:
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(len(chunks)) as pool:
+            return [read for reads in pool.map(lambda chunk: read_chunks(address, [chunk], folder),
+                                               chunks) for read in reads]
     tasks = spark.sparkContext.parallelize(chunks, len(chunks))
     return tasks.mapPartitions(lambda part: read_chunks(address, list(part), folder)).collect()
 
