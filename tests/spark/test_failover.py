@@ -118,16 +118,7 @@ def test_the_follower_goes_on_on_the_promoted_replica_without_a_gap_or_a_repeat(
     assert lake_rows(lake) == expected, text
     assert "is another server than the one the lake followed" in text
 
-    # changes/: each change of the new primary's binlog (which holds the old
-    # one's transactions too) once, under its GTID: none lost, none twice.
-    changes = pq.read_table(lake / "changes", columns=["gtid", "table", "file"]).to_pylist()
-    held = Counter((row["gtid"], row["table"]) for row in changes)
-    sent = Counter((c.gtid, c.table) for c in binlake.changes(
-        [str(path) for path in replica.binlog_files()]) if c.database == DB)
-    assert held == sent
-    # ... read from both servers' copies: the old one's up to the failover
-    servers = Counter(row["file"].startswith("failover1~") for row in changes)
-    assert servers[True] and servers[False], servers
+    assert_each_change_once(lake, replica)
 
     # The old primary back, without the new one's transactions: refused in
     # one line, nothing changed.
@@ -140,6 +131,67 @@ def test_the_follower_goes_on_on_the_promoted_replica_without_a_gap_or_a_repeat(
     assert "lacks transactions the lake holds" in line, refused.stderr
     assert (lake / "_binlake" / "manifest.json").read_bytes() == manifest
     assert not list((lake / "_binlake" / "binlogs").glob("failover2~*"))
+
+
+def assert_each_change_once(lake, promoted) -> None:
+    """changes/ holds each change of the promoted replica's binlog (which
+    holds the old primary's transactions too) once, under its GTID: none
+    lost, none twice; read from both servers' copies."""
+    changes = pq.read_table(lake / "changes", columns=["gtid", "table", "file"]).to_pylist()
+    held = Counter((row["gtid"], row["table"]) for row in changes)
+    sent = Counter((c.gtid, c.table) for c in binlake.changes(
+        [str(path) for path in promoted.binlog_files()]) if c.database == DB)
+    assert held == sent
+    servers = Counter(row["file"].startswith("failover1~") for row in changes)
+    assert servers[True] and servers[False], servers
+
+
+def test_another_server_behind_the_followed_address_is_followed_on(pair, tmp_path):
+    """A failover behind one address (a virtual IP moved): the primary
+    SIGKILLed, its replica promoted and started again on the primary's
+    port. The running follower finds another server there and goes on in
+    its binlog by GTID, without a restart."""
+    primary, replica = pair
+    lake = tmp_path / "lake"
+    log = open(tmp_path / "follower.log", "ab")
+    process = follower(primary, lake, log)
+    writer = Writer(primary)
+    writer.start()
+    try:
+        wait_for_batches(lake, process, 2)
+    finally:
+        writer.done.set()
+        writer.join()
+    caught_up(replica, primary)
+    port = primary.port
+    primary.kill()
+    replica.execute("STOP SLAVE")
+    replica.execute("RESET SLAVE ALL")
+    replica.stop()
+    replica.port = port
+    replica.start()
+    writer = Writer(replica)
+    writer.start()
+    try:
+        wait_for_batches(lake, process, 2)
+        replica.execute(f"CREATE TABLE {DB}.extra (k INT PRIMARY KEY, v BIGINT)")
+        replica.execute(f"INSERT INTO {DB}.extra VALUES (1, 10), (2, 20)")
+        wait_for_batches(lake, process, 1)
+    finally:
+        writer.done.set()
+        writer.join()
+    expected = server_rows(replica)
+    deadline = time.monotonic() + 120
+    while lake_rows(lake) != expected and time.monotonic() < deadline:
+        assert process.poll() is None, (tmp_path / "follower.log").read_text()
+        time.sleep(0.2)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(60) == 0
+    log.close()
+    text = (tmp_path / "follower.log").read_text()
+    assert lake_rows(lake) == expected, text
+    assert "another server answers: following it on" in text
+    assert_each_change_once(lake, replica)
 
 
 # -- where the lake goes on, on one server's binlog ------------------------------------
@@ -158,12 +210,12 @@ def two_domains(mariadb, tmp_path_factory):
         server.execute("INSERT INTO d.t VALUES (3)")  # 0-51-4
         path = str(server.binlog_files()[0])
         ends = {txn.gtid: txn.end_pos for txn in binlake.transactions(path)}
-        yield path, ends
+        yield path, ends, server
 
 
 def test_the_lake_goes_on_after_the_last_transaction_it_holds(two_domains):
     from binlake.spark.failover import continuation
-    path, ends = two_domains
+    path, ends, _ = two_domains
     assert list(ends) == ["0-51-3", "1-51-1", "0-51-4"]
     size = os.path.getsize(path)
     assert continuation(path, size, {}) == 4
@@ -177,7 +229,7 @@ def test_the_lake_goes_on_after_the_last_transaction_it_holds(two_domains):
 def test_the_lakes_gtid_state_is_that_of_its_last_position(two_domains):
     from binlake.spark.failover import gtid_text, lake_gtid_state
     from binlake.spark.manifest import FileRead, Manifest, SnapshotFloor
-    path, ends = two_domains
+    path, ends, _ = two_domains
     folder, name = os.path.split(path)
 
     def state(end: int) -> str:
@@ -189,3 +241,18 @@ def test_the_lakes_gtid_state_is_that_of_its_last_position(two_domains):
     # a lake started from a snapshot that has read nothing since: the snapshot's
     floor = SnapshotFloor(name, 4, 1, gtid="0-51-7")
     assert gtid_text(lake_gtid_state(Manifest(snapshot=floor), folder)) == "0-51-7"
+
+
+def test_the_streaming_sources_offsets_carry_the_gtid_state(two_domains):
+    """The `binlog` source's offset names the GTID state at its position, as
+    the server's BINLOG_GTID_POS() does."""
+    from binlake.gtids import parse_gtid_list
+    from binlake.spark.source import BinlogStreamReader
+    path, _, server = two_domains
+    reader = BinlogStreamReader({"path": os.path.dirname(path)})
+    offset = reader.latestOffset()
+    told = server.query("SELECT BINLOG_GTID_POS(%s, %s)", (offset["file"], offset["pos"]))
+    assert parse_gtid_list(offset["gtid"]) == parse_gtid_list(told[0][0]) == {
+        0: (51, 4), 1: (51, 1)}
+    server.execute("INSERT INTO d.t VALUES (4)")  # 0-51-5: carried from the last offset
+    assert reader.latestOffset(offset)["gtid"] == "0-51-5,1-51-1"

@@ -96,6 +96,11 @@ class LiveOptions:
     resume_gtid: str | None = None
 
 
+class ServerChanged(ReplicationError):
+    """Another server answers at the address the stream was reading (a
+    failover behind one address): its positions are not the ones read."""
+
+
 class LiveSource:
     """The server's binlogs, in order, each a `LiveFile` (iterate once).
 
@@ -129,6 +134,10 @@ class LiveSource:
         #: called before the source waits for the server with nothing at
         #: hand (a follower's output flushed then: it lags no event behind)
         self.on_wait = None
+
+    def anew(self) -> "LiveSource":
+        """A source of the same options (a copy of them), not started yet."""
+        return LiveSource(replace(self.options), self._connection_class)
 
     @property
     def where(self) -> str:
@@ -188,7 +197,7 @@ class LiveSource:
             elif identity != self.server_identity and file is not None:
                 # Positions are one server's: continuing by them on another
                 # (a failover behind one address) would splice two histories.
-                raise ReplicationError(self.where, position, (
+                raise ServerChanged(self.where, position, (
                     f"the server now answering is another (server id {identity['server_id']}, "
                     f"was {self.server_identity['server_id']}): its binlog positions do not "
                     "continue the ones read; stopped"), retryable=False)

@@ -77,42 +77,42 @@ def lake_gtid_state(manifest, folder: str) -> dict[int, tuple[int, int]]:
     in each domain: from the newest binlog it has read whose read part holds
     a GTID list, that list and every GTID after it; the snapshot's GTID
     state for a lake that has read none since."""
-    state: dict[int, tuple[int, int]] = {}
     files = sorted(manifest.files.items(), key=lambda item: item[1].file_seq)
     for index in range(len(files) - 1, -1, -1):
-        listed = _gtids_read(os.path.join(folder, files[index][0]), files[index][1].end)
-        if listed is None:
+        name, entry = files[index]
+        state, listed = gtids_in(os.path.join(folder, name), entry.end)
+        if not listed:
             continue  # no GTID list in its read part: the one before it says more
-        for name, entry in files[index:]:
-            for domain, server, seq in (listed if name == files[index][0]
-                                        else _gtids_read(os.path.join(folder, name), entry.end)
-                                        or ()):
-                if domain not in state or seq >= state[domain][1]:
-                    state[domain] = (server, seq)
+        for name, entry in files[index + 1:]:
+            state, _ = gtids_in(os.path.join(folder, name), entry.end, state)
         return state
     if manifest.snapshot is not None and manifest.snapshot.gtid:
         return parse_gtid_list(manifest.snapshot.gtid)
-    return state
+    return {}
 
 
-def _gtids_read(path: str, end: int) -> list | None:
-    """The GTID list and then each GTID of `path` before `end`, as (domain,
-    server, seq); None where that part has no GTID list."""
-    listed, found = False, []
-    for _, is_list, gtids in _gtid_events(path, end):
+def gtids_in(path: str, end: int, state: dict | None = None,
+             start: int = FIRST_EVENT) -> tuple[dict, bool]:
+    """(the GTID state `state` carried through `path` from `start` to `end`
+    (MariaDB's: the last GTID of each domain), whether that part holds a
+    GTID list: the state where the file begins)."""
+    state, listed = dict(state or {}), False
+    for _, is_list, gtids in _gtid_events(path, end, start):
         listed = listed or is_list
-        found += gtids
-    return found if listed else None
+        for domain, server, seq in gtids:
+            if not is_list or domain not in state or seq >= state[domain][1]:
+                state[domain] = (server, seq)
+    return state, listed
 
 
-def _gtid_events(path: str, end: int):
+def _gtid_events(path: str, end: int, start: int = FIRST_EVENT):
     """(position, whether a GTID list, [(domain, server, seq)]) of each GTID
-    event (one GTID) and GTID list of `path` before `end`: a header walk
+    event (one GTID) and GTID list of `path` in [start, end): a header walk
     finds them, the reader's decoders decode them alone."""
     from binlake.read.cursor import Cursor
     from binlake.read.events.gtid import decode_mariadb_gtid, decode_mariadb_gtid_list
     from binlake.read.scan import scan
-    found = scan(path, stop=end)
+    found = scan(path, start=start, stop=end)
     if found.framing is None:
         return
     header, checksum = found.framing.header_length, found.framing.checksum_len
@@ -230,5 +230,6 @@ def wait_for_copy(path: str, size: int, copier, stopped, timeout: float = 600.0)
     return True
 
 
-__all__ = ["FailoverRefused", "copies_prefix", "current_epoch", "lake_gtid_state", "check_holds",
+__all__ = ["FailoverRefused", "copies_prefix", "current_epoch", "lake_gtid_state", "gtids_in",
+           "gtid_text", "check_holds",
            "starting_binlog", "continuation", "wait_for_copy", "FAILOVER_FILES"]

@@ -7,9 +7,9 @@ Strategy: one process, two parts joined by files on disk.
   copies of the server's binlogs in the lake's `_binlake/binlogs/`: each
   event checked as it arrives, fsynced within a second, resumed from its own
   manifest, through killed dump threads, lost connections and server
-  restarts; another server's binlogs are refused while it runs. Started
-  on a server that is not the one the copies are of, the follower takes it
-  for the next primary of the lake's replication domain
+  restarts. Started on a server that is not the one the copies are of, or
+  finding one at its address when it reconnects, the follower takes it for
+  the next primary of the lake's replication domain
   (binlake.spark.failover): the old copies go in first, then the lake is
   placed in the new server's binlog by its GTIDs, or refused in one line.
 - Micro-batches, in the calling thread: each is a run of the batch pipeline
@@ -172,37 +172,53 @@ class Follower:
 
     def run(self) -> FollowStatus:
         """Follow until `stop()` or a failure (raised after the lake is left whole)."""
-        from binlake.live.backup import Copier
         os.makedirs(self.prefix, exist_ok=True)
         with lake_lock(self.out):
-            try:
-                epoch, placing = self._server_moved()
-            except Exception as exc:
-                self.status.state, self.status.error = "failed", str(exc)
-                self._write_status()
-                raise
-            self._copier = Copier(self.source, copies_prefix(self.prefix, epoch), name_sequence)
-            try:
-                if placing or epoch:  # the next server's: its first copy, or where it goes on
-                    start = placing.file if placing else self._copier.first_copy()
-                else:
-                    start = (self._begin(self._copier.backup) or self.start
-                             or self._copier.first_copy())
-                if start is None:
-                    raise ValueError("a new lake follows the server from a binlog: name it "
-                                     "(the server's first: SHOW BINARY LOGS)")
-                self._read_newly_selected()
-                self._take_requests()
-                options = self.source.options
-                if snapshot_reading(load_manifest(self.out).chunks) and not options.stop_never:
-                    # -R alone: followed until the snapshot is done, then to the end.
-                    options.stop_never = self._stop_when_snapshotted = True
-                self._copier.start(start, on_end=self._stop.set)
-                if placing is None or self._place(placing):
-                    self._micro_batches()
-            finally:
-                self._copier.close()
+            while self._follow_one_server():
+                # Another server answers at the address (a failover behind
+                # it): followed as at a start, with a source of its own.
+                self.log(f"{self.source.where}: another server answers: following it on")
+                self.source = self.source.anew()
+                self._stop.clear()
         return self.status
+
+    def _follow_one_server(self) -> bool:
+        """Follow the server at the source's address until `stop()` or a
+        failure (raised); True where the copier found another server there."""
+        from binlake.live.backup import Copier
+        from binlake.live.source import ServerChanged
+        try:
+            epoch, placing = self._server_moved()
+        except Exception as exc:
+            self.status.state, self.status.error = "failed", str(exc)
+            self._write_status()
+            raise
+        self._copier = Copier(self.source, copies_prefix(self.prefix, epoch), name_sequence)
+        try:
+            if placing or epoch:  # the next server's: its first copy, or where it goes on
+                start = placing.file if placing else self._copier.first_copy()
+            else:
+                start = (self._begin(self._copier.backup) or self.start
+                         or self._copier.first_copy())
+            if start is None:
+                raise ValueError("a new lake follows the server from a binlog: name it "
+                                 "(the server's first: SHOW BINARY LOGS)")
+            self._read_newly_selected()
+            self._take_requests()
+            options = self.source.options
+            if snapshot_reading(load_manifest(self.out).chunks) and not options.stop_never:
+                # -R alone: followed until the snapshot is done, then to the end.
+                options.stop_never = self._stop_when_snapshotted = True
+            self._copier.start(start, on_end=self._stop.set)
+            if placing is None or self._place(placing):
+                self._micro_batches()
+        except ServerChanged:
+            if self._requested.is_set() or not self.source.options.stop_never:
+                raise
+            return True
+        finally:
+            self._copier.close()
+        return False
 
     def _begin(self, backup) -> str | None:
         """The binlog a lake started from a snapshot starts from (its copies
@@ -382,7 +398,7 @@ class Follower:
 
     def _follow(self) -> None:
         seen = None
-        self.status.state = "following"
+        self.status.state, self.status.error = "following", None
         while True:
             stopping = self._stop.is_set()
             if not stopping:

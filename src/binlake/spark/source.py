@@ -18,7 +18,9 @@ copies, so a restarted query reads its micro-batch again from them.
 
 Streaming: an offset is {"file_seq", "file", "pos"}, always a transaction
 boundary: the end of the last complete transaction of the newest file, found
-by the header scan. A micro-batch reads from the previous offset (inclusive)
+by the header scan; with MariaDB GTIDs also "gtid", the GTID state there
+(the file's GTID list and each GTID since, carried from one offset to the
+next: where a replica of the same domain would go on). A micro-batch reads from the previous offset (inclusive)
 to the new one (exclusive), so a restart from a checkpointed offset neither
 loses nor repeats a change. Older files are complete once a newer one exists
 (the server rotates after a whole transaction) and are read to their end.
@@ -139,6 +141,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.view = _view(options)
         self._target: dict | None = None
         self._scanned: tuple | None = None  # (path, closed_end): where the last scan ended
+        self._gtids: tuple = ("", 0, {})    # (path, offset, MariaDB GTID state there)
         # Started by the first offset asked for: only the query's planner
         # asks (Spark makes readers in its tasks too, to read partitions).
         self._copier = None
@@ -173,7 +176,23 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if result.framing is None:  # the file has just appeared and is still empty
             return {"file_seq": seq, "file": os.path.basename(path), "pos": FIRST_EVENT}
         self._scanned = (path, result.closed_end)
-        return {"file_seq": seq, "file": os.path.basename(path), "pos": result.closed_end}
+        offset = {"file_seq": seq, "file": os.path.basename(path), "pos": result.closed_end}
+        gtid = self._gtid_state(path, result.closed_end)
+        if gtid:
+            offset["gtid"] = gtid
+        return offset
+
+    def _gtid_state(self, path: str, end: int) -> str:
+        """The MariaDB GTID state at `end` of `path` (the offset's `gtid`:
+        where a replica of the same domain would go on), carried from the
+        last offset's (a new file's GTID list gives it whole)."""
+        from binlake.spark.failover import gtid_text, gtids_in
+        known, at, state = self._gtids
+        if known != path or at > end:
+            at = FIRST_EVENT
+        state, _ = gtids_in(path, end, state, at)
+        self._gtids = (path, end, state)
+        return gtid_text(state)
 
     def latestOffset(self, start: dict | None = None, limit=None) -> dict:
         self._follow()
