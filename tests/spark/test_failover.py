@@ -94,28 +94,8 @@ def test_the_follower_goes_on_on_the_promoted_replica_without_a_gap_or_a_repeat(
     replica.execute("RESET SLAVE ALL")
 
     # The replica promoted, written to; the follower started on it, same lake.
-    writer = Writer(replica)
-    writer.start()
-    process = follower(replica, lake, log)
-    try:
-        wait_for_batches(lake, process, 2)
-        replica.execute(f"ALTER TABLE {DB}.accounts ADD COLUMN note VARCHAR(10) DEFAULT 'n'")
-        replica.execute(f"CREATE TABLE {DB}.extra (k INT PRIMARY KEY, v BIGINT)")
-        replica.execute(f"INSERT INTO {DB}.extra VALUES (1, 10), (2, 20)")
-        wait_for_batches(lake, process, 2)
-    finally:
-        writer.done.set()
-        writer.join()
-    expected = server_rows(replica)
-    deadline = time.monotonic() + 120
-    while lake_rows(lake) != expected and time.monotonic() < deadline:
-        assert process.poll() is None, (tmp_path / "follower.log").read_text()
-        time.sleep(0.2)
-    process.send_signal(signal.SIGTERM)
-    assert process.wait(60) == 0
-    log.close()
-    text = (tmp_path / "follower.log").read_text()
-    assert lake_rows(lake) == expected, text
+    text = followed_on(replica, lake, follower(replica, lake, log), log, [
+        f"ALTER TABLE {DB}.accounts ADD COLUMN note VARCHAR(10) DEFAULT 'n'"])
     assert "is another server than the one the lake followed" in text
 
     assert_each_change_once(lake, replica)
@@ -131,6 +111,34 @@ def test_the_follower_goes_on_on_the_promoted_replica_without_a_gap_or_a_repeat(
     assert "lacks transactions the lake holds" in line, refused.stderr
     assert (lake / "_binlake" / "manifest.json").read_bytes() == manifest
     assert not list((lake / "_binlake" / "binlogs").glob("failover2~*"))
+
+
+def followed_on(promoted, lake, process, log, ddl: list) -> str:
+    """The promoted replica written to, `ddl` and a new table among the
+    writes, while the follower runs; the follower stopped once the lake
+    holds every row: its log."""
+    writer = Writer(promoted)
+    writer.start()
+    try:
+        wait_for_batches(lake, process, 2)
+        for statement in ddl + [f"CREATE TABLE {DB}.extra (k INT PRIMARY KEY, v BIGINT)",
+                                f"INSERT INTO {DB}.extra VALUES (1, 10), (2, 20)"]:
+            promoted.execute(statement)
+        wait_for_batches(lake, process, 2)
+    finally:
+        writer.done.set()
+        writer.join()
+    expected = server_rows(promoted)
+    deadline = time.monotonic() + 120
+    while lake_rows(lake) != expected and time.monotonic() < deadline:
+        assert process.poll() is None, open(log.name).read()
+        time.sleep(0.2)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(60) == 0
+    log.close()
+    text = open(log.name).read()
+    assert lake_rows(lake) == expected, text
+    return text
 
 
 def assert_each_change_once(lake, promoted) -> None:
@@ -170,26 +178,7 @@ def test_another_server_behind_the_followed_address_is_followed_on(pair, tmp_pat
     replica.stop()
     replica.port = port
     replica.start()
-    writer = Writer(replica)
-    writer.start()
-    try:
-        wait_for_batches(lake, process, 2)
-        replica.execute(f"CREATE TABLE {DB}.extra (k INT PRIMARY KEY, v BIGINT)")
-        replica.execute(f"INSERT INTO {DB}.extra VALUES (1, 10), (2, 20)")
-        wait_for_batches(lake, process, 1)
-    finally:
-        writer.done.set()
-        writer.join()
-    expected = server_rows(replica)
-    deadline = time.monotonic() + 120
-    while lake_rows(lake) != expected and time.monotonic() < deadline:
-        assert process.poll() is None, (tmp_path / "follower.log").read_text()
-        time.sleep(0.2)
-    process.send_signal(signal.SIGTERM)
-    assert process.wait(60) == 0
-    log.close()
-    text = (tmp_path / "follower.log").read_text()
-    assert lake_rows(lake) == expected, text
+    text = followed_on(replica, lake, process, log, [])
     assert "another server answers: following it on" in text
     assert_each_change_once(lake, replica)
 

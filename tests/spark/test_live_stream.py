@@ -83,6 +83,20 @@ def test_a_live_server_named_by_options_exactly_once(spark, primary, tmp_path):
 
     stopped_and_started(primary, stream, caught_up)
     assert_sink_holds_the_servers_changes(spark, primary, sink)
+    # a second query copying into the same folder, beside the first (its
+    # copier started: the first offset asked for starts it): refused
+    query = stream.start()
+    try:
+        caught_up(query)
+        second = (spark.readStream.format("binlog")
+                  .options(host="127.0.0.1", port=str(primary.port), user="root")
+                  .load(str(folder)).writeStream.format("noop")
+                  .option("checkpointLocation", str(tmp_path / "second")).start())
+        with pytest.raises(Exception, match="another backup is writing into"):
+            second.awaitTermination(60)
+        assert query.isActive
+    finally:
+        query.stop()
 
 
 def stopped_and_started(primary, stream, caught_up) -> None:

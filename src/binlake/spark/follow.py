@@ -55,22 +55,24 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from binlake.atomic import replaced
-from binlake.spark.pipeline import (LazySession, PipelineResult, lake_lock, load_manifest,
-                                    run_pipeline)
+from binlake.spark.batches import TableFilter
 from binlake.spark.failover import (FAILOVER_PREFIX, FailoverRefused, check_holds,
                                     continuation, copies_prefix, current_epoch, gtid_text,
                                     lake_gtid_state, starting_binlog, wait_for_copy)
 from binlake.spark.manifest import SnapshotFloor, write_manifest
+from binlake.spark.pipeline import (LazySession, PipelineResult, lake_lock, load_manifest,
+                                    run_pipeline)
 from binlake.spark.ranges import FAILOVER_FILES, name_sequence
-from binlake.spark.batches import TableFilter
-from binlake.spark.snapshot import (CHUNK_ROWS, plan_round, progressed, read_anew, read_round,
-                                    server_is_mariadb, snapshot_reading)
+from binlake.spark.snapshot import (CHUNK_ROWS, NotMariaDB, plan_round, progressed, read_anew,
+                                    read_round, server_is_mariadb, snapshot_reading)
 
 #: The copies' folder and the status file, under the lake's _binlake/.
 BINLOGS = "binlogs"
 STATUS = "status.json"
 #: Where `binlake pipeline --snapshot-tables` leaves its requests, under _binlake/.
 REQUESTS = "requests"
+#: A request that failed (the server restarting) is taken again after this.
+REQUEST_RETRY_SECONDS = 5.0
 #: How often the follower looks for new bytes when the copies are idle.
 POLL_SECONDS = 0.1
 #: A micro-batch that takes longer is reported (what it did to which tables).
@@ -164,6 +166,7 @@ class Follower:
         self._copier = None
         self._stop_when_snapshotted = False
         self._round_failures = 0                # in a row
+        self._requests_after = 0.0              # (monotonic) when requests are taken again
 
     def stop(self) -> None:
         """End after the micro-batch in flight (from any thread, a signal handler too)."""
@@ -335,7 +338,8 @@ class Follower:
         newest, entry = max(manifest.files.items(), key=lambda item: item[1].file_seq)
         held = [TableFilter(",".join(h.patterns))
                 for h in manifest.holds(newest, wanted.patterns) if h.end >= entry.end]
-        if any(not h.patterns or set(wanted.patterns) <= set(h.patterns) for h in held):
+        if any(not h.patterns or (wanted.patterns and set(wanted.patterns) <= set(h.patterns))
+               for h in held):
             return  # nothing newly selected
         if not server_is_mariadb(self.address):
             return
@@ -349,9 +353,12 @@ class Follower:
         """The requests to read tables anew (`binlake pipeline --snapshot-tables`,
         files in _binlake/requests/), taken in the order they were made."""
         folder = os.path.join(self.out, "_binlake", REQUESTS)
-        if not os.path.isdir(folder) or not load_manifest(self.out).files:
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".json")) \
+            if os.path.isdir(folder) else []
+        if not names or time.monotonic() < self._requests_after \
+                or not load_manifest(self.out).files:
             return  # (a lake that has read nothing yet takes them once it has)
-        for name in sorted(n for n in os.listdir(folder) if n.endswith(".json")):
+        for name in names:
             path = os.path.join(folder, name)
             try:
                 with open(path) as handle:
@@ -361,9 +368,19 @@ class Follower:
                 os.replace(path, path + ".refused")
                 continue
             wanted = TableFilter(self.pipeline_options.get("tables"))
-            self._read_anew(load_manifest(self.out),
-                            lambda db, table: wanted(db, table) and asked(db, table),
-                            f"asked for ({', '.join(asked.patterns)})")
+            try:
+                self._read_anew(load_manifest(self.out),
+                                lambda db, table: wanted(db, table) and asked(db, table),
+                                f"asked for ({', '.join(asked.patterns)})")
+            except NotMariaDB as exc:
+                self.log(f"warning: {name}: {exc}; set aside")
+                os.replace(path, path + ".refused")
+                continue
+            except Exception as exc:  # noqa: BLE001 - the server restarting: later
+                self.log(f"warning: {name}: {str(exc).splitlines()[0]}; taken again in "
+                         f"{REQUEST_RETRY_SECONDS:.0f} s")
+                self._requests_after = time.monotonic() + REQUEST_RETRY_SECONDS
+                return
             os.remove(path)
 
     def _read_anew(self, manifest, tables, why: str, held_for=None) -> None:

@@ -497,8 +497,8 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
             or state.temporals != temporals or state.history != keep_history
             or state.partition_by != partition_by
             or not os.path.isdir(os.path.join(out, TABLES))):
-        plans, fresh = _read_anew(_plans(history, layouts, order, built, temporals,
-                                         partition_by), manifest.chunks)
+        plans, fresh = _starting_anew(_plans(history, layouts, order, built, temporals,
+                                             partition_by), manifest.chunks)
 
         def tables_mixed() -> None:
             write_manifest(_state(out, "manifest.json"), manifest.tables_mixed(partition_by))
@@ -539,7 +539,7 @@ def _plans(history, layouts: dict, order, wanted, temporals: str, partition_by: 
     return plans
 
 
-def _read_anew(plans: list, progress: dict | None) -> tuple[list, set]:
+def _starting_anew(plans: list, progress: dict | None) -> tuple[list, set]:
     """The plans with the tables the lock-free snapshot read anew into the
     lake (binlake.spark.snapshot.read_anew) starting at their `since`:
     their changes before it are superseded by the chunks; and the names of

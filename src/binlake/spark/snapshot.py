@@ -174,9 +174,9 @@ def read_anew(address, progress: dict | None, wanted, since: list,
     tables = dict(progress["tables"])
     with _session(address) as connection:
         if not _is_mariadb(connection):
-            raise SchemaSourceError("reading tables anew into a following lake needs "
-                                    "MariaDB's Binlog_snapshot_position (a read view's "
-                                    "binlog position without a lock): nothing was changed")
+            raise NotMariaDB("reading tables anew into a following lake needs MariaDB's "
+                             "Binlog_snapshot_position (a read view's binlog position "
+                             "without a lock): nothing was changed")
         found = _tables(connection, wanted)
         for database, table, key in found:
             estimate = _estimated_rows(connection, database, table)
@@ -196,6 +196,10 @@ def rows_per_chunk(estimate: int, most: int) -> int:
     """The rows of a table's chunks: `most`, or fewer for a table of about
     `estimate` rows, that a round stays a small share of it."""
     return max(min(most, MIN_CHUNK_ROWS), min(most, estimate // CHUNK_SHARE))
+
+
+class NotMariaDB(SchemaSourceError):
+    """What the lock-free snapshot needs of MariaDB, asked of another server."""
 
 
 def server_is_mariadb(address) -> bool:
