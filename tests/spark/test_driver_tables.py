@@ -242,3 +242,48 @@ def test_arrow_texts_are_typed_as_a_lists_are(kind, args, texts):
     with pytest.raises(ValueError) as from_list:
         driver.typed_column([zero], typed, "d.t")
     assert str(from_arrow.value) == str(from_list.value)
+
+
+def test_inserts_of_any_size_are_typed_by_arrow_without_spark(mariadb, tmp_path, monkeypatch):
+    """A table whose changes all insert takes them through Arrow in the
+    driver however many they are (DRIVER_ROWS set to 10 here): rows into a
+    table just created (its plan changed by its first table map), a table
+    created and filled in one run, more rows appended; the tables equal the
+    server's. A partial row image (binlog_row_image=MINIMAL, a column left
+    to its DEFAULT) is not taken so: Spark is asked for, never a NULL."""
+    from binlake.spark.pipeline import LazySession
+    from binlake.testing.mariadb import MariaDBServer
+    from binlake.spark.delta import read_table
+    monkeypatch.setattr(driver, "DRIVER_ROWS", 10)
+
+    def no_spark():
+        raise AssertionError("Spark was asked for")
+
+    def rows(lake, table: str) -> list:
+        found = read_table(str(lake / "tables" / f"shop.{table}")).to_pylist()
+        return sorted(tuple(row.values()) for row in found)
+    for image in ("FULL", "MINIMAL"):
+        lake = tmp_path / image
+        with MariaDBServer(tmp_path / f"server-{image}", server_id=71,
+                           binlog_row_image=image) as server:
+            def run() -> None:
+                run_pipeline(LazySession(no_spark, "local[2]"),
+                             [str(p) for p in server.binlog_files()], str(lake))
+            server.execute("CREATE DATABASE shop")
+            server.execute("CREATE TABLE shop.orders (id BIGINT PRIMARY KEY, item VARCHAR(20), "
+                           "qty INT DEFAULT 7, at DATETIME(6))")
+            run()
+            server.execute("INSERT INTO shop.orders (id, item, at) SELECT seq, CONCAT('i', seq), "
+                           "'2024-01-01' + INTERVAL seq SECOND FROM shop.seq_1_to_300")
+            if image == "MINIMAL":
+                with pytest.raises(AssertionError, match="Spark was asked for"):
+                    run()
+                continue
+            run()
+            server.execute("CREATE TABLE shop.lines (n INT, note TEXT)")  # keyless, one run
+            server.execute("INSERT INTO shop.lines SELECT seq % 5, 'x' FROM shop.seq_1_to_40")
+            server.execute("INSERT INTO shop.orders (id, item, qty, at) SELECT seq, 'more', seq, "
+                           "NULL FROM shop.seq_301_to_360")
+            run()
+            for table in ("orders", "lines"):
+                assert rows(lake, table) == sorted(server.query(f"SELECT * FROM shop.{table}"))

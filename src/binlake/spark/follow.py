@@ -64,7 +64,7 @@ from binlake.spark.pipeline import (LazySession, PipelineResult, lake_lock, load
                                     run_pipeline)
 from binlake.spark.ranges import FAILOVER_FILES, name_sequence
 from binlake.spark.snapshot import (CHUNK_ROWS, NotMariaDB, plan_round, progressed, read_anew,
-                                    read_round, server_is_mariadb, snapshot_reading)
+                                    read_round, server_is_mariadb, snapshot_reading, utc_now)
 
 #: The copies' folder and the status file, under the lake's _binlake/.
 BINLOGS = "binlogs"
@@ -319,7 +319,7 @@ class Follower:
         manifest = load_manifest(self.out)
         write_manifest(os.path.join(self.out, "_binlake", "manifest.json"), manifest.failed_over(
             SnapshotFloor(local, at, name_sequence(local), gtid_text(placing.state),
-                          time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()))))
+                          utc_now())))
         self.log(f"the lake goes on in {local} at {at}")
         return True
 

@@ -441,10 +441,13 @@ class _Lake:
             new = sum(found[s].rows for s in sources if s in found)
             if not new:
                 continue  # nothing new
-            if not driver.takes(new):
-                left.append(plan)
-                continue
             key, layout = qualified(plan["database"], plan["table"]), plan["layout"]
+            if not driver.takes(new):
+                inserts = [path for path in self.changes.of(files, sources)]
+                if not (all(found[s].inserts_only for s in sources if s in found)
+                        and self._staged_inserts(plan, inserts, "appended")):
+                    left.append(plan)
+                continue
             uri = os.path.join(self.tables_dir, key)
             try:
                 changes = driver.images(driver.read_changes(files, self.changes.root, sources),
@@ -475,7 +478,8 @@ class _Lake:
         (small ones: a small lake's first run, a table created since; a
         follower then needs no Spark job; one the lock-free snapshot read,
         `_built_from_chunks`); returns the plans left to Spark."""
-        plans = [plan for plan in plans if not self._built_from_chunks(plan)]
+        plans = [plan for plan in plans if not self._built_from_chunks(plan)
+                 and not self._built_from_inserts(plan)]
         whole = {qualified(plan["database"], plan["table"]):
                  (plan, CarriedFrom(None, 0, None), self.changes.all_of(_sources(plan)))
                  for plan in plans if not _days_keyed_otherwise(plan)}
@@ -484,6 +488,65 @@ class _Lake:
             self.log(f"tables: {done} rebuilt (in the driver)")
         staged = whole.keys() - left.keys()
         return [plan for plan in plans if qualified(plan["database"], plan["table"]) not in staged]
+
+    def _built_from_inserts(self, plan: dict) -> bool:
+        """A table whose every change inserts, more than the driver computes
+        row by row (a large INSERT ... SELECT into a new table): built from
+        its change files one by one, typed as Arrow columns (as
+        `_built_from_chunks` types a snapshot's), without a JVM."""
+        sources = _sources(plan)
+        files = self.changes.all_of(sources)
+        if (len(plan["stretches"]) != 1 or not files
+                or driver.takes(sum(map(parquet_rows, files)))
+                or not all(found.inserts_only for found in self.changes.stats(files).values())):
+            return False
+        return self._staged_inserts(plan, files, "rebuilt")
+
+    def _staged_inserts(self, plan: dict, files: list, how: str) -> bool:
+        """The rows inserts-only change `files` add to the plan's table,
+        typed as Arrow columns file by file and staged (`how`: "appended" to
+        the table, or "rebuilt" whole); False where their stretch is not one
+        Arrow types so (DDL it does not follow, partial images)."""
+        stretch = plan["stretches"][-1]
+        if (stretch["before"][0] is not None or stretch.get("was") or "key_then" in stretch
+                or None in stretch["sources"]
+                or any(digits is not None for digits in stretch["fractions"])):
+            return False
+        import numpy as np
+        key, layout = qualified(plan["database"], plan["table"]), plan["layout"]
+        names = [c["key"] for c in layout["columns"]]
+        order = layout["primary_key"] or names  # as Spark writes a whole table
+
+        def typed(path: str):
+            read = pq.read_table(path, columns=["commit_key", "after"])
+            at = read.column("commit_key").combine_chunks()
+            seq, pos = at.field("file_seq"), at.field("pos")
+            lo_seq, lo_pos = stretch["after"]
+            inside = pc.or_(pc.greater(seq, lo_seq),
+                            pc.and_(pc.equal(seq, lo_seq), pc.greater(pos, lo_pos)))
+            after = read.column("after").combine_chunks().filter(inside)
+            if not len(after):
+                return None  # (changes of the table before its CREATE: another table)
+            if np.diff(after.offsets.to_numpy()).min() < len(stretch["sources"]):
+                raise driver.InSpark("a partial row image (binlog_row_image=MINIMAL)")
+            texts = _chunk_columns(after, stretch["sources"])
+            return _sorted_by(pa.Table.from_arrays(
+                [driver.typed_column(column, c, key) for column, c
+                 in zip(texts, layout["columns"])], names=names), order)
+        try:
+            with _RowFiles(os.path.join(self.staged, key), _partition_by(plan)) as out:
+                with ThreadPoolExecutor(CHUNK_WORKERS) as pool:
+                    for rows in pool.map(typed, files):
+                        if rows is not None:
+                            out.write(rows)
+        except driver.InSpark:
+            shutil.rmtree(os.path.join(self.staged, key), ignore_errors=True)
+            return False
+        self.work[how].append(key)
+        self.commits.append((self._commit, (key, plan, "append" if how == "appended"
+                                            else "overwrite", None if how == "appended"
+                                            else how)))
+        return True
 
     def _built_from_chunks(self, plan: dict) -> bool:
         """A table the lock-free snapshot read (binlake.spark.snapshot),
@@ -551,7 +614,10 @@ class _Lake:
         left, done = self._rewrite_in_driver(carried, "carried")
         if done:
             self.log(f"tables: carrying {done} into their new definitions (in the driver)")
-        return left
+        # A table whose every change inserts (rows into a table just created,
+        # whose plan the first table map changed) is its inserts, however many.
+        return {key: entry for key, entry in left.items()
+                if not self._built_from_inserts(entry[0])}
 
     def _rewrite_in_driver(self, tables: dict, how: str) -> tuple[dict, int]:
         """{key: (plan, CarriedFrom, change files)} staged whole where the

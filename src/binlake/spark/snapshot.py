@@ -262,10 +262,11 @@ def _open_read_view(cursor) -> tuple[SnapshotPoint, bool]:
     if not file:
         raise SchemaSourceError("--snapshot-from: the server writes no binary log "
                                 "(log_bin is OFF): there is no position to follow from")
-    return SnapshotPoint(file, int(pos), gtid, _now()), mariadb
+    return SnapshotPoint(file, int(pos), gtid, utc_now()), mariadb
 
 
-def _now() -> str:
+def utc_now() -> str:
+    """Now, as the manifest's floors say when they were taken (ISO 8601, UTC)."""
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds")
 
 
@@ -646,7 +647,7 @@ def read_chunks(address, chunks, folder: str) -> list[ChunkRead]:
                 cursor.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
                 status = {name.lower(): value for name, value in cursor.fetchall()}
                 point = SnapshotPoint(status["binlog_snapshot_file"],
-                                      int(status["binlog_snapshot_position"]), None, _now())
+                                      int(status["binlog_snapshot_position"]), None, utc_now())
                 if chunk.key:
                     pages = list(_pages(cursor, chunk.database, chunk.table, list(chunk.key),
                                         columns_of[table], chunk.after, chunk.through))
