@@ -505,9 +505,11 @@ class _Lake:
     def _staged_inserts(self, plan: dict, files: list, how: str) -> bool:
         """The rows inserts-only change `files` add to the plan's table,
         typed as Arrow columns file by file and staged (`how`: "appended" to
-        the table, or "rebuilt" whole); False where their stretch is not one
-        Arrow types so (DDL it does not follow, partial images)."""
-        stretch = plan["stretches"][-1]
+        the table, or "rebuilt" whole); False where the table is not of one
+        stretch Arrow types so (DDL since its CREATE, partial images)."""
+        if len(plan["stretches"]) != 1:
+            return False
+        stretch, = plan["stretches"]
         if (stretch["before"][0] is not None or stretch.get("was") or "key_then" in stretch
                 or None in stretch["sources"]
                 or any(digits is not None for digits in stretch["fractions"])):
