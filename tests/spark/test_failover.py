@@ -74,16 +74,7 @@ def test_the_follower_goes_on_on_the_promoted_replica_without_a_gap_or_a_repeat(
     primary, replica = pair
     lake = tmp_path / "lake"
     log = open(tmp_path / "follower.log", "ab")
-    process = follower(primary, lake, log)
-    writer = Writer(primary)
-    writer.start()
-    try:
-        wait_for_batches(lake, process, 2)
-        primary.flush_logs()
-        wait_for_batches(lake, process, 2)
-    finally:
-        writer.done.set()
-        writer.join()
+    process = followed_under_writes(primary, lake, log, rotated=True)
     # The primary dies with everything on its replica; the follower is SIGKILLed.
     caught_up(replica, primary)
     primary.kill()
@@ -111,6 +102,24 @@ def test_the_follower_goes_on_on_the_promoted_replica_without_a_gap_or_a_repeat(
     assert "lacks transactions the lake holds" in line, refused.stderr
     assert (lake / "_binlake" / "manifest.json").read_bytes() == manifest
     assert not list((lake / "_binlake" / "binlogs").glob("failover2~*"))
+
+
+def followed_under_writes(primary, lake, log, rotated: bool):
+    """The follower started on the primary and its micro-batches taking a
+    writer's transactions (the primary's binlog rotated midway, with
+    `rotated`); the writer stopped: the follower's process."""
+    process = follower(primary, lake, log)
+    writer = Writer(primary)
+    writer.start()
+    try:
+        wait_for_batches(lake, process, 2)
+        if rotated:
+            primary.flush_logs()
+            wait_for_batches(lake, process, 2)
+    finally:
+        writer.done.set()
+        writer.join()
+    return process
 
 
 def followed_on(promoted, lake, process, log, ddl: list) -> str:
@@ -162,14 +171,7 @@ def test_another_server_behind_the_followed_address_is_followed_on(pair, tmp_pat
     primary, replica = pair
     lake = tmp_path / "lake"
     log = open(tmp_path / "follower.log", "ab")
-    process = follower(primary, lake, log)
-    writer = Writer(primary)
-    writer.start()
-    try:
-        wait_for_batches(lake, process, 2)
-    finally:
-        writer.done.set()
-        writer.join()
+    process = followed_under_writes(primary, lake, log, rotated=False)
     caught_up(replica, primary)
     port = primary.port
     primary.kill()

@@ -507,17 +507,11 @@ class _Lake:
         typed as Arrow columns file by file and staged (`how`: "appended" to
         the table, or "rebuilt" whole); False where the table is not of one
         stretch Arrow types so (DDL since its CREATE, partial images)."""
-        if len(plan["stretches"]) != 1:
-            return False
-        stretch, = plan["stretches"]
-        if (stretch["before"][0] is not None or stretch.get("was") or "key_then" in stretch
-                or None in stretch["sources"]
-                or any(digits is not None for digits in stretch["fractions"])):
+        stretch = _arrow_stretch(plan)
+        if stretch is None:
             return False
         import numpy as np
-        key, layout = qualified(plan["database"], plan["table"]), plan["layout"]
-        names = [c["key"] for c in layout["columns"]]
-        order = layout["primary_key"] or names  # as Spark writes a whole table
+        key = qualified(plan["database"], plan["table"])
 
         def typed(path: str):
             read = pq.read_table(path, columns=["commit_key", "after"])
@@ -531,16 +525,9 @@ class _Lake:
                 return None  # (changes of the table before its CREATE: another table)
             if np.diff(after.offsets.to_numpy()).min() < len(stretch["sources"]):
                 raise driver.InSpark("a partial row image (binlog_row_image=MINIMAL)")
-            texts = _chunk_columns(after, stretch["sources"])
-            return _sorted_by(pa.Table.from_arrays(
-                [driver.typed_column(column, c, key) for column, c
-                 in zip(texts, layout["columns"])], names=names), order)
+            return _typed_rows(_chunk_columns(after, stretch["sources"]), plan)
         try:
-            with _RowFiles(os.path.join(self.staged, key), _partition_by(plan)) as out:
-                with ThreadPoolExecutor(CHUNK_WORKERS) as pool:
-                    for rows in pool.map(typed, files):
-                        if rows is not None:
-                            out.write(rows)
+            self._stage_typed(plan, typed, files)
         except driver.InSpark:
             shutil.rmtree(os.path.join(self.staged, key), ignore_errors=True)
             return False
@@ -549,6 +536,19 @@ class _Lake:
                                             else "overwrite", None if how == "appended"
                                             else how)))
         return True
+
+    def _stage_typed(self, plan: dict, typed, paths: list, last=None) -> None:
+        """`typed(path)` of each path (a table's typed rows, or None), then
+        `last`, staged as the table's files. Arrow reads and casts outside
+        the GIL: files are typed side by side."""
+        with _RowFiles(os.path.join(self.staged, qualified(plan["database"], plan["table"])),
+                       _partition_by(plan)) as out:
+            with ThreadPoolExecutor(CHUNK_WORKERS) as pool:
+                for rows in pool.map(typed, paths):
+                    if rows is not None:
+                        out.write(rows)
+            if last is not None:
+                out.write(last)
 
     def _built_from_chunks(self, plan: dict) -> bool:
         """A table the lock-free snapshot read (binlake.spark.snapshot),
@@ -564,12 +564,8 @@ class _Lake:
         sources, primary = _sources(plan), plan["primary_key"]
         files = self.changes.all_of(sources)
         chunks = [path for path in files if os.path.basename(path).startswith(SNAPSHOT_FILES)]
-        stretches = plan["stretches"]
-        if not chunks or len(primary) != 1 or len(stretches) != 1:
-            return False
-        stretch = stretches[0]
-        if (stretch.get("was") or "key_then" in stretch or None in stretch["sources"]
-                or any(digits is not None for digits in stretch["fractions"])):
+        stretch = _arrow_stretch(plan)
+        if not chunks or len(primary) != 1 or stretch is None:
             return False
         binlog = sorted(set(files) - set(chunks))
         if not driver.takes(sum(map(parquet_rows, binlog))):
@@ -580,30 +576,20 @@ class _Lake:
         except driver.InSpark:
             return False
         touched = pa.array([k[0] for k in net], pa.string())
-        names, order = [c["key"] for c in layout["columns"]], layout["primary_key"]
 
         def typed_chunk(path: str):
             """A chunk's rows, typed, but the touched keys' (None: none in the stretch)."""
             read = pq.read_table(path, columns=["commit_key", "after"])
             if not read.num_rows or not _inside(read.column("commit_key")[0].as_py(), stretch):
                 return None  # a chunk from before a TRUNCATE: its rows are gone
-            after = read.column("after").combine_chunks()
-            texts = _chunk_columns(after, stretch["sources"])
+            texts = _chunk_columns(read.column("after").combine_chunks(), stretch["sources"])
             if len(touched):
                 kept = pc.invert(pc.is_in(texts[primary[0]], value_set=touched))
                 texts = [column.filter(kept) for column in texts]
-            return _sorted_by(pa.Table.from_arrays(
-                [driver.typed_column(column, c, key) for column, c
-                 in zip(texts, layout["columns"])], names=names), order)
+            return _typed_rows(texts, plan)
         present = [row for row in net.values() if row is not None]
-        with _RowFiles(os.path.join(self.staged, key), _partition_by(plan)) as files:
-            # Arrow reads and casts outside the GIL: chunks typed side by side.
-            with ThreadPoolExecutor(CHUNK_WORKERS) as pool:
-                for rows in pool.map(typed_chunk, chunks):
-                    if rows is not None:
-                        files.write(rows)
-            if present:
-                files.write(_sorted_by(driver.typed_table(present, layout, key), order))
+        self._stage_typed(plan, typed_chunk, chunks, _sorted_by(
+            driver.typed_table(present, layout, key), layout["primary_key"]) if present else None)
         self.work["rebuilt"].append(key)
         self.commits.append((self._commit, (key, plan, "overwrite", "rebuilt")))
         self.log(f"tables: {key} built from {len(chunks)} chunk(s) of the snapshot "
@@ -1226,6 +1212,29 @@ def _write_rows(folder: str, rows, partition_by: tuple) -> None:
         mine = pc.is_null(values) if value is None else pc.equal(values, value)
         _write_rows(os.path.join(folder, partition_folder(column, value)),
                     rows.filter(mine).drop_columns([column]), ())
+
+
+def _arrow_stretch(plan: dict) -> dict | None:
+    """The one stretch of a table whose after images Arrow types as they
+    are (no DDL since its CREATE that the plan follows); else None."""
+    if len(plan["stretches"]) != 1:
+        return None
+    stretch, = plan["stretches"]
+    if (stretch["before"][0] is not None or stretch.get("was") or "key_then" in stretch
+            or None in stretch["sources"]
+            or any(digits is not None for digits in stretch["fractions"])):
+        return None
+    return stretch
+
+
+def _typed_rows(texts: list, plan: dict) -> pa.Table:
+    """A table's columns of exact text typed as its layout says, in key
+    order (every column's, keyless), as Spark writes a whole table."""
+    layout, key = plan["layout"], qualified(plan["database"], plan["table"])
+    names = [c["key"] for c in layout["columns"]]
+    return _sorted_by(pa.Table.from_arrays(
+        [driver.typed_column(column, c, key) for column, c in zip(texts, layout["columns"])],
+        names=names), layout["primary_key"] or names)
 
 
 class _RowFiles:
