@@ -303,6 +303,22 @@ def rows_not_held(uri: str, net, keys: list[str]) -> list[str]:
     return [at for at, key in zip(partial[AT].to_pylist(), wanted) if key not in found]
 
 
+def rows_under_keys(uri: str, keys) -> "pa.Table":
+    """The rows the Delta table at `uri` holds under `keys` (a pyarrow Table
+    of key columns, typed as the table's), None where there is no table: a
+    partial row image's columns left out are theirs
+    (binlake.spark.driver_tables.completed)."""
+    import pyarrow.dataset as ds
+    from deltalake import DeltaTable
+    if not _exists(uri):
+        return None
+    names = keys.column_names
+    # Files whose statistics rule the first key column out are not read.
+    held = DeltaTable(uri).to_pyarrow_dataset().to_table(
+        filter=ds.field(names[0]).isin(keys.column(0)))
+    return held.join(keys.cast(held.select(names).schema), keys=names, join_type="left semi")
+
+
 def commit_table(uri: str, table: str, files: list[str], schema, *, run: int,
                  through: dict, mode: str = "overwrite", plan: str | None = None,
                  partition_by: tuple = (), rewritten: str | None = None) -> None:

@@ -32,6 +32,7 @@ import os
 import struct
 from array import array
 from collections import Counter
+from typing import NamedTuple
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 import pyarrow as pa
@@ -41,7 +42,7 @@ import pyarrow.parquet as pq
 from binlake.spark.delta import AT, COPIES_REMOVED, COPY_ADDED, COPY_OP, DELETED, PRESENT
 from binlake.spark.history import stretch_width
 from binlake.spark.partitioned import unescape_partition_value
-from binlake.spark.tables import INSERTS
+from binlake.spark.tables import INSERTS, NEVER_WHOLE, NOT_HELD
 from binlake.spark.typed import (CAST, MIDNIGHT, SAME, arrow_type, carry_way, clamp_scale,
                                  midnight, refused_value, spark_of_arrow, spark_type, type_bounds)
 
@@ -93,12 +94,33 @@ def read_changes(files: list[str], root: str, sources: set) -> list[dict]:
     return rows
 
 
-def images(changes: list[dict], plan: dict) -> list[tuple]:
-    """(op, before, after) per change of the plan's stretches, in commit
-    order, each image the texts of the table's columns in order (a column
-    added since: its DEFAULT). InSpark where an image is partial, or is of
-    a stretch whose columns a MODIFY changed since (fractional digits, a
-    type: Spark converts those texts) or whose key was another."""
+class Change(NamedTuple):
+    """A change as the driver's rules take it: its images as texts in the
+    table's column order (ABSENT where a partial image leaves one out), and
+    where it is ("FILE at POS", for a refusal's words)."""
+    op: str
+    before: tuple | None
+    after: tuple | None
+    at: str
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+#: A column a partial row image (binlog_row_image=MINIMAL, NOBLOB) leaves out.
+ABSENT = _Absent()
+
+
+def images(changes: list[dict], plan: dict, partial: bool = False) -> list[Change]:
+    """Each change of the plan's stretches, in commit order, each image the
+    texts of the table's columns in order (a column added since: its
+    DEFAULT). A partial image's missing columns are ABSENT where `partial`
+    (an INSERT's: the DEFAULT it took, where known), InSpark otherwise; so
+    is a change of a stretch whose columns a MODIFY changed since
+    (fractional digits, a type: Spark converts those texts) or whose key was
+    another."""
     out = []
     for change in changes:
         stretch = _stretch_of(change, plan)
@@ -107,8 +129,10 @@ def images(changes: list[dict], plan: dict) -> list[tuple]:
         if (stretch.get("was") or "key_then" in stretch
                 or any(digits is not None for digits in stretch["fractions"])):
             raise InSpark("a change from before a MODIFY or a new key")
-        out.append((change["op"], _values(change["before"], stretch),
-                    _values(change["after"], stretch)))
+        op = change["op"]
+        out.append(Change(op, _values(change["before"], stretch, op, partial),
+                          _values(change["after"], stretch, op, partial),
+                          f"{change['file']} at {change['pos']}"))
     return out
 
 
@@ -123,39 +147,113 @@ def _stretch_of(change: dict, plan: dict) -> dict | None:
     return None
 
 
-def _values(image: dict | None, stretch: dict) -> tuple | None:
+def _values(image: dict | None, stretch: dict, op: str, partial: bool) -> tuple | None:
     if image is None:
         return None
-    if len(image) < stretch_width(stretch):
+    if len(image) >= stretch_width(stretch):
+        return tuple(image.get(key) if key is not None else default
+                     for key, default in zip(stretch["sources"], stretch["defaults"]))
+    if not partial:
         raise InSpark("a partial row image")
-    return tuple(image.get(key) if key is not None else default
-                 for key, default in zip(stretch["sources"], stretch["defaults"]))
+    # As binlake.spark.tables._parts: an INSERT's left-out column took its
+    # DEFAULT (`omitted`, where the history knows it); an UPDATE's, the row's.
+    omitted = stretch.get("omitted") or [None] * len(stretch["sources"])
+    return tuple(default if key is None else image[key] if key in image
+                 else left_out[0] if op in INSERTS and left_out is not None else ABSENT
+                 for key, default, left_out in zip(stretch["sources"], stretch["defaults"],
+                                                   omitted))
 
 
-def net_by_key(changes: list[tuple], primary: list[int]) -> dict:
-    """{key texts: the key's last row texts, or None where it was cleared}."""
-    net = {}
-    for op, before, after in changes:
+class KeyNet(NamedTuple):
+    """A key's net change: its row after the changes (None: it holds none),
+    ABSENT where only the row `origin` held before them knows the value (a
+    partial image; `at` the last one); `origin` None: no row does."""
+    row: tuple | None
+    origin: tuple | None = None
+    at: str | None = None
+
+    @property
+    def partial(self) -> bool:
+        return self.row is not None and ABSENT in self.row
+
+
+def net_by_key(changes: list[Change], primary: list[int]) -> dict:
+    """{key texts: KeyNet}: the changes folded in commit order, as the
+    server applied them. An insert sets its key's row; a delete clears it;
+    an update clears its old key and sets its new one (the same key when it
+    did not change) to the row the old one held with the update's columns
+    set: the after image's, then the before image's (NOBLOB logs every
+    column but unchanged BLOBs; MINIMAL, the key before and the changed
+    columns after). A row no change wrote whole takes the columns left out
+    from the row its first key held before the changes (`origin`), which
+    the caller completes from the table (`completed`)."""
+    net: dict = {}
+    for op, before, after, at in changes:
         if op in INSERTS:
-            net[tuple(after[i] for i in primary)] = after
+            net[_key_of(after, primary)] = _net(after, None, at)
         elif op == "d":
-            net[tuple(before[i] for i in primary)] = None
+            net[_key_of(before, primary)] = KeyNet(None)
         else:
+            old = _key_of(before, primary)
             # The after key column by column from the before image where it
-            # is NULL (as the Spark jobs take it: rows from before a key was
-            # added may hold NULLs in it).
-            old = tuple(before[i] for i in primary)
-            new = tuple(after[i] if after[i] is not None else before[i] for i in primary)
+            # is NULL or left out (as the Spark jobs take it: rows from
+            # before a key was added may hold NULLs in it).
+            new = tuple(before[i] if after[i] is None or after[i] is ABSENT else after[i]
+                        for i in primary)
+            held = net.get(old, KeyNet((ABSENT,) * len(after), old))
+            base = held.row or (ABSENT,) * len(after)  # cleared: no row completes it
+            row = tuple(a if a is not ABSENT else b if b is not ABSENT else c
+                        for a, b, c in zip(after, before, base))
             if old != new:
-                net[old] = None
-            net[new] = after
+                net[old] = KeyNet(None)
+            net[new] = _net(row, held.origin if held.row is not None else None, at)
     return net
 
 
-def multiset_deltas(changes: list[tuple]) -> Counter:
+def _key_of(image: tuple, primary: list[int]) -> tuple:
+    key = tuple(image[i] for i in primary)
+    if ABSENT in key:  # a key binlake does not know: the Spark way refuses it
+        raise InSpark("an image without its key")
+    return key
+
+
+def _net(row: tuple, origin: tuple | None, at: str) -> KeyNet:
+    return KeyNet(row, origin, at) if ABSENT in row else KeyNet(row)
+
+
+def completed(partial: list[KeyNet], held: pa.Table | None, plan: dict,
+              table: str) -> pa.Table:
+    """The rows of `partial` (KeyNets whose rows leave columns out), typed,
+    each column it leaves out taken from the row its origin key holds in
+    `held` (rows of the table, typed, holding at least those keys; None:
+    no table);
+    refused in one line, as the Spark way refuses it, where none does."""
+    layout, primary = plan["layout"], plan["primary_key"]
+    names = [c["key"] for c in layout["columns"]]
+    key_layout = {"columns": [layout["columns"][i] for i in primary]}
+    for net in partial:
+        if net.origin is None:
+            raise ValueError(f"{net.at}: {table}: {NEVER_WHOLE}")
+    wanted = [_hashable(k) for k in typed_rows([n.origin for n in partial], key_layout, table)]
+    where = {} if held is None else {_hashable(key): index for index, key in enumerate(
+        zip(*[held.column(names[i]).to_pylist() for i in primary]))}
+    found = []
+    for net, key in zip(partial, wanted):
+        if key not in where:
+            raise ValueError(f"{net.at}: {table}: {NOT_HELD}")
+        found.append(where[key])
+    rows = typed_table([tuple(None if v is ABSENT else v for v in n.row) for n in partial],
+                       layout, table)
+    origins = held.select(names).take(_indices(found)).cast(rows.schema)
+    return pa.Table.from_arrays(
+        [pc.if_else(bools([n.row[i] is ABSENT for n in partial]), origins.column(i),
+                    rows.column(i)) for i in range(len(names))], names=names)
+
+
+def multiset_deltas(changes: list[Change]) -> Counter:
     """{row texts: copies added (negative: removed)}, without the zeros."""
     deltas = Counter()
-    for op, before, after in changes:
+    for op, before, after, _at in changes:
         if op not in INSERTS:
             deltas[before] -= 1
         if op != "d":
@@ -369,48 +467,67 @@ def typed_rows(rows, layout: dict, table: str) -> list[tuple]:
 
 # -- what a table's increment stages -----------------------------------------------------
 
-def appended(changes: list[tuple], layout: dict, table: str) -> pa.Table:
+def appended(changes: list[Change], layout: dict, table: str) -> pa.Table:
     """The rows inserts-only changes add, typed."""
-    return typed_table([after for _op, _before, after in changes], layout, table)
+    return typed_table([change.after for change in changes], layout, table)
 
 
-def net_changes(changes: list[tuple], plan: dict, table: str) -> pa.Table:
+def net_changes(changes: list[Change], plan: dict, table: str, held) -> pa.Table:
     """A keyed table's net changes as binlake.spark.delta merges them: the
-    key's row typed, or its key alone flagged DELETED."""
+    key's row typed (a partial one completed from the row its origin key
+    holds: `held(keys)`, the table's rows under those typed keys, an Arrow
+    table), or its key alone flagged DELETED."""
     primary = plan["primary_key"]
     width = len(plan["layout"]["columns"])
+    net = net_by_key(changes, primary)
     rows, deleted = [], []
-    for key, row in net_by_key(changes, primary).items():
-        deleted.append(row is None)
+    for key, found in net.items():
+        if found.partial:
+            continue
+        deleted.append(found.row is None)
+        row = found.row
         if row is None:
-            cleared = [None] * width
+            row = [None] * width
             for i, text in zip(primary, key):
-                cleared[i] = text
-            row = cleared
+                row[i] = text
         rows.append(row)
-    return typed_table(rows, plan["layout"], table, {
-        DELETED: bools(deleted),
-        PRESENT: pa.nulls(len(rows), pa.string()),
-        AT: pa.nulls(len(rows), pa.string())})
+    whole = typed_table(rows, plan["layout"], table)
+    partial = [found for found in net.values() if found.partial]
+    if partial:
+        key_layout = {"columns": [plan["layout"]["columns"][i] for i in primary]}
+        keys = typed_table([n.origin for n in partial if n.origin is not None], key_layout, table)
+        done = completed(partial, held(keys), plan, table)
+        whole = pa.concat_tables([whole, done.cast(whole.schema)])
+        deleted += [False] * len(partial)
+    extra = {DELETED: bools(deleted), PRESENT: pa.nulls(len(deleted), pa.string()),
+             AT: pa.nulls(len(deleted), pa.string())}
+    return pa.Table.from_arrays(whole.columns + list(extra.values()),
+                                names=whole.column_names + list(extra))
 
 
-def rewritten(current: pa.Table, changes: list[tuple], plan: dict, table: str) -> pa.Table:
+def rewritten(current: pa.Table, changes: list[Change], plan: dict, table: str) -> pa.Table:
     """`current` (the table's rows, typed, in the plan's columns) with the
-    changes applied: a key's net change replaces or deletes its row; a
-    keyless table's copies added and removed (removing a copy it does not
-    hold changes nothing, as in Spark)."""
+    changes applied: a key's net change replaces or deletes its row (a
+    partial one completed from `current`); a keyless table's copies added
+    and removed (removing a copy it does not hold changes nothing, as in
+    Spark)."""
     if current.num_rows > DRIVER_TABLE_ROWS:
         raise InSpark("a large table")
     layout = plan["layout"]
     names = [c["key"] for c in layout["columns"]]
     primary = plan["primary_key"]
+    done = None
     if primary:
         net = net_by_key(changes, primary)
+        partial = [found for found in net.values() if found.partial]
+        if partial:
+            done = completed(partial, current, plan, table)
         key_layout = {"columns": [layout["columns"][i] for i in primary]}
         touched = {_hashable(key) for key in typed_rows(list(net), key_layout, table)}
         held = zip(*[current.column(names[i]).to_pylist() for i in primary])
         keep = [_hashable(key) not in touched for key in held]
-        added = [row for row in net.values() if row is not None]
+        added = [found.row for found in net.values()
+                 if found.row is not None and not found.partial]
     else:
         deltas = multiset_deltas(changes)
         where = _copies_held(current, names)
@@ -425,7 +542,8 @@ def rewritten(current: pa.Table, changes: list[tuple], plan: dict, table: str) -
                     keep[index] = False
     kept = current.filter(bools(keep)) if current.num_rows else current
     new = typed_table(added, layout, table)
-    return pa.concat_tables([kept, new.cast(kept.schema)])
+    return pa.concat_tables([kept, new.cast(kept.schema)]
+                            + ([done.cast(kept.schema)] if done is not None else []))
 
 
 def copies(current: pa.Table, changes: list[tuple], plan: dict, table: str) -> pa.Table:
