@@ -401,3 +401,49 @@ def test_spark_tasks_read_a_round_as_the_driver_does(spark, server, tmp_path):
     assert [read.rows for read in by_tasks] == [read.rows for read in by_driver]
     assert sum(read.rows for read in by_tasks) == len(ids)
     assert rows(tmp_path / "tasks") == rows(tmp_path / "driver")
+
+
+@pytest.mark.parametrize("left_by", ["staged manifest", "undo record"])
+def test_a_request_taken_after_a_killed_run_is_kept(mariadb, tmp_path, monkeypatch, left_by):
+    """A run killed before its tables committed (an earlier version left its
+    staged manifest; this one its undo record), then a --snapshot-tables
+    request, taken by a follower killed in its first micro-batch: the next
+    follower reads the table anew. (The request's chunks were recorded, the
+    request file removed, then the killed run's recovery put its manifest
+    back over them: the table was never read.)"""
+    import io
+    import shutil
+    from binlake.cli.dispatch import main
+    from binlake.spark import pipeline
+    from binlake.spark.run_undo import RunUndo
+    with MariaDBServer(tmp_path / "server", server_id=25) as server:
+        server.execute("CREATE DATABASE asked")
+        server.execute("CREATE TABLE asked.t (id INT PRIMARY KEY, v VARCHAR(20))")
+        server.execute("INSERT INTO asked.t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+        lake = tmp_path / "lake"
+        command = ["pipeline", "-R", "--temporals", "text", "--out", str(lake), "-h",
+                   "127.0.0.1", "-P", str(server.port), "-u", "root", "binlog.000001"]
+        err = io.StringIO()
+        assert main(command, io.StringIO(), err) == 0, err.getvalue()
+        state = lake / "_binlake"
+        if left_by == "staged manifest":
+            (state / "staging").mkdir()
+            shutil.copy(state / "manifest.json", state / "staging" / "manifest.json")
+        else:
+            RunUndo.begin(str(lake)).adding([])
+        with server.connect("asked") as hidden, hidden.cursor() as cursor:
+            cursor.execute("SET SESSION sql_log_bin = 0")
+            cursor.execute("UPDATE t SET v = 'not in the binlog' WHERE id = 2")
+        assert main(["pipeline", "--out", str(lake), "--snapshot-tables", "asked.t"],
+                    io.StringIO(), err) == 0, err.getvalue()
+
+        def killed(*args, **options):
+            raise KeyboardInterrupt  # as a SIGKILL would: nothing after it runs
+        with monkeypatch.context() as patched:
+            patched.setattr(pipeline, "_append", killed)
+            assert main(command, io.StringIO(), io.StringIO()) != 0
+        assert not list((state / "requests").iterdir())  # taken
+        said = io.StringIO()
+        assert main(command, said, err) == 0, err.getvalue()
+        assert sorted(table_rows_of(lake, "asked.t")) == [
+            (1, "a"), (2, "not in the binlog"), (3, "c")], said.getvalue()

@@ -61,7 +61,7 @@ from binlake.spark.failover import (FAILOVER_PREFIX, FailoverRefused, check_hold
                                     lake_gtid_state, starting_binlog, wait_for_copy)
 from binlake.spark.manifest import SnapshotFloor, write_manifest
 from binlake.spark.pipeline import (LazySession, PipelineResult, lake_lock, load_manifest,
-                                    run_pipeline)
+                                    recover_lake, run_pipeline)
 from binlake.spark.ranges import FAILOVER_FILES, name_sequence
 from binlake.spark.snapshot import (CHUNK_ROWS, NotMariaDB, plan_round, progressed, read_anew,
                                     read_round, server_is_mariadb, snapshot_reading, utc_now)
@@ -177,6 +177,9 @@ class Follower:
         """Follow until `stop()` or a failure (raised after the lake is left whole)."""
         os.makedirs(self.prefix, exist_ok=True)
         with lake_lock(self.out):
+            # A killed run's writes undone before the follower records
+            # anything (tables read anew): else a later recovery undoes both.
+            recover_lake(self.out, self.log)
             while self._follow_one_server():
                 # Another server answers at the address (a failover behind
                 # it): followed as at a start, with a source of its own.

@@ -104,7 +104,7 @@ def plan_signature(plan: dict) -> str:
 
 
 def update_tables(spark, out: str, plans: list, manifest: Manifest, *, as_of: AsOf | None,
-                  staged: str, read_changes, tables_mixed, log,
+                  staged: str, read_changes, tables_mixed, committing, log,
                   tables_dir: str | None = None, history: bool = False, selected=None,
                   fresh: set = frozenset()) -> tuple[dict, TablesState, dict]:
     """Bring tables/ (or `tables_dir`) in step with the manifest, and with
@@ -112,7 +112,8 @@ def update_tables(spark, out: str, plans: list, manifest: Manifest, *, as_of: As
     tables now, {"appended"|"merged"|...|"history": [tables]}). `spark`: the
     run's session, used only where a table needs Spark.
     `tables_mixed()` records in the manifest, before work that leaves the
-    tables of two points if killed, that they are. Tables
+    tables of two points if killed, that they are; `committing()` is called
+    once every refusal is decided, before the first commit. Tables
     `selected(db, table)` does not select (--tables) are left as they are;
     those named in `fresh` ("db.table": read anew by the lock-free
     snapshot) are built again from their changes where their plan changed,
@@ -141,6 +142,7 @@ def update_tables(spark, out: str, plans: list, manifest: Manifest, *, as_of: As
         if reason is None:
             raise
         raise ValueError(f"{reason}: nothing was applied to the tables") from None
+    committing()
     lake.commit()
     lake.maintain()
 

@@ -64,6 +64,7 @@ from binlake.spark.lake import (TABLES, concurrently, hadoop_literal, tables_in_
                                 update_tables)
 from binlake.spark.manifest import FileRead, Manifest, SnapshotFloor, read_manifest, write_manifest
 from binlake.spark.partitioned import parquet_rows
+from binlake.spark.run_undo import RunUndo
 from binlake.spark.snapshot import SNAPSHOT_FILES, snapshot_reading
 from binlake.spark.tables import AsOf, one_of
 from binlake.spark.typed import PARTITION_TYPES, TEMPORALS, spark_type, with_temporals
@@ -384,10 +385,25 @@ def _as_of_folder(out: str, as_of_out: str | None) -> str:
     return as_of_out
 
 
-def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitions, schema,
-         tables, reader_options, snapshot, snapshot_chunk_rows, snapshot_chunked,
-         snapshot_round, read_in, temporals, keep_history, partition_by, log) -> PipelineResult:
-    _recover(out, log)
+def _run(spark, inputs, out: str, *, log, **options) -> PipelineResult:
+    """One run as one transaction on the lake's files: a run refused (or
+    failing) before its tables commit leaves every byte as it was
+    (binlake.spark.run_undo)."""
+    recover_lake(out, log)
+    undo = RunUndo.begin(out)
+    try:
+        result = _run_in(spark, inputs, out, undo=undo, log=log, **options)
+    except Exception:
+        undo.roll_back()
+        raise
+    undo.forget()
+    return result
+
+
+def _run_in(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitions, schema,
+            tables, reader_options, snapshot, snapshot_chunk_rows, snapshot_chunked,
+            snapshot_round, read_in, temporals, keep_history, partition_by, undo: RunUndo,
+            log) -> PipelineResult:
     manifest = load_manifest(out)
     # Chosen when the lake starts, kept by the runs that do not say.
     temporals = temporals or manifest.temporals or "typed"
@@ -445,7 +461,7 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
         manifest, _, added = _append(spark, out, catch_up,
                                      dict(options, schema=json.dumps(history.to_json()),
                                           tables_held=json.dumps(held)),
-                                     caught, history, log, views=("changes",))
+                                     caught, history, log, undo, views=("changes",))
         result.changes += added
 
     segments, scans, file_entries = _new_segments(files, manifest, result.warnings)
@@ -462,7 +478,7 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
         # Each task takes the history as it was where its range starts.
         options["schema"] = json.dumps(history.to_json())
         manifest, result.events, changes = _append(spark, out, segments, options, new_manifest,
-                                                   history, log, staged_snapshot, read_in)
+                                                   history, log, undo, staged_snapshot, read_in)
         result.changes += changes
     for message in history.warnings:
         log(f"warning: {message}")
@@ -489,7 +505,8 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
         result.tables, _, result.table_work = update_tables(
             spark, out, plans, manifest, as_of=point,
             staged=os.path.join(as_of_out, "_binlake.new"), read_changes=read_changes,
-            tables_mixed=lambda: None, log=log, tables_dir=os.path.join(as_of_out, TABLES))
+            tables_mixed=lambda: None, committing=lambda: None, log=log,
+            tables_dir=os.path.join(as_of_out, TABLES))
         result.tables_rebuilt = True
         return result
     state = manifest.tables
@@ -505,8 +522,8 @@ def _run(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitio
 
         result.tables, built, result.table_work = update_tables(
             spark, out, plans, manifest, as_of=None, staged=_state(out, "tables.new"),
-            read_changes=read_changes, tables_mixed=tables_mixed, log=log,
-            history=keep_history, selected=built, fresh=fresh)
+            read_changes=read_changes, tables_mixed=tables_mixed, committing=undo.forget,
+            log=log, history=keep_history, selected=built, fresh=fresh)
         result.tables_rebuilt = True
         write_manifest(_state(out, "manifest.json"), manifest.tables_built(
             replace(built, temporals=temporals, history=keep_history, partition_by=partition_by)))
@@ -774,7 +791,7 @@ def _take_snapshot(address, wanted, out: str, schema: str | None, chunk_rows, ch
 
 
 def _append(spark, out: str, segments: list, options: dict, manifest: Manifest, history, log,
-            snapshot_folder: str | None = None, read_in: str = "auto",
+            undo: RunUndo, snapshot_folder: str | None = None, read_in: str = "auto",
             views: tuple = ("events", "changes")):
     """Read the segments, stage `views` (and a snapshot's rows), then commit
     them with `manifest` as their run; returns (the manifest committed,
@@ -810,7 +827,7 @@ def _append(spark, out: str, segments: list, options: dict, manifest: Manifest, 
     manifest = manifest.staging(written)
     history.save(os.path.join(staging, "schema.json"))
     write_manifest(os.path.join(staging, "manifest.json"), manifest)
-    _commit_staging(out)
+    _commit_staging(out, undo)
     return manifest, events, changes
 
 
@@ -862,20 +879,28 @@ def _write_in_spark(spark, segments: list, options: dict, staging: str, view: st
     return rows
 
 
+def _data_files(root: str) -> list[str]:
+    """Every data file under `root` (not _SUCCESS, nor Hadoop's .crc files)."""
+    return [os.path.join(folder, name) for folder, _dirs, names in os.walk(root)
+            for name in names if not name.startswith(("_", "."))]
+
+
 def _move_tree(root: str, target: str) -> None:
     """Every data file under `root` to the same place under `target`."""
-    for folder, _dirs, names in os.walk(root):
-        for name in names:
-            if name.startswith(("_", ".")):  # _SUCCESS, Hadoop's .crc files
-                continue
-            target_dir = os.path.join(target, os.path.relpath(folder, root))
-            os.makedirs(target_dir, exist_ok=True)
-            os.replace(os.path.join(folder, name), os.path.join(target_dir, name))
+    for path in _data_files(root):
+        moved = os.path.join(target, os.path.relpath(path, root))
+        os.makedirs(os.path.dirname(moved), exist_ok=True)
+        os.replace(path, moved)
 
 
-def _commit_staging(out: str) -> None:
-    """Move staged data files into place, then install their manifest."""
+def _commit_staging(out: str, undo: RunUndo | None) -> None:
+    """Move staged data files into place, then install their manifest; the
+    run's `undo` record names the files first."""
     staging = _state(out, "staging")
+    if undo is not None:
+        undo.adding([os.path.join(out, view, os.path.relpath(path, os.path.join(staging, view)))
+                     for view in ("events", "changes")
+                     for path in _data_files(os.path.join(staging, view))])
     for view in ("events", "changes"):
         _move_tree(os.path.join(staging, view), os.path.join(out, view))
     if os.path.exists(os.path.join(staging, "schema.json")):
@@ -884,13 +909,19 @@ def _commit_staging(out: str) -> None:
     shutil.rmtree(staging, ignore_errors=True)
 
 
-def _recover(out: str, log) -> None:
+def recover_lake(out: str, log) -> None:
+    """What a killed run left: undone where its record is open, else (a
+    run of an earlier version) its staged commit completed or discarded.
+    Called under the lake's lock before anything reads the manifest: a
+    follower's own writes to it (requests taken) must not be undone by it."""
+    if RunUndo.recover(out, log):
+        return
     staging = _state(out, "staging")
     if not os.path.isdir(staging):
         return
     if os.path.exists(os.path.join(staging, "manifest.json")):
         log("completing the commit of an interrupted run")
-        _commit_staging(out)
+        _commit_staging(out, None)
     else:
         log("discarding the staged output of an interrupted run")
         shutil.rmtree(staging)
