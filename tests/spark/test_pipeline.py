@@ -156,11 +156,14 @@ def test_a_rerun_over_the_same_input_changes_nothing(one_partition, truth, spark
 
 
 def test_cli_on_the_sample_data_rebuilds_its_tables(spark, tmp_path):
+    """The sample as shipped, on the defaults: its zero dates kept as text."""
     out, err = io.StringIO(), io.StringIO()
     # Spark's readers expand glob patterns: a name like this must still be itself.
     lake = tmp_path / "lake{a,b}*"
-    command = ["pipeline", "--sample", "--temporals", "text", "--out", str(lake)]
+    command = ["pipeline", "--sample", "--out", str(lake)]
     assert main(command, out, err) == 0, err.getvalue()
+    from binlake.spark.pipeline import load_manifest
+    assert load_manifest(str(lake)).temporals == "text"
     assert "3 file(s)" in out.getvalue()
     from binlake.cli.commands.pipeline import sample_dir
     with gzip.open(os.path.join(sample_dir(), "expected_state.json.gz"), "rt") as f:

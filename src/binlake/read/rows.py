@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from binlake import core
 from binlake.charsets import codec_for
@@ -22,8 +22,25 @@ from binlake.errors import CorruptEvent, UnsupportedFeature
 from binlake.read.mysql_json import PartialJson, parse_diffs
 from binlake.read.values import column_decoder
 
-if TYPE_CHECKING:  # the event these images belong to; it calls this module, not the reverse
-    from binlake.read.events.rows import RowsEvent
+
+
+class RowsEvent(Protocol):
+    """What this module reads of a rows event (binlake.read.events.rows,
+    which calls this module, never the reverse)."""
+    header: object
+    table: object                  #: the TableMapEvent in force, or None
+    table_id: int
+    width: int
+    columns_present: int
+    columns_present_after: int | None
+    rows_data: bytes
+    rows_offset: int
+
+    @property
+    def operation(self) -> str: ...
+
+    @property
+    def is_partial(self) -> bool: ...
 
 WRITE, UPDATE, DELETE = "insert", "update", "delete"  #: the operation of a rows event
 PRE_GA_ROWS_EVENTS = {E.PRE_GA_WRITE_ROWS_EVENT, E.PRE_GA_UPDATE_ROWS_EVENT, E.PRE_GA_DELETE_ROWS_EVENT}

@@ -48,6 +48,17 @@ def one_line(exc: Exception) -> str:
     return failure_line(exc)
 
 
+def _sample_temporals(args, inputs: list) -> str | None:
+    """A new lake of the bundled sample keeps its temporals as text: the
+    sample holds MySQL's zero dates, which a typed lake refuses (as
+    Connector/J does by default) rather than hold a NULL in their place. Any
+    other lake, and one that has chosen already, is left to its choice."""
+    from binlake.spark.pipeline import load_manifest
+    if inputs != [sample_dir()] or args.remote or load_manifest(args.out).temporals:
+        return None
+    return "text"
+
+
 def sample_dir() -> str:
     """The small binlogs shipped with binlake (src/binlake/sample_data)."""
     from importlib.resources import files
@@ -169,6 +180,7 @@ def run(args, out, err) -> int:
                       "when it is done)\n")
             return ExitStatus.OK
     inputs = args.inputs if args.inputs and not args.sample else [sample_dir()]
+    temporals = args.temporals or _sample_temporals(args, inputs)
 
     def log(message: str) -> None:
         err.write(message + "\n")
@@ -198,7 +210,7 @@ def run(args, out, err) -> int:
             schema=schema, tables=args.tables,
             reader_options={"force": args.force_read, "verify_checksums": args.verify_checksums},
             snapshot=snapshot, snapshot_chunk_rows=args.chunk_rows, read_in=args.read_in,
-            temporals=args.temporals,
+            temporals=temporals,
             history=args.history, partition_by=args.partition_by, log=log)
     except Exception as exc:  # noqa: BLE001 - whatever failed, as one line
         err.write(f"binlake pipeline: {one_line(exc)}\n")
