@@ -340,3 +340,24 @@ def test_a_table_made_before_the_change_data_feed_gets_it_at_its_next_merge(tmp_
     feed = pa.table(table.load_cdf(starting_version=table.version()).read_all()).to_pylist()
     assert sorted(row["_change_type"] for row in feed) == ["update_postimage", "update_preimage"]
 
+
+def test_files_delta_rs_writes_carry_statistics_of_every_column(tmp_path):
+    """A table binlake creates asks for statistics of all its columns
+    (`delta.dataSkippingNumIndexedCols` -1): delta-rs's default is the
+    first 32, and a MERGE or a reader skips files by the others too."""
+    from binlake.spark.delta import _add_actions
+    uri = str(tmp_path / "db.wide")
+    names = tuple(f"c{i}" for i in range(40))
+    first = [tuple(row * 100 + i for i in range(40)) for row in (1, 2)]
+    merge_net_changes(uri, "db.wide", net(first, [False, False], names), ["c0"], run=1,
+                      through={})
+    later = [tuple(row * 100 + i for i in range(40)) for row in (2, 3)]
+    merge_net_changes(uri, "db.wide", net(later, [False, False], names), ["c0"], run=2,
+                      through={})
+    table = deltalake.DeltaTable(uri)
+    assert table.metadata().configuration["delta.dataSkippingNumIndexedCols"] == "-1"
+    files = _add_actions(table)
+    assert files.num_rows and "min.c39" in files.column_names
+    assert None not in files.column("min.c39").to_pylist() + files.column("max.c39").to_pylist()
+    assert min(files.column("min.c39").to_pylist()) == 139
+    assert max(files.column("max.c39").to_pylist()) == 339

@@ -58,8 +58,11 @@ THROUGH = "binlake.through"
 REWRITTEN = "binlake.rewritten"
 #: Every table's properties: its change data feed on (a downstream job reads
 #: what each commit changed: appends as inserts, merges as delete,
-#: update_preimage, update_postimage and insert).
-TABLE_PROPERTIES = {"delta.enableChangeDataFeed": "true"}
+#: update_preimage, update_postimage and insert); statistics of every column
+#: in the files delta-rs writes (its default, Delta's, is the first 32: a
+#: MERGE or a reader could skip no file by a later column).
+TABLE_PROPERTIES = {"delta.enableChangeDataFeed": "true",
+                    "delta.dataSkippingNumIndexedCols": "-1"}
 #: Longest text a file's statistics carry: a longer min or max is left out
 #: (a prefix would be a valid min but not a valid max).
 STATS_TEXT_CHARS = 32
