@@ -94,3 +94,23 @@ def test_replaced_keeps_the_old_file_until_the_new_one_is_whole(tmp_path):
     with replaced(target) as handle:
         handle.write("new")
     assert target.read_text() == "new"
+
+
+def test_fsync_files_syncs_each_file_and_its_folders_up_to_the_root(tmp_path, monkeypatch):
+    """`fsync_files`: the bytes, then each folder from the file's own up to
+    the root (a new folder is a new name in its parent), none above it."""
+    from binlake.atomic import fsync_files
+    root = Path(os.path.realpath(tmp_path)) / "root"
+    (root / "a=1" / "b=2").mkdir(parents=True)
+    files = [root / "a=1" / "b=2" / "x.parquet", root / "top.parquet"]
+    for path in files:
+        path.write_bytes(b"data")
+    synced, fsync = [], os.fsync
+
+    def recorded(fd):
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        return fsync(fd)
+    monkeypatch.setattr(os, "fsync", recorded)
+    fsync_files([str(path) for path in files], str(root))
+    assert synced[:2] == [str(path) for path in files]
+    assert synced[2:] == [str(root / "a=1" / "b=2"), str(root / "a=1"), str(root)]

@@ -8,6 +8,10 @@ the next run writes `FILE.partial` again from the start. A run that fails
 while writing (a full disk, an interrupt) removes its partial file: nothing
 half-written is left in place. A run that ends, even after reporting bad
 input, puts what it wrote in place, as mysqlbinlog does.
+
+Files written another way (by Spark's tasks, by delta-rs) are made durable
+by `fsync_files` before anything durable names them (a manifest, a Delta
+log entry): otherwise a power cut can keep the name and lose the bytes.
 """
 
 from __future__ import annotations
@@ -43,7 +47,33 @@ def replaced(path, mode: str = "w", **open_options):
 
 def fsync_directory(path: str) -> None:
     """Make a rename or a new file in `path`'s directory durable."""
-    fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    _fsync(os.path.dirname(os.path.abspath(path)))
+
+
+def fsync_files(paths, root) -> None:
+    """Make the files `paths` (under the folder `root`) durable, bytes and
+    names: each file fsynced, then each folder from a file's own up to
+    `root`, deepest first (a folder made for the file is itself a new name
+    in its parent)."""
+    root = os.path.abspath(root)
+    folders = set()
+    for path in paths:
+        _fsync(path)
+        folder = os.path.dirname(os.path.abspath(path))
+        while folder not in folders:
+            folders.add(folder)
+            parent = os.path.dirname(folder)
+            if folder == root or parent == folder or not folder.startswith(root + os.sep):
+                break
+            folder = parent
+    for folder in sorted(folders, key=len, reverse=True):
+        _fsync(folder)
+
+
+def _fsync(path: str) -> None:
+    """fsync a file or a folder by its path (Linux syncs the inode, whichever
+    descriptor asks)."""
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:

@@ -1,5 +1,5 @@
 """`binlake maintain`: a lake's Delta tables compacted and vacuumed, never
-beside a pipeline run (binlake.spark.delta.maintain)."""
+beside a pipeline run (binlake.spark.delta_upkeep.maintain)."""
 from __future__ import annotations
 
 import fcntl
@@ -15,7 +15,8 @@ pytest.importorskip("pyspark")
 import pyarrow.parquet as pq  # noqa: E402
 
 from binlake.cli.dispatch import main  # noqa: E402
-from binlake.spark.delta import commit_table, maintain, read_table  # noqa: E402
+from binlake.spark.delta import commit_table, read_table  # noqa: E402
+from binlake.spark.delta_upkeep import maintain  # noqa: E402
 
 
 def lake_of_small_files(out: Path, commits: int) -> Path:
@@ -70,7 +71,7 @@ KILLS = 6  #: in a full sweep (tests/sweeps.py)
 MAINTAIN = """
 import sys
 import deltalake  # loaded before "ready": the moments drawn are the maintenance's
-from binlake.spark.delta import maintain
+from binlake.spark.delta_upkeep import maintain
 print("ready", flush=True)
 maintain(sys.argv[1], compact=True, retention_hours=0)
 """
@@ -107,3 +108,62 @@ def test_maintenance_killed_at_random_moments_leaves_the_rows_as_they_were(tmp_p
         maintain(str(table), compact=True, retention_hours=0)
         assert sorted(read_table(str(table)).column("id").to_pylist()) == rows
         assert len(parquet_files(table)) == 1
+
+
+def test_a_run_vacuums_only_what_its_log_removed_and_maintain_vacuums_whole(tmp_path,
+                                                                             monkeypatch):
+    """A run's vacuum is lite (the files its log removed, past the
+    retention): the version its merge replaced stays readable, even where
+    that version's file was written long ago, and a file no commit names
+    is left to `binlake maintain`, whose vacuum is full."""
+    import os
+    import shutil
+    import time
+    from urllib.parse import unquote
+
+    from binlake.cli.commands.pipeline import sample_dir
+    from binlake.spark.pipeline import LazySession, run_pipeline
+
+    def no_spark():
+        raise AssertionError("the sample's runs need no Spark session")
+    modes = []
+    vacuum = deltalake.DeltaTable.vacuum
+
+    def recorded(self, *args, **kwargs):
+        modes.append(kwargs.get("full", False))
+        return vacuum(self, *args, **kwargs)
+    monkeypatch.setattr(deltalake.DeltaTable, "vacuum", recorded)
+    incoming, lake = tmp_path / "incoming", tmp_path / "lake"
+    incoming.mkdir()
+    shutil.copy(os.path.join(sample_dir(), "binlog.000001"), incoming)
+    options = {"temporals": "text"}
+    run_pipeline(LazySession(no_spark, "local[2]"), [str(incoming)], str(lake), **options)
+    tables = lake / "tables"
+    weeks_ago = time.time() - 10 * 24 * 3600  # written long ago, removed just now
+    for path in tables.rglob("*.parquet"):
+        os.utime(path, (weeks_ago, weeks_ago))
+    orphan = sorted(tables.iterdir())[0] / "part-never-committed.parquet"
+    pq.write_table(pa.table({"id": pa.array([1], pa.int64())}), orphan)
+    os.utime(orphan, (weeks_ago, weeks_ago))
+    before = {path.name: deltalake.DeltaTable(str(path)).version() for path in tables.iterdir()}
+    before_rows = {path.name: deltalake.DeltaTable(str(path)).to_pyarrow_table().num_rows
+                   for path in tables.iterdir()}
+    for name in ("binlog.000002", "binlog.000003"):
+        shutil.copy(os.path.join(sample_dir(), name), incoming)
+    result = run_pipeline(LazySession(no_spark, "local[2]"), [str(incoming)], str(lake),
+                          **options)
+    assert result.table_work["merged"] and modes and not any(modes)
+    replaced = set()
+    for name in result.table_work["merged"]:
+        table = deltalake.DeltaTable(str(tables / name), version=before[name])
+        replaced |= set(table.file_uris()) - set(deltalake.DeltaTable(str(tables / name))
+                                                 .file_uris())
+        for uri in table.file_uris():  # every file of the replaced version still there
+            assert os.path.exists(unquote(uri)), (name, uri)
+        assert table.to_pyarrow_table().num_rows == before_rows[name]
+    assert replaced  # the merges rewrote files: a full vacuum on delta-rs #4290 lost them
+    assert orphan.exists()
+    modes.clear()
+    assert main(["maintain", "--out", str(lake)], io.StringIO(), io.StringIO()) == 0
+    assert modes and all(modes)
+    assert not orphan.exists()

@@ -340,3 +340,97 @@ def test_a_table_made_before_the_change_data_feed_gets_it_at_its_next_merge(tmp_
     feed = pa.table(table.load_cdf(starting_version=table.version()).read_all()).to_pylist()
     assert sorted(row["_change_type"] for row in feed) == ["update_postimage", "update_preimage"]
 
+
+def test_files_delta_rs_writes_carry_statistics_of_every_column(tmp_path):
+    """A table binlake creates asks for statistics of all its columns
+    (`delta.dataSkippingNumIndexedCols` -1): delta-rs's default is the
+    first 32, and a MERGE or a reader skips files by the others too."""
+    from binlake.spark.delta import _add_actions
+    uri = str(tmp_path / "db.wide")
+    names = tuple(f"c{i}" for i in range(40))
+    first = [tuple(row * 100 + i for i in range(40)) for row in (1, 2)]
+    merge_net_changes(uri, "db.wide", net(first, [False, False], names), ["c0"], run=1,
+                      through={})
+    later = [tuple(row * 100 + i for i in range(40)) for row in (2, 3)]
+    merge_net_changes(uri, "db.wide", net(later, [False, False], names), ["c0"], run=2,
+                      through={})
+    table = deltalake.DeltaTable(uri)
+    assert table.metadata().configuration["delta.dataSkippingNumIndexedCols"] == "-1"
+    files = _add_actions(table)
+    assert files.num_rows and "min.c39" in files.column_names
+    assert None not in files.column("min.c39").to_pylist() + files.column("max.c39").to_pylist()
+    assert min(files.column("min.c39").to_pylist()) == 139
+    assert max(files.column("max.c39").to_pylist()) == 339
+
+
+class FsyncLog:
+    """os.fsync recorded: the paths synced, in order, each with whether the
+    table's next log entry (`entry`) existed at that moment."""
+
+    def __init__(self, monkeypatch, entry=None):
+        import os
+        self.synced, self.entry, self._fsync = [], entry, os.fsync
+        monkeypatch.setattr(os, "fsync", self)
+
+    def __call__(self, fd):
+        import os
+        path = os.readlink(f"/proc/self/fd/{fd}")
+        self.synced.append((path, self.entry is not None and os.path.exists(self.entry)))
+        return self._fsync(fd)
+
+    def paths(self) -> list:
+        return [path for path, _ in self.synced]
+
+
+def named_files(uri: str, version: int) -> list:
+    """The data files a table's log entry `version` adds, as full paths."""
+    from urllib.parse import unquote
+    entry = f"{uri}/_delta_log/{version:020d}.json"
+    with open(entry) as lines:
+        actions = [json.loads(line) for line in lines if line.strip()]
+    return [f"{uri}/{unquote(a['add']['path'])}" for a in actions if "add" in a]
+
+
+def test_files_handed_to_a_commit_are_synced_before_the_log_entry_that_names_them(
+        tmp_path, monkeypatch):
+    """commit_table's files (Spark's, moved into the table) are fsynced with
+    their folders before delta-rs writes the entry naming them; the entry
+    and _delta_log/ after it."""
+    import os
+
+    import pyarrow.parquet as pq
+
+    from binlake.spark.delta import commit_table, partition_folder
+    uri = str(tmp_path / "db.t")
+    schema = pa.schema([("id", pa.int64()), ("day", pa.int32())])
+    commit_table(uri, "db.t", [], schema, run=1, through={},  # version 0, then an empty one
+                 partition_by=("day",))
+    folder = os.path.join(uri, partition_folder("day", 3))  # a folder new to the table
+    os.makedirs(folder)
+    pq.write_table(pa.table({"id": [1]}), os.path.join(folder, "part-1.parquet"))
+    version = deltalake.DeltaTable(uri).version() + 1
+    entry = f"{uri}/_delta_log/{version:020d}.json"
+    log = FsyncLog(monkeypatch, entry)
+    commit_table(uri, "db.t", ["day=3/part-1.parquet"], schema, run=2, through={},
+                 mode="append", partition_by=("day",))
+    assert named_files(uri, version) == [os.path.join(folder, "part-1.parquet")]
+    before_entry = {path for path, entry_there in log.synced if not entry_there}
+    assert {os.path.join(folder, "part-1.parquet"), folder, uri} <= before_entry
+    assert entry in log.paths() and f"{uri}/_delta_log" in log.paths()
+
+
+def test_files_delta_rs_writes_in_a_merge_are_synced_with_its_log_entry(tmp_path, monkeypatch):
+    """A MERGE's files and entry are written by delta-rs in one call: each
+    file it names, and then the entry, is fsynced before the merge returns."""
+    uri = str(tmp_path / "db.t")
+    merge_net_changes(uri, "db.t", net([(1, "a"), (2, "b")], [False, False]), ["id"], run=1,
+                      through={})
+    log = FsyncLog(monkeypatch)
+    merge_net_changes(uri, "db.t", net([(2, "B"), (3, "c")], [False, False]), ["id"], run=2,
+                      through={})
+    version = deltalake.DeltaTable(uri).version()
+    synced = log.paths()
+    entry = f"{uri}/_delta_log/{version:020d}.json"
+    assert named_files(uri, version) and entry in synced
+    for path in named_files(uri, version):
+        assert synced.index(path) < synced.index(entry), path

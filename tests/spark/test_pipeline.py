@@ -312,3 +312,55 @@ def test_only_a_short_run_on_few_cores_gets_the_first_jit_tier():
     assert quick not in local_java_options(2, SHORT_RUN_BYTES + 1)
     assert quick not in local_java_options(FEW_CORES + 1, 10_000)
     assert quick not in local_java_options(2, None)  # size unknown: a long run, maybe
+
+
+def test_every_file_a_manifest_or_delta_log_names_is_synced_before_it(tmp_path, monkeypatch):
+    """A power cut must not leave a manifest naming bytes the disk lost:
+    each staged events/ and changes/ file is fsynced before the staging
+    manifest is written, its folder in place before the manifest is
+    installed, and every file the tables' logs name before the manifest
+    that says the tables took the run in."""
+    from urllib.parse import unquote
+
+    import deltalake
+
+    from binlake.cli.commands.pipeline import sample_dir
+    from binlake.spark.pipeline import LazySession
+
+    def no_spark():
+        raise AssertionError("the sample's run needs no Spark session")
+    order = []  # ("fsync", path) and ("replace", source, target), as they happen
+    fsync, rename = os.fsync, os.replace
+
+    def synced(fd):
+        order.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        return fsync(fd)
+
+    def replaced(source, target):
+        order.append(("replace", os.fspath(source), os.fspath(target)))
+        return rename(source, target)
+    monkeypatch.setattr(os, "fsync", synced)
+    monkeypatch.setattr(os, "replace", replaced)
+    lake = os.path.realpath(tmp_path) + "/lake"
+    run_pipeline(LazySession(no_spark, "local[2]"), [sample_dir()], lake)
+    monkeypatch.undo()
+    state, staging = f"{lake}/_binlake", f"{lake}/_binlake/staging"
+    staged_manifest = order.index(("fsync", f"{staging}/manifest.json.partial"))
+    installed = order.index(("replace", f"{staging}/manifest.json", f"{state}/manifest.json"))
+    views = [os.path.join(folder, name) for view in ("events", "changes")
+             for folder, _, names in os.walk(f"{lake}/{view}") for name in names]
+    assert views
+    for path in views:
+        at_staging = path.replace(lake, staging, 1)
+        assert order.index(("fsync", at_staging)) < staged_manifest, path
+        moved = order.index(("replace", at_staging, path))
+        assert ("fsync", os.path.dirname(path)) in order[moved:installed], path
+    last_manifest = max(i for i, step in enumerate(order)
+                        if step == ("fsync", f"{state}/manifest.json.partial"))
+    tables = [f"{lake}/tables/{name}" for name in os.listdir(f"{lake}/tables")]
+    assert tables
+    for uri in tables:
+        for path in map(unquote, deltalake.DeltaTable(uri).file_uris()):
+            assert ("fsync", path) in order[:last_manifest], path
+        entry = f"{uri}/_delta_log/{deltalake.DeltaTable(uri).version():020d}.json"
+        assert ("fsync", entry) in order[:last_manifest], entry

@@ -17,6 +17,11 @@ tables committed is run again: the tables whose transaction version already
 reached the run's number are left as they are, the others are merged. A
 commit is atomic (the Delta log's next entry), so a kill at any moment
 leaves each table at its previous version or its next.
+
+Durability: every function here that commits is `durable`
+(binlake.spark.delta_sync): the files its log entries name, and then the
+entries, are fsynced before it returns, and before the lake's manifest
+says the run is done. Compaction and vacuum are binlake.spark.delta_upkeep's.
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ from __future__ import annotations
 import json
 import os
 from urllib.parse import unquote
+
+from binlake.atomic import fsync_files
+from binlake.spark.delta_sync import durable
 
 #: The column of a net-change row that says the key's last change deleted it.
 DELETED = "_binlake_deleted"
@@ -58,8 +66,11 @@ THROUGH = "binlake.through"
 REWRITTEN = "binlake.rewritten"
 #: Every table's properties: its change data feed on (a downstream job reads
 #: what each commit changed: appends as inserts, merges as delete,
-#: update_preimage, update_postimage and insert).
-TABLE_PROPERTIES = {"delta.enableChangeDataFeed": "true"}
+#: update_preimage, update_postimage and insert); statistics of every column
+#: in the files delta-rs writes (its default, Delta's, is the first 32: a
+#: MERGE or a reader could skip no file by a later column).
+TABLE_PROPERTIES = {"delta.enableChangeDataFeed": "true",
+                    "delta.dataSkippingNumIndexedCols": "-1"}
 #: Longest text a file's statistics carry: a longer min or max is left out
 #: (a prefix would be a valid min but not a valid max).
 STATS_TEXT_CHARS = 32
@@ -79,6 +90,7 @@ def committed_run(uri: str, table: str) -> int | None:
     return found
 
 
+@durable
 def merge_net_changes(uri: str, table: str, net, keys: list[str], *, run: int,
                       through: dict, bounds: dict | None = None) -> str:
     """Apply `net` (one row per key, the table's columns plus NET_COLUMNS)
@@ -141,6 +153,7 @@ def merge_net_changes(uri: str, table: str, net, keys: list[str], *, run: int,
 COPY_OP, COPIES_REMOVED, COPY_ADDED = "_binlake_copy", "removed", "added"
 
 
+@durable
 def merge_copies(uri: str, table: str, rows, *, run: int, through: dict) -> str:
     """Apply `rows` (the table's columns plus COPY_OP) to the keyless table
     at `uri`, a multiset of rows, as run number `run`: one MERGE that
@@ -169,6 +182,7 @@ def merge_copies(uri: str, table: str, rows, *, run: int, through: dict) -> str:
     return "merged"
 
 
+@durable
 def merge_history(uri: str, table: str, rows, keys: list[str], *, run: int, through: dict,
                   plan: str) -> str:
     """Apply a run's history rows to the history table at `uri`: each
@@ -319,6 +333,7 @@ def rows_under_keys(uri: str, keys) -> "pa.Table":
     return held.join(keys.cast(held.select(names).schema), keys=names, join_type="left semi")
 
 
+@durable
 def commit_table(uri: str, table: str, files: list[str], schema, *, run: int,
                  through: dict, mode: str = "overwrite", plan: str | None = None,
                  partition_by: tuple = (), rewritten: str | None = None) -> None:
@@ -327,7 +342,9 @@ def commit_table(uri: str, table: str, files: list[str], schema, *, run: int,
     `uri` (`mode` "overwrite": one atomic commit removes what the table held
     and adds these) or add them to it ("append"), as run number `run`. Files
     written but never committed (a kill before the commit) are not part of
-    any version; `vacuum` removes them. A table partitioned `partition_by`
+    any version; `binlake maintain`'s full vacuum removes them. Each file
+    and its folders are fsynced before the log entry names them (`durable`
+    then syncs the entry). A table partitioned `partition_by`
     has its files in Hive folders (`column=value/`), each file the rows of
     one value, the column not in the file (partition_folder)."""
     import pyarrow.parquet as pq
@@ -347,6 +364,7 @@ def commit_table(uri: str, table: str, files: list[str], schema, *, run: int,
         _repartitioned(uri, files, schema, partition_by,
                        _commit_properties(table, run, through, plan, "repartitioned"))
         return
+    fsync_files([os.path.join(uri, path) for path in files], uri)
     actions = []
     for path in files:
         full = os.path.join(uri, path)
@@ -407,34 +425,6 @@ def _allow_timestamp_ntz(uri: str, schema) -> None:
     if "timestampNtz" not in (table.protocol().writer_features or []):
         table.alter.add_feature(TableFeatures.TimestampWithoutTimezone,
                                 allow_protocol_versions_increase=True)
-
-
-#: A table holding more files than this is compacted after a run that
-#: committed to it (appends and merges add files, run after run).
-COMPACT_AT_FILES = 16
-#: The size compaction writes files of.
-TARGET_FILE_BYTES = 128 << 20
-#: Old versions stay readable (time travel) this long; then the files no
-#: later version holds are deleted (Delta's own default: a week).
-RETENTION_HOURS = 7 * 24
-
-
-def maintain(uri: str, *, compact: bool = False, retention_hours: int = RETENTION_HOURS) -> dict:
-    """Compact the table's small files (`compact`, or more than
-    COMPACT_AT_FILES of them; one commit that changes no row, which the
-    change data feed skips) and vacuum it: files no version of the last
-    `retention_hours` holds are deleted, files never committed (a run killed
-    before its commit) among them. Returns {"compacted": files replaced,
-    "vacuumed": files deleted}."""
-    from deltalake import DeltaTable
-    table = DeltaTable(uri)
-    compacted = 0
-    files = len(table.file_uris())
-    if files > 1 and (compact or files > COMPACT_AT_FILES):
-        compacted = table.optimize.compact(target_size=TARGET_FILE_BYTES)["numFilesRemoved"]
-    vacuumed = table.vacuum(retention_hours=retention_hours, dry_run=False,
-                            enforce_retention_duration=False, full=True)
-    return {"compacted": compacted, "vacuumed": len(vacuumed)}
 
 
 def _with_table_properties(uri: str) -> None:

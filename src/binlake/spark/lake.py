@@ -70,10 +70,11 @@ from pyspark.sql import Column, functions as F
 from binlake.spark import driver_tables as driver
 from binlake.spark.delta import (AT, CLOSES, COPIES_REMOVED, COPY_ADDED, COPY_OP, DELETED,
                                  NET_COLUMNS, PRESENT, VALID_FROM, VALID_TO, commit_table,
-                                 committed_run, key_bounds, maintain, merge_copies,
+                                 committed_run, key_bounds, merge_copies,
                                  merge_history, merge_net_changes, partition_folder, plan_of,
                                  read_table, row_count, rows_not_held, rows_under_keys,
                                  through_of)
+from binlake.spark.delta_upkeep import after_run
 from binlake.spark.history import PositionOrder, stretch_width
 from binlake.spark.layouts import qualified
 from binlake.spark.manifest import Manifest, TablesState
@@ -336,10 +337,11 @@ class _Lake:
 
     def maintain(self) -> None:
         """The tables this run committed to, compacted when their files are
-        many, and vacuumed (binlake.spark.delta.maintain)."""
+        many, and lite-vacuumed (binlake.spark.delta_upkeep.after_run: the
+        full vacuum is `binlake maintain`'s)."""
         touched = [os.path.join(self.history_dir if how == "history" else self.tables_dir, key)
                    for how, keys in self.work.items() for key in keys]
-        done = [maintain(uri) for uri in touched]
+        done = [after_run(uri) for uri in touched]
         compacted = sum(d["compacted"] for d in done)
         if compacted:
             self.log(f"tables: {compacted} small files compacted")

@@ -23,8 +23,11 @@ snapshot's position on.
 
 Rule: output is committed in a fixed order so that a run that dies leaves
 either the old state or a state the next run completes: new files are
-written under _binlake/staging/, the manifest they belong to is written
-next to them, then they are moved into place and the manifest replaced.
+written under _binlake/staging/ and fsynced (binlake.atomic.fsync_files:
+Spark's and the driver's writers do not), the manifest they belong to is
+written next to them, then they are moved into place, their folders
+fsynced, and the manifest replaced: a power cut never leaves a manifest
+naming bytes the disk does not hold.
 A run finding a staging manifest finishes that move first; one finding
 staging data without one discards it.
 
@@ -53,6 +56,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from binlake.atomic import fsync_directory, fsync_files
 from binlake.read.scan import read_framing, scan
 from binlake.spark.batches import CHANGES, EVENTS, VIEWS, TableFilter, spark_ddl
 from binlake.spark.history import PositionOrder, follow_ranges, load_history, table_plans
@@ -320,10 +324,11 @@ def _configure(spark) -> None:
 
 
 def maintain_lake(out: str, *, retention_hours: int | None = None) -> dict:
-    """Every table of the lake compacted and vacuumed now (a run does it for
-    the tables it committed to when their files are many); {"db.table":
+    """Every table of the lake compacted and vacuumed whole now (a run
+    compacts the tables it committed to when their files are many, and
+    vacuums only the files their log removed); {"db.table":
     {"compacted": n, "vacuumed": n}}. Holds the lake's lock: never beside a run."""
-    from binlake.spark.delta import RETENTION_HOURS, maintain
+    from binlake.spark.delta_upkeep import RETENTION_HOURS, maintain
     folder = os.path.join(out, TABLES)
     if not os.path.isdir(_state(out)) or not os.path.isdir(folder):
         raise ValueError(f"{out}: no tables of a binlake pipeline here")
@@ -825,6 +830,10 @@ def _append(spark, out: str, segments: list, options: dict, manifest: Manifest, 
                      for folder, _, names in os.walk(os.path.join(staging, "changes"))
                      for name in names if name.endswith(".parquet"))
     manifest = manifest.staging(written)
+    # What the manifest will name is on disk before it is (the snapshot's
+    # files are under changes/ by now).
+    fsync_files([path for view in ("events", "changes")
+                 for path in _data_files(os.path.join(staging, view))], staging)
     history.save(os.path.join(staging, "schema.json"))
     write_manifest(os.path.join(staging, "manifest.json"), manifest)
     _commit_staging(out, undo)
@@ -885,27 +894,33 @@ def _data_files(root: str) -> list[str]:
             for name in names if not name.startswith(("_", "."))]
 
 
-def _move_tree(root: str, target: str) -> None:
-    """Every data file under `root` to the same place under `target`."""
+def _move_tree(root: str, target: str) -> list[str]:
+    """Every data file under `root` to the same place under `target`; their
+    new paths."""
+    moved = []
     for path in _data_files(root):
-        moved = os.path.join(target, os.path.relpath(path, root))
-        os.makedirs(os.path.dirname(moved), exist_ok=True)
-        os.replace(path, moved)
+        moved.append(os.path.join(target, os.path.relpath(path, root)))
+        os.makedirs(os.path.dirname(moved[-1]), exist_ok=True)
+        os.replace(path, moved[-1])
+    return moved
 
 
 def _commit_staging(out: str, undo: RunUndo | None) -> None:
-    """Move staged data files into place, then install their manifest; the
-    run's `undo` record names the files first."""
+    """Move staged data files (fsynced when staged) into place, make their
+    new names durable, then install their manifest; the run's `undo`
+    record names the files first."""
     staging = _state(out, "staging")
     if undo is not None:
         undo.adding([os.path.join(out, view, os.path.relpath(path, os.path.join(staging, view)))
                      for view in ("events", "changes")
                      for path in _data_files(os.path.join(staging, view))])
-    for view in ("events", "changes"):
-        _move_tree(os.path.join(staging, view), os.path.join(out, view))
+    moved = [path for view in ("events", "changes")
+             for path in _move_tree(os.path.join(staging, view), os.path.join(out, view))]
+    fsync_files(moved, out)  # the bytes were synced: this syncs the folders' new names
     if os.path.exists(os.path.join(staging, "schema.json")):
         os.replace(os.path.join(staging, "schema.json"), _state(out, "schema.json"))
     os.replace(os.path.join(staging, "manifest.json"), _state(out, "manifest.json"))
+    fsync_directory(_state(out, "manifest.json"))
     shutil.rmtree(staging, ignore_errors=True)
 
 

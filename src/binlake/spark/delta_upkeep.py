@@ -1,0 +1,65 @@
+"""A lake table's files kept few and its old versions bounded: compaction
+and vacuum, after each run and by `binlake maintain`.
+
+Strategy: after a run that committed to a table, `after_run` compacts it
+when its files are many and runs a lite vacuum: it deletes only the files
+the log's own remove actions name, once removed longer ago than the
+retention, so its cost follows the log since the last checkpoint, not the
+table's folder, and a version inside the retention stays readable. Files
+no log entry names (written by a run killed before its commit) are left
+to `maintain` (`binlake maintain`): a full vacuum, which lists the whole
+folder and deletes, besides, every file no version holds that is older
+than the retention. Run beside no pipeline run (the lake's lock): a file
+being written for a commit is named by no version yet.
+"""
+
+from __future__ import annotations
+
+from binlake.spark.delta_sync import durable
+
+#: A table holding more files than this is compacted after a run that
+#: committed to it (appends and merges add files, run after run).
+COMPACT_AT_FILES = 16
+#: The size compaction writes files of.
+TARGET_FILE_BYTES = 128 << 20
+#: Old versions stay readable (time travel) this long; then the files no
+#: later version holds are deleted (Delta's own default: a week).
+RETENTION_HOURS = 7 * 24
+
+
+@durable
+def after_run(uri: str) -> dict:
+    """The table compacted when it holds more than COMPACT_AT_FILES files,
+    and lite-vacuumed with RETENTION_HOURS. Returns {"compacted": files
+    replaced, "vacuumed": files deleted}."""
+    from deltalake import DeltaTable
+    table = DeltaTable(uri)
+    compacted = _compacted(table, compact=False)
+    vacuumed = table.vacuum(retention_hours=RETENTION_HOURS, dry_run=False,
+                            enforce_retention_duration=False, full=False)
+    return {"compacted": compacted, "vacuumed": len(vacuumed)}
+
+
+@durable
+def maintain(uri: str, *, compact: bool = False, retention_hours: int = RETENTION_HOURS) -> dict:
+    """Compact the table's small files (`compact`, or more than
+    COMPACT_AT_FILES of them; one commit that changes no row, which the
+    change data feed skips) and vacuum it whole: files no version of the
+    last `retention_hours` holds are deleted, files never committed (a run
+    killed before its commit) among them. Returns {"compacted": files
+    replaced, "vacuumed": files deleted}."""
+    from deltalake import DeltaTable
+    table = DeltaTable(uri)
+    compacted = _compacted(table, compact)
+    vacuumed = table.vacuum(retention_hours=retention_hours, dry_run=False,
+                            enforce_retention_duration=False, full=True)
+    return {"compacted": compacted, "vacuumed": len(vacuumed)}
+
+
+def _compacted(table, compact: bool) -> int:
+    """Files replaced by compacting `table` (`compact`: whenever it has more
+    than one file; otherwise only past COMPACT_AT_FILES)."""
+    files = len(table.file_uris())
+    if files > 1 and (compact or files > COMPACT_AT_FILES):
+        return table.optimize.compact(target_size=TARGET_FILE_BYTES)["numFilesRemoved"]
+    return 0
