@@ -31,7 +31,7 @@ import pyarrow.parquet as pq  # noqa: E402
 import binlake  # noqa: E402
 from binlake.testing.mariadb import MariaDBServer  # noqa: E402
 
-from .test_follow import DB, Writer, lake_rows, server_rows, wait_for_batches  # noqa: E402
+from .test_follow import DB, Writer, lake_rows, server_rows, status, wait_for_batches  # noqa: E402
 
 GTID_SERVER = {"gtid_strict_mode": 1, "log_slave_updates": 1,
                "innodb_flush_log_at_trx_commit": 1}
@@ -247,3 +247,52 @@ def test_the_streaming_sources_offsets_carry_the_gtid_state(two_domains):
         0: (51, 4), 1: (51, 1)}
     server.execute("INSERT INTO d.t VALUES (4)")  # 0-51-5: carried from the last offset
     assert reader.latestOffset(offset)["gtid"] == "0-51-5,1-51-1"
+
+
+def test_tables_read_anew_on_the_promoted_replica_keep_their_rows(pair, tmp_path):
+    """After a failover, tables read anew on request (--snapshot-tables), a
+    keyed one in several chunks and a keyless one: their chunks are placed in
+    the lake's numbering of the new server's binlogs (failover1~...), after
+    the tables' start, so the tables equal the new primary's rows, those
+    written outside its binlog too. (The chunks were numbered by the
+    server's own names and sorted before every change: the keyed table lost
+    its rows, the keyless one held them twice.)"""
+    primary, replica = pair
+    lake = tmp_path / "lake"
+    log = open(tmp_path / "follower.log", "ab")
+    process = followed_under_writes(primary, lake, log, rotated=False)
+    caught_up(replica, primary)
+    primary.kill()
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    replica.execute("STOP SLAVE")
+    replica.execute("RESET SLAVE ALL")
+    process = subprocess.Popen(follower_command(replica, lake) + ["--follow", "--chunk-rows", "40"],
+                               stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+    try:
+        replica.execute(f"INSERT INTO {DB}.notes VALUES (1, 'one'), (1, 'one'), (2, 'two')")
+        deadline = time.monotonic() + 180
+        while status(lake).get("micro_batches", 0) < 1 and time.monotonic() < deadline:
+            assert process.poll() is None, open(log.name).read()
+            time.sleep(0.1)
+        with replica.connect(DB) as hidden, hidden.cursor() as cursor:
+            cursor.execute("SET SESSION sql_log_bin = 0")
+            cursor.execute("UPDATE accounts SET owner = 'not in the binlog' WHERE id < 50")
+            cursor.execute("INSERT INTO notes VALUES (3, 'hidden')")
+        asked = subprocess.run([sys.executable, "-m", "binlake", "pipeline", "--out", str(lake),
+                                "--snapshot-tables", f"{DB}.accounts,{DB}.notes"],
+                               capture_output=True, text=True, timeout=60)
+        assert asked.returncode == 0, asked.stderr
+        expected = {table: sorted(replica.query(f"SELECT * FROM {DB}.{table}"))
+                    for table in ("accounts", "notes")}
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and (
+                lake_rows(lake, ("accounts", "notes")) != expected
+                or not (lake / "_binlake" / "requests").is_dir()
+                or list((lake / "_binlake" / "requests").iterdir())):
+            assert process.poll() is None, open(log.name).read()
+            time.sleep(0.2)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(60) == 0
+    assert lake_rows(lake, ("accounts", "notes")) == expected, open(log.name).read()

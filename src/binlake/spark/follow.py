@@ -164,6 +164,7 @@ class Follower:
         self._stop = threading.Event()          # stop() was called, or the copier ended
         self._requested = threading.Event()     # stop() was called
         self._copier = None
+        self._names_in_lake = ""                # failover<N>~ on the Nth server after the first
         self._stop_when_snapshotted = False
         self._round_failures = 0                # in a row
         self._requests_after = 0.0              # (monotonic) when requests are taken again
@@ -200,6 +201,8 @@ class Follower:
             self._write_status()
             raise
         self._copier = Copier(self.source, copies_prefix(self.prefix, epoch), name_sequence)
+        # The lake's name of this server's binlogs, for the chunks' positions.
+        self._names_in_lake = FAILOVER_PREFIX.format(epoch) if epoch else ""
         try:
             if placing or epoch:  # the next server's: its first copy, or where it goes on
                 start = placing.file if placing else self._copier.first_copy()
@@ -467,7 +470,7 @@ class Follower:
             spark = None
         try:
             chunks = plan_round(self.address, progress, count)
-            reads = read_round(spark, self.address, chunks, folder)
+            reads = read_round(spark, self.address, chunks, folder, self._names_in_lake)
         except Exception as exc:  # noqa: BLE001 - a server restarting: the round again later
             self._round_failures += 1
             if self._round_failures > ROUND_RETRIES:

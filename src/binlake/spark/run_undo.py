@@ -30,7 +30,7 @@ UNDO = "undo"
 #: The lake's state files a run may replace (under _binlake/).
 STATE_FILES = ("manifest.json", "schema.json", "schema-from-snapshot.json")
 #: What a run stages under _binlake/ on its way, none of it the lake's.
-SCRATCH = ("staging", "snapshot", "tables.new")
+SCRATCH = ("staging", "snapshot", "snapshot-round", "tables.new")
 #: Where the record lists what the run's commits added.
 ADDED = "added.json"
 

@@ -631,9 +631,13 @@ def plan_round(address, progress: dict, count: int) -> list[Chunk]:
     return found
 
 
-def read_chunks(address, chunks, folder: str) -> list[ChunkRead]:
+def read_chunks(address, chunks, folder: str, names_in_lake: str = "") -> list[ChunkRead]:
     """Each chunk in a consistent snapshot of its own, at the binlog position
-    MariaDB gives that view, written under `folder` (a Spark task's work)."""
+    MariaDB gives that view, written under `folder` (a Spark task's work).
+    The position is in the lake's numbering: the server's binlog name after
+    `names_in_lake` (`failover<N>~` on the Nth server after a failover),
+    so a chunk sorts after the table's start, not before every change of
+    the earlier servers."""
     import pyarrow as pa
 
     writer, done, columns_of = _ChangeWriter(folder), [], {}
@@ -646,7 +650,7 @@ def read_chunks(address, chunks, folder: str) -> list[ChunkRead]:
                 cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
                 cursor.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
                 status = {name.lower(): value for name, value in cursor.fetchall()}
-                point = SnapshotPoint(status["binlog_snapshot_file"],
+                point = SnapshotPoint(names_in_lake + status["binlog_snapshot_file"],
                                       int(status["binlog_snapshot_position"]), None, utc_now())
                 if chunk.key:
                     pages = list(_pages(cursor, chunk.database, chunk.table, list(chunk.key),
@@ -665,20 +669,23 @@ def read_chunks(address, chunks, folder: str) -> list[ChunkRead]:
     return done
 
 
-def read_round(spark, address, chunks: list[Chunk], folder: str) -> list[ChunkRead]:
+def read_round(spark, address, chunks: list[Chunk], folder: str,
+               names_in_lake: str = "") -> list[ChunkRead]:
     """The chunks read in parallel, each on its own connection: by Spark
     tasks, one per task; without `spark`, by threads of this process (the
     server formats the pages, pyarrow parses and writes them outside the
-    GIL)."""
+    GIL). Positions as read_chunks gives them."""
+    def read(part) -> list[ChunkRead]:
+        return read_chunks(address, list(part), folder, names_in_lake)
     if len(chunks) <= 1:
-        return read_chunks(address, chunks, folder)
+        return read(chunks)
     if spark is None:
         from concurrent.futures import ThreadPoolExecutor
         with ThreadPoolExecutor(len(chunks)) as pool:
-            return [read for reads in pool.map(lambda chunk: read_chunks(address, [chunk], folder),
-                                               chunks) for read in reads]
+            return [done for reads in pool.map(lambda chunk: read([chunk]), chunks)
+                    for done in reads]
     tasks = spark.sparkContext.parallelize(chunks, len(chunks))
-    return tasks.mapPartitions(lambda part: read_chunks(address, list(part), folder)).collect()
+    return tasks.mapPartitions(read).collect()
 
 
 def progressed(progress: dict, reads: list[ChunkRead]) -> dict:
