@@ -85,17 +85,26 @@ def test_a_value_no_spark_type_holds_is_refused_in_the_same_words(spark, lake):
     assert refused(failure.value) in ours
 
 
+def changed(*changes) -> list:
+    """Changes as the driver's rules take them, each at a place of its own."""
+    return [driver.Change(*change, f"binlog.000001 at {4 + n}")
+            for n, change in enumerate(changes)]
+
+
 def test_a_keyed_tables_net_change_is_each_keys_last_touch():
-    changes = [("c", None, ("1", "a")), ("c", None, ("2", "b")),
-               ("u", ("1", "a"), ("3", "a")),  # moved to a new key
-               ("u", ("2", "b"), ("2", "c")), ("d", ("3", "a"), None), ("c", None, ("1", "z"))]
-    assert driver.net_by_key(changes, [0]) == {("1",): ("1", "z"), ("2",): ("2", "c"),
-                                                ("3",): None}
+    changes = changed(("c", None, ("1", "a")), ("c", None, ("2", "b")),
+                      ("u", ("1", "a"), ("3", "a")),  # moved to a new key
+                      ("u", ("2", "b"), ("2", "c")), ("d", ("3", "a"), None),
+                      ("c", None, ("1", "z")))
+    net = driver.net_by_key(changes, [0])
+    assert {key: found.row for key, found in net.items()} == {
+        ("1",): ("1", "z"), ("2",): ("2", "c"), ("3",): None}
+    assert not any(found.partial for found in net.values())
 
 
 def test_a_keyless_tables_copies_are_counted():
-    changes = [("c", None, ("1", "a")), ("c", None, ("1", "a")), ("d", ("1", "a"), None),
-               ("u", ("2", "b"), ("2", "c")), ("d", ("9", "x"), None)]
+    changes = changed(("c", None, ("1", "a")), ("c", None, ("1", "a")), ("d", ("1", "a"), None),
+                      ("u", ("2", "b"), ("2", "c")), ("d", ("9", "x"), None))
     assert driver.multiset_deltas(changes) == {("1", "a"): 1, ("2", "b"): -1, ("2", "c"): 1,
                                                ("9", "x"): -1}
 
@@ -105,8 +114,8 @@ def test_a_keyless_tables_copies_are_merged_as_removed_and_added():
         {"key": "a", "type": 3, "meta": 0, "unsigned": False},
         {"key": "b", "type": 15, "meta": 20, "unsigned": False, "charset": 45}]}
     current = pa.table({"a": pa.array([1, 1, 2], pa.int32()), "b": ["x", "x", "y"]})
-    changes = [("d", ("1", "x"), None), ("c", None, ("3", "z")), ("c", None, ("3", "z")),
-               ("d", ("9", "q"), None), ("u", ("2", "y"), ("2", "w"))]
+    changes = changed(("d", ("1", "x"), None), ("c", None, ("3", "z")), ("c", None, ("3", "z")),
+                      ("d", ("9", "q"), None), ("u", ("2", "y"), ("2", "w")))
     ops = driver.copies(current, changes, {"layout": layout}, "d.t").to_pylist()
     ops = sorted((row["a"], row["b"], row[COPY_OP]) for row in ops)
     # (1, x): both copies go, one comes back; a copy the table does not hold: nothing
@@ -120,11 +129,13 @@ def test_what_the_driver_does_not_take_goes_to_spark():
                "width": 2}
     plan = {"stretches": [stretch], "primary_key": [0]}
     change = {"commit_key": (1, 4, 0, 0), "source": ("d", "t"), "op": "u",
+              "file": "binlog.000001", "pos": 4,
               "before": {"a": "1", "b": "2"}, "after": {"a": "1"}}  # MINIMAL
     with pytest.raises(driver.InSpark):
         driver.images([change], plan)
     whole = {**change, "after": {"a": "1", "b": "3"}}
-    assert driver.images([whole], plan) == [("u", ("1", "2"), ("1", "3"))]
+    assert [change[:3] for change in driver.images([whole], plan)] == [
+        ("u", ("1", "2"), ("1", "3"))]
     for modified in ({"fractions": [None, 3]}, {"was": [None, ddl_layout_column(INT)]}):
         with pytest.raises(driver.InSpark):  # a change from before a MODIFY
             driver.images([whole], {**plan, "stretches": [{**stretch, **modified}]})
