@@ -139,25 +139,57 @@ def test_unique_keys_are_followed_and_one_of_not_null_columns_finds_rows():
     (create,) = parse("CREATE TABLE t (id INT NOT NULL, b INT, c VARCHAR(3) NOT NULL UNIQUE, "
                       "UNIQUE KEY (id), CONSTRAINT u2 UNIQUE (b), KEY plain (b))")
     table = create.definition
-    assert table.unique_keys == (("c", ("c",)), ("id", ("id",)), ("u2", ("b",)))
+    assert table.unique_keys == (("c", ("c",), (0,)), ("id", ("id",), (0,)), ("u2", ("b",), (0,)))
     assert table.primary_key == () and table.row_key == ("c",)
     (alter,) = parse("ALTER TABLE t DROP INDEX c, RENAME COLUMN id TO ident, ADD UNIQUE (b, c)")
     table = altered(table, alter.actions)
-    assert table.unique_keys == (("id", ("ident",)), ("u2", ("b",)), ("b", ("b", "c")))
+    assert table.unique_keys == (("id", ("ident",), (0,)), ("u2", ("b",), (0,)),
+                                 ("b", ("b", "c"), (0, 0)))
     assert table.row_key == ("ident",)
     table = altered(table, parse("ALTER TABLE t MODIFY ident INT")[0].actions)  # nullable now
     assert table.row_key == ()
     (index,) = parse("CREATE UNIQUE INDEX ux ON db.t (c)")
-    assert index == AlterTable("db", "t", (("unique", "ux", ("c",)),))
+    assert index == AlterTable("db", "t", (("unique", "ux", ("c",), (0,)),))
     table = altered(table, index.actions)
     assert table.row_key == ("c",)
     assert parse("DROP INDEX ux ON t", "db") == [AlterTable("db", "t", (("drop_index", "ux"),))]
     table = altered(table, parse("ALTER TABLE t RENAME INDEX ux TO uy")[0].actions)
-    assert table.unique_keys[-1] == ("uy", ("c",))
+    assert table.unique_keys[-1] == ("uy", ("c",), (0,))
     table = altered(table, parse("ALTER TABLE t DROP KEY uy, DROP COLUMN b")[0].actions)
-    assert table.unique_keys == (("id", ("ident",)), ("b", ("c",))) and table.row_key == ("c",)
+    assert table.unique_keys == (("id", ("ident",), (0,)), ("b", ("c",), (0,)))
+    assert table.row_key == ("c",)
     table = altered(table, parse("ALTER TABLE t ADD PRIMARY KEY (ident)")[0].actions)
     assert table.row_key == ("ident",)
+
+
+def test_a_unique_key_over_a_column_prefix_does_not_find_rows():
+    """The server keys a table without a primary key by its first UNIQUE
+    key of NOT NULL columns none of which it holds a prefix of (issue 46):
+    a prefix as long as a CHAR or VARCHAR is the whole column, any prefix
+    of a TEXT or BLOB is not."""
+    (create,) = parse("CREATE TABLE t (a VARCHAR(100) NOT NULL, b INT NOT NULL, c INT, "
+                      "UNIQUE (a(10)), UNIQUE (b))")
+    table = create.definition
+    assert table.unique_keys == (("a", ("a",), (10,)), ("b", ("b",), (0,)))
+    assert table.row_key == ("b",)
+    (create,) = parse("CREATE TABLE t (a CHAR(8) NOT NULL, t TEXT NOT NULL, b INT NOT NULL, "
+                      "UNIQUE KEY ut (t(8), b), UNIQUE KEY ua (a(8) DESC, b))")
+    assert create.definition.row_key == ("a", "b")
+    # prefixes follow their columns through ALTERs
+    (alter,) = parse("ALTER TABLE t DROP INDEX ua, RENAME COLUMN t TO body, "
+                     "ADD UNIQUE ux (a(4)), ADD CONSTRAINT uy UNIQUE (b, a)")
+    table = altered(create.definition, alter.actions)
+    assert table.unique_keys == (("ut", ("body", "b"), (8, 0)), ("ux", ("a",), (4,)),
+                                 ("uy", ("b", "a"), (0, 0)))
+    assert table.row_key == ("b", "a")
+    table = altered(table, parse("ALTER TABLE t DROP COLUMN b, DROP INDEX uy")[0].actions)
+    assert table.unique_keys == (("ut", ("body",), (8,)), ("ux", ("a",), (4,)))
+    assert table.row_key == ()
+    # a column shortened to its prefix: the server keys the whole column
+    assert altered(table, parse("ALTER TABLE t MODIFY a CHAR(4) NOT NULL")[0].actions
+                   ).row_key == ("a",)
+    (index,) = parse("CREATE UNIQUE INDEX ui ON t (a(2), body(3))", "db")
+    assert index == AlterTable("db", "t", (("unique", "ui", ("a", "body"), (2, 3)),))
 
 
 def test_statements_that_change_no_table():

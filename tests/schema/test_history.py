@@ -1,6 +1,7 @@
 """schema.py: the schema history followed through DDL, by position, saved and loaded."""
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 from binlake.constants import ColumnType as T
@@ -114,6 +115,45 @@ def test_save_and_load_keep_every_version(tmp_path):
         schema.at(("binlog.000001", 250)).table("db", "t")
     assert loaded.fixed_binary_columns("s", "q") == {"k"}
     assert not list(tmp_path.glob("*.tmp*"))
+
+
+PREFIXED = ("CREATE TABLE t (a VARCHAR(100) NOT NULL, b INT NOT NULL, c INT, "
+            "UNIQUE (a(10)), UNIQUE (b))")
+
+
+def test_save_and_load_keep_prefix_lengths_and_older_histories_load(tmp_path):
+    """A UNIQUE key over a prefix does not key the table (issue 46): the
+    saved history keeps the prefix; one saved before prefixes were kept
+    still loads, its keys whole (as they were taken then)."""
+    schema = history(PREFIXED)
+    path = tmp_path / "history.json"
+    schema.save(str(path))
+    loaded = load_schema(str(path))
+    assert loaded.versions == schema.versions
+    assert loaded.table("db", "t").row_key == ("b",)
+    saved = json.loads(path.read_text())
+    [version] = saved["tables"][0]["versions"]
+    assert version["unique_keys"] == [["a", ["a"], [10]], ["b", ["b"]]]
+    version["unique_keys"] = [["a", ["a"]], ["b", ["b"]]]  # as saved before
+    older = Schema.from_json(saved)
+    assert older.table("db", "t").unique_keys == (("a", ("a",), (0,)), ("b", ("b",), (0,)))
+
+
+def test_annotate_names_the_key_the_server_finds_rows_by_where_the_map_names_none():
+    """binlog_row_metadata below FULL: the table map names no key; the
+    history fills in the server's, a promoted UNIQUE key too. A key the map
+    names is kept."""
+    from binlake.read.events import TableMapEvent
+    from binlake.read.events.table_map import Column
+    schema = history(PREFIXED)
+    columns = (Column(0, T.MYSQL_TYPE_VARCHAR, 400, False), Column(1, T.MYSQL_TYPE_LONG, 0, False),
+               Column(2, T.MYSQL_TYPE_LONG, 0, True))
+    table_map = TableMapEvent(None, 1, 0, "db", "t", columns)
+    annotated = schema.annotate(table_map)
+    assert annotated.primary_key == ((1, 0),)
+    assert [c.primary_key for c in annotated.columns] == [False, True, False]
+    named = TableMapEvent(None, 1, 0, "db", "t", columns, primary_key=((0, 0),))
+    assert schema.annotate(named).primary_key == ((0, 0),)
 
 
 def test_save_and_load_keep_origins_renames_and_times(tmp_path):

@@ -8,6 +8,7 @@ import pytest
 pytest.importorskip("pyspark")
 from binlake.schema.history import Schema  # noqa: E402
 from binlake.spark.history import PositionOrder, table_plans  # noqa: E402
+from binlake.spark.layouts import ddl_layout_column  # noqa: E402
 from binlake.spark.lake import plan_signature  # noqa: E402
 
 ORDER = PositionOrder({"binlog.000001": 1})
@@ -57,3 +58,41 @@ def test_stretches_apart_stay_apart_and_alike_ones_join():
         ((1, 300), (None, None), ["id", "v", "note", "w"]),
         ((1, 100), (1, 300), ["id", "v", "note", None]),
     ]
+
+
+def keyed_by(statements: list[str], named: list[str], written: int, schema=None) -> tuple:
+    """The key of the plan of table t, whose last table map, written at
+    `written`, names `named` as its primary key; and its stretches' key_then."""
+    schema = schema or Schema()
+    for pos, statement in enumerate(statements, 1):
+        schema.apply(statement, "db", ("binlog.000001", 100 * pos))
+    layout = {"database": "db", "table": "t", "primary_key": named,
+              "columns": [ddl_layout_column(c) for c in schema.table("db", "t").columns]}
+    [plan] = table_plans(schema, {"db.t": {"order": [1, written], "layout": layout}}, ORDER)
+    return plan["layout"]["primary_key"], [s.get("key_then") for s in plan["stretches"]]
+
+
+PREFIXED = ("CREATE TABLE t (a VARCHAR(100) NOT NULL, b INT NOT NULL, c INT, "
+            "UNIQUE (a(10)), UNIQUE (b))")
+
+
+def test_the_table_maps_key_wins_when_written_under_the_definition_of_now():
+    """The server keys a table without a primary key by its first UNIQUE
+    key of NOT NULL whole columns (issue 46), and a FULL-metadata table map
+    names it: a history saved before prefix lengths were kept takes a(10)
+    for the key, the map's b wins; a map written before the keys changed
+    says nothing of them now."""
+    old = Schema.from_json({**Schema().to_json(), "tables": [{
+        "database": "db", "table": "t", "versions": [{
+            "file": "binlog.000001", "pos": 100, "statement": "CREATE TABLE",
+            "columns": [{"name": "a", "type": "VARCHAR", "args": [100], "nullable": False},
+                        {"name": "b", "type": "INT", "nullable": False},
+                        {"name": "c", "type": "INT"}],
+            "unique_keys": [["a", ["a"]], ["b", ["b"]]]}]}]})
+    assert old.table("db", "t").row_key == ("a",)
+    assert keyed_by([], ["b"], 150, old) == (["b"], [None])
+    assert keyed_by([], [], 150, old) == (["a"], [None])  # the map names none
+    assert keyed_by([PREFIXED], [], 150) == (["b"], [None])
+    # the map was written before the keys changed: the definition's key
+    assert keyed_by([PREFIXED, "ALTER TABLE t DROP INDEX b, MODIFY c INT NOT NULL, "
+                               "ADD UNIQUE (c)"], ["b"], 150) == (["c"], [None, ["b"]])

@@ -78,7 +78,8 @@ class TableDef:
     columns: tuple[ColumnSpec, ...]
     primary_key: tuple[str, ...] = ()
     charset: str | None = None     #: the table's default character set, when known
-    #: UNIQUE keys, (name, (column, ...)), in the order they were declared
+    #: UNIQUE keys, (name, (column, ...), (prefix length, ...)), in the order
+    #: they were declared; a prefix length of 0: the whole column
     unique_keys: tuple = ()
 
     @property
@@ -87,15 +88,20 @@ class TableDef:
 
     @property
     def row_key(self) -> tuple[str, ...]:
-        """The columns the server finds a row by: the primary key, else the
-        first UNIQUE key of NOT NULL columns (the server takes it as the
-        primary key: a row image under binlog_row_image=MINIMAL names the
-        row by it), else none."""
+        """The columns the server finds a row by, as it keys the table: the
+        primary key, else InnoDB's clustered index, the first UNIQUE key
+        whose columns are all NOT NULL and whole (the server takes it as the
+        primary key, table.cc: a row image under binlog_row_image=MINIMAL
+        names the row by it, a FULL-metadata table map calls it the primary
+        key), else none. A key over a prefix of a column is passed over: it
+        does not identify a row by the column's value."""
         if self.primary_key:
             return self.primary_key
-        for _name, columns in self.unique_keys:
+        for _name, columns, prefixes in self.unique_keys:
             found = [self.index(c) for c in columns]
-            if found and all(i is not None and not self.columns[i].nullable for i in found):
+            if found and all(i is not None and not self.columns[i].nullable
+                             and not _partial(self.columns[i], prefix)
+                             for i, prefix in zip(found, prefixes)):
                 return tuple(self.columns[i].name for i in found)
         return ()
 
@@ -103,6 +109,21 @@ class TableDef:
         """Column names compare case-insensitively, as the server compares them."""
         lowered = name.lower()
         return next((i for i, c in enumerate(self.columns) if c.name.lower() == lowered), None)
+
+
+def _partial(column: ColumnSpec, prefix: int) -> bool:
+    """Whether a key part of `prefix` characters (0: none) holds less than
+    the column: any prefix of a TEXT or BLOB does; one of a CHAR, VARCHAR,
+    BINARY or VARBINARY does when shorter than the column (the server keeps
+    a prefix as long as the column, or longer after a MODIFY shortened it,
+    as the whole column); other types keep no prefix."""
+    if not prefix:
+        return False
+    if column.type.endswith(("TEXT", "BLOB")):
+        return True
+    if column.type in ("CHAR", "VARCHAR", "BINARY", "VARBINARY"):
+        return prefix < (int(column.args[0]) if column.args else 1)
+    return False
 
 
 # -- operations --------------------------------------------------------------------------
@@ -159,7 +180,8 @@ class UseDatabase:
 # ALTER TABLE actions: ("add", ColumnSpec, place, if_not_exists), ("drop", name,
 # if_exists), ("change", old name, ColumnSpec, place, if_exists), ("rename", old, new),
 # ("default", name, text or None), ("primary", names or ()), ("charset", charset);
-# ("unique", name or None, names), ("drop_index", name), ("rename_index", old, new);
+# ("unique", name or None, names, prefix lengths), ("drop_index", name),
+# ("rename_index", old, new);
 # place: None, ("first",), ("after", name).
 
 
@@ -407,8 +429,7 @@ def _create_index(words: _Words, database, unique: bool) -> list:
         words.next()
     if not words.more():
         return []
-    columns = tuple(_key_part(part) for part in _split(words.group()))
-    return [AlterTable(db, table, (("unique", name, columns),))]
+    return [AlterTable(db, table, (("unique", name, *_key_parts(words)),))]
 
 
 def _create_body(words: _Words, db, table, if_not_exists: bool, database) -> list:
@@ -439,7 +460,7 @@ def _create_body(words: _Words, db, table, if_not_exists: bool, database) -> lis
         if key == "primary":
             primary = (column.name,)
         elif key == "unique":
-            uniques.append((None, (column.name,)))
+            uniques.append((None, (column.name,), (0,)))
     if words.more() and _selects(words):
         # CREATE TABLE t (a INT) SELECT ...: the query's columns come first
         # unless they have these names; the binlog does not say which.
@@ -493,12 +514,12 @@ def _primary_key(spec: _Words) -> tuple:
         return ()
     while spec.more() and spec.upper() != "(":
         spec.next()
-    return tuple(_key_part(part) for part in _split(spec.group()))
+    return _key_parts(spec)[0]
 
 
 def _unique_key(spec: _Words) -> tuple | None:
-    """(name or None, columns) of a [CONSTRAINT [name]] UNIQUE [KEY|INDEX]
-    [name] [USING x] (cols) element; None for any other."""
+    """(name or None, columns, prefix lengths) of a [CONSTRAINT [name]]
+    UNIQUE [KEY|INDEX] [name] [USING x] (cols) element; None for any other."""
     constraint = None
     if spec.accept("CONSTRAINT"):
         if spec.upper() != "UNIQUE":
@@ -513,7 +534,7 @@ def _unique_key(spec: _Words) -> tuple | None:
         spec.next()
     if not spec.more():
         return None
-    return (name or constraint, tuple(_key_part(part) for part in _split(spec.group())))
+    return (name or constraint, *_key_parts(spec))
 
 
 def _named_keys(keys: list, primary: tuple = (), taken: tuple = ()) -> tuple:
@@ -521,19 +542,27 @@ def _named_keys(keys: list, primary: tuple = (), taken: tuple = ()) -> tuple:
     column's, then _2, _3, ... while taken."""
     names = {n.lower() for n in taken} | ({"primary"} if primary else set())
     out = []
-    for name, columns in keys:
+    for name, columns, prefixes in keys:
         if name is None:
             name, n = columns[0], 2
             while name.lower() in names:
                 name, n = f"{columns[0]}_{n}", n + 1
         names.add(name.lower())
-        out.append((name, tuple(columns)))
+        out.append((name, tuple(columns), tuple(prefixes)))
     return tuple(out)
 
 
-def _key_part(part: list) -> str:
-    """`col`, `col`(10), `col` DESC -> col"""
-    return part[0].text
+def _key_parts(spec: _Words) -> tuple[tuple, tuple]:
+    """The (columns, prefix lengths) of the key part list that comes next."""
+    parts = [_key_part(part) for part in _split(spec.group())]
+    return tuple(name for name, _ in parts), tuple(prefix for _, prefix in parts)
+
+
+def _key_part(part: list) -> tuple[str, int]:
+    """`col` -> (col, 0); `col`(10) -> (col, 10); ASC or DESC after either changes nothing."""
+    if len(part) >= 4 and part[1].text == "(" and part[2].text.isdigit():
+        return part[0].text, int(part[2].text)
+    return part[0].text, 0
 
 
 _TYPE_ALIASES = {
@@ -810,7 +839,7 @@ def _inline_key(column: ColumnSpec, key: str | None) -> list:
     if key == "primary":
         return [("primary", (column.name,))]
     if key == "unique":
-        return [("unique", None, (column.name,))]
+        return [("unique", None, (column.name,), (0,))]
     return []
 
 
@@ -885,8 +914,9 @@ def altered_with_origins(definition: TableDef, actions) -> tuple[TableDef, tuple
         raise DdlError(f"no column {name}")
 
     key_before = [k.lower() for k in definition.primary_key]
-    uniques = [[name, [c.lower() for c in columns]] for name, columns in definition.unique_keys]
-    added_uniques = []  # (name or None, names in the new table)
+    uniques = [[name, [c.lower() for c in columns], prefixes]
+               for name, columns, prefixes in definition.unique_keys]
+    added_uniques = []  # (name or None, names in the new table, prefixes)
     new_key = None
     charset = None
     table_charset = definition.charset
@@ -911,7 +941,7 @@ def altered_with_origins(definition: TableDef, actions) -> tuple[TableDef, tuple
         elif kind == "primary":
             new_key = action[1]
         elif kind == "unique":
-            added_uniques.append((action[1], action[2]))
+            added_uniques.append(action[1:])
         elif kind == "drop_index":
             uniques = [u for u in uniques if u[0].lower() != action[1].lower()]
         elif kind == "rename_index":
@@ -948,13 +978,25 @@ def altered_with_origins(definition: TableDef, actions) -> tuple[TableDef, tuple
     names = {origin: column.name for origin, column in entries if origin is not None}
     if new_key is None:
         new_key = tuple(names[k] for k in key_before if k in names)
-    kept = [(name, tuple(names[c] for c in columns if c in names)) for name, columns in uniques]
-    kept = [(name, columns) for name, columns in kept if columns]
-    unique_keys = kept + list(_named_keys(added_uniques, new_key, [n for n, _ in kept]))
+    kept = _kept_keys(uniques, names)
+    unique_keys = kept + list(_named_keys(added_uniques, new_key, [key[0] for key in kept]))
     spelled = {c.name.lower(): c.name for c in definition.columns}
     origins = tuple(spelled[origin] if origin is not None else None for origin, _ in entries)
     return (TableDef(tuple(columns), tuple(new_key), table_charset, tuple(unique_keys)),
             origins)
+
+
+def _kept_keys(uniques: list, names: dict) -> list:
+    """UNIQUE keys (name, columns by their names before, prefixes) after an
+    ALTER: their columns renamed as the columns were (`names`: name before,
+    lower case -> name after); a dropped column leaves its key, a key left
+    with no column is gone."""
+    kept = []
+    for name, columns, prefixes in uniques:
+        parts = [(names[c], prefix) for c, prefix in zip(columns, prefixes) if c in names]
+        if parts:
+            kept.append((name, tuple(c for c, _ in parts), tuple(p for _, p in parts)))
+    return kept
 
 
 def _unskipped(definition: TableDef, actions) -> list:

@@ -341,7 +341,8 @@ class Schema:
     def annotate(self, table_map):
         """The table map with what an agreeing definition adds to it: names
         (when the binlog has none), UNSIGNED (when it has no optional
-        metadata), the primary key, and the precision of MariaDB 5.3-10.0
+        metadata), the key the server finds rows by (`TableDef.row_key`) where
+        the map names none, and the precision of MariaDB 5.3-10.0
         TIME/DATETIME/TIMESTAMP(n), which is logged as the classic type with
         no metadata (read/values.py reads meta n of those types as that format).
         The same table map, when the history adds nothing."""
@@ -359,8 +360,10 @@ class Schema:
         definition = self.for_table_map(table_map)
         if definition is None:
             return None
+        # the key the server finds rows by, where the map does not name it
+        # (binlog_row_metadata below FULL): a promoted UNIQUE key too
         primary = table_map.primary_key or tuple(
-            (i, 0) for i in (definition.index(name) for name in definition.primary_key)
+            (i, 0) for i in (definition.index(name) for name in definition.row_key)
             if i is not None)
         keys = {i for i, _ in primary}
         signedness = bool(table_map.optional_metadata)
@@ -422,8 +425,7 @@ class Schema:
                         tuple(ColumnSpec(**{**c, "args": tuple(c.get("args", ()))})
                               for c in v["columns"]),
                         tuple(v.get("primary_key", ())), v.get("table_charset"),
-                        tuple((name, tuple(columns))
-                              for name, columns in v.get("unique_keys", ())))
+                        tuple(_unique_key(key) for key in v.get("unique_keys", ())))
                 origins, renamed_from = v.get("origins"), v.get("renamed_from")
                 schema._timestamp = v.get("timestamp")
                 schema._set(key, (v["file"], v["pos"]), v["statement"], definition,
@@ -443,8 +445,10 @@ def _version_json(version: Version) -> dict:
         out["columns"] = [asdict(c) for c in version.definition.columns]
         out["primary_key"] = list(version.definition.primary_key)
         if version.definition.unique_keys:
-            out["unique_keys"] = [[name, list(columns)]
-                                  for name, columns in version.definition.unique_keys]
+            # [name, columns], and the prefix lengths where a part has one
+            out["unique_keys"] = [
+                [name, list(columns)] + ([list(prefixes)] if any(prefixes) else [])
+                for name, columns, prefixes in version.definition.unique_keys]
         if version.definition.charset is not None:
             out["table_charset"] = version.definition.charset
     if version.origins is not None:
@@ -454,6 +458,13 @@ def _version_json(version: Version) -> dict:
     if version.timestamp is not None:
         out["timestamp"] = version.timestamp
     return out
+
+
+def _unique_key(saved: list) -> tuple:
+    """A UNIQUE key as `_version_json` saves it; histories saved before
+    prefix lengths were kept have none, and their keys were taken whole."""
+    name, columns, *prefixes = saved
+    return name, tuple(columns), tuple(prefixes[0]) if prefixes else (0,) * len(columns)
 
 
 def _name(key: tuple) -> str:

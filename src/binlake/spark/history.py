@@ -139,7 +139,7 @@ def table_plans(history: Schema, layouts: dict, order: PositionOrder, before=Non
             fractions = [_fractions_changed(s, definition, src) for s, src in zip(lineage, sources)]
             omitted = [_omitted_texts(s, src, final["columns"]) for s, src in zip(lineage, sources)]
             retyped = [_types_changed(s, definition, src) for s, src in zip(lineage, sources)]
-            rekeyed = [_key_changed(s, keys_now, src, final["primary_key"])
+            rekeyed = [_key_changed(s, definition, keys_now, src, final["primary_key"])
                        for s, src in zip(lineage, sources)]
         primary = [keys_now.index(k) for k in final["primary_key"] if k in keys_now]
         plans.append({
@@ -222,12 +222,14 @@ def _types_changed(stretch, definition, sources) -> tuple | None:
     return tuple(out) if any(out) else None
 
 
-def _key_changed(stretch, keys_now: list, sources, primary: list) -> list | None:
+def _key_changed(stretch, definition, keys_now: list, sources, primary: list) -> list | None:
     """The columns the server found a row by in this stretch (none: a
     table without a key), where they are not the table's key now (a key
     added, dropped or changed since: its changes are applied as they were
-    then, binlake.spark.lake); else None."""
-    if stretch.definition is None:
+    then, binlake.spark.lake); else None. A stretch of the definition the
+    table has now had the key it has now (`primary`, which a table map may
+    have named: `_final_layout`)."""
+    if stretch.definition is None or stretch.definition == definition:
         return None
     then = list(stretch.definition.row_key)
     named = [now for now, source in zip(keys_now, sources) if source in then]
@@ -268,10 +270,22 @@ def _final_layout(database: str, table: str, definition, lineage, entry, order,
                                      else collation_of(definition.charset) if definition.charset
                                      else None)
         columns.append(dict(column, key=spec.name))
+    written_now = entry is not None and stretch is not None and stretch.definition == definition
     return {"database": database, "table": table, "columns": columns,
-            # the key the server finds rows by: a UNIQUE key of NOT NULL
-            # columns where there is no primary key
-            "primary_key": list(definition.row_key)}
+            "primary_key": _row_key(definition, entry["layout"] if written_now else None)}
+
+
+def _row_key(definition, layout: dict | None) -> list:
+    """The key the server finds the table's rows by: the one the `layout`
+    of a table map written under `definition` names (the server's own word
+    under binlog_row_metadata=FULL, which knows keys the DDL does not say
+    enough of: a history saved before prefix lengths were kept), when it
+    names one by the definition's columns; else the definition's
+    (`TableDef.row_key`)."""
+    found = [definition.index(key) for key in (layout or {}).get("primary_key", ())]
+    if found and None not in found:
+        return [definition.columns[i].name for i in found]
+    return list(definition.row_key)
 
 
 def _declared(spec) -> tuple:
