@@ -15,7 +15,7 @@ by the rules binlake.spark.tables gives the Spark jobs:
   equal by tests/spark/test_driver_tables.py.
 What these rules do not cover here raises InSpark and the table goes the
 Spark way: a partial row image, a column whose fractional digits a MODIFY
-changed, a type change Arrow does not convert as Spark does (`converted`), a DEFAULT not in its type's canonical text, more than DRIVER_ROWS
+changed, a DEFAULT not in its type's canonical text, more than DRIVER_ROWS
 new changes, more than DRIVER_TABLE_ROWS rows to rewrite.
 
 The results are what the Spark way stages (binlake.spark.lake): typed rows
@@ -43,8 +43,9 @@ from binlake.spark.delta import AT, COPIES_REMOVED, COPY_ADDED, COPY_OP, DELETED
 from binlake.spark.history import stretch_width
 from binlake.spark.partitioned import unescape_partition_value
 from binlake.spark.tables import INSERTS, NEVER_WHOLE, NOT_HELD
-from binlake.spark.typed import (CAST, MIDNIGHT, SAME, arrow_type, carry_way, clamp_scale,
-                                 midnight, refused_value, spark_of_arrow, spark_type, type_bounds)
+from binlake.spark.conversions import server_value, text_of
+from binlake.spark.typed import (SAME, arrow_type, carry_way, refused_value, spark_of_arrow,
+                                 spark_type)
 
 #: A table's new change rows computed here at most; more go to Spark.
 DRIVER_ROWS = 50_000
@@ -393,35 +394,16 @@ def typed_column(texts, column: dict, table: str) -> pa.Array:
 
 def converted(values, was: dict | None, column: dict):
     """A table's column `values` carried into the column's new definition,
-    as binlake.spark.typed.converted does (its twin): Arrow's casts where
-    they are Spark's; InSpark for the rest (a DECIMAL to a DOUBLE: Arrow's
-    is not correctly rounded; a value an Arrow cast refuses)."""
+    as binlake.spark.typed.converted does: by the same rule
+    (binlake.spark.conversions.server_value), value by value; InSpark
+    where the table is rebuilt instead."""
     how = carry_way(was, spark_of_arrow(values.type), column)
     if how is None:
         raise InSpark("a type change Spark computes, or a rebuild")
     if how == SAME:
         return values
-    if how == MIDNIGHT:
-        return pc.binary_join_element_wise(values, _strings([midnight(column)])[0], "")
-    kind = arrow_type(column)
-    try:
-        if how == CAST:
-            if pa.types.is_decimal(values.type) and not pa.types.is_string(kind):
-                raise InSpark("a DECIMAL to a floating point number")
-            return pc.cast(values, kind)
-        scale = clamp_scale(column)
-        wide = pa.decimal128(38, scale)
-        if pa.types.is_decimal(values.type) and values.type.scale > scale:
-            # Widened first: rounding up may take a digit more than it had.
-            values = pc.round(pc.cast(values, pa.decimal128(38, values.type.scale)), scale,
-                              round_mode="half_towards_infinity")
-        low, high = (pc.cast(_strings([bound]), wide)[0] for bound in type_bounds(column))
-        clipped = pc.min_element_wise(pc.max_element_wise(pc.cast(values, wide), low,
-                                                          skip_nulls=False),
-                                      high, skip_nulls=False)
-        return pc.cast(clipped, kind)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        raise InSpark("a value Arrow does not convert as Spark does") from None
+    texts = [server_value(text_of(value), was, column) for value in values.to_pylist()]
+    return pa.chunked_array([typed_column(texts, column, "")])
 
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)

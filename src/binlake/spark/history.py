@@ -25,7 +25,7 @@ from binlake.schema.ddl import might_change_tables
 from binlake.read.events import QueryEvent
 from binlake.read.scan import query_head, scan
 from binlake.schema.history import SEED, Schema
-from binlake.spark.layouts import TEXT_TYPES, ddl_layout_column, qualified
+from binlake.spark.layouts import TEXT_TYPES, ddl_layout_column, ddl_length, qualified
 from binlake.read.gzipped import is_gzip
 from binlake.spark.ranges import Split, read_split
 from binlake.spark.typed import spark_type
@@ -206,7 +206,7 @@ def _types_changed(stretch, definition, sources) -> tuple | None:
     """Per column: the layout column it was in this stretch, where a MODIFY
     or CHANGE gave it another type since (its values, held in the table or
     in this stretch's changes, become what the server converted them to:
-    binlake.spark.typed.conversion); None where no column's type changed.
+    binlake.spark.conversions); None where no column's type changed.
     A new length, character set or fractional precision is not a new type
     here: the values stay (fractional digits: `_fractions_changed`)."""
     if stretch.definition is None:
@@ -269,7 +269,7 @@ def _final_layout(database: str, table: str, definition, lineage, entry, order,
                                      # else the table's default, as SHOW CREATE TABLE says it
                                      else collation_of(definition.charset) if definition.charset
                                      else None)
-        columns.append(dict(column, key=spec.name))
+        columns.append(dict(column, key=spec.name, **ddl_length(spec)))
     written_now = entry is not None and stretch is not None and stretch.definition == definition
     return {"database": database, "table": table, "columns": columns,
             "primary_key": _row_key(definition, entry["layout"] if written_now else None)}

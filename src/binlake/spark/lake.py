@@ -21,9 +21,9 @@ Strategy: a run that appended new changes hands every table only those
   carried into the new definition (`carried_from`: each column from the
   one it was, an added one its DEFAULT, none after a TRUNCATE, one whose
   type a MODIFY changed converted as the server converted it:
-  binlake.spark.typed.conversion), the new changes applied on top,
-  committed whole; a table new to the lake, and a type change binlake does
-  not convert, are rebuilt from all of its changes (one the lock-free
+  binlake.spark.conversions; one it does not convert refuses the run),
+  the new changes applied on top, committed whole; a table new to the
+  lake is rebuilt from all of its changes (one the lock-free
   snapshot read: by the driver from its chunk files, `_built_from_chunks`).
   The cost of all but the last follows a table's current size and its new
   changes, never its history.
@@ -74,6 +74,7 @@ from binlake.spark.delta import (AT, CLOSES, COPIES_REMOVED, COPY_ADDED, COPY_OP
                                  merge_history, merge_net_changes, partition_folder, plan_of,
                                  read_table, row_count, rows_not_held, rows_under_keys,
                                  through_of)
+from binlake.spark.conversions import refusal_of_plan
 from binlake.spark.delta_upkeep import after_run
 from binlake.spark.history import PositionOrder, stretch_width
 from binlake.spark.layouts import qualified
@@ -130,6 +131,11 @@ def update_tables(spark, out: str, plans: list, manifest: Manifest, *, as_of: As
     lake = _Lake(spark, tables_dir, staged, run, through, log,
                  ChangeFiles(os.path.join(out, "changes")), os.path.join(out, HISTORY))
     try:
+        # A type change binlake does not convert as the server did: refused
+        # before anything is staged (each engine would otherwise guess).
+        reason = next(filter(None, map(refusal_of_plan, by_key.values())), None)
+        if reason is not None:
+            raise ValueError(reason)
         _stage(lake, manifest, by_key, signatures, in_step, as_of, out, tables_dir,
                read_changes, tables_mixed, fresh)
         if history and as_of is None:

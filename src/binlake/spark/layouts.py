@@ -22,6 +22,7 @@ from binlake.read.cursor import text
 from binlake.read.events import TableMapEvent
 from binlake.read.scan import ScanResult, scan
 from binlake.read.gzipped import is_gzip
+from binlake.spark.conversions import BYTES, LENGTH
 from binlake.spark.ranges import Split, read_split
 
 
@@ -74,7 +75,24 @@ def ddl_layout_column(spec) -> dict:
         charset = BINARY_COLLATION
     return {"key": spec.name, "type": int(kind), "meta": meta, "unsigned": spec.unsigned,
             "charset": charset, "enum_values": members if kind == T.MYSQL_TYPE_ENUM else None,
-            "set_values": members if kind == T.MYSQL_TYPE_SET else None}
+            "set_values": members if kind == T.MYSQL_TYPE_SET else None, **ddl_length(spec)}
+
+
+#: The bytes a TEXT or BLOB type holds at most.
+_TEXT_BYTES = {"TINY": 255, "": 65535, "MEDIUM": 16777215, "LONG": 4294967295}
+
+
+def ddl_length(spec) -> dict:
+    """What the DDL says of how much a text column holds, which a table map
+    does not say in characters ({LENGTH: characters} of a CHAR or VARCHAR,
+    {BYTES: bytes} of a TEXT or BLOB type; {} for others): a type change
+    cuts values to it (binlake.spark.conversions)."""
+    if spec.type in ("CHAR", "VARCHAR", "BINARY", "VARBINARY"):
+        return {LENGTH: int(spec.args[0]) if spec.args else 1}
+    for size in ("TINY", "MEDIUM", "LONG", ""):
+        if spec.type in (size + "TEXT", size + "BLOB"):
+            return {BYTES: _TEXT_BYTES[size]}
+    return {}
 
 
 def qualified(database: str, table: str) -> str:

@@ -23,11 +23,11 @@ these three as MySQL's exact text, so that every value is held.
   BLOB, GEOMETRY    binary                   JSON                string
   VECTOR            array<float>
 
-A MODIFY that changes a column's type (`conversion`): the values a table
-holds, and the text of changes from before it, become what the server
-converted them to, where binlake computes that (numbers rounded and
-clipped, numbers to text or DOUBLE, FLOAT to DOUBLE, DATE to DATETIME);
-binlake.spark.driver_tables.converted is the driver's twin.
+A MODIFY that changes a column's type: the values a table holds, and the
+text of changes from before it, become what the server converted them to
+by binlake.spark.conversions.server_value, run here by a UDF
+(`server_column`) and by binlake.spark.driver_tables.converted in the
+driver: one rule for both engines.
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ from pyspark.sql import types as S
 
 from binlake.charsets import BINARY_COLLATION
 from binlake.constants import ColumnType as T
+from binlake.spark.conversions import BLOBS as _BLOBS, STRINGS as _STRINGS, family, server_value
+from binlake.spark.conversions import unconverted
 
 #: How DATE, DATETIME and TIMESTAMP columns are typed: their Spark types, or
 #: MySQL's exact text (every value held, zero dates too).
@@ -52,10 +54,6 @@ AS_TEXT = "as_text"
 #: How a refused change reads in the failure of the Spark job that met it.
 REFUSED = "binlake refused: "
 
-_BLOBS = {T.MYSQL_TYPE_TINY_BLOB, T.MYSQL_TYPE_MEDIUM_BLOB, T.MYSQL_TYPE_LONG_BLOB,
-          T.MYSQL_TYPE_BLOB, T.MYSQL_TYPE_BLOB_COMPRESSED}
-_STRINGS = {T.MYSQL_TYPE_VARCHAR, T.MYSQL_TYPE_VAR_STRING, T.MYSQL_TYPE_STRING,
-            T.MYSQL_TYPE_VARCHAR_COMPRESSED}
 
 
 def with_temporals(layout: dict, temporals: str) -> dict:
@@ -179,95 +177,42 @@ def from_text(text: Column, column: dict, table: str = "") -> Column:
     return text.try_cast(target)
 
 
-_INTEGER_BITS = {T.MYSQL_TYPE_TINY: 8, T.MYSQL_TYPE_SHORT: 16, T.MYSQL_TYPE_INT24: 24,
-                 T.MYSQL_TYPE_LONG: 32, T.MYSQL_TYPE_LONGLONG: 64}
-_NUMBERS = (S.ByteType, S.ShortType, S.IntegerType, S.LongType, S.DecimalType)
-#: How `converted` brings a value to a column's new type.
-CAST, CLAMPED, MIDNIGHT = "cast", "clamped", "midnight"
-
-
-def conversion(was: dict | None, held: S.DataType | None, column: dict) -> str | None:
-    """How a value held as Spark type `held` becomes what the server made
-    of it when ALTER TABLE changed its column from the layout column `was`
-    to `column`: CAST (Spark's cast is the server's conversion: a number to
-    text or to a DOUBLE, FLOAT to DOUBLE, DATE to DATETIME), CLAMPED (a
-    number to an integer or a DECIMAL: rounded half away from zero to the
-    new scale, then clipped to the new type's range, as the server does
-    under a lax sql_mode; a strict one refuses an ALTER that would clip,
-    and clipping changes nothing), MIDNIGHT (a DATE's text made a DATETIME's,
-    temporals kept as text); None: no conversion binlake computes."""
-    if was is None:
-        return None
-    target, kind, old = spark_type(column), column["type"], was["type"]
-    if (old in _INTEGER_BITS or old in (T.MYSQL_TYPE_NEWDECIMAL, T.MYSQL_TYPE_YEAR)) \
-            and isinstance(held, _NUMBERS):
-        if kind in _INTEGER_BITS or (kind == T.MYSQL_TYPE_NEWDECIMAL
-                                     and isinstance(target, S.DecimalType)):
-            return CLAMPED
-        if kind == T.MYSQL_TYPE_DOUBLE or (
-                isinstance(target, S.StringType) and (kind in _STRINGS or kind in _BLOBS)):
-            return CAST
-    if old == T.MYSQL_TYPE_FLOAT and isinstance(held, S.FloatType) \
-            and kind == T.MYSQL_TYPE_DOUBLE:
-        return CAST
-    if old in (T.MYSQL_TYPE_DATE, T.MYSQL_TYPE_NEWDATE):
-        if isinstance(held, S.DateType) and isinstance(target, S.TimestampNTZType):
-            return CAST
-        if column.get(AS_TEXT) and kind in (T.MYSQL_TYPE_DATETIME, T.MYSQL_TYPE_DATETIME2):
-            return MIDNIGHT
-    return None
-
-
-def midnight(column: dict) -> str:
-    """What a DATE's text gains as a DATETIME's: its time, with as many
-    fractional digits as the column has ("0000-00-00" too: the server's)."""
-    digits = column["meta"] if column["type"] == T.MYSQL_TYPE_DATETIME2 else 0
-    return " 00:00:00" + ("." + "0" * digits if digits else "")
-
-
-#: Carried as it is (`carry_way`).
-SAME = "same"
-#: Types whose values a change of declared type reinterprets though the
-#: Spark type may stay: BIT, YEAR, and the temporals (kept as text, DATE to
-#: DATETIME adds a time, DATETIME to TIMESTAMP a time zone).
-_FAMILIES = ({T.MYSQL_TYPE_BIT}, {T.MYSQL_TYPE_YEAR}, {T.MYSQL_TYPE_DATE, T.MYSQL_TYPE_NEWDATE},
-             {T.MYSQL_TYPE_DATETIME, T.MYSQL_TYPE_DATETIME2},
-             {T.MYSQL_TYPE_TIMESTAMP, T.MYSQL_TYPE_TIMESTAMP2})
+#: Carried as it is (`carry_way`); converted by the server's rule (`server_column`).
+SAME, CONVERT = "same", "convert"
 
 
 def carry_way(was: dict | None, held: S.DataType | None, column: dict) -> str | None:
     """How a column's values held as `held` are carried into its new
     definition (`was`: the layout column it was, where its type changed):
-    SAME (as they are: no change, or one that keeps every value,
-    as INT to BIGINT or VARCHAR(10) to TEXT), a `conversion`, or None (the
-    table is rebuilt from its changes)."""
-    how = conversion(was, held, column)
-    if how is not None:
-        return how
-    if held != spark_type(column):
+    SAME (as they are: no change, or one that keeps every value, as
+    VARBINARY(10) to BLOB), CONVERT (binlake.spark.conversions.server_value),
+    or None (the table is rebuilt from its changes; a type change binlake
+    does not convert is refused before: `unconverted`)."""
+    if held is None:
         return None
-    family = next((f for f in _FAMILIES if column["type"] in f), None)
-    if was is not None and family is not None and was["type"] not in family:
-        return None
-    return SAME
+    if was is not None:
+        if unconverted(was, column) is not None:
+            return None
+        if {family(was, "text"), family(column)} == {"binary"} and held == spark_type(column):
+            return SAME
+        return CONVERT
+    return SAME if held == spark_type(column) else None
 
 
-def type_bounds(column: dict) -> tuple[str, str]:
-    """The least and greatest values of an integer or DECIMAL column, as text."""
-    kind = column["type"]
-    if kind in _INTEGER_BITS:
-        bits = _INTEGER_BITS[kind]
-        if column["unsigned"]:
-            return "0", str((1 << bits) - 1)
-        return str(-(1 << (bits - 1))), str((1 << (bits - 1)) - 1)
-    precision, scale = column["meta"] >> 8, column["meta"] & 0xFF
-    top = "9" * (precision - scale) + ("." + "9" * scale if scale else "")
-    return ("0" if column["unsigned"] else "-" + top), top
-
-
-def clamp_scale(column: dict) -> int:
-    """The scale a CLAMPED value is rounded to: the DECIMAL's, else 0."""
-    return column["meta"] & 0xFF if column["type"] == T.MYSQL_TYPE_NEWDECIMAL else 0
+def server_column(text: Column, was: dict, column: dict) -> Column:
+    """`text` (a string column: a value's text as the column `was` held it)
+    as the exact text of what the server made of it as `column`: the
+    driver's rule itself (binlake.spark.conversions.server_value), run by
+    a UDF, so that the two engines cannot differ."""
+    def rule(value: str | None) -> str | None:
+        # Spark runs a UDF on the rows of every branch of the CASE it sits
+        # in (it is evaluated before the CASE): a text of another stretch,
+        # not `was`'s, gives a value no branch takes.
+        try:
+            return server_value(value, was, column)
+        except (ValueError, ArithmeticError):
+            return None
+    return F.udf(rule, S.StringType())(text)
 
 
 def converted(value: Column, was: dict | None, held: S.DataType, column: dict) -> Column | None:
@@ -276,42 +221,17 @@ def converted(value: Column, was: dict | None, held: S.DataType, column: dict) -
     how = carry_way(was, held, column)
     if how in (None, SAME):
         return None if how is None else value
-    target = spark_type(column)
-    if how == CAST:
-        return value.cast(target)
-    if how == MIDNIGHT:
-        return F.concat(value, F.lit(midnight(column)))
-    return _clamped(value, value < 0, column).cast(target)
-
-
-def _clamped(value: Column, negative: Column, column: dict) -> Column:
-    """A number (or its exact text) rounded half away from zero to the
-    column's scale and clipped to its range, as decimal(38, scale)."""
-    wide = S.DecimalType(38, clamp_scale(column))
-    low, high = (F.lit(bound).cast(wide) for bound in type_bounds(column))
-    # The cast rounds half away from zero; NULL: more integer digits than
-    # any bound has. (greatest and least skip a NULL: it is kept first.)
-    number = value.try_cast(wide)
-    return (F.when(value.isNull(), F.lit(None).cast(wide))
-            .when(number.isNull(), F.when(negative, low).otherwise(high))
-            .otherwise(F.least(F.greatest(number, low), high)))
+    return from_text(server_column(value.cast("string"), was, column), column)
 
 
 def retyped_text(text: Column, was: dict | None, column: dict) -> Column:
     """The exact text of a value in a change from before a MODIFY changed
     its column from `was` to `column`, as the text of what the server
-    converted it to (`conversion`); other texts as they are."""
-    held = spark_type(was) if was is not None else None
-    how = conversion(was, held, column)
-    if how is None:
+    converted it to; other texts as they are (a change binlake does not
+    convert is refused before it is read: `unconverted`)."""
+    if was is None or unconverted(was, column) is not None:
         return text
-    if how == CAST:
-        return from_text(text, was).cast(spark_type(column)).cast("string")
-    if how == MIDNIGHT:
-        return F.concat(text, F.lit(midnight(column)))
-    # A number's exact text, as `converted` clamps a number (a smaller
-    # expression: a rebuild has one per column and stretch).
-    return _clamped(text, text.startswith("-"), column).cast("string")
+    return server_column(text, was, column)
 
 
 def refused_value(table: str, column: dict, text: str, kind: str) -> str:
