@@ -53,6 +53,11 @@ MEASURED = [
     (column("DECIMAL", 10, 2), column("VARCHAR", 4), {"123.45": "123.", "1.50": "1.50"}),
     (column("VARCHAR", 10), column("VARCHAR", 3), {"abcdef": "abc", "ab  ": "ab ", "héllo": "hél"}),
     (column("VARCHAR", 10), column("CHAR", 3), {"abcdef": "abc", "a  ": "a", " b ": " b"}),
+    (column("CHAR", 6), column("CHAR", 2), {"a b c": "a", "ab": "ab"}),
+    (column("ENUM", "a", "b", "c", "D"), column("ENUM", "c", "a", "d"),
+     {"a": "a", "b": "", "c": "c", "D": "d"}),
+    (column("SET", "x", "y", "z"), column("SET", "z", "x"),
+     {"x,y": "x", "y,z": "z", "x,z": "z,x", "z": "z", "": ""}),
 ]
 
 
@@ -130,6 +135,43 @@ def test_a_lake_holds_what_the_server_made_of_its_values(spark, mariadb, tmp_pat
     anew = tmp_path / "anew"
     run_pipeline(spark, files, str(anew))
     assert _lake_rows(anew) == expected
+
+
+@pytest.mark.parametrize("engine", ["driver", "spark"])
+def test_a_modify_that_changes_values_without_row_events_is_mirrored(
+        spark, mariadb, tmp_path, monkeypatch, engine):
+    """A VARCHAR or CHAR made shorter, an ENUM or SET that lost or respelled
+    a member, under a lax sql_mode: the server changes the values in place,
+    with no row event; the lake holds what it made of them (issue 46, 9)."""
+    if engine == "spark":
+        monkeypatch.setattr(driver, "DRIVER_ROWS", -1)
+        monkeypatch.setattr(driver, "DRIVER_TABLE_ROWS", -1)
+    with _server(tmp_path / "server") as server:
+        server.execute("SET SESSION sql_mode=''")
+        server.execute(f"CREATE DATABASE {DB}")
+        server.execute(f"USE {DB}")
+        server.execute("CREATE TABLE t (id INT PRIMARY KEY, v ENUM('a','b','c','D'), "
+                       "s SET('x','y','z'), w VARCHAR(10), c CHAR(6)) DEFAULT CHARSET=utf8mb4")
+        server.execute("INSERT INTO t VALUES (1, 'a', 'x,y', 'hello', 'ab    '), "
+                       "(2, 'b', 'y,z', 'abcdefghij', 'abcdef'), (3, 'c', 'x,z', 'é123', "
+                       "'a b c '), (4, 'D', 'z', '  sp ', 'ab'), (5, NULL, '', '', NULL)")
+        server.flush_logs()
+        out = tmp_path / "lake"
+        run_pipeline(spark, _arrived(server, tmp_path / "in"), str(out))
+        server.execute("ALTER TABLE t MODIFY v ENUM('c','a','d'), MODIFY s SET('z','x'), "
+                       "MODIFY w VARCHAR(3), MODIFY c CHAR(2)")
+        server.flush_logs()
+        expected = _rows(server)
+        files = _arrived(server, tmp_path / "in")
+    assert expected[1][1:] == ("", "z", "abc", "ab") and expected[3][1] == "d"
+
+    def as_server_gives(rows: list) -> list:  # a SET: the lake's list, the server's text
+        return [tuple(",".join(v) if isinstance(v, list) else v for v in row) for row in rows]
+    run_pipeline(spark, files, str(out))
+    assert as_server_gives(_lake_rows(out)) == expected
+    anew = tmp_path / "anew"
+    run_pipeline(spark, files, str(anew))
+    assert as_server_gives(_lake_rows(anew)) == expected
 
 
 def test_a_timestamp_made_a_datetime_is_refused(spark, mariadb, tmp_path):

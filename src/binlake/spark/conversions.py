@@ -21,6 +21,10 @@ nothing); tests/spark/test_conversions.py holds the server's answers:
   number, text -> CHAR, VARCHAR, TEXT   the text cut to the new length
                                (characters; TEXT types: bytes); CHAR drops trailing spaces
   DATE -> DATETIME             at midnight
+  ENUM, SET, text -> ENUM, SET by the members' names (case aside), the new
+                               list's order; a name it lacks: '' (ENUM), dropped (SET)
+  a CHAR, VARCHAR made shorter cut as above (a MODIFY with a shorter length
+                               is a conversion, binlake.spark.history)
 Any other change of type (TIMESTAMP to DATETIME: the server used the
 ALTER's session time zone, which the binlog does not keep; DOUBLE to text:
 its formatting follows the new length) is `unconverted`: the run is
@@ -74,7 +78,8 @@ _FAMILIES = {T.MYSQL_TYPE_NEWDECIMAL: "decimal", T.MYSQL_TYPE_YEAR: "year",
              T.MYSQL_TYPE_FLOAT: "float", T.MYSQL_TYPE_DOUBLE: "double",
              T.MYSQL_TYPE_DATE: "date", T.MYSQL_TYPE_NEWDATE: "date",
              T.MYSQL_TYPE_DATETIME: "datetime", T.MYSQL_TYPE_DATETIME2: "datetime",
-             T.MYSQL_TYPE_TIMESTAMP: "timestamp", T.MYSQL_TYPE_TIMESTAMP2: "timestamp"}
+             T.MYSQL_TYPE_TIMESTAMP: "timestamp", T.MYSQL_TYPE_TIMESTAMP2: "timestamp",
+             T.MYSQL_TYPE_ENUM: "enum", T.MYSQL_TYPE_SET: "set"}
 _NUMBERS = ("integer", "decimal", "year")
 
 
@@ -100,6 +105,8 @@ def unconverted(was: dict, column: dict) -> str | None:
         return f"a {old} column made a {new}: binlake does not convert its values as the server does"
     if new in ("text", "binary") and _length_of(column) is None:
         return f"a {old} column made a {new} of unknown length (no DDL said it)"
+    if new in ("enum", "set") and column.get(f"{new}_values") is None:
+        return f"a {old} column made an {new.upper()} whose members no DDL said"
     if (old, new) == ("binary", "binary") and not _fits(was, column):
         return "a binary column made shorter: binlake does not cut its values as the server does"
     return None
@@ -131,6 +138,8 @@ def text_of(value) -> str | None:
         return format(value, "f")
     if isinstance(value, (dt.date, dt.datetime)):
         return value.isoformat(sep=" ") if isinstance(value, dt.datetime) else value.isoformat()
+    if isinstance(value, (list, tuple)):  # a SET's members, as the binlog's text joins them
+        return ",".join(map(str, value))
     return str(value)
 
 
@@ -218,6 +227,29 @@ def _cut(text: str, column: dict) -> str:
     return text.rstrip(" ") if column["type"] == T.MYSQL_TYPE_STRING else text
 
 
+def _member(text: str, column: dict) -> str | None:
+    """The ENUM or SET member of `column` a text names: itself, else one
+    spelled so but for case (the server compares under the column's
+    collation, case-insensitive by default, and keeps the new spelling)."""
+    members = column.get("enum_values") or column.get("set_values") or []
+    if text in members:
+        return text
+    return next((m for m in members if m.casefold() == text.casefold()), None)
+
+
+def _as_enum(text: str, was: dict, column: dict) -> str:
+    """An ENUM value by name: a member of the new list, else the error
+    value '' (a lax sql_mode; a strict one refused the ALTER)."""
+    return _member(text, column) or ""
+
+
+def _as_set(text: str, was: dict, column: dict) -> str:
+    """A SET value by its members' names: those the new list has, in its
+    order; the others dropped (a lax sql_mode)."""
+    named = {_member(part, column) for part in text.split(",")} if text else set()
+    return ",".join(m for m in column["set_values"] if m in named)
+
+
 def _number_as_text(text: str, was: dict, column: dict) -> str:
     return _cut(format(_number(text, was), "f"), column)
 
@@ -243,4 +275,10 @@ _RULES = {
     ("text", "text"): lambda text, was, column: _cut(text, column),
     ("binary", "binary"): lambda text, was, column: text,  # only where it fits (`unconverted`)
     ("date", "datetime"): lambda text, was, column: text[:10] + midnight(column),
+    # by the members' names (MariaDB 10.11: ENUM('a','b','c','D') made
+    # ENUM('c','a','d'): 'b' '', 'D' 'd'; SET('x','y','z') made SET('z','x'):
+    # 'x,y' 'x', 'x,z' 'z,x')
+    **{(old, "enum"): _as_enum for old in ("enum", "text")},
+    **{(old, "set"): _as_set for old in ("set", "text")},
+    **{(old, "text"): lambda text, was, column: _cut(text, column) for old in ("enum", "set")},
 }

@@ -25,6 +25,7 @@ from binlake.schema.ddl import might_change_tables
 from binlake.read.events import QueryEvent
 from binlake.read.scan import query_head, scan
 from binlake.schema.history import SEED, Schema
+from binlake.spark.conversions import LENGTH
 from binlake.spark.layouts import TEXT_TYPES, ddl_layout_column, ddl_length, qualified
 from binlake.read.gzipped import is_gzip
 from binlake.spark.ranges import Split, read_split
@@ -207,19 +208,31 @@ def _types_changed(stretch, definition, sources) -> tuple | None:
     or CHANGE gave it another type since (its values, held in the table or
     in this stretch's changes, become what the server converted them to:
     binlake.spark.conversions); None where no column's type changed.
-    A new length, character set or fractional precision is not a new type
-    here: the values stay (fractional digits: `_fractions_changed`)."""
+    A shorter CHAR or VARCHAR (BINARY, VARBINARY: refused), and an ENUM or SET that lost or respelled a
+    member, convert too (the server cuts the texts, renames the members by
+    name); a longer one, another character set or fractional precision
+    leave the values as they were (fractional digits: `_fractions_changed`)."""
     if stretch.definition is None:
         return None
     out = []
     for spec, source in zip(definition.columns, sources):
         at = stretch.definition.index(source) if source is not None else None
         old = stretch.definition.columns[at] if at is not None else None
-        changed = old is not None and (
-            (old.type, old.unsigned) != (spec.type, spec.unsigned)
-            or (spec.type == "DECIMAL" and old.args != spec.args))
-        out.append(ddl_layout_column(old) if changed else None)
+        out.append(ddl_layout_column(old) if old is not None and _converts(old, spec) else None)
     return tuple(out) if any(out) else None
+
+
+def _converts(old, spec) -> bool:
+    """Whether a MODIFY from column `old` to `spec` changes values."""
+    if (old.type, old.unsigned) != (spec.type, spec.unsigned):
+        return True
+    if spec.type == "DECIMAL":
+        return old.args != spec.args
+    if spec.type in ("CHAR", "VARCHAR", "BINARY", "VARBINARY"):  # (binary: refused)
+        return ddl_length(spec)[LENGTH] < ddl_length(old)[LENGTH]
+    if spec.type in ("ENUM", "SET"):
+        return not set(map(str, old.args)) <= set(map(str, spec.args))
+    return False
 
 
 def _key_changed(stretch, definition, keys_now: list, sources, primary: list) -> list | None:

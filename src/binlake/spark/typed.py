@@ -221,7 +221,9 @@ def converted(value: Column, was: dict | None, held: S.DataType, column: dict) -
     how = carry_way(was, held, column)
     if how in (None, SAME):
         return None if how is None else value
-    return from_text(server_column(value.cast("string"), was, column), column)
+    # a SET's members as the binlog's text has them: joined by commas
+    text = F.array_join(value, ",") if isinstance(held, S.ArrayType) else value.cast("string")
+    return from_text(server_column(text, was, column), column)
 
 
 def retyped_text(text: Column, was: dict | None, column: dict) -> Column:
