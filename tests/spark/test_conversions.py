@@ -197,3 +197,29 @@ def test_a_timestamp_made_a_datetime_is_refused(spark, mariadb, tmp_path):
     assert "\n" not in message and "column `ts`" in message and "time zone" in message
     assert "nothing was applied" in message
     assert _lake_rows(out) == before
+
+
+def test_an_alter_ignore_that_deletes_rows_unsaid_is_refused(spark, mariadb, tmp_path):
+    """ALTER IGNORE TABLE ... ADD UNIQUE deletes, with no row event, the rows
+    its key finds twice but the first (MariaDB 10.11 kept the lowest
+    primary key): the run is refused in one line, the lake as it was (it
+    held the deleted rows, exit 0)."""
+    from binlake.cli.dispatch import main
+    import io
+    with _server(tmp_path / "server") as server:
+        server.execute(f"CREATE DATABASE {DB}")
+        server.execute(f"CREATE TABLE {DB}.t (id INT PRIMARY KEY, a INT, b INT)")
+        server.execute(f"INSERT INTO {DB}.t VALUES (5,1,1), (2,1,1), (9,2,NULL), (3,2,NULL)")
+        server.flush_logs()
+        out = tmp_path / "lake"
+        run_pipeline(spark, _arrived(server, tmp_path / "in"), str(out))
+        server.execute(f"ALTER IGNORE TABLE {DB}.t ADD UNIQUE (a, b)")
+        server.flush_logs()
+        assert _rows(server) == [(2, 1, 1), (3, 2, None), (9, 2, None)]
+        files = _arrived(server, tmp_path / "in")
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    err = io.StringIO()
+    assert main(["pipeline", *files, "--out", str(out)], io.StringIO(), err) == 1
+    line = err.getvalue().splitlines()[-1]
+    assert "conv.t: an ALTER IGNORE TABLE adding a unique key deleted rows" in line, line
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before

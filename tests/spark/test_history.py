@@ -96,3 +96,31 @@ def test_the_table_maps_key_wins_when_written_under_the_definition_of_now():
     # the map was written before the keys changed: the definition's key
     assert keyed_by([PREFIXED, "ALTER TABLE t DROP INDEX b, MODIFY c INT NOT NULL, "
                                "ADD UNIQUE (c)"], ["b"], 150) == (["c"], [None, ["b"]])
+
+
+def test_an_alter_ignore_adding_a_unique_key_refuses_the_rows_from_before_it():
+    """ALTER IGNORE ... ADD UNIQUE deletes the rows the key finds twice but
+    the first, with no row event: a plan that carries rows from before it
+    is refused in one line naming the way forward; a table read anew after
+    it (its stretches start there, binlake.spark.pipeline._starting_anew) is
+    not; a plain ALTER, or ALTER IGNORE adding no unique key, is not."""
+    from binlake.spark.history import rows_lost_refusal
+    from binlake.spark.pipeline import _starting_anew
+
+    def plan(statements: list[str]) -> dict:
+        schema = Schema()
+        for pos, statement in enumerate(statements, 1):
+            schema.apply(statement, "db", ("binlog.000001", 100 * pos))
+        [found] = table_plans(schema, {}, ORDER)
+        return found
+    refused = plan(CREATED + ["ALTER IGNORE TABLE t ADD UNIQUE (v)"])
+    line = rows_lost_refusal(refused)
+    assert line.startswith("db.t: an ALTER IGNORE TABLE adding a unique key deleted rows")
+    assert "--snapshot-tables db.t" in line
+    assert rows_lost_refusal(plan(CREATED + ["ALTER IGNORE TABLE t DROP PRIMARY KEY, "
+                                             "ADD PRIMARY KEY (v)"]))
+    for statements in (["ALTER TABLE t ADD UNIQUE (v)"], ["ALTER IGNORE TABLE t ADD INDEX (v)"],
+                       ["ALTER IGNORE TABLE t ADD COLUMN w INT"]):
+        assert rows_lost_refusal(plan(CREATED + statements)) is None, statements
+    [anew], _ = _starting_anew([refused], {"tables": {"db.t": {"since": [1, 250]}}})
+    assert rows_lost_refusal(anew) is None

@@ -143,6 +143,9 @@ class AlterTable:
     table: str
     actions: tuple                 #: of the action tuples below, in statement order
     rename_to: tuple | None = None  #: (database, table)
+    #: ALTER IGNORE: a new unique key deletes the rows it finds twice, but
+    #: the first, without row events
+    ignore: bool = False
 
 
 @dataclass(frozen=True)
@@ -685,7 +688,7 @@ def _sql(tokens: list) -> str:
 def _alter(words: _Words, database) -> list:
     words.next()
     words.accept("ONLINE")
-    words.accept("IGNORE")
+    ignore = bool(words.accept("IGNORE"))
     if not words.accept("TABLE"):
         return []  # ALTER DATABASE, VIEW, USER, ...
     words.accept("IF", "EXISTS")
@@ -714,7 +717,7 @@ def _alter(words: _Words, database) -> list:
             after.append(DropTables((action[1],)))
         else:
             actions.append(action)
-    return [AlterTable(db, table, tuple(actions), rename_to), *after]
+    return [AlterTable(db, table, tuple(actions), rename_to, ignore), *after]
 
 
 def _skip_wait(words: _Words) -> None:

@@ -67,10 +67,30 @@ class Stretch:
     sources: tuple | None      #: None: the columns are not known, keys stay as they are
     defaults: tuple = ()       #: per column: the DEFAULT it was added with (SQL text or None)
     definition: TableDef | None = None  #: the table's columns over these positions
+    made_by: str = ""          #: the statement at `start` ("": none, the seed)
 
 
 #: Statements after which a table has none of the rows it had before.
 _FRESH_STARTS = ("CREATE TABLE", "TRUNCATE TABLE")
+#: An ALTER after which the table may lack rows it had, with no row event
+#: saying which: ALTER IGNORE adding a unique key keeps the first row of
+#: each key value found twice (the server's scan order).
+ALTER_IGNORE_UNIQUE = "ALTER IGNORE TABLE ... ADD UNIQUE"
+
+
+def _alter_statement(op, before: TableDef | None, after: TableDef | None) -> str:
+    """What a version made by the ALTER `op` says made it."""
+    if op.ignore and before is not None and after is not None and (
+            set(_unique_columns(after)) - set(_unique_columns(before))):
+        return ALTER_IGNORE_UNIQUE
+    return "ALTER TABLE"
+
+
+def _unique_columns(definition: TableDef) -> list[tuple]:
+    """The column lists of the table's primary and unique keys."""
+    keys = [tuple(c.lower() for c in definition.primary_key)] if definition.primary_key else []
+    return keys + [tuple(c.lower() for c in columns) for _name, columns, *_ in
+                   definition.unique_keys]
 
 
 class Schema:
@@ -155,8 +175,8 @@ class Schema:
                 self._set(key, position, "ALTER TABLE ... RENAME", None, dropped=True)
                 key, renamed_from = self.key(*op.rename_to), key
             if current is not None or op.rename_to is not None:
-                self._set(key, position, "ALTER TABLE", definition, origins=origins,
-                          renamed_from=renamed_from)
+                self._set(key, position, _alter_statement(op, current, definition),
+                          definition, origins=origins, renamed_from=renamed_from)
         elif isinstance(op, RenameTables):
             for old, new in op.pairs:
                 old_key, new_key = self.key(*old), self.key(*new)
@@ -261,7 +281,7 @@ class Schema:
                 return out
             version = versions[-1]
             out.append(Stretch(key, version.position, end, names, tuple(defaults),
-                               version.definition))
+                               version.definition, version.statement))
             if (version.statement in _FRESH_STARTS or version.dropped
                     or (version.definition is None and version.renamed_from is None)):
                 return out

@@ -24,7 +24,7 @@ from binlake.constants import ColumnType as T
 from binlake.schema.ddl import might_change_tables
 from binlake.read.events import QueryEvent
 from binlake.read.scan import query_head, scan
-from binlake.schema.history import SEED, Schema
+from binlake.schema.history import ALTER_IGNORE_UNIQUE, SEED, Schema
 from binlake.spark.conversions import LENGTH
 from binlake.spark.layouts import TEXT_TYPES, ddl_layout_column, ddl_length, qualified
 from binlake.read.gzipped import is_gzip
@@ -154,6 +154,8 @@ def table_plans(history: Schema, layouts: dict, order: PositionOrder, before=Non
                                    "width": (len(s.definition.columns) if s.definition
                                              else len(src)),
                                    **({"was": list(was)} if was else {}),
+                                   **({"rows_lost": True}
+                                      if s.made_by == ALTER_IGNORE_UNIQUE else {}),
                                    **({"key_then": rows_by} if rows_by is not None else {})}
                                   for s, src, dflt, frac, left_out, was, rows_by in zip(
                                       lineage, sources, defaults, fractions, omitted,
@@ -167,6 +169,23 @@ def stretch_width(stretch: dict) -> int:
     return stretch.get("width", sum(key is not None for key in stretch["sources"]))
 
 
+def rows_lost_refusal(plan: dict) -> str | None:
+    """Why the table's rows cannot be carried through an ALTER IGNORE that
+    added a unique key (it deleted the rows the key found twice but the
+    first, with no row event: which the server kept depends on its scan),
+    where the plan holds rows from before it; None where it holds none (a
+    table read anew after it)."""
+    stretches = plan["stretches"]  # latest first
+    for stretch in stretches[:-1]:
+        if stretch.get("rows_lost"):
+            name = f"{plan['database']}.{plan['table']}"
+            return (f"{name}: an ALTER IGNORE TABLE adding a unique key deleted rows with no "
+                    f"row event, which binlake cannot name; read the table anew from the "
+                    f"server: binlake pipeline --out DIR --snapshot-tables {name}, then the "
+                    f"follower (-R)")
+    return None
+
+
 def _joined(stretches: list[dict]) -> list[dict]:
     """Stretches (latest first) with each run of neighbours that read their
     changes alike made one: a statement that changed nothing of the columns
@@ -178,7 +197,7 @@ def _joined(stretches: list[dict]) -> list[dict]:
         if later is not None and later["after"] == stretch["before"] and all(
                 later.get(field) == stretch.get(field)
                 for field in ("database", "table", "sources", "defaults", "fractions",
-                              "omitted", "width", "was", "key_then")):
+                              "omitted", "width", "was", "key_then", "rows_lost")):
             later["after"] = stretch["after"]
         else:
             out.append(stretch)

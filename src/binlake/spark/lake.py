@@ -76,7 +76,7 @@ from binlake.spark.delta import (AT, CLOSES, COPIES_REMOVED, COPY_ADDED, COPY_OP
                                  through_of)
 from binlake.spark.conversions import refusal_of_plan
 from binlake.spark.delta_upkeep import after_run
-from binlake.spark.history import PositionOrder, stretch_width
+from binlake.spark.history import PositionOrder, rows_lost_refusal, stretch_width
 from binlake.spark.layouts import qualified
 from binlake.spark.manifest import Manifest, TablesState
 from binlake.spark.partitioned import escape_partition_value, parquet_rows
@@ -131,9 +131,12 @@ def update_tables(spark, out: str, plans: list, manifest: Manifest, *, as_of: As
     lake = _Lake(spark, tables_dir, staged, run, through, log,
                  ChangeFiles(os.path.join(out, "changes")), os.path.join(out, HISTORY))
     try:
-        # A type change binlake does not convert as the server did: refused
-        # before anything is staged (each engine would otherwise guess).
-        reason = next(filter(None, map(refusal_of_plan, by_key.values())), None)
+        # A type change binlake does not convert as the server did, rows an
+        # ALTER deleted unsaid: refused before anything is staged (each
+        # engine would otherwise guess).
+        reason = next((found for plan in by_key.values()
+                       for found in (refusal_of_plan(plan), rows_lost_refusal(plan)) if found),
+                      None)
         if reason is not None:
             raise ValueError(reason)
         _stage(lake, manifest, by_key, signatures, in_step, as_of, out, tables_dir,
