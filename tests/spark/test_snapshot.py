@@ -340,7 +340,22 @@ def test_a_chunk_from_before_a_truncate_is_left_out(mariadb, tmp_path):
     assert sorted(rows) == [7, 59000]
 
 
-def snapshot_by_hand(tmp_path, edits: list) -> dict:
+def test_a_table_keyed_by_a_unique_key_is_read_in_chunks(mariadb, tmp_path):
+    """No primary key, a UNIQUE key of NOT NULL columns (the server's
+    clustered index, the lake's key): read in chunks by it, keys moved
+    across chunks, as a primary-keyed table is (it was read in one long
+    read view)."""
+    rows = snapshot_by_hand(tmp_path, [
+        "UPDATE many.t SET id = 70001 WHERE id = 10",
+        "DELETE FROM many.t WHERE id IN (30000, 59999)",
+        "UPDATE many.t SET id = 10 WHERE id = 50000",
+    ], create="CREATE TABLE many.t (id INT NOT NULL, v VARCHAR(20), amount DECIMAL(10,2), "
+              "at DATETIME(6), note VARCHAR(10) NULL, UNIQUE KEY by_note (note), "
+              "UNIQUE KEY by_id (id))")
+    assert len(rows) == 60_000 - 2
+
+
+def snapshot_by_hand(tmp_path, edits: list, create: str = None) -> dict:
     """A keyed table of 60,000 rows snapshotted in rounds of two chunks
     (1,200 rows: a fiftieth), the edits run in turn before and after each
     round's read, the binlog read by the same runs (a LazySession that
@@ -355,15 +370,17 @@ def snapshot_by_hand(tmp_path, edits: list) -> dict:
     lake = tmp_path / "lake"
     with MariaDBServer(tmp_path / "server", server_id=23) as server:
         server.execute("CREATE DATABASE many")
-        server.execute("CREATE TABLE many.t (id INT PRIMARY KEY, v VARCHAR(20), "
+        server.execute(create or "CREATE TABLE many.t (id INT PRIMARY KEY, v VARCHAR(20), "
                        "amount DECIMAL(10,2), at DATETIME(6))")
-        server.execute("INSERT INTO many.t SELECT seq, CONCAT('v', seq), seq / 100, "
-                       "'2024-01-01 00:00:00' + INTERVAL seq SECOND FROM many.seq_1_to_60000")
+        server.execute("INSERT INTO many.t (id, v, amount, at) SELECT seq, CONCAT('v', seq), "
+                       "seq / 100, '2024-01-01 00:00:00' + INTERVAL seq SECOND "
+                       "FROM many.seq_1_to_60000")
         address = ServerAddress("127.0.0.1", server.port, "root", "")
 
         def run(**options):
             run_pipeline(spark, [str(p) for p in server.binlog_files()], str(lake), **options)
         run(snapshot=address, snapshot_chunked=True, snapshot_chunk_rows=20_000)
+        assert load_manifest(str(lake)).chunks["tables"]["many.t"]["key"] == ["id"]
         edits = iter(edits)
         while progress := load_manifest(str(lake)).chunks:
             if all(entry["done"] for entry in progress["tables"].values()):

@@ -271,22 +271,30 @@ def utc_now() -> str:
 
 
 def _tables(connection, wanted) -> list[tuple[str, str, list[str]]]:
-    """(database, table, primary key columns) of the selected base tables."""
+    """(database, table, key columns) of the selected base tables: the key
+    the server finds rows by, as the lake keys the table (the PRIMARY KEY,
+    else the first UNIQUE key of NOT NULL columns without a prefix:
+    `TableDef.row_key` over SHOW CREATE TABLE, the rule's one place), by
+    which the lock-free snapshot reads it in chunks; none: read in one."""
     with connection.cursor() as cursor:
         marks = ", ".join(["%s"] * len(SYSTEM_DATABASES))
         cursor.execute(
-            "SELECT t.TABLE_SCHEMA, t.TABLE_NAME, k.COLUMN_NAME FROM information_schema.TABLES t "
-            "LEFT JOIN information_schema.KEY_COLUMN_USAGE k ON k.TABLE_SCHEMA = t.TABLE_SCHEMA "
-            "AND k.TABLE_NAME = t.TABLE_NAME AND k.CONSTRAINT_NAME = 'PRIMARY' "
-            f"WHERE t.TABLE_SCHEMA NOT IN ({marks}) AND t.TABLE_TYPE = 'BASE TABLE' "
-            "ORDER BY t.TABLE_SCHEMA, t.TABLE_NAME, k.ORDINAL_POSITION", SYSTEM_DATABASES)
-        found: dict = {}
-        for database, table, column in cursor.fetchall():
-            if wanted(database, table):
-                found.setdefault((database, table), [])
-                if column is not None:
-                    found[(database, table)].append(column)
-    return [(db, table, key) for (db, table), key in found.items()]
+            "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
+            f"WHERE TABLE_SCHEMA NOT IN ({marks}) AND TABLE_TYPE = 'BASE TABLE' "
+            "ORDER BY TABLE_SCHEMA, TABLE_NAME", SYSTEM_DATABASES)
+        found = [(db, table) for db, table in cursor.fetchall() if wanted(db, table)]
+    return [(db, table, _row_key(connection, db, table)) for db, table in found]
+
+
+def _row_key(connection, database: str, table: str) -> list[str]:
+    from binlake.schema.history import Schema
+    with connection.cursor() as cursor:
+        cursor.execute("SET SESSION sql_quote_show_create = 1")
+        cursor.execute(f"SHOW CREATE TABLE {_quote(database)}.{_quote(table)}")
+        schema = Schema()
+        schema.run(cursor.fetchone()[1], database)
+    definition = next(iter(schema.tables.values()), None)
+    return list(definition.row_key) if definition is not None else []
 
 
 def _estimated_rows(connection, database: str, table: str) -> int:
