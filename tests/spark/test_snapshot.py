@@ -355,6 +355,44 @@ def test_a_table_keyed_by_a_unique_key_is_read_in_chunks(mariadb, tmp_path):
     assert len(rows) == 60_000 - 2
 
 
+def test_mysqls_chunks_placed_by_watermarks_equal_the_server(mariadb, tmp_path, monkeypatch):
+    """MySQL names no binlog position of a read view: each keyed chunk sorts
+    at the binlog's end read before its view opens (low watermark) and is
+    taken once the lake holds the binlog read after it (high). Run on
+    MariaDB as MySQL (its position unasked), with writes between the low
+    watermark and the view (in the chunk's rows and applied again over
+    them) and between the view and the high watermark (applied over them):
+    the table equals the server's."""
+    from binlake.spark import snapshot
+    monkeypatch.setattr(snapshot, "_is_mariadb", lambda connection: False)
+    real_end, calls = snapshot._binlog_end, []
+    edits = ["UPDATE many.t SET v = 'in the view too' WHERE id = {}",
+             "UPDATE many.t SET id = id + 100000 WHERE id = {}",
+             "DELETE FROM many.t WHERE id = {}",
+             "INSERT INTO many.t VALUES ({} + 200000, 'new', 1.00, '2024-01-01 00:00:00')"]
+
+    def write_at_each_watermark(cursor):
+        end = real_end(cursor)
+        calls.append(end)
+        # after the low watermark a chunk's view opens, after the high one
+        # the lake reads to: a write by another session lands between
+        _write_elsewhere(cursor, edits[len(calls) % len(edits)].format(1200 * len(calls) + 7))
+        return end
+    monkeypatch.setattr(snapshot, "_binlog_end", write_at_each_watermark)
+    rows = snapshot_by_hand(tmp_path, ["SELECT 1"] * 2)
+    assert len(calls) >= 8 and any(row[1] == "new" for row in rows.values())
+
+
+def _write_elsewhere(cursor, statement: str) -> None:
+    """`statement` committed by a connection of its own, to the server the
+    cursor's connection reads."""
+    import pymysql
+    own = cursor.connection
+    with pymysql.connect(host=own.host, port=own.port, user=own.user, password="",
+                         autocommit=True) as other, other.cursor() as writing:
+        writing.execute(statement)
+
+
 def snapshot_by_hand(tmp_path, edits: list, create: str = None) -> dict:
     """A keyed table of 60,000 rows snapshotted in rounds of two chunks
     (1,200 rows: a fiftieth), the edits run in turn before and after each

@@ -63,8 +63,8 @@ from binlake.spark.manifest import SnapshotFloor, write_manifest
 from binlake.spark.pipeline import (LazySession, PipelineResult, lake_lock, load_manifest,
                                     recover_lake, run_pipeline)
 from binlake.spark.ranges import FAILOVER_FILES, name_sequence
-from binlake.spark.snapshot import (CHUNK_ROWS, NotMariaDB, plan_round, progressed, read_anew,
-                                    read_round, server_is_mariadb, snapshot_reading, utc_now)
+from binlake.spark.snapshot import (CHUNK_ROWS, plan_round, progressed, read_anew, read_round,
+                                    snapshot_reading, utc_now)
 
 #: The copies' folder and the status file, under the lake's _binlake/.
 BINLOGS = "binlogs"
@@ -347,8 +347,6 @@ class Follower:
         if any(not h.patterns or (wanted.patterns and set(wanted.patterns) <= set(h.patterns))
                for h in held):
             return  # nothing newly selected
-        if not server_is_mariadb(self.address):
-            return
 
         def new(database: str, table: str) -> bool:
             return wanted(database, table) and not any(h(database, table) for h in held)
@@ -378,10 +376,6 @@ class Follower:
                 self._read_anew(load_manifest(self.out),
                                 lambda db, table: wanted(db, table) and asked(db, table),
                                 f"asked for ({', '.join(asked.patterns)})")
-            except NotMariaDB as exc:
-                self.log(f"warning: {name}: {exc}; set aside")
-                os.replace(path, path + ".refused")
-                continue
             except Exception as exc:  # noqa: BLE001 - the server restarting: later
                 self.log(f"warning: {name}: {str(exc).splitlines()[0]}; taken again in "
                          f"{REQUEST_RETRY_SECONDS:.0f} s")
@@ -482,7 +476,7 @@ class Follower:
         self._round_failures = 0
         self.status.snapshot_read += sum(read.rows for read in reads)
         self._write_status()
-        last = max((name_sequence(r.point.file), r.point.pos) for r in reads)
+        last = max((name_sequence(file), pos) for file, pos in (r.read_through for r in reads))
         while _copied_through(self.prefix) < last:
             if self._stop.wait(POLL_SECONDS):
                 return None

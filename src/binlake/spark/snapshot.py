@@ -8,8 +8,8 @@ Strategy (as Debezium and `mysqldump --single-transaction --master-data`):
 - MySQL: FLUSH TABLES WITH READ LOCK for the moment it takes to open the view
   and read SHOW MASTER STATUS (SHOW BINARY LOG STATUS from 8.4), then UNLOCK.
 Inside the view, SHOW CREATE TABLE gives each table's definition (the seed
-of the schema history) and its rows are read in chunks by primary key
-(keyset pages, one connection: a read view cannot be shared between
+of the schema history) and its rows are read in chunks by its key (the
+lake's: the PRIMARY KEY, else the server's UNIQUE NOT NULL one; keyset pages, one connection: a read view cannot be shared between
 connections), a table without one in a single streamed SELECT.
 
 The rows become changes like the binlog's, op "r" (Debezium's "read"),
@@ -44,8 +44,12 @@ changes, as a table new to the lake (binlake.spark.pipeline): in the driver
 from the chunk files themselves (binlake.spark.lake). The progress
 (each table's last bound) is committed in the manifest with the run that
 holds the chunks' rows: a killed snapshot reads again at most the round in
-flight. MySQL has no position of a read view without a lock: there the
-snapshot stays the single read view (`--snapshot-from` without -R).
+flight. MySQL has no position of a read view without a lock: there a keyed
+chunk is placed by watermarks (`_chunk_view`): it sorts at the binlog's end
+read before its view opened, and the lake takes it once it holds the
+binlog read after; the changes between, which its rows may hold already,
+are applied over them by key to the same state. A table without a key is
+read at an exact point under a moment's global read lock.
 
 The same chunks read tables anew into a lake that follows already
 (`read_anew`: tables newly selected, or asked for): their progress entry
@@ -118,11 +122,7 @@ def take_snapshot(address, wanted, folder: str, *, file_seq_of, chunk_rows: int 
     log = log or (lambda message: None)
     with _session(address) as connection:
         with connection.cursor() as cursor:
-            point, mariadb = _open_read_view(cursor)
-        if chunked and not mariadb:
-            raise SchemaSourceError("-R --snapshot-from: the lock-free snapshot needs MariaDB's "
-                                    "Binlog_snapshot_position; on MySQL start the lake with "
-                                    "--snapshot-from over files, then follow it")
+            point = _open_read_view(cursor)
         ddl = server_ddl(connection)
         tables = _tables(connection, wanted)
         keyed = [(db, table, key) for db, table, key in tables if chunked and key]
@@ -169,14 +169,10 @@ def read_anew(address, progress: dict | None, wanted, since: list,
     at `since` (every change before is superseded: a key's chunk row or a
     later change is its state); a table without a key in one chunk, one
     read view, its rows starting at that chunk's position (`progressed`).
-    MariaDB only (a read view's binlog position without a lock)."""
+    (Where a chunk's rows sort: `_chunk_view`, MariaDB's and MySQL's.)"""
     progress = dict(progress or {"tables": {}, "chunks": 0})
     tables = dict(progress["tables"])
     with _session(address) as connection:
-        if not _is_mariadb(connection):
-            raise NotMariaDB("reading tables anew into a following lake needs MariaDB's "
-                             "Binlog_snapshot_position (a read view's binlog position "
-                             "without a lock): nothing was changed")
         found = _tables(connection, wanted)
         for database, table, key in found:
             estimate = _estimated_rows(connection, database, table)
@@ -196,15 +192,6 @@ def rows_per_chunk(estimate: int, most: int) -> int:
     """The rows of a table's chunks: `most`, or fewer for a table of about
     `estimate` rows, that a round stays a small share of it."""
     return max(min(most, MIN_CHUNK_ROWS), min(most, estimate // CHUNK_SHARE))
-
-
-class NotMariaDB(SchemaSourceError):
-    """What the lock-free snapshot needs of MariaDB, asked of another server."""
-
-
-def server_is_mariadb(address) -> bool:
-    with _session(address) as connection:
-        return _is_mariadb(connection)
 
 
 def _is_mariadb(connection) -> bool:
@@ -234,9 +221,11 @@ def _session(address):
         connection.close()
 
 
-def _open_read_view(cursor) -> tuple[SnapshotPoint, bool]:
-    """The read view's point, and whether the server is MariaDB."""
-    mariadb = _is_mariadb(cursor.connection)
+def _open_read_view(cursor, mariadb: bool | None = None) -> SnapshotPoint:
+    """Open a read view at an exact binlog position, its point: MariaDB's
+    own (lock-free), or MySQL's under a moment's global read lock."""
+    if mariadb is None:
+        mariadb = _is_mariadb(cursor.connection)
     if mariadb:
         cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
         cursor.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
@@ -252,7 +241,7 @@ def _open_read_view(cursor) -> tuple[SnapshotPoint, bool]:
             cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
             try:
                 cursor.execute("SHOW BINARY LOG STATUS")
-            except Exception:  # before 8.4
+            except Exception:  # noqa: BLE001 - before 8.4
                 cursor.execute("SHOW MASTER STATUS")
             found = cursor.fetchone()
         finally:
@@ -262,7 +251,7 @@ def _open_read_view(cursor) -> tuple[SnapshotPoint, bool]:
     if not file:
         raise SchemaSourceError("--snapshot-from: the server writes no binary log "
                                 "(log_bin is OFF): there is no position to follow from")
-    return SnapshotPoint(file, int(pos), gtid, utc_now()), mariadb
+    return SnapshotPoint(file, int(pos), gtid, utc_now())
 
 
 def utc_now() -> str:
@@ -596,7 +585,15 @@ class Chunk:
 class ChunkRead:
     chunk: Chunk
     rows: int
-    point: SnapshotPoint
+    point: SnapshotPoint     #: where its rows sort among the changes
+    #: (file, pos) the binlog had reached once it was read (MySQL's high
+    #: watermark): the lake takes the chunk once it holds the binlog so far,
+    #: so that the changes its rows may already hold are applied with it
+    high: tuple | None = None
+
+    @property
+    def read_through(self) -> tuple[str, int]:
+        return self.high or (self.point.file, self.point.pos)
 
 
 def snapshot_reading(progress: dict | None) -> set[str]:
@@ -650,16 +647,13 @@ def read_chunks(address, chunks, folder: str, names_in_lake: str = "") -> list[C
 
     writer, done, columns_of = _ChangeWriter(folder), [], {}
     with _session(address) as connection:
+        mariadb = _is_mariadb(connection)
         with connection.cursor() as cursor:
             for chunk in chunks:
                 table = (chunk.database, chunk.table)
                 if table not in columns_of:
                     columns_of[table] = _columns(connection, *table)
-                cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-                cursor.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
-                status = {name.lower(): value for name, value in cursor.fetchall()}
-                point = SnapshotPoint(names_in_lake + status["binlog_snapshot_file"],
-                                      int(status["binlog_snapshot_position"]), None, utc_now())
+                point, high = _chunk_view(cursor, chunk, mariadb, names_in_lake)
                 if chunk.key:
                     pages = list(_pages(cursor, chunk.database, chunk.table, list(chunk.key),
                                         columns_of[table], chunk.after, chunk.through))
@@ -668,13 +662,53 @@ def read_chunks(address, chunks, folder: str, names_in_lake: str = "") -> list[C
                              for names, columns in _chunks(connection, chunk.database,
                                                            chunk.table, [], CHUNK_ROWS)]
                 connection.commit()
+                if high is not None:
+                    high = _binlog_end(cursor)
+                    high = (names_in_lake + high[0], high[1])
                 names = [c for c, _ in columns_of[table]]
                 columns = [pa.chunked_array([page[i] for _, page in pages], pa.string())
                            .combine_chunks() for i in range(len(names))]
                 n = writer.write(chunk.database, chunk.table, names, columns, point,
                                  name_sequence(point.file), 0, sub=chunk.number + 1)
-                done.append(ChunkRead(chunk, n, point))
+                done.append(ChunkRead(chunk, n, point, high))
     return done
+
+
+def _chunk_view(cursor, chunk: Chunk, mariadb: bool, names_in_lake: str):
+    """Open a chunk's read view; (its point in the lake's numbering, and
+    for MySQL's watermarks a placeholder: not None). MariaDB names the
+    view's own binlog position. MySQL names none: a keyed chunk sorts at
+    the low watermark, the binlog's end read before the view opened (the
+    changes after it are applied over its rows, by key: those the view
+    already holds, again, to the same state), and is taken once the lake
+    holds the binlog to the high watermark, read after (DBLog's, Flink
+    CDC's); a keyless one, whose copies no key matches, is read at an exact
+    point under a moment's global read lock, as a MySQL snapshot starts."""
+    if mariadb:
+        cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        cursor.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
+        status = {name.lower(): value for name, value in cursor.fetchall()}
+        file, pos, high = status["binlog_snapshot_file"], status["binlog_snapshot_position"], None
+    elif chunk.key:
+        (file, pos), high = _binlog_end(cursor), True
+        cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+    else:
+        point = _open_read_view(cursor, mariadb=False)
+        file, pos, high = point.file, point.pos, None
+    return SnapshotPoint(names_in_lake + file, int(pos), None, utc_now()), high
+
+
+def _binlog_end(cursor) -> tuple[str, int]:
+    """Where the server's binlog ends now (SHOW BINARY LOG STATUS, MySQL
+    8.4 on; SHOW MASTER STATUS before it and on MariaDB)."""
+    try:
+        cursor.execute("SHOW BINARY LOG STATUS")
+    except Exception:  # noqa: BLE001 - before 8.4, and MariaDB
+        cursor.execute("SHOW MASTER STATUS")
+    found = cursor.fetchone()
+    if not found:
+        raise SchemaSourceError("the server writes no binary log (log_bin is OFF)")
+    return found[0], int(found[1])
 
 
 def read_round(spark, address, chunks: list[Chunk], folder: str,
