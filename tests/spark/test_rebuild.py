@@ -130,13 +130,16 @@ def test_a_value_no_typed_column_holds_names_temporals_text(spark):
 
 
 @pytest.mark.parametrize("was, _kind, new", NOT_CONVERTED)
-def test_a_type_change_not_converted_names_reading_the_table_anew(was, _kind, new):
+def test_a_type_change_not_converted_names_a_lake_from_a_snapshot(was, _kind, new):
+    """(-R --rebuild does not pass it yet: the table read anew keeps the type
+    change in its plan, and is refused again.)"""
     plan = {"database": "db", "table": "t", "layout": {"columns": [dict(new, key="c")]},
             "stretches": [{"was": [was]}]}
     line = rebuild.refusal_line(refusal_of_plan(plan), "/lake")
     assert line.startswith("db.t: column `c`: ") and line.endswith(
-        "nothing was applied to the tables; to go on, read db.t anew from the server: "
-        "binlake pipeline --out /lake -R -h HOST -u USER --rebuild db.t"), line
+        "nothing was applied to the tables; to go on, start a new lake from a snapshot of the "
+        "server, after the change: binlake pipeline --out NEWDIR -R -h HOST -u USER "
+        "--snapshot-from"), line
 
 
 # -- with -R: read anew from the server ------------------------------------------------------

@@ -23,7 +23,7 @@ Strategy: no second way of building a table.
 - Every refusal of a change to the tables ends its one line with what to
   run (`refusal_line`): the words of each way forward are written here
   once (`READ_ANEW`, `FULL_IMAGES_THEN_READ_ANEW`, `TEMPORALS_AS_TEXT`,
-  `NEW_LAKE_WITH_FULL_IMAGES`); a refusal's reason carries one after
+  `NEW_LAKE_FROM_SNAPSHOT`, `NEW_LAKE_WITH_FULL_IMAGES`); a refusal's reason carries one after
   GO_ON (`forward`), its table's name put in where it says {table}
   (`named`), and the lake's folder where it says DIR (`refusal_line`).
 """
@@ -53,6 +53,10 @@ FULL_IMAGES_THEN_READ_ANEW = ("set binlog_row_image=FULL on the server, then rea
 #: A value no typed column holds: the lake's temporals as text.
 TEMPORALS_AS_TEXT = ("run again with --temporals text: DATE, DATETIME and TIMESTAMP columns "
                      "are then kept as MySQL's exact text (every table rebuilt once)")
+#: A type change binlake does not convert: a lake whose history starts after
+#: it (a table read anew keeps the change in its plan, and is refused again).
+NEW_LAKE_FROM_SNAPSHOT = ("start a new lake from a snapshot of the server, after the change: "
+                          "binlake pipeline --out NEWDIR " + SERVER + " --snapshot-from")
 #: A history needs every version whole: one that starts where images are whole.
 NEW_LAKE_WITH_FULL_IMAGES = ("set binlog_row_image=FULL on the server and start a lake of "
                              "its history from a snapshot of it: binlake pipeline --out NEWDIR "
@@ -120,6 +124,6 @@ def stale_tables(state: TablesState | None) -> set:
 
 
 __all__ = ["STALE", "GO_ON", "READ_ANEW", "FULL_IMAGES_THEN_READ_ANEW",
-           "TEMPORALS_AS_TEXT", "NEW_LAKE_WITH_FULL_IMAGES", "forward", "named", "named_column",
+           "TEMPORALS_AS_TEXT", "NEW_LAKE_FROM_SNAPSHOT", "NEW_LAKE_WITH_FULL_IMAGES", "forward", "named", "named_column",
            "refusal_line",
            "marked_stale", "stale_tables"]

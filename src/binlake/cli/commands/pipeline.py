@@ -131,7 +131,7 @@ def add_arguments(parser) -> None:
                              "With -R: read anew from the server by the lock-free snapshot "
                              "(MariaDB), taken at once by this run as --snapshot-tables asks: "
                              "their rows are the server's, the changes before skipped, the way "
-                             "forward from a partial row image or a type change a run refused")
+                             "forward from a partial row image a run refused")
     parser.add_argument("--force-read", action="store_true",
                         help="continue past checksum mismatches and undecodable events")
     parser.add_argument("--no-verify-checksum", dest="verify_checksums", action="store_false",
