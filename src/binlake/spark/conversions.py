@@ -41,6 +41,7 @@ from decimal import ROUND_HALF_UP, Context, Decimal
 
 from binlake.charsets import BINARY_COLLATION
 from binlake.constants import ColumnType as T
+from binlake.spark.rebuild import NEW_LAKE_FROM_SNAPSHOT, forward
 
 INTEGER_BITS = {T.MYSQL_TYPE_TINY: 8, T.MYSQL_TYPE_SHORT: 16, T.MYSQL_TYPE_INT24: 24,
                 T.MYSQL_TYPE_LONG: 32, T.MYSQL_TYPE_LONGLONG: 64}
@@ -121,7 +122,8 @@ def refusal_of_plan(plan: dict) -> str | None:
             reason = was is not None and unconverted(was, column)
             if reason:
                 name = column["key"].replace("`", "``")
-                return f"{plan['database']}.{plan['table']}: column `{name}`: {reason}"
+                table = f"{plan['database']}.{plan['table']}"
+                return f"{table}: column `{name}`: {reason}" + forward(NEW_LAKE_FROM_SNAPSHOT)
     return None
 
 

@@ -42,6 +42,7 @@ import pyarrow.parquet as pq
 from binlake.spark.delta import AT, COPIES_REMOVED, COPY_ADDED, COPY_OP, DELETED, PRESENT
 from binlake.spark.history import stretch_width
 from binlake.spark.partitioned import unescape_partition_value
+from binlake.spark.rebuild import named
 from binlake.spark.tables import INSERTS, NEVER_WHOLE, NOT_HELD
 from binlake.spark.conversions import server_value, text_of
 from binlake.spark.typed import (SAME, arrow_type, carry_way, refused_value, spark_of_arrow,
@@ -234,14 +235,14 @@ def completed(partial: list[KeyNet], held: pa.Table | None, plan: dict,
     key_layout = {"columns": [layout["columns"][i] for i in primary]}
     for net in partial:
         if net.origin is None:
-            raise ValueError(f"{net.at}: {table}: {NEVER_WHOLE}")
+            raise ValueError(f"{net.at}: {table}: {named(NEVER_WHOLE, table)}")
     wanted = [_hashable(k) for k in typed_rows([n.origin for n in partial], key_layout, table)]
     where = {} if held is None else {_hashable(key): index for index, key in enumerate(
         zip(*[held.column(names[i]).to_pylist() for i in primary]))}
     found = []
     for net, key in zip(partial, wanted):
         if key not in where:
-            raise ValueError(f"{net.at}: {table}: {NOT_HELD}")
+            raise ValueError(f"{net.at}: {table}: {named(NOT_HELD, table)}")
         found.append(where[key])
     rows = typed_table([tuple(None if v is ABSENT else v for v in n.row) for n in partial],
                        layout, table)

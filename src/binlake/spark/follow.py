@@ -511,15 +511,15 @@ class Follower:
             self.on_status(self.status)
 
 
-def request_snapshot(out: str, patterns: str) -> str:
+def request_snapshot(out: str, patterns: str, option: str = "--snapshot-tables") -> str:
     """Leave a request to read the tables `patterns` selects anew in the lake
     `out`, for its follower (taken between micro-batches, or at its next
-    start); the request's path."""
+    start); the request's path. `option`: what a refusal names."""
     import uuid
     if not os.path.isfile(os.path.join(out, "_binlake", "manifest.json")):
-        raise ValueError(f"--snapshot-tables: {out} is not a lake yet (no _binlake/manifest.json)")
+        raise ValueError(f"{option}: {out} is not a lake yet (no _binlake/manifest.json)")
     if not TableFilter(patterns).patterns:
-        raise ValueError("--snapshot-tables: name the tables (db.table patterns)")
+        raise ValueError(f"{option}: name the tables (db.table patterns)")
     folder = os.path.join(out, "_binlake", REQUESTS)
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, f"snapshot-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.json")

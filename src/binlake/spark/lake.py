@@ -80,6 +80,7 @@ from binlake.spark.history import PositionOrder, rows_lost_refusal, stretch_widt
 from binlake.spark.layouts import qualified
 from binlake.spark.manifest import Manifest, TablesState
 from binlake.spark.partitioned import escape_partition_value, parquet_rows
+from binlake.spark.rebuild import named, refusal_line
 from binlake.spark.snapshot import SNAPSHOT_FILES
 from binlake.spark.tables import (NOT_HELD, ROWS_PER_FILE, AsOf, history_versions,
                                   multiset_deltas, one_of, rebuild_states, refused, typed_rows,
@@ -151,7 +152,7 @@ def update_tables(spark, out: str, plans: list, manifest: Manifest, *, as_of: As
         reason = refused(exc) or (str(exc) if isinstance(exc, ValueError) else None)
         if reason is None:
             raise
-        raise ValueError(f"{reason}: nothing was applied to the tables") from None
+        raise ValueError(refusal_line(reason, out)) from None
     committing()
     lake.commit()
     lake.maintain()
@@ -912,7 +913,7 @@ class _Lake:
                                columns=[*primary_key, PRESENT, AT])
         missing = rows_not_held(os.path.join(self.tables_dir, key), partial, primary_key)
         if missing:
-            raise ValueError(f"{missing[0]}: {key}: {NOT_HELD}")
+            raise ValueError(f"{missing[0]}: {key}: {named(NOT_HELD, key)}")
 
     def _merge_copies(self, key: str, rows) -> None:
         """MERGE a keyless table's copies removed and added (a pyarrow
@@ -1034,7 +1035,7 @@ def _merged(current, net, layout: dict):
     unheld = changed & present.isNotNull() & F.col("c_held").isNull()
     key = qualified(layout["database"], layout["table"])
     kept = refuse(unheld, ~F.coalesce(F.col("n_deleted"), F.lit(False)),
-                  F.concat(F.col("n_at"), F.lit(f": {key}: {NOT_HELD}")), "boolean")
+                  F.concat(F.col("n_at"), F.lit(f": {key}: {named(NOT_HELD, key)}")), "boolean")
     values = [F.when(~changed | (present.isNotNull() & (F.substring(present, i + 1, 1) == "0")),
                      F.col(f"c{i}")).otherwise(F.col(f"n{i}")).alias(name)
               for i, name in enumerate(names)]

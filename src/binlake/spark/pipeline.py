@@ -68,6 +68,7 @@ from binlake.spark.lake import (TABLES, concurrently, hadoop_literal, tables_in_
                                 update_tables)
 from binlake.spark.manifest import FileRead, Manifest, SnapshotFloor, read_manifest, write_manifest
 from binlake.spark.partitioned import parquet_rows
+from binlake.spark.rebuild import marked_stale, stale_tables
 from binlake.spark.run_undo import RunUndo
 from binlake.spark.snapshot import SNAPSHOT_FILES, snapshot_reading
 from binlake.spark.tables import AsOf, one_of
@@ -274,7 +275,10 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
                  snapshot_chunk_rows: int | None = None, snapshot_chunked: bool = False,
                  snapshot_round: tuple | None = None, read_in: str = "auto",
                  temporals: str | None = None, history: bool = False,
-                 partition_by: str | dict | None = None, log=None) -> PipelineResult:
+                 partition_by: str | dict | None = None, rebuild: str | None = None,
+                 log=None) -> PipelineResult:
+    """`rebuild`: db.table patterns of tables built again from changes/
+    (binlake.spark.rebuild)."""
     if isinstance(spark, LazySession):
         spark.then(_configure)
     else:
@@ -296,7 +300,8 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
                         snapshot_chunk_rows=snapshot_chunk_rows,
                         snapshot_chunked=snapshot_chunked, snapshot_round=snapshot_round,
                         read_in=read_in, temporals=temporals, keep_history=history,
-                        partition_by=parse_partition_by(partition_by), log=log)
+                        partition_by=parse_partition_by(partition_by), rebuild=rebuild,
+                        log=log)
         except Exception:  # (Ctrl-C does not wait)
             if isinstance(spark, LazySession):
                 spark.settle()  # the JVM's own start-up lines before the caller's error line
@@ -407,9 +412,10 @@ def _run(spark, inputs, out: str, *, log, **options) -> PipelineResult:
 
 def _run_in(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitions, schema,
             tables, reader_options, snapshot, snapshot_chunk_rows, snapshot_chunked,
-            snapshot_round, read_in, temporals, keep_history, partition_by, undo: RunUndo,
-            log) -> PipelineResult:
-    manifest = load_manifest(out)
+            snapshot_round, read_in, temporals, keep_history, partition_by, rebuild,
+            undo: RunUndo, log) -> PipelineResult:
+    # Tables --rebuild names: built again from changes/ by this run.
+    manifest = marked_stale(load_manifest(out), rebuild, TableFilter(tables))
     # Chosen when the lake starts, kept by the runs that do not say.
     temporals = temporals or manifest.temporals or "typed"
     if temporals not in TEMPORALS:
@@ -517,10 +523,11 @@ def _run_in(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_parti
     state = manifest.tables
     if (manifest.pending or state is None or state.mixed or state.as_of is not None
             or state.temporals != temporals or state.history != keep_history
-            or state.partition_by != partition_by
+            or state.partition_by != partition_by or stale_tables(state)
             or not os.path.isdir(os.path.join(out, TABLES))):
         plans, fresh = _starting_anew(_plans(history, layouts, order, built, temporals,
                                              partition_by), manifest.chunks)
+        fresh |= stale_tables(state)  # built from their changes, never carried
 
         def tables_mixed() -> None:
             write_manifest(_state(out, "manifest.json"), manifest.tables_mixed(partition_by))
@@ -759,7 +766,9 @@ def _refuse_other_successors(entries: dict) -> None:
         successor = by_seq.get(seq + 1)
         if expected and successor and successor != expected:
             raise ValueError(f"{name} rotates to {expected}, but the next binlog given is "
-                             f"{successor}: nothing was changed (is it another server's?)")
+                             f"{successor}: nothing was changed (is it another server's?); to go "
+                             f"on, give {expected}, or use a new output directory for the "
+                             "other server")
 
 
 def _before(point: AsOf | None, order: PositionOrder):

@@ -34,6 +34,8 @@ from binlake.spark.history import follow_ranges, stretch_width
 from binlake.spark.layouts import latest_layouts, qualified
 from binlake.spark.ranges import Split, expand_inputs, number_files
 from binlake.spark.delta import CLOSES, VALID_FROM, VALID_TO
+from binlake.spark.rebuild import (FULL_IMAGES_THEN_READ_ANEW, NEW_LAKE_WITH_FULL_IMAGES,
+                                   READ_ANEW, forward, named_column)
 from binlake.spark.typed import (REFUSED, from_text, refuse, retyped_text, typed_columns,
                                  with_temporals)
 
@@ -232,22 +234,33 @@ def refused(exc: BaseException) -> str | None:
     return re.sub(r"\s*SQLSTATE: \w+\s*$", "", reason).strip()
 
 
-#: Why a partial row image of a row the table does not hold is refused.
+#: Why a partial row image of a row the table does not hold is refused
+#: (its way forward names the table where it says {table}: binlake.spark.rebuild).
 NOT_HELD = ("a partial row image (binlog_row_image=MINIMAL or NOBLOB) of a row the table "
-            "does not hold: the columns it leaves out are not in the binlog")
+            "does not hold: the columns it leaves out are not in the binlog"
+            + forward(READ_ANEW))
 #: Why a keyed table's row left partial by every change of it is refused.
 NEVER_WHOLE = ("a partial row image (binlog_row_image=MINIMAL or NOBLOB) of a row no change "
                "before it wrote whole (an UPDATE that moved it to a new key, an INSERT leaving "
                "out a column whose DEFAULT is not known): the columns it leaves out are not in "
-               "the binlog")
+               "the binlog" + forward(READ_ANEW))
 #: Why a keyless table's partial after image is refused.
 KEYLESS_PARTIAL = ("a partial row image of a table without a primary key: the columns it "
-                   "leaves out are not in the binlog")
+                   "leaves out are not in the binlog" + forward(FULL_IMAGES_THEN_READ_ANEW))
+#: Why a keyless table's partial before image is refused.
+UNKNOWN_KEY = ("the row is identified by a key binlake does not know (a UNIQUE key: binlake "
+               "keys tables by their PRIMARY KEY): a partial before image cannot name the row"
+               + forward(FULL_IMAGES_THEN_READ_ANEW))
+#: Why --history refuses a partial row image.
+HISTORY_PARTIAL = ("--history keeps whole rows: a partial row image (binlog_row_image=MINIMAL "
+                   "or NOBLOB) leaves columns out" + forward(NEW_LAKE_WITH_FULL_IMAGES))
 
 
 def said(file: Column, pos: Column, table: Column, reason: str) -> Column:
-    """A refusal's words: "FILE at POS: DB.TABLE: reason"."""
-    return F.concat(where(file, pos), F.lit(": "), table, F.lit(": " + reason))
+    """A refusal's words: "FILE at POS: DB.TABLE: reason" (its way forward
+    naming the table)."""
+    return F.concat(where(file, pos), F.lit(": "), table, F.lit(": "),
+                    named_column(reason, table))
 
 
 def where(file: Column, pos: Column) -> Column:
@@ -452,8 +465,7 @@ def history_versions(changes: DataFrame, plan: dict) -> DataFrame:
     layout = plan["layout"]
     images = _images(changes, [plan])
     row = refuse(F.col("partial").isNotNull(), F.col("after_row"), said(
-        F.col("file"), F.col("pos"), _qualified(), "--history keeps whole rows: a partial row "
-        "image (binlog_row_image=MINIMAL or NOBLOB) leaves columns out; log full row images"))
+        F.col("file"), F.col("pos"), _qualified(), HISTORY_PARTIAL))
     commit = F.struct(F.col("commit_key.file_seq").alias("seq"), F.col("commit_pos").alias("pos"),
                       F.col("file").alias("file"), F.col("commit_timestamp").alias("time"))
     before_key, after_key = F.col("before_key"), F.col("after_key")
@@ -509,9 +521,7 @@ def _multiset_counts(changes: DataFrame, net: bool = False) -> DataFrame:
     after = refuse(F.col("partial").isNotNull(), F.col("after_row"), said(
         file, pos, _qualified(), KEYLESS_PARTIAL))
     before = refuse(op.isin("u", "d") & ~F.col("before_whole"), F.col("before"), said(
-        file, pos, _qualified(), "the row is identified by a key binlake does not know (a "
-        "UNIQUE key: binlake keys tables by their PRIMARY KEY): a partial before image "
-        "cannot name the row; log full row images (binlog_row_image=FULL)"))
+        file, pos, _qualified(), UNKNOWN_KEY))
     plus = F.struct(F.lit(1).alias("n"), after.alias("row"))
     minus = F.struct(F.lit(-1).alias("n"), before.alias("row"))
     deltas = (F.when(op.isin(*INSERTS), F.array(plus))

@@ -39,6 +39,7 @@ from binlake.charsets import BINARY_COLLATION
 from binlake.constants import ColumnType as T
 from binlake.spark.conversions import BLOBS as _BLOBS, STRINGS as _STRINGS, family, server_value
 from binlake.spark.conversions import unconverted
+from binlake.spark.rebuild import TEMPORALS_AS_TEXT, forward
 
 #: How DATE, DATETIME and TIMESTAMP columns are typed: their Spark types, or
 #: MySQL's exact text (every value held, zero dates too).
@@ -246,9 +247,8 @@ def _unheld_words(table: str, column: dict, kind: str) -> tuple[str, str]:
     """The words around a value no Spark `kind` holds, in its refusal."""
     name = column["key"].replace("`", "``")
     return (f"{table}: column `{name}`: '",
-            f"' is no Spark {kind} (a zero date, a zero month or day, or year 0): start "
-            "the lake with --temporals text to keep DATE, DATETIME and TIMESTAMP columns "
-            "as MySQL's exact text")
+            f"' is no Spark {kind} (a zero date, a zero month or day, or year 0)"
+            + forward(TEMPORALS_AS_TEXT))
 
 
 def refuse(condition: Column, value: Column, reason: Column,

@@ -122,6 +122,16 @@ def add_arguments(parser) -> None:
                              "column): readers filtering on it skip the other partitions' "
                              "files. Kept by later runs; a run that names another column "
                              "rewrites the table's rows once, DB.TABLE= ends the partitioning")
+    parser.add_argument("--rebuild", metavar="PATTERNS",
+                        help="build these tables (db.table patterns, as --tables takes them) "
+                             "again. Without -R: from changes/, as the lake holds them (after "
+                             "a binlake upgrade, or a table damaged or changed by hand); the "
+                             "other tables stay as they are. A refused run is undone whole, so "
+                             "its changes are not in changes/ and this cannot pass a refusal. "
+                             "With -R: read anew from the server by the lock-free snapshot "
+                             "(MariaDB), taken at once by this run as --snapshot-tables asks: "
+                             "their rows are the server's, the changes before skipped, the way "
+                             "forward from a partial row image a run refused")
     parser.add_argument("--force-read", action="store_true",
                         help="continue past checksum mismatches and undecodable events")
     parser.add_argument("--no-verify-checksum", dest="verify_checksums", action="store_false",
@@ -167,6 +177,19 @@ def run(args, out, err) -> int:
         err.write("binlake pipeline: --follow follows a live server: add -R and its "
                   "connection options\n")
         return ExitStatus.USAGE
+    if args.rebuild and args.as_of:
+        err.write("binlake pipeline: --as-of builds every table anew in a folder of its own: "
+                  "not with --rebuild\n")
+        return ExitStatus.USAGE
+    if args.rebuild and args.remote:
+        # Read anew from the server: the follower this run starts takes the
+        # request before its first micro-batch (binlake.spark.rebuild).
+        from binlake.spark.follow import request_snapshot
+        try:
+            request_snapshot(args.out, args.rebuild, "--rebuild")
+        except ValueError as exc:
+            err.write(f"binlake pipeline: {exc}\n")
+            return ExitStatus.USAGE
     if args.snapshot_tables:
         from binlake.spark.follow import request_snapshot
         try:
@@ -211,7 +234,8 @@ def run(args, out, err) -> int:
             reader_options={"force": args.force_read, "verify_checksums": args.verify_checksums},
             snapshot=snapshot, snapshot_chunk_rows=args.chunk_rows, read_in=args.read_in,
             temporals=temporals,
-            history=args.history, partition_by=args.partition_by, log=log)
+            history=args.history, partition_by=args.partition_by, rebuild=args.rebuild,
+            log=log)
     except Exception as exc:  # noqa: BLE001 - whatever failed, as one line
         err.write(f"binlake pipeline: {one_line(exc)}\n")
         return ExitStatus.ERROR
