@@ -222,4 +222,5 @@ def test_an_alter_ignore_that_deletes_rows_unsaid_is_refused(spark, mariadb, tmp
     assert main(["pipeline", *files, "--out", str(out)], io.StringIO(), err) == 1
     line = err.getvalue().splitlines()[-1]
     assert "conv.t: an ALTER IGNORE TABLE adding a unique key deleted rows" in line, line
+    assert line.endswith(f"-R -h HOST -u USER --rebuild {DB}.t"), line
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before

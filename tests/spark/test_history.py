@@ -116,7 +116,7 @@ def test_an_alter_ignore_adding_a_unique_key_refuses_the_rows_from_before_it():
     refused = plan(CREATED + ["ALTER IGNORE TABLE t ADD UNIQUE (v)"])
     line = rows_lost_refusal(refused)
     assert line.startswith("db.t: an ALTER IGNORE TABLE adding a unique key deleted rows")
-    assert "--snapshot-tables db.t" in line
+    assert line.endswith("--rebuild db.t")
     assert rows_lost_refusal(plan(CREATED + ["ALTER IGNORE TABLE t DROP PRIMARY KEY, "
                                              "ADD PRIMARY KEY (v)"]))
     for statements in (["ALTER TABLE t ADD UNIQUE (v)"], ["ALTER IGNORE TABLE t ADD INDEX (v)"],

@@ -29,6 +29,7 @@ from binlake.spark.conversions import LENGTH
 from binlake.spark.layouts import TEXT_TYPES, ddl_layout_column, ddl_length, qualified
 from binlake.read.gzipped import is_gzip
 from binlake.spark.ranges import Split, read_split
+from binlake.spark.rebuild import READ_ANEW, forward, named
 from binlake.spark.typed import spark_type
 
 #: Enough of a statement to see past leading comments to its first word.
@@ -179,10 +180,9 @@ def rows_lost_refusal(plan: dict) -> str | None:
     for stretch in stretches[:-1]:
         if stretch.get("rows_lost"):
             name = f"{plan['database']}.{plan['table']}"
-            return (f"{name}: an ALTER IGNORE TABLE adding a unique key deleted rows with no "
-                    f"row event, which binlake cannot name; read the table anew from the "
-                    f"server: binlake pipeline --out DIR --snapshot-tables {name}, then the "
-                    f"follower (-R)")
+            return named(f"{name}: an ALTER IGNORE TABLE adding a unique key deleted rows "
+                         "with no row event, which binlake cannot name" + forward(READ_ANEW),
+                         name)
     return None
 
 
