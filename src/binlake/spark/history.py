@@ -336,7 +336,7 @@ def _default_text(default: str | None, spec, column: dict) -> str | None:
             return "0"
         if column["type"] == T.MYSQL_TYPE_ENUM and column["enum_values"]:
             return column["enum_values"][0]
-        return "" if spec.type in TEXT_TYPES and spec.type != "ENUM" else None
+        return _implicit_default(spec)
     if default[:1] == "'" and default[-1:] == "'":
         text = default[1:-1].replace("''", "'").replace("\\\\", "\\")
         if isinstance(spark_type(column), BinaryType):  # bytes are base64 in the views
@@ -345,6 +345,25 @@ def _default_text(default: str | None, spec, column: dict) -> str | None:
     if re.fullmatch(r"[-+]?\d+(\.\d*)?([eE][-+]?\d+)?", default):
         return default
     return None
+
+
+def _implicit_default(spec) -> str | None:
+    """The exact text of what a NOT NULL column without a DEFAULT gives the
+    rows it is added to, as MariaDB 10.11 gives it (lax sql_mode): empty
+    text and bytes (a BINARY(n): n zero bytes, bytes in base64 as the views
+    hold them), the zero date, time and datetime; None where not known
+    here (JSON; TIMESTAMP, which explicit_defaults_for_timestamp decides)."""
+    fraction = "." + "0" * spec.fsp if getattr(spec, "fsp", 0) else ""
+    if spec.type in TEXT_TYPES and spec.type != "ENUM" or spec.type in _BYTE_STRINGS:
+        return ""
+    if spec.type == "BINARY":
+        size = int(spec.args[0]) if spec.args else 1
+        return base64.b64encode(bytes(size)).decode("ascii")
+    return {"DATE": "0000-00-00", "DATETIME": "0000-00-00 00:00:00" + fraction,
+            "TIME": "00:00:00" + fraction}.get(spec.type)
+
+
+_BYTE_STRINGS = {"VARBINARY", "TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB"}
 
 
 def _omitted_texts(stretch, sources, columns: list) -> tuple:
