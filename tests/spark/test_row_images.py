@@ -235,7 +235,7 @@ MOVES = [
     "UPDATE moved SET id = 20 WHERE id = 3",
     "UPDATE moved SET id = 21 WHERE id = 20",  # moved again,
     "UPDATE moved SET b = 'moved' WHERE id = 21",  # and changed where it is now
-    "INSERT INTO moved VALUES (8, 8, 'eight')",  # a row of this run, moved
+    "INSERT INTO moved (id, a, b) VALUES (8, 8, 'eight')",  # a row of this run, moved
     "UPDATE moved SET id = 80 WHERE id = 8",
     "DELETE FROM moved WHERE id = 1",  # a key freed, then taken by a move
     "UPDATE moved SET id = 1 WHERE id = 4",
@@ -243,15 +243,18 @@ MOVES = [
 ]
 
 
+@pytest.mark.parametrize("altered", [False, True])
 @pytest.mark.parametrize("engine", ["driver", "spark"])
 def test_a_row_moved_to_a_new_key_by_a_partial_image_takes_the_row_it_was(
-        spark, server, image, tmp_path, monkeypatch, engine):
+        spark, server, image, tmp_path, monkeypatch, engine, altered):
     """An UPDATE of the primary key is an ordinary statement: under MINIMAL
     images its after image holds the new key alone, and the row is the one
     the old key held (the table's, or one a change of the run wrote), as
     the server has it. Many changes (more than the driver computes) take
-    the same way: Spark's aggregate by key cannot follow a row across keys."""
-    database = f"moves_{engine}"
+    the same way: Spark's aggregate by key cannot follow a row across keys;
+    so do the changes of a table a DDL of the run carries into its new
+    columns (`altered`; randomized check R2: Spark refused them)."""
+    database = f"moves_{engine}{'_altered' if altered else ''}"
     incoming, out = tmp_path / "incoming", tmp_path / "out"
     incoming.mkdir()
     execute(server, [f"CREATE DATABASE {database}", f"USE {database}",
@@ -261,10 +264,13 @@ def test_a_row_moved_to_a_new_key_by_a_partial_image_takes_the_row_it_was(
                      *[f"INSERT INTO moved VALUES ({i}, {i}, 'row {i}')" for i in range(1, 8)]])
     arrive(capture(server)[0], incoming)
     run_pipeline(spark, [str(incoming)], str(out), tables=f"{database}.*")
-    execute(server, [f"USE {database}", *MOVES])
+    execute(server, [f"USE {database}",
+                     *(["ALTER TABLE moved ADD COLUMN e INT DEFAULT 5"] if altered else []),
+                     *MOVES])
     arrive(capture(server)[0], incoming)
     if engine == "spark":
         monkeypatch.setattr(binlake.spark.driver_tables, "DRIVER_ROWS", -1)
+        monkeypatch.setattr(binlake.spark.driver_tables, "DRIVER_TABLE_ROWS", -1)
     run_pipeline(spark, [str(incoming)], str(out), tables=f"{database}.*")
     key = lambda row: row["id"]  # noqa: E731
     assert sorted(read_table(str(out), f"{database}.moved").to_pylist(), key=key) == sorted(

@@ -347,11 +347,18 @@ def commit_table(uri: str, table: str, files: list[str], schema, *, run: int,
     then syncs the entry). A table partitioned `partition_by`
     has its files in Hive folders (`column=value/`), each file the rows of
     one value, the column not in the file (partition_folder)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
     from deltalake import DeltaTable, write_deltalake
     from deltalake.transaction import AddAction
 
     partition_by = list(partition_by)
+    # Every column nullable, whatever Spark's files say (a column a job
+    # filled with a literal is required there): NOT NULL is the server's
+    # rule, and the files of earlier versions lack a column added since,
+    # which a required one would make unreadable in the change data feed.
+    schema = pa.schema([field.with_nullable(True) for field in schema],
+                       metadata=schema.metadata)
     if not _exists(uri):  # version 0: the schema, no rows
         write_deltalake(uri, schema.empty_table(), mode="error", configuration=TABLE_PROPERTIES,
                         partition_by=partition_by or None)

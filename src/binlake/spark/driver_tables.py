@@ -488,13 +488,15 @@ def net_changes(changes: list[Change], plan: dict, table: str, held) -> pa.Table
                                 names=whole.column_names + list(extra))
 
 
-def rewritten(current: pa.Table, changes: list[Change], plan: dict, table: str) -> pa.Table:
+def rewritten(current: pa.Table, changes: list[Change], plan: dict, table: str,
+              any_size: bool = False) -> pa.Table:
     """`current` (the table's rows, typed, in the plan's columns) with the
     changes applied: a key's net change replaces or deletes its row (a
     partial one completed from `current`); a keyless table's copies added
     and removed (removing a copy it does not hold changes nothing, as in
-    Spark)."""
-    if current.num_rows > DRIVER_TABLE_ROWS:
+    Spark). A large table goes to Spark, unless `any_size` (where only the
+    driver's fold is right)."""
+    if current.num_rows > DRIVER_TABLE_ROWS and not any_size:
         raise InSpark("a large table")
     layout = plan["layout"]
     names = [c["key"] for c in layout["columns"]]

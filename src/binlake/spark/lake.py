@@ -643,16 +643,20 @@ class _Lake:
         `files` applied, computed by the driver (InSpark where it does not)."""
         sources = _sources(plan)
         mine = self.changes.of(files, sources)
-        if not driver.takes(sum(map(parquet_rows, mine))):
+        # A key moved by a partial image: only the driver's fold in commit
+        # order completes it (`apply` sends such runs here too), any size.
+        moves = self.changes.moves_partially(mine, plan)
+        if not driver.takes(sum(map(parquet_rows, mine))) and not moves:
             raise driver.InSpark("many changes")
-        current = self._carried_in_driver(plan, source)
+        current = self._carried_in_driver(plan, source, any_size=moves)
         changes = driver.images(driver.read_changes(mine, self.changes.root, sources), plan,
                                 partial=bool(plan["primary_key"]))
-        return driver.rewritten(current, changes, plan, qualified(plan["database"], plan["table"]))
+        return driver.rewritten(current, changes, plan, qualified(plan["database"], plan["table"]),
+                                any_size=moves)
 
-    def _carried_in_driver(self, plan: dict, source: "CarriedFrom"):
+    def _carried_in_driver(self, plan: dict, source: "CarriedFrom", any_size: bool = False):
         """`_carried_rows` as an Arrow table (InSpark where that is None, or
-        the table is large)."""
+        the table is large and not `any_size`)."""
         layout = plan["layout"]
         key = qualified(plan["database"], plan["table"])
         types = driver.arrow_types(layout)
@@ -660,7 +664,7 @@ class _Lake:
         held = 0 if source.uri is None else row_count(source.uri)
         if not held:  # no row to carry (a table whose first rows come now: its layout was the DDL's)
             return pa.schema([pa.field(n, kind) for n, kind in zip(names, types)]).empty_table()
-        if held > driver.DRIVER_TABLE_ROWS:
+        if held > driver.DRIVER_TABLE_ROWS and not any_size:
             raise driver.InSpark("a large table")
         current = read_table(source.uri)
         columns = []
