@@ -75,10 +75,10 @@ def refuse_inexact(text: str, point: AsOf, plans: list, manifest: Manifest,
         last = entry.get("last_chunk") or _last_chunk_in(changes_root, plan)
         if last is not None and _before(point, name_sequence(last["file"]), last["pos"],
                                         last["time"]):
-            raise ValueError(f"--as-of {text}: {name} was read anew by the lock-free snapshot, "
-                             f"its last chunk at {last['file']}:{last['pos']} ({last['time']}): "
-                             "the lake holds its rows from there on, not before; take a point "
-                             f"at or after it{end}")
+            raise ValueError(f"--as-of {text}: {name} was read by the lock-free snapshot, its "
+                             f"last chunk at {last['file']}:{last['pos']} ({last['time']}): the "
+                             "lake holds its rows from there on, not before; take a point at or "
+                             f"after it{end}")
 
 
 def _last_chunk_in(changes_root: str, plan: dict) -> dict | None:
