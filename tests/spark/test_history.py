@@ -102,10 +102,10 @@ def test_an_alter_ignore_adding_a_unique_key_refuses_the_rows_from_before_it():
     """ALTER IGNORE ... ADD UNIQUE deletes the rows the key finds twice but
     the first, with no row event: a plan that carries rows from before it
     is refused in one line naming the way forward; a table read anew after
-    it (its stretches start there, binlake.spark.pipeline._starting_anew) is
+    it (its stretches start there, binlake.spark.starts.starting_anew) is
     not; a plain ALTER, or ALTER IGNORE adding no unique key, is not."""
     from binlake.spark.history import rows_lost_refusal
-    from binlake.spark.pipeline import _starting_anew
+    from binlake.spark.starts import starting_anew
 
     def plan(statements: list[str]) -> dict:
         schema = Schema()
@@ -122,7 +122,7 @@ def test_an_alter_ignore_adding_a_unique_key_refuses_the_rows_from_before_it():
     for statements in (["ALTER TABLE t ADD UNIQUE (v)"], ["ALTER IGNORE TABLE t ADD INDEX (v)"],
                        ["ALTER IGNORE TABLE t ADD COLUMN w INT"]):
         assert rows_lost_refusal(plan(CREATED + statements)) is None, statements
-    [anew], _ = _starting_anew([refused], {"tables": {"db.t": {"since": [1, 250]}}})
+    [anew], _ = starting_anew([refused], {"tables": {"db.t": {"since": [1, 250]}}})
     assert rows_lost_refusal(anew) is None
 
 

@@ -71,6 +71,7 @@ from binlake.spark.partitioned import parquet_rows
 from binlake.spark.rebuild import marked_stale, stale_tables
 from binlake.spark.run_undo import RunUndo
 from binlake.spark.snapshot import SNAPSHOT_FILES, snapshot_reading
+from binlake.spark.starts import refuse_inexact, starting_anew
 from binlake.spark.tables import AsOf, one_of
 from binlake.spark.typed import PARTITION_TYPES, TEMPORALS, spark_type, with_temporals
 
@@ -508,10 +509,14 @@ def _run_in(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_parti
 
     if as_of:
         # The tables as of the point, whole, in their own folder; the lake's
-        # tables and its manifest's state of them stay as they are.
+        # tables and its manifest's state of them stay as they are. Each
+        # table starts where the normal build starts it; a point the lake
+        # cannot give exactly (a table still being read among them) is refused.
         point = parse_as_of(as_of, manifest)
-        plans = _plans(history, layouts, order, built, temporals, partition_by,
+        plans = _plans(history, layouts, order, wanted, temporals, partition_by,
                        _before(point, order))
+        refuse_inexact(as_of, point, plans, manifest, os.path.join(out, "changes"))
+        plans, _ = starting_anew(plans, manifest.chunks)
         os.makedirs(as_of_out, exist_ok=True)
         result.tables, _, result.table_work = update_tables(
             spark, out, plans, manifest, as_of=point,
@@ -525,8 +530,8 @@ def _run_in(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_parti
             or state.temporals != temporals or state.history != keep_history
             or state.partition_by != partition_by or stale_tables(state)
             or not os.path.isdir(os.path.join(out, TABLES))):
-        plans, fresh = _starting_anew(_plans(history, layouts, order, built, temporals,
-                                             partition_by), manifest.chunks)
+        plans, fresh = starting_anew(_plans(history, layouts, order, built, temporals,
+                                            partition_by), manifest.chunks)
         fresh |= stale_tables(state)  # built from their changes, never carried
 
         def tables_mixed() -> None:
@@ -566,27 +571,6 @@ def _plans(history, layouts: dict, order, wanted, temporals: str, partition_by: 
             plan["partition_by"] = [_partition_column(plan, column)]
         plans.append(plan)
     return plans
-
-
-def _starting_anew(plans: list, progress: dict | None) -> tuple[list, set]:
-    """The plans with the tables the lock-free snapshot read anew into the
-    lake (binlake.spark.snapshot.read_anew) starting at their `since`:
-    their changes before it are superseded by the chunks; and the names of
-    those tables, which are built again from their chunks, never carried."""
-    starts = {name: tuple(entry["since"]) for name, entry in (progress or {}).get(
-        "tables", {}).items() if entry.get("since")}
-    if not starts:
-        return plans, set()
-    out = []
-    for plan in plans:
-        since = starts.get(f"{plan['database']}.{plan['table']}")
-        if since is not None:
-            stretches = [dict(stretch, after=list(max(tuple(stretch["after"]), since)))
-                         for stretch in plan["stretches"]
-                         if stretch["before"][0] is None or tuple(stretch["before"]) > since]
-            plan = dict(plan, stretches=stretches)
-        out.append(plan)
-    return out, set(starts)
 
 
 def _partition_column(plan: dict, name: str) -> str:

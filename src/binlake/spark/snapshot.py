@@ -42,14 +42,16 @@ still being read stays out of tables/ (a reader never sees half of it):
 the run that appends its last chunk builds it from its chunks and
 changes, as a table new to the lake (binlake.spark.pipeline): in the driver
 from the chunk files themselves (binlake.spark.lake). The progress
-(each table's last bound) is committed in the manifest with the run that
-holds the chunks' rows: a killed snapshot reads again at most the round in
-flight. MySQL has no position of a read view without a lock: there a keyed
-chunk is placed by watermarks (`_chunk_view`): it sorts at the binlog's end
-read before its view opened, and the lake takes it once it holds the
-binlog read after; the changes between, which its rows may hold already,
-are applied over them by key to the same state. A table without a key is
-read at an exact point under a moment's global read lock.
+(each table's last bound, and where its last chunk was read: an `--as-of`
+point before it is refused, binlake.spark.starts) is committed in the
+manifest with the run that holds the chunks' rows: a killed snapshot reads
+again at most the round in flight. MySQL has no position of a read view
+without a lock: there a keyed chunk is placed by watermarks
+(`_chunk_view`): it sorts at the binlog's end read before its view opened,
+and the lake takes it once it holds the binlog read after; the changes
+between, which its rows may hold already, are applied over them by key to
+the same state. A table without a key is read at an exact point under a
+moment's global read lock.
 
 The same chunks read tables anew into a lake that follows already
 (`read_anew`: tables newly selected, or asked for): their progress entry
@@ -738,6 +740,9 @@ def progressed(progress: dict, reads: list[ChunkRead]) -> dict:
         entry["after"] = _key_json(read.chunk.through)
         entry["done"] = read.chunk.through is None
         entry["rows"] += read.rows
+        # Where its rows are the lake's from (binlake.spark.starts: --as-of before it is refused).
+        entry["last_chunk"] = {"file": read.point.file, "pos": read.point.pos,
+                               "time": read.point.time}
         if not read.chunk.key and "since" in entry:
             # A multiset: the changes before its read view are in its rows.
             entry["since"] = [name_sequence(read.point.file), read.point.pos - 2]

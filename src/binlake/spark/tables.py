@@ -57,6 +57,13 @@ class AsOf:
         seq = F.col("commit_key.file_seq")
         return (seq < self.file_seq) | ((seq == self.file_seq) & (F.col("commit_pos") <= self.pos))
 
+    def includes(self, file_seq: int, pos: int, time: dt.datetime | None) -> bool:
+        """`condition` of one commit (its file's number, the position and
+        time of its commit): it is at or before the point."""
+        if self.time is not None:
+            return time is not None and time <= self.time
+        return (file_seq, pos) <= (self.file_seq, self.pos)
+
     def describe(self) -> str:
         if self.time is not None:
             return self.time.isoformat()
