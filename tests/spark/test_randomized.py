@@ -1,0 +1,43 @@
+"""Seeded random workloads against a private MariaDB (binlake.testing.randomized):
+after every few steps `binlake pipeline -R` runs once, and each Delta table
+must equal the server's `SELECT *` and its change data feed replayed.
+
+The seeds rotate as the sweeps do (tests/sweeps.py: BINLAKE_SWEEP_SEED, else
+the day's number): a run takes SEEDS seeds of STEPS steps, prints them, and
+a failure says the seed and step to repeat it with. More:
+BINLAKE_RANDOM_SEEDS=N (how many seeds), BINLAKE_RANDOM_STEPS=M (steps
+each), BINLAKE_RANDOM_SEED=S (that seed alone).
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("deltalake")
+
+from binlake.testing.randomized import Run  # noqa: E402
+
+import sweeps  # noqa: E402
+
+from .randomized_oracle import compare  # noqa: E402
+
+SEEDS = int(os.environ.get("BINLAKE_RANDOM_SEEDS", "2"))
+STEPS = int(os.environ.get("BINLAKE_RANDOM_STEPS", "15"))
+
+
+def seeds() -> list[int]:
+    if os.environ.get("BINLAKE_RANDOM_SEED"):
+        return [int(os.environ["BINLAKE_RANDOM_SEED"])]
+    return [sweeps.seed() * 100 + i for i in range(SEEDS)]
+
+
+@pytest.mark.parametrize("seed", seeds())
+def test_a_random_workload_keeps_the_lake_equal_to_the_server(spark, mariadb, seed, tmp_path):
+    outcome = Run(seed, tmp_path, compare).run(STEPS)
+    print(f"randomized: seed {seed}, {outcome.steps} steps, {outcome.checks} checks, "
+          f"{outcome.statements} statements ({outcome.rejected} rejected by the server), "
+          f"{outcome.seconds:.0f} s (repeat with BINLAKE_RANDOM_SEED={seed} "
+          f"BINLAKE_RANDOM_STEPS={STEPS})")
+    assert not outcome.findings, "\n\n".join(f.report() for f in outcome.findings)
