@@ -35,7 +35,12 @@ from the same generator, 1..5) and after the last, runs the pipeline once
 from the server as the command does (`binlake pipeline -R --out DIR -h ...
 binlog.000001`, in this process: the test's Spark session is reused) and
 hands the lake and the server to `compare`, the caller's oracle (the tests'
-typed rows: tests/spark/randomized_oracle.py), which lists differences. A
+typed rows: tests/spark/randomized_oracle.py), which lists differences.
+Which engine computes the tables is drawn per check too, from a generator
+of its own (so the statements do not depend on it): the driver (small
+increments' usual way) or, a third of the time, Spark's jobs
+(driver_tables.DRIVER_ROWS = -1, as tests/spark/test_row_images.py holds
+them to it); `engine=` fixes it. A
 run that fails or refuses, or any difference, ends the run with a
 `Finding`: the seed, the step, the statements since the last check and the
 differences, and how to repeat it (the seed and step count: the same
@@ -362,11 +367,13 @@ class Finding:
     since: list[Executed]
     differences: list[str]
     kind: str = "difference"  #: difference, refused, failed
+    scripted: bool = False  #: a given script's (each action checked), not the seed's
 
     def report(self) -> str:
-        lines = [f"randomized seed {self.seed}: {self.kind} at step {self.step} (repeat: "
-                 f"BINLAKE_RANDOM_SEED={self.seed} BINLAKE_RANDOM_STEPS={self.step}, or "
-                 f"bench/bench_randomized.py --seed {self.seed} --steps {self.step})",
+        repeat = ("a script: its statements, each action checked" if self.scripted else
+                  f"repeat: BINLAKE_RANDOM_SEED={self.seed} BINLAKE_RANDOM_STEPS={self.step}, or "
+                  f"bench/bench_randomized.py --seed {self.seed} --steps {self.step}")
+        lines = [f"randomized seed {self.seed}: {self.kind} at step {self.step} ({repeat})",
                  "statements since the last check:", *[e.line() for e in self.since],
                  "differences:", *[f"  {d}" for d in self.differences]]
         return "\n".join(lines)
@@ -408,10 +415,16 @@ class Run:
 
     def __init__(self, seed: int, workdir: Path,
                  compare: Callable[[Path, object], list[str]], server_id: int = 46,
-                 log: Callable[[str], None] | None = None, keep_going: bool = False):
+                 log: Callable[[str], None] | None = None, keep_going: bool = False,
+                 engine: str = "random"):
         self.seed, self.workdir, self.compare = seed, Path(workdir), compare
         self.server_id, self.log = server_id, log or (lambda message: None)
         self.keep_going = keep_going
+        self.engine, self.engines = engine, random.Random(f"{seed} engine")
+
+    def _engine(self) -> str:
+        drawn = "spark" if self.engines.random() < 1 / 3 else "driver"
+        return drawn if self.engine == "random" else self.engine
 
     def run(self, steps: int, script: list[list[str]] | None = None) -> Outcome:
         """`steps` of the seed's workload; or `script`: given actions (each a
@@ -437,6 +450,8 @@ class Run:
                 outcome.steps = step
                 if step == next_check or step == total:
                     lake = self._check(server, lake, step, since, outcome)
+                    for finding in outcome.findings:
+                        finding.scripted = script is not None
                     since = []
                     next_check = step + (1 if script is not None else workload.check_every())
                     if outcome.findings and not self.keep_going:
@@ -471,14 +486,21 @@ class Run:
 
     def _check(self, server, lake: Path, step: int, since: list[Executed],
                outcome: Outcome) -> Path:
+        from binlake.spark import driver_tables
         outcome.checks += 1
         before = tables_bytes(lake)
-        status, error = run_pipeline_once(server, lake)
-        self.log(f"seed {self.seed} step {step}: pipeline {status}"
+        engine = self._engine()
+        held, driver_tables.DRIVER_ROWS = driver_tables.DRIVER_ROWS, (
+            -1 if engine == "spark" else driver_tables.DRIVER_ROWS)
+        try:
+            status, error = run_pipeline_once(server, lake)
+        finally:
+            driver_tables.DRIVER_ROWS = held
+        self.log(f"seed {self.seed} step {step}: pipeline ({engine}) {status}"
                  + (f" {error}" if status else ""))
         if status != 0:
             kind = "refused" if "nothing was applied" in error else "failed"
-            differences = [f"binlake pipeline ended {status}: {error}"]
+            differences = [f"binlake pipeline ({engine}) ended {status}: {error}"]
             if tables_bytes(lake) != before:
                 differences.append("and tables/ changed although the run failed")
             outcome.findings.append(Finding(self.seed, step, since, differences, kind))
@@ -487,5 +509,6 @@ class Run:
             return fresh
         differences = self.compare(lake, server)
         if differences:
+            differences.insert(0, f"(the tables computed by the {engine})")
             outcome.findings.append(Finding(self.seed, step, since, differences))
         return lake
