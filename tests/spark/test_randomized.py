@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("deltalake")
 
-from binlake.testing.randomized import DATABASE, Run  # noqa: E402
+from binlake.testing.randomized import DATABASE, KNOWN, Run  # noqa: E402
 
 import sweeps  # noqa: E402
 
@@ -64,3 +64,32 @@ def test_the_oracle_sees_a_row_the_binlog_does_not_hold(spark, mariadb, tmp_path
     assert "[1] INSERT INTO keyless (n, s) VALUES (1, 'a'), (1, 'a');" in report
     assert "1 only in the server" in report and "only in the server: {b: None, d: '1.50', n: 99," in report, report
     assert "change data feed" not in report, report  # the feed replayed is the table
+
+
+#: The minimal reproduction of each defect in randomized.KNOWN (one action a
+#: list, the lake checked after each) and the engine it needs.
+KNOWN_REPROS = {
+    "R1": ("spark", [
+        ["CREATE TABLE k (id INT PRIMARY KEY, a INT) DEFAULT CHARSET=utf8mb4",
+         "INSERT INTO k VALUES (1, 1)"],
+        ["ALTER TABLE k ADD COLUMN c INT NOT NULL"]]),
+    "R2": ("spark", [
+        ["CREATE TABLE k (id INT PRIMARY KEY, d DECIMAL(8,2)) DEFAULT CHARSET=utf8mb4",
+         "INSERT INTO k VALUES (30, 1.5), (40, 2.5)"],
+        ["SET SESSION binlog_row_image = 'MINIMAL'", "ALTER TABLE k ADD COLUMN e INT",
+         "UPDATE k SET id = id + 5 WHERE id = 30"]]),
+    "R3": ("driver", [
+        ["CREATE TABLE k (id INT PRIMARY KEY, a INT) DEFAULT CHARSET=utf8mb4",
+         "INSERT INTO k VALUES (1, 1)"],
+        ["ALTER TABLE k ADD COLUMN y BLOB NULL", "ALTER TABLE k ADD COLUMN z BLOB NOT NULL"]]),
+}
+
+
+@pytest.mark.parametrize("defect", sorted(KNOWN))
+@pytest.mark.xfail(strict=True, reason="a defect the randomized check found, not fixed yet "
+                                       "(randomized.KNOWN): when this passes, remove it there")
+def test_a_known_defect_is_gone(spark, mariadb, defect, tmp_path):
+    engine, script = KNOWN_REPROS[defect]
+    outcome = Run(0, tmp_path, compare, engine=engine).run(0, script=script, setup=False)
+    assert not outcome.findings, f"{defect}: {KNOWN[defect]}\n" + "\n\n".join(
+        f.report() for f in outcome.findings)
