@@ -45,6 +45,16 @@ def test_a_random_workload_keeps_the_lake_equal_to_the_server(spark, mariadb, se
     assert not outcome.findings, "\n\n".join(f.report() for f in outcome.findings)
 
 
+def test_the_statements_and_checks_are_the_seeds_alone():
+    from binlake.testing.randomized import read_script, write_script
+    script = write_script(3, 60)
+    assert script == write_script(3, 60) != write_script(4, 60)
+    # fewer steps: the same first ones (the last check is only the run's end)
+    assert script.startswith(write_script(3, 30).rsplit("-- check\n", 1)[0])
+    actions = read_script(script)
+    assert len(actions) == script.count("-- check") and all(actions)
+
+
 def test_the_oracle_sees_a_row_the_binlog_does_not_hold(spark, mariadb, tmp_path):
     """Not vacuous: a row written with sql_log_bin=0 is a finding that names
     the seed, the step, the statements and the row (SELECT * has it, the

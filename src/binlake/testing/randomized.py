@@ -15,7 +15,8 @@ the server's answers. The tables:
 each with an INT, a VARCHAR, a DECIMAL, a DATETIME and a TEXT or BLOB column
 to begin with. The actions: a multi-row INSERT (a random subset of the
 columns named, so partial images leave the rest to their DEFAULTs; IGNORE
-now and then), an UPDATE of values or expressions, an UPDATE moving keys
+now and then), REPLACE and INSERT ... ON DUPLICATE KEY UPDATE on the keyed
+tables, an UPDATE of values or expressions, an UPDATE moving keys
 (`SET id = id + N ... ORDER BY` so no row meets another on the way), a
 DELETE (a key range, a predicate, LIMIT), a new session with
 `binlog_row_image` FULL, MINIMAL or NOBLOB, a short transaction of the DML
@@ -168,7 +169,8 @@ class Workload:
     def step(self) -> list[str]:
         """One action's statements (a session switch, a transaction: a few)."""
         actions = [(self.insert, 5), (self.update, 4), (self.move_keys, 2), (self.delete, 2),
-                   (self.session, 1.5), (self.transaction, 1), (self.ddl, 1.5)]
+                   (self.upsert, 1.5), (self.session, 1.5), (self.transaction, 1),
+                   (self.ddl, 1.5)]
         action = self.rng.choices([a for a, _ in actions], [w for _, w in actions])[0]
         return action()
 
@@ -183,8 +185,8 @@ class Workload:
         return self.rng.choice(self.tables)
 
     def _dml(self) -> list[str]:
-        return self.rng.choices([self.insert, self.update, self.move_keys, self.delete],
-                                [5, 4, 2, 2])[0]()
+        return self.rng.choices([self.insert, self.update, self.move_keys, self.delete,
+                                 self.upsert], [5, 4, 2, 2, 1.5])[0]()
 
     def session(self) -> list[str]:
         self.image = self.rng.choice(IMAGES)
@@ -205,6 +207,26 @@ class Workload:
         ignore = " IGNORE" if table.key and self.rng.random() < 0.3 else ""
         names = ", ".join(f"`{c.name}`" for c in named)
         return [f"INSERT{ignore} INTO `{table.name}` ({names}) VALUES {', '.join(rows)}"]
+
+    def upsert(self) -> list[str]:
+        """REPLACE (the row a key meets deleted, or updated in place, the
+        columns not named taking their DEFAULTs) or INSERT ... ON DUPLICATE
+        KEY UPDATE, on a keyed table; the keys drawn from few, to meet rows."""
+        table = self.rng.choice([t for t in self.tables if t.key])
+        named = [c for c in table.columns
+                 if c.key or (not c.nullable and c.default is None) or self.rng.random() < 0.6]
+        rows = [f"({', '.join(self.value(c) for c in named)})"
+                for _ in range(self.rng.randint(1, 3))]
+        names = ", ".join(f"`{c.name}`" for c in named)
+        if self.rng.random() < 0.5:
+            return [f"REPLACE INTO `{table.name}` ({names}) VALUES {', '.join(rows)}"]
+        values = [c for c in table.columns if not c.key]
+        chosen = self.rng.sample(values, self.rng.randint(1, min(2, len(values))))
+        sets = ", ".join(f"`{c.name}` = " + (f"VALUES(`{c.name}`)" if c in named and
+                                              self.rng.random() < 0.5 else self.expression(c))
+                         for c in chosen)
+        return [f"INSERT INTO `{table.name}` ({names}) VALUES {', '.join(rows)} "
+                f"ON DUPLICATE KEY UPDATE {sets}"]
 
     def update(self) -> list[str]:
         table = self._table()
