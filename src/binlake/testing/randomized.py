@@ -129,6 +129,10 @@ KNOWN = {
           "table in one run: Spark's jobs refuse it (a row the table does not hold)",
     "R3": "ADD COLUMN ... BLOB NOT NULL without a DEFAULT on a table with rows: they take "
           "NULL, the server's b''",
+    # Not binlake's to fix from the row images: the server does not log it.
+    "R4": "REPLACE of a row a key holds, under MINIMAL or NOBLOB images: MariaDB logs an "
+          "UPDATE of the columns named (NOBLOB: and the other non-BLOBs), not the columns "
+          "REPLACE set to their DEFAULTs; the lake keeps their old values, silently",
 }
 
 
@@ -218,7 +222,8 @@ class Workload:
         rows = [f"({', '.join(self.value(c) for c in named)})"
                 for _ in range(self.rng.randint(1, 3))]
         names = ", ".join(f"`{c.name}`" for c in named)
-        if self.rng.random() < 0.5:
+        replace = self.rng.random() < 0.5
+        if replace and not ("R4" in self.avoid and self.image != "FULL"):
             return [f"REPLACE INTO `{table.name}` ({names}) VALUES {', '.join(rows)}"]
         values = [c for c in table.columns if not c.key]
         chosen = self.rng.sample(values, self.rng.randint(1, min(2, len(values))))
