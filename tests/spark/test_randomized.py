@@ -83,7 +83,7 @@ KNOWN_REPROS = {
     "R1": ("spark", [
         ["CREATE TABLE k (id INT PRIMARY KEY, a INT) DEFAULT CHARSET=utf8mb4",
          "INSERT INTO k VALUES (1, 1)"],
-        ["ALTER TABLE k ADD COLUMN c INT NOT NULL"]]),
+        ["ALTER TABLE k ADD COLUMN c VARCHAR(16) DEFAULT 'abc'"]]),
     "R2": ("spark", [
         ["CREATE TABLE k (id INT PRIMARY KEY, d DECIMAL(8,2)) DEFAULT CHARSET=utf8mb4",
          "INSERT INTO k VALUES (30, 1.5), (40, 2.5)"],

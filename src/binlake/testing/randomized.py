@@ -122,9 +122,10 @@ class Table:
 #: generates them too (bench_randomized.py --known-too). Remove an entry
 #: when its defect is fixed.
 KNOWN = {
-    "R1": "ADD COLUMN ... NOT NULL on a table with rows, carried by Spark's jobs: the change "
-          "data feed is no longer readable from version 0 (deltalake: Non-nullable column ... "
-          "is missing from the physical schema)",
+    "R1": "ADD COLUMN with a DEFAULT other than NULL (or NOT NULL) on a table with rows, "
+          "carried by Spark's jobs: the column is non-nullable in the Delta schema, and the "
+          "change data feed is no longer readable from version 0 (deltalake: Non-nullable "
+          "column ... is missing from the physical schema)",
     "R2": "a key moved by a partial row image (MINIMAL/NOBLOB) and a column DDL of the same "
           "table in one run: Spark's jobs refuse it (a row the table does not hold)",
     "R3": "ADD COLUMN ... BLOB NOT NULL without a DEFAULT on a table with rows: they take "
@@ -357,6 +358,8 @@ class Workload:
         if family not in ("blob", "text") and (self.rng.random() < 0.6 or (
                 family == "datetime" and not column.nullable)):
             column.default = self.value(column, null=False)
+        if "R1" in self.avoid:
+            column.default = None
         if "R3" in self.avoid and family == "blob":
             column.nullable = True
         where = ""
