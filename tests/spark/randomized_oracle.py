@@ -1,0 +1,79 @@
+"""The randomized check's oracle (binlake.testing.randomized): each Delta
+table of the lake against the server's `SELECT *`, through the same typed
+rows as every other lake test (truth.typed_rows, truth.canonical_rows), as
+a multiset (a keyless table's copies count); and each table's change data
+feed, replayed from version 0, against the table. Returns the differences,
+each a line: none when the lake is right."""
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from binlake.spark.pipeline import read_table
+from binlake.testing.randomized import DATABASE
+from binlake.testing.workload import expected_final_state
+
+from .truth import _columns, canonical_rows, typed_rows
+
+SHOWN = 6  #: rows shown of each side of a difference
+
+
+def compare(lake: Path, server) -> list[str]:
+    expected, columns = expected_final_state(server, DATABASE), _columns(server)
+    folder = Path(lake) / "tables"
+    held = sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+    wanted = sorted(f"{DATABASE}.{table}" for table in expected)
+    differences = []
+    if held != wanted:
+        differences.append(f"tables/ holds {held}, the server {wanted}")
+    for table, rows in sorted(expected.items()):
+        name = f"{DATABASE}.{table}"
+        if name not in held:
+            continue
+        lake_rows = read_table(str(lake), name).to_pylist()
+        got = Counter(canonical_rows(lake_rows))
+        want = Counter(canonical_rows(typed_rows(rows, columns[table])))
+        differences += diff(f"{table}: the lake", got, "the server", want)
+        try:
+            feed = replayed_feed(folder / name)
+        except Exception as error:  # noqa: BLE001 - a feed that cannot be read is a finding
+            differences.append(f"{table}: its change data feed cannot be read: "
+                               f"{type(error).__name__}: {str(error).splitlines()[0][:300]}")
+            continue
+        differences += diff(f"{table}: the change data feed replayed", feed, "the table", got)
+    return differences
+
+
+def replayed_feed(uri: Path) -> Counter:
+    """The rows the table's change data feed adds and removes from version 0,
+    summed (a count below zero is kept: a row removed more than added)."""
+    import deltalake
+    import pyarrow as pa
+    feed = pa.table(deltalake.DeltaTable(str(uri)).load_cdf(starting_version=0).read_all())
+    rows = Counter()
+    for change in feed.to_pylist():
+        kind = change.pop("_change_type")
+        for name in ("_commit_version", "_commit_timestamp"):
+            change.pop(name, None)
+        (row,) = canonical_rows([change])
+        rows[row] += 1 if kind in ("insert", "update_postimage") else -1
+    return Counter({row: count for row, count in rows.items() if count})
+
+
+def diff(left_name: str, left: Counter, right_name: str, right: Counter) -> list[str]:
+    if left == right:
+        return []
+    only_left, only_right = left - right, right - left
+    negative = {row: n for row, n in left.items() if n < 0}
+    lines = [f"{left_name} differs from {right_name}: {sum(only_left.values())} row(s) only in "
+             f"{left_name.split(': ')[-1]}, {sum(only_right.values())} only in {right_name}"]
+    lines += [f"    only in {left_name.split(': ')[-1]}: {show(row)}"
+              for row in list(only_left.elements())[:SHOWN]]
+    lines += [f"    only in {right_name}: {show(row)}" for row in list(only_right.elements())[:SHOWN]]
+    lines += [f"    removed more often than added ({n}): {show(row)}"
+              for row, n in list(negative.items())[:SHOWN]]
+    return lines
+
+
+def show(row: tuple) -> str:
+    return "{" + ", ".join(f"{name}: {value[1]!r}" for name, value in row) + "}"
