@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("deltalake")
 
-from binlake.testing.randomized import DATABASE, KNOWN, Run  # noqa: E402
+from binlake.testing.randomized import DATABASE, FIXED, Run  # noqa: E402
 
 import sweeps  # noqa: E402
 
@@ -76,10 +76,11 @@ def test_the_oracle_sees_a_row_the_binlog_does_not_hold(spark, mariadb, tmp_path
     assert "change data feed" not in report, report  # the feed replayed is the table
 
 
-#: The minimal reproduction of each binlake defect in randomized.KNOWN (one
-#: action a list, the lake checked after each) and the engine it needs. R4 is
-#: the server's (the binlog does not hold the change): none.
-KNOWN_REPROS = {
+#: The minimal reproduction of each defect the check found and binlake
+#: fixed (randomized.FIXED; one action a list, the lake checked after each)
+#: and the engine it needs. (R4 is the server's: the binlog does not hold
+#: the change; none.)
+FIXED_REPROS = {
     "R1": ("spark", [
         ["CREATE TABLE k (id INT PRIMARY KEY, a INT) DEFAULT CHARSET=utf8mb4",
          "INSERT INTO k VALUES (1, 1)"],
@@ -96,11 +97,9 @@ KNOWN_REPROS = {
 }
 
 
-@pytest.mark.parametrize("defect", sorted(KNOWN_REPROS))  # (R4: the server's, no repro)
-@pytest.mark.xfail(strict=True, reason="a defect the randomized check found, not fixed yet "
-                                       "(randomized.KNOWN): when this passes, remove it there")
-def test_a_known_defect_is_gone(spark, mariadb, defect, tmp_path):
-    engine, script = KNOWN_REPROS[defect]
+@pytest.mark.parametrize("defect", sorted(FIXED_REPROS))
+def test_a_defect_the_check_found_stays_fixed(spark, mariadb, defect, tmp_path):
+    engine, script = FIXED_REPROS[defect]
     outcome = Run(0, tmp_path, compare, engine=engine).run(0, script=script, setup=False)
-    assert not outcome.findings, f"{defect}: {KNOWN[defect]}\n" + "\n\n".join(
+    assert not outcome.findings, f"{defect}: {FIXED[defect]}\n" + "\n\n".join(
         f.report() for f in outcome.findings)
