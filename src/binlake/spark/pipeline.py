@@ -411,34 +411,47 @@ def _run(spark, inputs, out: str, *, log, **options) -> PipelineResult:
     return result
 
 
+@dataclass
+class _Run:
+    """What one run's phases share: where it reads and writes, how."""
+    spark: object
+    out: str
+    wanted: TableFilter
+    options: dict          #: the binlog source's options (binlake.spark.source)
+    undo: RunUndo
+    log: object
+    result: PipelineResult = field(default_factory=PipelineResult)
+
+    def append(self, segments: list, options: dict, manifest: Manifest, history, **more):
+        return _append(self.spark, self.out, segments, options, manifest, history, self.log,
+                       self.undo, **more)
+
+    def read_changes(self, files=None, only=None):
+        return _changes_of(self.spark, self.out, files, only)
+
+
 def _run_in(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitions, schema,
             tables, reader_options, snapshot, snapshot_chunk_rows, snapshot_chunked,
             snapshot_round, read_in, temporals, keep_history, partition_by, rebuild,
             undo: RunUndo, log) -> PipelineResult:
+    """The run's phases: the lake's choices, a snapshot's rows, the binlogs
+    read again for tables newly selected, the new binlogs, then the tables
+    (as of a point, or brought in step)."""
     # Tables --rebuild names: built again from changes/ by this run.
     manifest = marked_stale(load_manifest(out), rebuild, TableFilter(tables))
-    # Chosen when the lake starts, kept by the runs that do not say.
-    temporals = temporals or manifest.temporals or "typed"
-    if temporals not in TEMPORALS:
-        raise ValueError(f"--temporals {temporals}: one of {', '.join(TEMPORALS)}")
-    # A history of the rows (--history) once kept is kept by every run.
-    keep_history = bool(keep_history or manifest.history)
-    manifest = manifest.choosing(temporals, keep_history)
-    # Each table's partitioning, once named, is kept until named again.
-    kept = manifest.tables.partition_by if manifest.tables else {}
-    partition_by = {key: column for key, column in {**kept, **partition_by}.items() if column}
+    manifest, temporals, keep_history, partition_by = _choices(manifest, temporals,
+                                                               keep_history, partition_by)
     if isinstance(spark, LazySession) and _surely_spark(inputs, out, manifest, as_of):
         spark.start_soon()  # the tables need Spark: its JVM starts while the driver reads
-    result = PipelineResult()
     options = {"split_bytes": str(split_bytes)}
     if min_partitions:  # else Spark's default parallelism, where Spark reads (_append)
         options["min_partitions"] = str(min_partitions)
     options.update({k: str(v) for k, v in (reader_options or {}).items()})
     if tables:
         options["tables"] = tables
-    wanted = TableFilter(tables)
+    run = _Run(spark, out, TableFilter(tables), options, undo, log)
     files = number_files(expand_inputs(inputs), require_names=True)
-    catch_up = _catch_up(files, manifest, wanted)
+    catch_up = _catch_up(files, manifest, run.wanted)
     staged_snapshot = None
     if snapshot is not None and manifest.snapshot is None:
         if manifest.files:
@@ -446,7 +459,7 @@ def _run_in(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_parti
                              "already: use a new output directory")
         # The seed is the snapshot's DDL (then --schema's tables, by name).
         staged_snapshot, point, schema, chunks = _take_snapshot(
-            snapshot, wanted, out, schema, snapshot_chunk_rows, snapshot_chunked, log)
+            snapshot, run.wanted, out, schema, snapshot_chunk_rows, snapshot_chunked, log)
         manifest = manifest.from_snapshot(point)
         if chunks is not None:
             manifest = manifest.chunked(chunks)
@@ -457,94 +470,138 @@ def _run_in(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_parti
         manifest = manifest.chunked(chunks)
     # The schema history of everything read so far; `schema` seeds the first run.
     history = load_history(_state(out, "schema.json"), schema)
-
     layouts = dict(manifest.layouts)
     if catch_up:
-        # Tables newly selected: the binlogs read before, read again for them
-        # alone (changes/ only: events/ holds every event), as a run of its own.
-        _add_layouts(layouts, find_layouts(catch_up, history=history, wanted=wanted))
-        caught = manifest.reading({name: manifest.read_for(name, entry, wanted.patterns)
-                                   for name, entry in manifest.files.items()}, layouts)
-        log(f"changes: reading {len(catch_up)} range(s) read before again, for the tables "
-            f"--tables newly selects")
-        held = {name: [[list(h.patterns), h.end] for h in manifest.holds(name, wanted.patterns)]
-                for name in {os.path.basename(s.path) for s in catch_up}}
-        # Each task takes the history as it was where its range starts.
-        manifest, _, added = _append(spark, out, catch_up,
-                                     dict(options, schema=json.dumps(history.to_json()),
-                                          tables_held=json.dumps(held)),
-                                     caught, history, log, undo, views=("changes",))
-        result.changes += added
+        manifest = _read_again(run, catch_up, manifest, history, layouts)
+    manifest = _read_new(run, files, manifest, history, layouts, staged_snapshot, read_in)
+    if as_of:
+        _tables_as_of(run, as_of, as_of_out, manifest, history, layouts, temporals,
+                      partition_by)
+    else:
+        _tables_in_step(run, manifest, history, layouts, temporals, keep_history, partition_by)
+    return run.result
 
+
+def _choices(manifest: Manifest, temporals, keep_history, partition_by: dict):
+    """The lake's choices a run keeps unless it names others: (the manifest
+    recording them, temporals, history, partitioning)."""
+    # Chosen when the lake starts, kept by the runs that do not say.
+    temporals = temporals or manifest.temporals or "typed"
+    if temporals not in TEMPORALS:
+        raise ValueError(f"--temporals {temporals}: one of {', '.join(TEMPORALS)}")
+    # A history of the rows (--history) once kept is kept by every run.
+    keep_history = bool(keep_history or manifest.history)
+    manifest = manifest.choosing(temporals, keep_history)
+    # Each table's partitioning, once named, is kept until named again.
+    kept = manifest.tables.partition_by if manifest.tables else {}
+    partition_by = {key: column for key, column in {**kept, **partition_by}.items() if column}
+    return manifest, temporals, keep_history, partition_by
+
+
+def _read_again(run: _Run, catch_up: list, manifest: Manifest, history,
+                layouts: dict) -> Manifest:
+    """Tables newly selected: the binlogs read before, read again for them
+    alone (changes/ only: events/ holds every event), as a run of its own."""
+    wanted = run.wanted
+    _add_layouts(layouts, find_layouts(catch_up, history=history, wanted=wanted))
+    caught = manifest.reading({name: manifest.read_for(name, entry, wanted.patterns)
+                               for name, entry in manifest.files.items()}, layouts)
+    run.log(f"changes: reading {len(catch_up)} range(s) read before again, for the tables "
+            f"--tables newly selects")
+    held = {name: [[list(h.patterns), h.end] for h in manifest.holds(name, wanted.patterns)]
+            for name in {os.path.basename(s.path) for s in catch_up}}
+    # Each task takes the history as it was where its range starts.
+    manifest, _, added = run.append(catch_up, dict(run.options,
+                                                   schema=json.dumps(history.to_json()),
+                                                   tables_held=json.dumps(held)),
+                                    caught, history, views=("changes",))
+    run.result.changes += added
+    return manifest
+
+
+def _read_new(run: _Run, files, manifest: Manifest, history, layouts: dict, staged_snapshot,
+              read_in: str) -> Manifest:
+    """The binlogs' new ranges (and a snapshot's rows) into events/ and
+    changes/, with the manifest that says so."""
+    result = run.result
     segments, scans, file_entries = _new_segments(files, manifest, result.warnings)
     result.segments = segments
     for message in result.warnings:
-        log(f"warning: {message}")
-    file_entries = {name: manifest.read_for(name, entry, wanted.patterns)
+        run.log(f"warning: {message}")
+    file_entries = {name: manifest.read_for(name, entry, run.wanted.patterns)
                     for name, entry in file_entries.items()}
     if segments or staged_snapshot:
         follow_ranges(history, segments, scans)
-        _add_layouts(layouts, find_layouts(segments, history=history, wanted=wanted,
+        _add_layouts(layouts, find_layouts(segments, history=history, wanted=run.wanted,
                                            scans=scans))
         new_manifest = manifest.reading(file_entries, layouts)
         # Each task takes the history as it was where its range starts.
-        options["schema"] = json.dumps(history.to_json())
-        manifest, result.events, changes = _append(spark, out, segments, options, new_manifest,
-                                                   history, log, undo, staged_snapshot, read_in)
+        run.options["schema"] = json.dumps(history.to_json())
+        manifest, result.events, changes = run.append(
+            segments, run.options, new_manifest, history, snapshot_folder=staged_snapshot,
+            read_in=read_in)
         result.changes += changes
     for message in history.warnings:
-        log(f"warning: {message}")
+        run.log(f"warning: {message}")
     result.warnings.extend(history.warnings)
+    return manifest
 
+
+def _tables_as_of(run: _Run, as_of: str, as_of_out: str, manifest: Manifest, history,
+                  layouts: dict, temporals: str, partition_by: dict) -> None:
+    """The tables as of the point, whole, in their own folder; the lake's
+    tables and its manifest's state of them stay as they are. Each table
+    starts where the normal build starts it; a point the lake cannot give
+    exactly (a table still being read among them) is refused."""
+    order = PositionOrder(manifest.file_seqs())
+    point = parse_as_of(as_of, manifest)
+    plans = _plans(history, layouts, order, run.wanted, temporals, partition_by,
+                   _before(point, order))
+    refuse_inexact(as_of, point, plans, manifest, os.path.join(run.out, "changes"))
+    plans, _ = starting_anew(plans, manifest.chunks)
+    os.makedirs(as_of_out, exist_ok=True)
+    result = run.result
+    result.tables, _, result.table_work = update_tables(
+        run.spark, run.out, plans, manifest, as_of=point,
+        staged=os.path.join(as_of_out, "_binlake.new"), read_changes=run.read_changes,
+        tables_mixed=lambda: None, committing=lambda: None, log=run.log,
+        tables_dir=os.path.join(as_of_out, TABLES))
+    result.tables_rebuilt = True
+
+
+def _tables_in_step(run: _Run, manifest: Manifest, history, layouts: dict, temporals: str,
+                    keep_history: bool, partition_by: dict) -> None:
+    """tables/ (and history/) brought in step with the manifest, where they
+    are not: the changes a run added, a choice changed, tables --rebuild
+    names."""
+    out, state = run.out, manifest.tables
+    if not (manifest.pending or state is None or state.mixed or state.as_of is not None
+            or state.temporals != temporals or state.history != keep_history
+            or state.partition_by != partition_by or stale_tables(state)
+            or not os.path.isdir(os.path.join(out, TABLES))):
+        return
     order = PositionOrder(manifest.file_seqs())
     # A table the lock-free snapshot is still reading is not in tables/ yet:
     # its chunks and changes wait in changes/, and the run that appends its
     # last chunk builds it from them, as a table new to the lake.
-    reading = snapshot_reading(manifest.chunks)
+    reading, wanted = snapshot_reading(manifest.chunks), run.wanted
     built = wanted if not reading else (
         lambda database, table: wanted(database, table) and f"{database}.{table}" not in reading)
+    plans, fresh = starting_anew(_plans(history, layouts, order, built, temporals,
+                                        partition_by), manifest.chunks)
+    fresh |= stale_tables(state)  # built from their changes, never carried
 
-    def read_changes(files=None, only=None):
-        return _changes_of(spark, out, files, only)
+    def tables_mixed() -> None:
+        write_manifest(_state(out, "manifest.json"), manifest.tables_mixed(partition_by))
 
-    if as_of:
-        # The tables as of the point, whole, in their own folder; the lake's
-        # tables and its manifest's state of them stay as they are. Each
-        # table starts where the normal build starts it; a point the lake
-        # cannot give exactly (a table still being read among them) is refused.
-        point = parse_as_of(as_of, manifest)
-        plans = _plans(history, layouts, order, wanted, temporals, partition_by,
-                       _before(point, order))
-        refuse_inexact(as_of, point, plans, manifest, os.path.join(out, "changes"))
-        plans, _ = starting_anew(plans, manifest.chunks)
-        os.makedirs(as_of_out, exist_ok=True)
-        result.tables, _, result.table_work = update_tables(
-            spark, out, plans, manifest, as_of=point,
-            staged=os.path.join(as_of_out, "_binlake.new"), read_changes=read_changes,
-            tables_mixed=lambda: None, committing=lambda: None, log=log,
-            tables_dir=os.path.join(as_of_out, TABLES))
-        result.tables_rebuilt = True
-        return result
-    state = manifest.tables
-    if (manifest.pending or state is None or state.mixed or state.as_of is not None
-            or state.temporals != temporals or state.history != keep_history
-            or state.partition_by != partition_by or stale_tables(state)
-            or not os.path.isdir(os.path.join(out, TABLES))):
-        plans, fresh = starting_anew(_plans(history, layouts, order, built, temporals,
-                                            partition_by), manifest.chunks)
-        fresh |= stale_tables(state)  # built from their changes, never carried
-
-        def tables_mixed() -> None:
-            write_manifest(_state(out, "manifest.json"), manifest.tables_mixed(partition_by))
-
-        result.tables, built, result.table_work = update_tables(
-            spark, out, plans, manifest, as_of=None, staged=_state(out, "tables.new"),
-            read_changes=read_changes, tables_mixed=tables_mixed, committing=undo.forget,
-            log=log, history=keep_history, selected=built, fresh=fresh)
-        result.tables_rebuilt = True
-        write_manifest(_state(out, "manifest.json"), manifest.tables_built(
-            replace(built, temporals=temporals, history=keep_history, partition_by=partition_by)))
-    return result
+    result = run.result
+    result.tables, built, result.table_work = update_tables(
+        run.spark, out, plans, manifest, as_of=None, staged=_state(out, "tables.new"),
+        read_changes=run.read_changes, tables_mixed=tables_mixed, committing=run.undo.forget,
+        log=run.log, history=keep_history, selected=built, fresh=fresh)
+    result.tables_rebuilt = True
+    write_manifest(_state(out, "manifest.json"), manifest.tables_built(
+        replace(built, temporals=temporals, history=keep_history, partition_by=partition_by)))
 
 
 def _add_layouts(layouts: dict, found: dict) -> None:

@@ -205,7 +205,7 @@ def server_column(text: Column, was: dict, column: dict) -> Column:
     as the exact text of what the server made of it as `column`: the
     driver's rule itself (binlake.spark.conversions.server_value), run by
     a UDF, so that the two engines cannot differ."""
-    def rule(value: str | None) -> str | None:
+    def rule(value):  # (no type hints: pyspark would take it for a pandas UDF's)
         # Spark runs a UDF on the rows of every branch of the CASE it sits
         # in (it is evaluated before the CASE): a text of another stretch,
         # not `was`'s, gives a value no branch takes.
