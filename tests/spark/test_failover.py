@@ -74,15 +74,8 @@ def test_the_follower_goes_on_on_the_promoted_replica_without_a_gap_or_a_repeat(
     primary, replica = pair
     lake = tmp_path / "lake"
     log = open(tmp_path / "follower.log", "ab")
-    process = followed_under_writes(primary, lake, log, rotated=True)
-    # The primary dies with everything on its replica; the follower is SIGKILLed.
-    caught_up(replica, primary)
-    primary.kill()
-    time.sleep(0.5)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    replica.execute("STOP SLAVE")
-    replica.execute("RESET SLAVE ALL")
+    promoted_after_a_kill(primary, replica, followed_under_writes(primary, lake, log,
+                                                                   rotated=True))
 
     # The replica promoted, written to; the follower started on it, same lake.
     text = followed_on(replica, lake, follower(replica, lake, log), log, [
@@ -102,6 +95,18 @@ def test_the_follower_goes_on_on_the_promoted_replica_without_a_gap_or_a_repeat(
     assert "lacks transactions the lake holds" in line, refused.stderr
     assert (lake / "_binlake" / "manifest.json").read_bytes() == manifest
     assert not list((lake / "_binlake" / "binlogs").glob("failover2~*"))
+
+
+def promoted_after_a_kill(primary, replica, process) -> None:
+    """The primary dies with everything on its replica, the follower is
+    SIGKILLed, and the replica is promoted."""
+    caught_up(replica, primary)
+    primary.kill()
+    time.sleep(0.5)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    replica.execute("STOP SLAVE")
+    replica.execute("RESET SLAVE ALL")
 
 
 def followed_under_writes(primary, lake, log, rotated: bool):
@@ -260,13 +265,8 @@ def test_tables_read_anew_on_the_promoted_replica_keep_their_rows(pair, tmp_path
     primary, replica = pair
     lake = tmp_path / "lake"
     log = open(tmp_path / "follower.log", "ab")
-    process = followed_under_writes(primary, lake, log, rotated=False)
-    caught_up(replica, primary)
-    primary.kill()
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    replica.execute("STOP SLAVE")
-    replica.execute("RESET SLAVE ALL")
+    promoted_after_a_kill(primary, replica, followed_under_writes(primary, lake, log,
+                                                                   rotated=False))
     process = subprocess.Popen(follower_command(replica, lake) + ["--follow", "--chunk-rows", "40"],
                                stdout=log, stderr=log, stdin=subprocess.DEVNULL)
     try:
