@@ -137,12 +137,20 @@ def test_what_the_driver_does_not_take_goes_to_spark():
     whole = {**change, "after": {"a": "1", "b": "3"}}
     assert [change[:3] for change in driver.images([whole], plan)] == [
         ("u", ("1", "2"), ("1", "3"))]
-    for modified in ({"fractions": [None, 3]}, {"was": [None, ddl_layout_column(INT)]}):
-        with pytest.raises(driver.InSpark):  # a change from before a MODIFY
-            driver.images([whole], {**plan, "stretches": [{**stretch, **modified}]})
-    column = {"key": "i", "type": 3, "meta": 0, "unsigned": False}  # INT
+    # a change from before a MODIFY: its texts as the server made them (the
+    # functions Spark's jobs run: binlake.spark.conversions)
+    layout = {"columns": [ddl_layout_column(INT), column("VARCHAR", 2)]}
+    for modified, text, made in (({"fractions": [None, 0]}, "10:00:00.5", "10:00:00"),
+                                 ({"fractions": [None, 3]}, "10:00:00.5", "10:00:00.500"),
+                                 ({"was": [None, ddl_layout_column(INT)]}, "123", "12")):
+        changed = {**plan, "layout": layout, "stretches": [{**stretch, **modified}]}
+        after = driver.images([{**whole, "after": {"a": "1", "b": text}}], changed)[0].after
+        assert after == ("1", made), modified
+    with pytest.raises(driver.InSpark):  # from before the key was another
+        driver.images([whole], {**plan, "stretches": [{**stretch, "key_then": ["b"]}]})
+    int_column = {"key": "i", "type": 3, "meta": 0, "unsigned": False}  # INT
     with pytest.raises(driver.InSpark):
-        driver.value_of(column, "d.t")("1e3")  # a DEFAULT's text, not the binlog's
+        driver.value_of(int_column, "d.t")("1e3")  # a DEFAULT's text, not the binlog's
     assert not driver.takes(driver.DRIVER_ROWS + 1) and driver.takes(0)
 
 

@@ -81,6 +81,11 @@ def test_the_oracle_sees_a_row_the_binlog_does_not_hold(spark, mariadb, tmp_path
 #: and the engine it needs. (R4 is the server's: the binlog does not hold
 #: the change; none.)
 FIXED_REPROS = {
+    "R5": ("spark", [
+        ["CREATE TABLE k (id INT PRIMARY KEY, t DATETIME) DEFAULT CHARSET=utf8mb4",
+         "INSERT INTO k VALUES (1, '2020-01-01 00:00:01'), (2, '2020-01-01 00:00:02')"],
+        ["SET SESSION binlog_row_image = 'MINIMAL'", "UPDATE k SET id = 10 WHERE id = 1"],
+        ["ALTER TABLE k MODIFY t DATETIME(4)"]]),
     "R1": ("spark", [
         ["CREATE TABLE k (id INT PRIMARY KEY, a INT) DEFAULT CHARSET=utf8mb4",
          "INSERT INTO k VALUES (1, 1)"],

@@ -113,6 +113,14 @@ def unconverted(was: dict, column: dict) -> str | None:
     return None
 
 
+def fraction_text(text: str, digits: int) -> str:
+    """A time's exact text with `digits` fractional digits, as a MODIFY to
+    another fractional precision left it (MariaDB truncates; more digits
+    are zeros)."""
+    whole, _, fraction = text.partition(".")
+    return whole if digits == 0 else f"{whole}.{fraction[:digits].ljust(digits, '0')}"
+
+
 def refusal_of_plan(plan: dict) -> str | None:
     """Why a table's values cannot be carried through the type changes its
     history holds (`unconverted`, the first), or None."""

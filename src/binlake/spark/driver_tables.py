@@ -13,9 +13,11 @@ by the rules binlake.spark.tables gives the Spark jobs:
 - exact text becomes the column's type as binlake.spark.typed says
   (`value_of`, its twin: the same types, the same refusals), the two kept
   equal by tests/spark/test_driver_tables.py.
-What these rules do not cover here raises InSpark and the table goes the
-Spark way: a partial row image, a column whose fractional digits a MODIFY
-changed, a DEFAULT not in its type's canonical text, more than DRIVER_ROWS
+A MODIFY's conversions (fractional digits, types) are binlake.spark.
+conversions' functions, which Spark's jobs run too. What these rules do
+not cover here raises InSpark and the table goes the Spark way: a partial
+row image where the row is not at hand, a change from before the key was
+another, a DEFAULT not in its type's canonical text, more than DRIVER_ROWS
 new changes, more than DRIVER_TABLE_ROWS rows to rewrite.
 
 The results are what the Spark way stages (binlake.spark.lake): typed rows
@@ -44,7 +46,7 @@ from binlake.spark.history import stretch_width
 from binlake.spark.partitioned import unescape_partition_value
 from binlake.spark.rebuild import named
 from binlake.spark.tables import INSERTS, NEVER_WHOLE, NOT_HELD
-from binlake.spark.conversions import server_value, text_of
+from binlake.spark.conversions import fraction_text, server_value, text_of
 from binlake.spark.typed import (SAME, arrow_type, carry_way, refused_value, spark_of_arrow,
                                  spark_type)
 
@@ -119,23 +121,42 @@ def images(changes: list[dict], plan: dict, partial: bool = False) -> list[Chang
     """Each change of the plan's stretches, in commit order, each image the
     texts of the table's columns in order (a column added since: its
     DEFAULT). A partial image's missing columns are ABSENT where `partial`
-    (an INSERT's: the DEFAULT it took, where known), InSpark otherwise; so
-    is a change of a stretch whose columns a MODIFY changed since
-    (fractional digits, a type: Spark converts those texts) or whose key was
-    another."""
+    (an INSERT's: the DEFAULT it took, where known), InSpark otherwise. A
+    change of a stretch whose columns a MODIFY changed since has its texts
+    made what the server made of them (`_modified`, the rules Spark's jobs
+    run); one whose key was another is InSpark."""
     out = []
     for change in changes:
         stretch = _stretch_of(change, plan)
         if stretch is None:
             continue
-        if (stretch.get("was") or "key_then" in stretch
-                or any(digits is not None for digits in stretch["fractions"])):
-            raise InSpark("a change from before a MODIFY or a new key")
+        if "key_then" in stretch:
+            raise InSpark("a change from before a new key")
         op = change["op"]
-        out.append(Change(op, _values(change["before"], stretch, op, partial),
-                          _values(change["after"], stretch, op, partial),
-                          f"{change['file']} at {change['pos']}"))
+        before, after = (_modified(_values(change[side], stretch, op, partial), stretch, plan)
+                         for side in ("before", "after"))
+        out.append(Change(op, before, after, f"{change['file']} at {change['pos']}"))
     return out
+
+
+def _modified(texts: tuple | None, stretch: dict, plan: dict) -> tuple | None:
+    """An image's texts from before a MODIFY as the server made them: the
+    new fractional digits (conversions.fraction_text), then the new type
+    (conversions.server_value), as binlake.spark.tables._text does."""
+    was = stretch.get("was")
+    if texts is None or (was is None and all(d is None for d in stretch["fractions"])):
+        return texts
+    out = []
+    for text, source, digits, old, column in zip(
+            texts, stretch["sources"], stretch["fractions"], was or [None] * len(texts),
+            plan["layout"]["columns"]):
+        if text is not None and text is not ABSENT:
+            if digits is not None:
+                text = fraction_text(text, digits)
+            if old is not None and source is not None:
+                text = server_value(text, old, column)
+        out.append(text)
+    return tuple(out)
 
 
 def _stretch_of(change: dict, plan: dict) -> dict | None:

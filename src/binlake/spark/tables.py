@@ -30,6 +30,7 @@ from pyspark.sql import Column, DataFrame, functions as F
 
 from binlake.schema.history import Schema
 from binlake.spark.batches import TableFilter, load_schema_option
+from binlake.spark.conversions import fraction_text
 from binlake.spark.history import follow_ranges, stretch_width
 from binlake.spark.layouts import latest_layouts, qualified
 from binlake.spark.ranges import Split, expand_inputs, number_files
@@ -318,7 +319,7 @@ def _text(image: Column, key: str | None, default: str | None, digits: int | Non
           was: dict | None, column: dict) -> Column:
     text = image[key] if key is not None else F.lit(default).cast("string")
     if digits is not None:
-        text = F.when(text.isNull(), text).otherwise(_with_fraction(text, F.lit(digits)))
+        text = _with_fraction(text, digits)
     if was is not None and key is not None:
         text = retyped_text(text, was, column)
     return text
@@ -366,12 +367,13 @@ def _key(side: str, plan: dict) -> Column:
     return F.array(*[image[i] for i in plan["primary_key"] or []]).cast("array<string>")
 
 
-def _with_fraction(text: Column, digits: Column) -> Column:
-    """A time's exact text with `digits` fractional digits (a MODIFY to another fsp)."""
-    whole = F.substring_index(text, ".", 1)
-    fraction = F.when(text.contains("."), F.substring_index(text, ".", -1)).otherwise(F.lit(""))
-    return F.when(digits == 0, whole).otherwise(
-        F.concat(whole, F.lit("."), F.rpad(fraction, digits, "0")))
+def _with_fraction(text: Column, digits: int) -> Column:
+    """A time's exact text with `digits` fractional digits (a MODIFY to
+    another fsp): the driver's rule itself (conversions.fraction_text), run
+    by a UDF, so that the two engines cannot differ."""
+    def rule(value):  # (no type hints: pyspark would take it for a pandas UDF's)
+        return None if value is None else fraction_text(value, digits)
+    return F.udf(rule, "string")(text)
 
 
 def _qualified() -> Column:
