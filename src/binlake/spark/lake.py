@@ -645,8 +645,13 @@ class _Lake:
         mine = self.changes.of(files, sources)
         # A key moved by a partial image: only the driver's fold in commit
         # order completes it (`apply` sends such runs here too), any size.
-        moves = self.changes.moves_partially(mine, plan)
-        if not driver.takes(sum(map(parquet_rows, mine))) and not moves:
+        # Its change files are read for that only where a size would send
+        # the table to Spark.
+        many = not driver.takes(sum(map(parquet_rows, mine)))
+        held = 0 if source.uri is None else row_count(source.uri)
+        moves = ((many or held > driver.DRIVER_TABLE_ROWS)
+                 and self.changes.moves_partially(mine, plan))
+        if many and not moves:
             raise driver.InSpark("many changes")
         current = self._carried_in_driver(plan, source, any_size=moves)
         changes = driver.images(driver.read_changes(mine, self.changes.root, sources), plan,

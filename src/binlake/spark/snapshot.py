@@ -655,7 +655,7 @@ def read_chunks(address, chunks, folder: str, names_in_lake: str = "") -> list[C
                 table = (chunk.database, chunk.table)
                 if table not in columns_of:
                     columns_of[table] = _columns(connection, *table)
-                point, high = _chunk_view(cursor, chunk, mariadb, names_in_lake)
+                point, watermarked = _chunk_view(cursor, chunk, mariadb, names_in_lake)
                 if chunk.key:
                     pages = list(_pages(cursor, chunk.database, chunk.table, list(chunk.key),
                                         columns_of[table], chunk.after, chunk.through))
@@ -664,9 +664,10 @@ def read_chunks(address, chunks, folder: str, names_in_lake: str = "") -> list[C
                              for names, columns in _chunks(connection, chunk.database,
                                                            chunk.table, [], CHUNK_ROWS)]
                 connection.commit()
-                if high is not None:
-                    high = _binlog_end(cursor)
-                    high = (names_in_lake + high[0], high[1])
+                high = None
+                if watermarked:  # the high watermark: the binlog's end now
+                    file, pos = _binlog_end(cursor)
+                    high = (names_in_lake + file, pos)
                 names = [c for c, _ in columns_of[table]]
                 columns = [pa.chunked_array([page[i] for _, page in pages], pa.string())
                            .combine_chunks() for i in range(len(names))]
@@ -678,8 +679,8 @@ def read_chunks(address, chunks, folder: str, names_in_lake: str = "") -> list[C
 
 def _chunk_view(cursor, chunk: Chunk, mariadb: bool, names_in_lake: str):
     """Open a chunk's read view; (its point in the lake's numbering, and
-    for MySQL's watermarks a placeholder: not None). MariaDB names the
-    view's own binlog position. MySQL names none: a keyed chunk sorts at
+    whether it is placed by watermarks: the high one is read after it).
+    MariaDB names the view's own binlog position. MySQL names none: a keyed chunk sorts at
     the low watermark, the binlog's end read before the view opened (the
     changes after it are applied over its rows, by key: those the view
     already holds, again, to the same state), and is taken once the lake
@@ -690,14 +691,15 @@ def _chunk_view(cursor, chunk: Chunk, mariadb: bool, names_in_lake: str):
         cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
         cursor.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
         status = {name.lower(): value for name, value in cursor.fetchall()}
-        file, pos, high = status["binlog_snapshot_file"], status["binlog_snapshot_position"], None
+        file, pos, watermarked = (status["binlog_snapshot_file"],
+                                  status["binlog_snapshot_position"], False)
     elif chunk.key:
-        (file, pos), high = _binlog_end(cursor), True
+        (file, pos), watermarked = _binlog_end(cursor), True
         cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
     else:
         point = _open_read_view(cursor, mariadb=False)
-        file, pos, high = point.file, point.pos, None
-    return SnapshotPoint(names_in_lake + file, int(pos), None, utc_now()), high
+        file, pos, watermarked = point.file, point.pos, False
+    return SnapshotPoint(names_in_lake + file, int(pos), None, utc_now()), watermarked
 
 
 def _binlog_end(cursor) -> tuple[str, int]:
