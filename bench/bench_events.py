@@ -27,8 +27,8 @@ import time
 import pyarrow as pa  # noqa: F401  (imported before timing)
 
 from binlake import core
-from binlake.spark.batches import _python_event_batches, event_batches
-from binlake.spark.ranges import Split
+from binlake.spark.read.batches import _python_event_batches, event_batches
+from binlake.spark.read.ranges import Split
 
 C_TOOL = ["mariadb-binlog", "--base64-output=decode-rows", "-v"]
 

@@ -108,7 +108,7 @@ def summary(server) -> tuple:
 def lake_summary(lake: Path) -> tuple:
     import pyarrow.compute as pc
 
-    from binlake.spark.delta import read_table
+    from binlake.spark.commits.delta import read_table
     table = read_table(str(lake / "tables" / f"{DB}.t"))
     return (table.num_rows, pc.sum(table["id"]).as_py(), pc.sum(table["amount"]).as_py())
 

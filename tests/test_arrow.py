@@ -1,7 +1,7 @@
 """binlake.arrow_changes: the changes view as a pyarrow RecordBatchReader.
 
 It must equal, table by table, the batches the pure-Python reference builds
-(`BINLAKE_PURE=1` path of binlake.spark.batches) on the bundled samples and
+(`BINLAKE_PURE=1` path of binlake.spark.read.batches) on the bundled samples and
 on corpus files, have the Spark view's schema, honour its options, and
 binlake must import without pyarrow.
 """
@@ -20,8 +20,8 @@ pa = pytest.importorskip("pyarrow")
 import binlake  # noqa: E402
 from binlake import core  # noqa: E402
 from binlake.schema.history import Schema  # noqa: E402
-from binlake.spark.batches import CHANGES, _python_change_batches, load_schema_option  # noqa: E402
-from binlake.spark.ranges import Split, expand_inputs, number_files  # noqa: E402
+from binlake.spark.read.batches import CHANGES, _python_change_batches, load_schema_option  # noqa: E402
+from binlake.spark.read.ranges import Split, expand_inputs, number_files  # noqa: E402
 
 SAMPLES = Path(binlake.__file__).parent / "sample_data"
 #: corpus files with many kinds of columns: sakila (gzipped, 16 tables), latin1 text,

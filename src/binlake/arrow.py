@@ -5,7 +5,7 @@
     table = reader.read_all()          # or: for batch in reader: ...
 
 Strategy: the columns are exactly those of the Spark `changes` view
-(docs/spark.md, `binlake.spark.batches.CHANGES`), one row per row change,
+(docs/spark.md, `binlake.spark.read.batches.CHANGES`), one row per row change,
 with the before/after images as map<string, string> of exact texts. The
 batches are made by the same code as the Spark view's (`change_batches`),
 so the two cannot drift apart: with the native core a native loop reads
@@ -33,8 +33,8 @@ def arrow_changes(paths, **options):
     import pyarrow as pa
 
     from binlake.schema.history import Schema
-    from binlake.spark.batches import CHANGES, change_batches, load_schema_option
-    from binlake.spark.ranges import Split, expand_inputs, number_files
+    from binlake.spark.read.batches import CHANGES, change_batches, load_schema_option
+    from binlake.spark.read.ranges import Split, expand_inputs, number_files
 
     unknown = set(options) - {"tables", "schema", "force", "verify_checksums"}
     if unknown:
@@ -60,8 +60,8 @@ def _live_batches(stream, options: dict):
     whole. A row's `file` and `commit_pos` are its transaction's resume
     token (`binlake.stream(resume=f"{file}:{commit_pos}")` goes on after it)."""
     from binlake.schema.history import Schema
-    from binlake.spark.batches import change_batches, load_schema_option
-    from binlake.spark.ranges import Split, name_sequence
+    from binlake.spark.read.batches import change_batches, load_schema_option
+    from binlake.spark.read.ranges import Split, name_sequence
     schema = stream.reader_options.get("schema")
     options = {**options, "schema": (schema if isinstance(schema, Schema)
                                      else load_schema_option(options) or Schema())}

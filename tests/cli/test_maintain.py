@@ -1,5 +1,5 @@
 """`binlake maintain`: a lake's Delta tables compacted and vacuumed, never
-beside a pipeline run (binlake.spark.delta_upkeep.maintain)."""
+beside a pipeline run (binlake.spark.commits.delta_upkeep.maintain)."""
 from __future__ import annotations
 
 import fcntl
@@ -15,8 +15,8 @@ pytest.importorskip("pyspark")
 import pyarrow.parquet as pq  # noqa: E402
 
 from binlake.cli.dispatch import main  # noqa: E402
-from binlake.spark.delta import commit_table, read_table  # noqa: E402
-from binlake.spark.delta_upkeep import maintain  # noqa: E402
+from binlake.spark.commits.delta import commit_table, read_table  # noqa: E402
+from binlake.spark.commits.delta_upkeep import maintain  # noqa: E402
 
 
 def lake_of_small_files(out: Path, commits: int) -> Path:
@@ -71,7 +71,7 @@ KILLS = 6  #: in a full sweep (tests/sweeps.py)
 MAINTAIN = """
 import sys
 import deltalake  # loaded before "ready": the moments drawn are the maintenance's
-from binlake.spark.delta_upkeep import maintain
+from binlake.spark.commits.delta_upkeep import maintain
 print("ready", flush=True)
 maintain(sys.argv[1], compact=True, retention_hours=0)
 """
@@ -122,7 +122,7 @@ def test_a_run_vacuums_only_what_its_log_removed_and_maintain_vacuums_whole(tmp_
     from urllib.parse import unquote
 
     from binlake.cli.commands.pipeline import sample_dir
-    from binlake.spark.pipeline import LazySession, run_pipeline
+    from binlake.spark.run.pipeline import LazySession, run_pipeline
 
     def no_spark():
         raise AssertionError("the sample's runs need no Spark session")

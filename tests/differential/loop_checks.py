@@ -22,7 +22,7 @@ import pytest
 from binlake import core
 from binlake.errors import BinlogError
 from binlake.read.scan import scan
-from binlake.spark.ranges import Split, is_binlog
+from binlake.spark.read.ranges import Split, is_binlog
 from corpus.manifest import corpus_dir, corpus_files
 
 #: Small corpus files whose mutations reach many error paths of both loops.

@@ -17,8 +17,8 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 
 from binlake import core  # noqa: E402
-from binlake.spark.batches import CHANGES, _native_change_batches, _python_change_batches  # noqa: E402
-from binlake.spark.ranges import Split  # noqa: E402
+from binlake.spark.read.batches import CHANGES, _native_change_batches, _python_change_batches  # noqa: E402
+from binlake.spark.read.ranges import Split  # noqa: E402
 from differential.loop_checks import (BEING_WRITTEN, MUTATION_FILES, View,  # noqa: E402
                                       check_file_still_being_written, check_gzip_input,
                                       check_mutations, check_ranges_cover_a_file_once,
@@ -43,14 +43,14 @@ def test_tables_filter_and_force(relpath):
 def job_bytes(request, monkeypatch):
     """Workers' outputs are re-cut into the sequential batches: with a job
     per transaction nearly every batch is made of several outputs."""
-    from binlake.spark import batches
+    from binlake.spark.read import batches
     if request.param != "one job":
         monkeypatch.setattr(batches, "NATIVE_JOB_BYTES", 1)
 
 
 @pytest.mark.parametrize("relpath", corpus_binlogs())
 def test_tables_filter_and_force_in_small_jobs(relpath, monkeypatch):
-    from binlake.spark import batches
+    from binlake.spark.read import batches
     monkeypatch.setattr(batches, "NATIVE_JOB_BYTES", 1)
     split = Split(corpus_path(relpath), 3)
     for options in ({}, {"tables": "*.t*, test.*"}, {"force": "true"}):

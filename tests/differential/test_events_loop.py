@@ -18,8 +18,8 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 
 from binlake import core  # noqa: E402
-from binlake.spark.batches import EVENTS, _native_event_batches, _python_event_batches  # noqa: E402
-from binlake.spark.ranges import Split  # noqa: E402
+from binlake.spark.read.batches import EVENTS, _native_event_batches, _python_event_batches  # noqa: E402
+from binlake.spark.read.ranges import Split  # noqa: E402
 from differential.loop_checks import (BEING_WRITTEN, MANY_TRANSACTIONS, MUTATION_FILES,  # noqa: E402
                                       View, check_file_still_being_written, check_gzip_input,
                                       check_mutations, check_ranges_cover_a_file_once,
@@ -53,7 +53,7 @@ def test_ranges_of_a_big_file_cover_it_once():
 def test_batches_are_cut_after_the_transaction_that_fills_one(batch_rows, monkeypatch):
     """A transaction is never split: a batch ends after the transaction that
     brings it to BATCH_ROWS (the native loop takes the Python constant)."""
-    from binlake.spark import batches
+    from binlake.spark.read import batches
     monkeypatch.setattr(batches, "BATCH_ROWS", batch_rows)
     for relpath in (MANY_TRANSACTIONS,
                     "mariadb-10.11.19/std_data/mdev35643_mysql_80_binlog.000001"):

@@ -16,7 +16,7 @@ from binlake.cli.dispatch import main
 from binlake.errors import ChecksumMismatch
 from binlake.live import backup
 from binlake.live.backup import IN_USE_AT, ArrivalCheck, BackupManifest, CopyWriter, resume_point
-from binlake.spark.ranges import name_sequence
+from binlake.spark.read.ranges import name_sequence
 
 SAMPLE = Path(binlake.__file__).parent / "sample_data" / "binlog.000001"
 

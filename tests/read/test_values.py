@@ -210,7 +210,7 @@ def test_hires_meta_past_6_is_unsupported_and_0_is_classic(column_type):
 
 def test_hires_text_and_exact_text_as_the_2_types_print_them():
     from binlake.text.rowtext import value_formatter
-    from binlake.spark.exact import column_text
+    from binlake.spark.read.exact import column_text
 
     def text(column_type, fsp, raw):
         fmt, name = value_formatter(column_type, fsp)

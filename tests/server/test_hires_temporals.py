@@ -22,7 +22,7 @@ from binlake import core
 from binlake.constants import ColumnType as T
 from binlake.read.events import RowsEvent
 from binlake.text.rowtext import format_rows
-from binlake.spark.exact import column_text
+from binlake.spark.read.exact import column_text
 from binlake.testing.mariadb import MariaDBServer
 
 from differential.equality import compare_cores

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from binlake.spark.pipeline import read_table
+from binlake.spark.run.pipeline import read_table
 from binlake.testing.randomized import DATABASE
 from binlake.testing.workload import expected_final_state
 

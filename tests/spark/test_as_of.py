@@ -1,4 +1,4 @@
-"""`--as-of` on a lake whose tables have starts (binlake.spark.starts): each
+"""`--as-of` on a lake whose tables have starts (binlake.spark.state.starts): each
 table as of the point equals the server's SELECT * captured there, or the
 point is refused in one line naming the table, nothing written.
 
@@ -22,9 +22,9 @@ pytest.importorskip("deltalake")
 
 from binlake.cli.dispatch import main  # noqa: E402
 from binlake.connection.settings import ServerAddress  # noqa: E402
-from binlake.spark.delta import read_table  # noqa: E402
-from binlake.spark.follow import request_snapshot  # noqa: E402
-from binlake.spark.pipeline import load_manifest, run_pipeline  # noqa: E402
+from binlake.spark.commits.delta import read_table  # noqa: E402
+from binlake.spark.run.follow import request_snapshot  # noqa: E402
+from binlake.spark.run.pipeline import load_manifest, run_pipeline  # noqa: E402
 from binlake.testing.mariadb import MariaDBServer  # noqa: E402
 
 
@@ -102,7 +102,7 @@ def test_a_table_selected_again_after_a_gap_keeps_its_deletes(spark, mariadb, tm
 
 
 def test_a_point_inside_a_lock_free_snapshot_is_refused(spark, mariadb, tmp_path):
-    from binlake.spark.snapshot import plan_round, progressed, read_round
+    from binlake.spark.snapshot.snapshot import plan_round, progressed, read_round
     with MariaDBServer(tmp_path / "server", server_id=33) as server:
         server.execute("CREATE DATABASE ao")
         server.execute("CREATE TABLE ao.t (id INT PRIMARY KEY, v VARCHAR(20))")

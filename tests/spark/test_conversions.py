@@ -1,5 +1,5 @@
 """A MODIFY that changes a column's type: the lake holds what the server made
-of each value (binlake.spark.conversions), whichever engine carries the
+of each value (binlake.spark.plans.conversions), whichever engine carries the
 table and when a lake is built anew from the changes; a change binlake
 cannot convert as the server did (TIMESTAMP to DATETIME: the ALTER's
 session time zone) refuses the run in one line, nothing applied.
@@ -18,11 +18,11 @@ pa = pytest.importorskip("pyarrow")
 pytest.importorskip("deltalake")
 
 from binlake.schema.ddl import ColumnSpec  # noqa: E402
-from binlake.spark import driver_tables as driver  # noqa: E402
-from binlake.spark.conversions import server_value  # noqa: E402
-from binlake.spark.delta import read_table  # noqa: E402
-from binlake.spark.layouts import ddl_layout_column  # noqa: E402
-from binlake.spark.pipeline import run_pipeline  # noqa: E402
+from binlake.spark.rules import driver_tables as driver  # noqa: E402
+from binlake.spark.plans.conversions import server_value  # noqa: E402
+from binlake.spark.commits.delta import read_table  # noqa: E402
+from binlake.spark.plans.layouts import ddl_layout_column  # noqa: E402
+from binlake.spark.run.pipeline import run_pipeline  # noqa: E402
 
 DB = "conv"
 

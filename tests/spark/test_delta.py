@@ -1,4 +1,4 @@
-"""Delta tables kept by MERGE (`binlake.spark.delta`): a run's net changes
+"""Delta tables kept by MERGE (`binlake.spark.commits.delta`): a run's net changes
 per key applied once, whatever was committed before a kill."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ pa = pytest.importorskip("pyarrow")
 deltalake = pytest.importorskip("deltalake")
 pc = pytest.importorskip("pyarrow.compute")
 
-from binlake.spark.delta import (AT, DELETED, PRESENT, committed_run,  # noqa: E402
+from binlake.spark.commits.delta import (AT, DELETED, PRESENT, committed_run,  # noqa: E402
                                  merge_net_changes, rows_not_held, through_of)
 
 
@@ -85,7 +85,7 @@ def test_a_column_added_since_the_last_run_is_added_to_the_table(tmp_path):
 def test_files_written_elsewhere_become_the_whole_table_in_one_commit(tmp_path):
     import pyarrow.parquet as pq
 
-    from binlake.spark.delta import commit_table, read_table
+    from binlake.spark.commits.delta import commit_table, read_table
     uri = tmp_path / "db.t"
     uri.mkdir()
     schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
@@ -109,7 +109,7 @@ def stage(table, uri, partition_by: tuple, run: int) -> list[str]:
     the partition column, in its folder, without the column."""
     import pyarrow.parquet as pq
 
-    from binlake.spark.delta import partition_folder
+    from binlake.spark.commits.delta import partition_folder
     if not partition_by:
         pq.write_table(table, uri / f"part-{run}.parquet")
         return [f"part-{run}.parquet"]
@@ -133,7 +133,7 @@ def test_a_partitioned_table_keeps_each_value_in_its_folder_and_reads_it_back(tm
 
     import pyarrow.parquet as pq
 
-    from binlake.spark.delta import commit_table, partition_folder, read_table
+    from binlake.spark.commits.delta import commit_table, partition_folder, read_table
     uri = tmp_path / "db.t"
     schema = pa.schema([("id", pa.int64()), ("day", pa.date32()), ("n", pa.int32())])
     names = []
@@ -170,7 +170,7 @@ def test_a_datetime_column_added_later_gets_its_table_feature(tmp_path):
 
     import pyarrow.parquet as pq
 
-    from binlake.spark.delta import commit_table, read_table
+    from binlake.spark.commits.delta import commit_table, read_table
     uri = tmp_path / "db.t"
     uri.mkdir()
     plain = pa.schema([("id", pa.int64())])
@@ -213,7 +213,7 @@ def test_committed_files_carry_statistics_and_every_commit_feeds_changes(tmp_pat
 
     import pyarrow.parquet as pq
 
-    from binlake.spark.delta import STATS_TEXT_CHARS, commit_table
+    from binlake.spark.commits.delta import STATS_TEXT_CHARS, commit_table
 
     uri = tmp_path / "db.t"
     uri.mkdir()
@@ -251,7 +251,7 @@ def test_committed_files_carry_statistics_and_every_commit_feeds_changes(tmp_pat
 def test_a_merge_reads_only_the_files_its_keys_bounds_overlap(tmp_path):
     import pyarrow.parquet as pq
 
-    from binlake.spark.delta import commit_table, key_bounds
+    from binlake.spark.commits.delta import commit_table, key_bounds
 
     uri = tmp_path / "db.t"
     uri.mkdir()
@@ -279,7 +279,7 @@ def test_a_merge_reads_only_the_files_its_keys_bounds_overlap(tmp_path):
 
 
 def test_net_changes_beyond_every_held_key_are_appended_not_merged(tmp_path):
-    from binlake.spark.delta import key_bounds
+    from binlake.spark.commits.delta import key_bounds
     uri = str(tmp_path / "db.t")
     merge_net_changes(uri, "db.t", net([(1, "a"), (2, "b")], [False, False]), ["id"], run=1,
                       through={})
@@ -312,7 +312,7 @@ def test_an_unsigned_key_past_exact_statistics_is_merged(tmp_path):
     nothing, so keys beyond it may still be held."""
     import decimal
 
-    from binlake.spark.delta import key_bounds
+    from binlake.spark.commits.delta import key_bounds
     uri = str(tmp_path / "db.t")
     top = 2**64 - 1
 
@@ -345,7 +345,7 @@ def test_files_delta_rs_writes_carry_statistics_of_every_column(tmp_path):
     """A table binlake creates asks for statistics of all its columns
     (`delta.dataSkippingNumIndexedCols` -1): delta-rs's default is the
     first 32, and a MERGE or a reader skips files by the others too."""
-    from binlake.spark.delta import _add_actions
+    from binlake.spark.commits.delta import _add_actions
     uri = str(tmp_path / "db.wide")
     names = tuple(f"c{i}" for i in range(40))
     first = [tuple(row * 100 + i for i in range(40)) for row in (1, 2)]
@@ -400,7 +400,7 @@ def test_files_handed_to_a_commit_are_synced_before_the_log_entry_that_names_the
 
     import pyarrow.parquet as pq
 
-    from binlake.spark.delta import commit_table, partition_folder
+    from binlake.spark.commits.delta import commit_table, partition_folder
     uri = str(tmp_path / "db.t")
     schema = pa.schema([("id", pa.int64()), ("day", pa.int32())])
     commit_table(uri, "db.t", [], schema, run=1, through={},  # version 0, then an empty one

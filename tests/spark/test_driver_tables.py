@@ -1,4 +1,4 @@
-"""binlake.spark.driver_tables, the driver's twin of the Spark jobs for small
+"""binlake.spark.rules.driver_tables, the driver's twin of the Spark jobs for small
 increments, held equal to them: every value of every column type of the
 truth workload typed both ways; a value no Spark type holds refused in the
 same words; the rules that net a keyed table's changes and count a keyless
@@ -14,14 +14,14 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 from pyspark.sql import functions as F  # noqa: E402
 
-from binlake.spark import driver_tables as driver  # noqa: E402
-from binlake.spark.delta import COPIES_REMOVED, COPY_ADDED, COPY_OP  # noqa: E402
-from binlake.spark.pipeline import load_manifest, run_pipeline  # noqa: E402
-from binlake.spark.tables import refused  # noqa: E402
+from binlake.spark.rules import driver_tables as driver  # noqa: E402
+from binlake.spark.commits.delta import COPIES_REMOVED, COPY_ADDED, COPY_OP  # noqa: E402
+from binlake.spark.run.pipeline import load_manifest, run_pipeline  # noqa: E402
+from binlake.spark.rules.tables import refused  # noqa: E402
 from binlake.schema.ddl import ColumnSpec  # noqa: E402
-from binlake.spark.conversions import unconverted  # noqa: E402
-from binlake.spark.layouts import ddl_layout_column  # noqa: E402
-from binlake.spark.typed import (carry_way, converted, from_text, retyped_text,  # noqa: E402
+from binlake.spark.plans.conversions import unconverted  # noqa: E402
+from binlake.spark.plans.layouts import ddl_layout_column  # noqa: E402
+from binlake.spark.plans.typed import (carry_way, converted, from_text, retyped_text,  # noqa: E402
                                  spark_of_arrow, typed_columns, with_temporals)
 
 DB = "binlake_test"
@@ -138,7 +138,7 @@ def test_what_the_driver_does_not_take_goes_to_spark():
     assert [change[:3] for change in driver.images([whole], plan)] == [
         ("u", ("1", "2"), ("1", "3"))]
     # a change from before a MODIFY: its texts as the server made them (the
-    # functions Spark's jobs run: binlake.spark.conversions)
+    # functions Spark's jobs run: binlake.spark.plans.conversions)
     layout = {"columns": [ddl_layout_column(INT), column("VARCHAR", 2)]}
     for modified, text, made in (({"fractions": [None, 0]}, "10:00:00.5", "10:00:00"),
                                  ({"fractions": [None, 3]}, "10:00:00.5", "10:00:00.500"),
@@ -277,9 +277,9 @@ def test_inserts_of_any_size_are_typed_by_arrow_without_spark(mariadb, tmp_path,
     created and filled in one run, more rows appended; the tables equal the
     server's. A partial row image (binlog_row_image=MINIMAL, a column left
     to its DEFAULT) is not taken so: Spark is asked for, never a NULL."""
-    from binlake.spark.pipeline import LazySession
+    from binlake.spark.run.pipeline import LazySession
     from binlake.testing.mariadb import MariaDBServer
-    from binlake.spark.delta import read_table
+    from binlake.spark.commits.delta import read_table
     monkeypatch.setattr(driver, "DRIVER_ROWS", 10)
 
     def no_spark():

@@ -1,5 +1,5 @@
 """The follower moved to another server of its replication domain
-(binlake.spark.failover): MariaDB GTIDs place the lake in the new server's
+(binlake.spark.read.failover): MariaDB GTIDs place the lake in the new server's
 binlogs, without a gap or a repeat.
 
 Strategy: two private MariaDB servers, a primary and its GTID replica (its
@@ -210,7 +210,7 @@ def two_domains(mariadb, tmp_path_factory):
 
 
 def test_the_lake_goes_on_after_the_last_transaction_it_holds(two_domains):
-    from binlake.spark.failover import continuation
+    from binlake.spark.read.failover import continuation
     path, ends, _ = two_domains
     assert list(ends) == ["0-51-3", "1-51-1", "0-51-4"]
     size = os.path.getsize(path)
@@ -223,8 +223,8 @@ def test_the_lake_goes_on_after_the_last_transaction_it_holds(two_domains):
 
 
 def test_the_lakes_gtid_state_is_that_of_its_last_position(two_domains):
-    from binlake.spark.failover import gtid_text, lake_gtid_state
-    from binlake.spark.manifest import FileRead, Manifest, SnapshotFloor
+    from binlake.spark.read.failover import gtid_text, lake_gtid_state
+    from binlake.spark.state.manifest import FileRead, Manifest, SnapshotFloor
     path, ends, _ = two_domains
     folder, name = os.path.split(path)
 
@@ -243,7 +243,7 @@ def test_the_streaming_sources_offsets_carry_the_gtid_state(two_domains):
     """The `binlog` source's offset names the GTID state at its position, as
     the server's BINLOG_GTID_POS() does."""
     from binlake.gtids import parse_gtid_list
-    from binlake.spark.source import BinlogStreamReader
+    from binlake.spark.read.source import BinlogStreamReader
     path, _, server = two_domains
     reader = BinlogStreamReader({"path": os.path.dirname(path)})
     offset = reader.latestOffset()

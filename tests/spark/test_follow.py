@@ -1,4 +1,4 @@
-"""`binlake pipeline -R --follow` (binlake.spark.follow): a live server kept in
+"""`binlake pipeline -R --follow` (binlake.spark.run.follow): a live server kept in
 the lake through everything that stops a follower, each change in it once.
 
 Strategy: the follower runs as the command, in a process of its own (so it
@@ -31,7 +31,7 @@ pytest.importorskip("deltalake")
 import pyarrow.parquet as pq  # noqa: E402
 
 import binlake  # noqa: E402
-from binlake.spark.delta import read_table  # noqa: E402
+from binlake.spark.commits.delta import read_table  # noqa: E402
 from binlake.testing.mariadb import MariaDBServer  # noqa: E402
 
 DB = "follow"
@@ -241,7 +241,7 @@ def test_the_follower_keeps_the_lake_equal_to_the_server_through_kills_and_a_res
 def test_once_to_the_servers_end_then_another_server_is_refused(server, tmp_path):
     """-R without --follow: the lake holds the server's last commit, and the
     command ends; the same lake pointed at another server, of another
-    history (binlake.spark.failover), is refused in one line by its GTIDs,
+    history (binlake.spark.read.failover), is refused in one line by its GTIDs,
     the lake left as it was."""
     lake = tmp_path / "lake"
     command = [sys.executable, "-m", "binlake", "pipeline", "-R", "--out", str(lake),
@@ -273,7 +273,7 @@ def test_a_table_created_then_written_takes_no_spark_job(mariadb, tmp_path):
     """A follower's usual start: the first micro-batch holds the CREATE TABLE
     (its plan the DDL's), a later one the first rows (the table map's plan):
     the empty table is carried, and small increments applied, by the driver."""
-    from binlake.spark.pipeline import LazySession, run_pipeline
+    from binlake.spark.run.pipeline import LazySession, run_pipeline
 
     def no_spark():
         raise AssertionError("a small increment started a Spark session")

@@ -1,4 +1,4 @@
-"""The pipeline's table plans (binlake.spark.history.table_plans): what a
+"""The pipeline's table plans (binlake.spark.plans.history.table_plans): what a
 table's rows are made from, whose signature decides whether new changes go
 on top of the committed rows or the table is made again."""
 from __future__ import annotations
@@ -7,9 +7,9 @@ import pytest
 
 pytest.importorskip("pyspark")
 from binlake.schema.history import Schema  # noqa: E402
-from binlake.spark.history import PositionOrder, table_plans  # noqa: E402
-from binlake.spark.layouts import ddl_layout_column  # noqa: E402
-from binlake.spark.lake import plan_signature  # noqa: E402
+from binlake.spark.plans.history import PositionOrder, table_plans  # noqa: E402
+from binlake.spark.plans.layouts import ddl_layout_column  # noqa: E402
+from binlake.spark.commits.lake import plan_signature  # noqa: E402
 
 ORDER = PositionOrder({"binlog.000001": 1})
 
@@ -102,10 +102,10 @@ def test_an_alter_ignore_adding_a_unique_key_refuses_the_rows_from_before_it():
     """ALTER IGNORE ... ADD UNIQUE deletes the rows the key finds twice but
     the first, with no row event: a plan that carries rows from before it
     is refused in one line naming the way forward; a table read anew after
-    it (its stretches start there, binlake.spark.starts.starting_anew) is
+    it (its stretches start there, binlake.spark.state.starts.starting_anew) is
     not; a plain ALTER, or ALTER IGNORE adding no unique key, is not."""
-    from binlake.spark.history import rows_lost_refusal
-    from binlake.spark.starts import starting_anew
+    from binlake.spark.plans.history import rows_lost_refusal
+    from binlake.spark.state.starts import starting_anew
 
     def plan(statements: list[str]) -> dict:
         schema = Schema()

@@ -1,4 +1,4 @@
-"""The lake fed in increments (binlake.spark.lake): binlog files arrive one by
+"""The lake fed in increments (binlake.spark.commits.lake): binlog files arrive one by
 one from a server that keeps writing (and is restarted once), the pipeline
 runs after each, and tables/ equals the server's `SELECT *` every time.
 
@@ -33,8 +33,8 @@ pa = pytest.importorskip("pyarrow")
 
 import binlake  # noqa: E402
 import binlake.spark  # noqa: E402
-from binlake.spark import driver_tables  # noqa: E402
-from binlake.spark.pipeline import load_manifest, run_pipeline  # noqa: E402
+from binlake.spark.rules import driver_tables  # noqa: E402
+from binlake.spark.run.pipeline import load_manifest, run_pipeline  # noqa: E402
 from binlake.testing.mariadb import MariaDBServer  # noqa: E402
 from binlake.testing.workload import (DATABASE, SESSION_SETUP,  # noqa: E402
                                       expected_final_state, run_basic_workload)
@@ -136,7 +136,7 @@ PARTITIONED = {f"{DATABASE}.probe": "id", f"{DATABASE}.no_pk": "a"}
 @pytest.mark.parametrize("way", ["driver", "spark"])
 def test_every_increment_equal_to_the_server(spark, steps, tmp_path, monkeypatch, way):
     """`way`: small increments computed in the driver (the default), or all
-    by Spark's jobs (binlake.spark.driver_tables holds them equal), those
+    by Spark's jobs (binlake.spark.rules.driver_tables holds them equal), those
     with two tables partitioned."""
     partition_by = None
     if way == "spark":
@@ -217,7 +217,7 @@ def assert_partitioned(spark, out: Path, table: str, columns: list) -> None:
     for path in delta.file_uris():
         folders = os.path.relpath(path, uri).split(os.sep)[:-1]
         assert [folder.split("=")[0] for folder in folders] == columns, path
-    ours = canonical_rows(binlake.spark.pipeline.read_table(str(out), table).to_pylist())
+    ours = canonical_rows(binlake.spark.run.pipeline.read_table(str(out), table).to_pylist())
     assert canonical_rows(pa.table(delta.to_pyarrow_table()).to_pylist()) == ours, table
     frame = binlake.spark.read_table(spark, str(out), table)
     assert frame.columns == [f.name for f in delta.schema().fields]
@@ -352,7 +352,7 @@ def net_kinds(before: set, after: set) -> dict:
 
 
 #: `binlake pipeline` with every increment computed by Spark's jobs.
-IN_SPARK = ("import sys; from binlake.spark import driver_tables; driver_tables.DRIVER_ROWS = -1; "
+IN_SPARK = ("import sys; from binlake.spark.rules import driver_tables; driver_tables.DRIVER_ROWS = -1; "
             "from binlake.cli.dispatch import main; sys.exit(main(sys.argv[1:]))")
 
 

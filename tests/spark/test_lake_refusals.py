@@ -19,8 +19,8 @@ import pytest
 pytest.importorskip("pyspark")
 from binlake.cli.commands.pipeline import sample_dir  # noqa: E402
 from binlake.cli.dispatch import main  # noqa: E402
-from binlake.spark.pipeline import read_table  # noqa: E402
-from binlake.spark.pipeline import run_pipeline as pipeline_run  # noqa: E402
+from binlake.spark.run.pipeline import read_table  # noqa: E402
+from binlake.spark.run.pipeline import run_pipeline as pipeline_run  # noqa: E402
 
 
 def run_pipeline(*args, **options):
@@ -178,7 +178,7 @@ def test_a_value_the_tables_type_cannot_hold_is_refused_never_null(spark, binlog
     # the lake's way chosen again: every table built, zero dates as the server wrote them
     result = pipeline_run(spark, [str(binlogs)], str(out), temporals="text")
     assert result.tables["binlake_test.temporal"] > 0
-    from binlake.spark.pipeline import read_table
+    from binlake.spark.run.pipeline import read_table
     dates = {row["id"]: row["d"] for row in read_table(str(out), "binlake_test.temporal")
              .to_pylist()}
     assert dates[3] == "0000-00-00" and dates[2] == "9999-12-31"

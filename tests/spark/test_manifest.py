@@ -1,4 +1,4 @@
-"""The lake's manifest (binlake.spark.manifest): its transitions, its JSON
+"""The lake's manifest (binlake.spark.state.manifest): its transitions, its JSON
 (lakes written before the typed record read the same), its one writer."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from binlake.spark.manifest import (FORMAT, FileRead, Held, Manifest, SnapshotFloor, TablesState,
+from binlake.spark.state.manifest import (FORMAT, FileRead, Held, Manifest, SnapshotFloor, TablesState,
                                     read_manifest, write_manifest)
 
 #: A manifest as runs before the typed record wrote it: one selection for the

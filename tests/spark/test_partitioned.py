@@ -1,4 +1,4 @@
-"""binlake.spark.partitioned: the driver writes Spark's partitioned layout.
+"""binlake.spark.read.partitioned: the driver writes Spark's partitioned layout.
 
 Spark's own writer names the folders the escape function is checked
 against, and Spark reads back what the driver wrote, rows in commit order
@@ -13,7 +13,7 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 pytest.importorskip("pyspark")
-from binlake.spark.partitioned import (  # noqa: E402
+from binlake.spark.read.partitioned import (  # noqa: E402
     DEFAULT_PARTITION_NAME, PartitionedParquet, escape_partition_value, unescape_partition_value)
 
 ODD_NAMES = [chr(c) for c in range(1, 128)] + ["é", "a b", "日本", "x=1/y", "50%"]

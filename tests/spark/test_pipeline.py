@@ -19,8 +19,8 @@ import pytest
 pq = pytest.importorskip("pyarrow.parquet")
 pytest.importorskip("pyspark")
 from binlake.cli.dispatch import main  # noqa: E402
-from binlake.spark.pipeline import load_manifest, read_table  # noqa: E402
-from binlake.spark.pipeline import run_pipeline as pipeline_run  # noqa: E402
+from binlake.spark.run.pipeline import load_manifest, read_table  # noqa: E402
+from binlake.spark.run.pipeline import run_pipeline as pipeline_run  # noqa: E402
 
 from .truth import canonical_rows, typed_rows  # noqa: E402
 
@@ -162,7 +162,7 @@ def test_cli_on_the_sample_data_rebuilds_its_tables(spark, tmp_path):
     lake = tmp_path / "lake{a,b}*"
     command = ["pipeline", "--sample", "--out", str(lake)]
     assert main(command, out, err) == 0, err.getvalue()
-    from binlake.spark.pipeline import load_manifest
+    from binlake.spark.run.pipeline import load_manifest
     assert load_manifest(str(lake)).temporals == "text"
     assert "3 file(s)" in out.getvalue()
     from binlake.cli.commands.pipeline import sample_dir
@@ -176,11 +176,11 @@ def test_cli_on_the_sample_data_rebuilds_its_tables(spark, tmp_path):
 
 
 def test_small_increments_and_nothing_new_start_no_spark_session(spark, tmp_path):
-    """The driver computes small increments (binlake.spark.driver_tables):
+    """The driver computes small increments (binlake.spark.rules.driver_tables):
     a run over the sample's last two files, and one with nothing new, never
     ask for the session; the tables are the server's."""
     from binlake.cli.commands.pipeline import sample_dir
-    from binlake.spark.pipeline import LazySession
+    from binlake.spark.run.pipeline import LazySession
 
     def no_spark():
         raise AssertionError("a small increment started a Spark session")
@@ -210,8 +210,9 @@ def test_a_run_that_rebuilds_the_tables_starts_spark_while_it_reads(spark, tmp_p
     import threading
 
     from binlake.cli.commands.pipeline import sample_dir
-    from binlake.spark import driver_tables, pipeline
-    from binlake.spark.pipeline import LazySession
+    from binlake.spark.rules import driver_tables
+    from binlake.spark.run import pipeline
+    from binlake.spark.run.pipeline import LazySession
     monkeypatch.setattr(pipeline, "SURELY_SPARK_REBUILD_BYTES", 0)
     monkeypatch.setattr(driver_tables, "DRIVER_ROWS", -1)
     asked, configured = [], []
@@ -237,7 +238,7 @@ def test_a_small_lakes_first_run_starts_no_spark(tmp_path):
     Spark's rebuild follows (tests/spark/test_driver_tables.py): the
     sample's first run needs no JVM."""
     from binlake.cli.commands.pipeline import sample_dir
-    from binlake.spark.pipeline import LazySession
+    from binlake.spark.run.pipeline import LazySession
 
     def no_spark():
         raise AssertionError("a small lake's first run started a Spark session")
@@ -254,7 +255,7 @@ def test_a_lazy_session_is_started_once_by_many_threads(spark):
     import threading
     import time
 
-    from binlake.spark.pipeline import LazySession
+    from binlake.spark.run.pipeline import LazySession
     asked = []
 
     def start():
@@ -274,7 +275,7 @@ def test_a_lazy_session_is_started_once_by_many_threads(spark):
 def test_steps_over_few_rows_run_interpreted_and_the_settings_come_back(spark):
     """Jobs over few rows skip code generation (a cold JVM compiles for
     seconds); the session's settings are as they were after."""
-    from binlake.spark.lake import INTERPRETED, _interpreted
+    from binlake.spark.commits.lake import INTERPRETED, _interpreted
     was = {name: spark.conf.get(name) for name in INTERPRETED}
     with _interpreted(spark, True):
         assert {name: spark.conf.get(name) for name in INTERPRETED} == INTERPRETED
@@ -292,7 +293,7 @@ def test_an_output_path_delta_cannot_address_is_refused_in_one_line(tmp_path):
 
 
 def test_unread_bytes_follow_the_manifest(one_partition, truth, tmp_path):
-    from binlake.spark.pipeline import unread_bytes
+    from binlake.spark.run.pipeline import unread_bytes
     total = sum(os.path.getsize(p) for p in truth.files)
     assert unread_bytes(truth.files, str(tmp_path / "new")) == total
     manifest = load_manifest(str(one_partition[0]))
@@ -302,7 +303,7 @@ def test_unread_bytes_follow_the_manifest(one_partition, truth, tmp_path):
 
 
 def test_only_a_short_run_on_few_cores_gets_the_first_jit_tier():
-    from binlake.spark.pipeline import FEW_CORES, SHORT_RUN_BYTES, local_java_options
+    from binlake.spark.run.pipeline import FEW_CORES, SHORT_RUN_BYTES, local_java_options
     quick = "-XX:TieredStopAtLevel=1"
     assert "log4j2.configurationFile=" in local_java_options(2, None)
     # Spark's long generated methods are compiled, never left to the interpreter.
@@ -325,7 +326,7 @@ def test_every_file_a_manifest_or_delta_log_names_is_synced_before_it(tmp_path, 
     import deltalake
 
     from binlake.cli.commands.pipeline import sample_dir
-    from binlake.spark.pipeline import LazySession
+    from binlake.spark.run.pipeline import LazySession
 
     def no_spark():
         raise AssertionError("the sample's run needs no Spark session")

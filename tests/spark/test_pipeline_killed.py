@@ -22,7 +22,7 @@ import pytest
 pytest.importorskip("pyspark")
 pq = pytest.importorskip("pyarrow.parquet")
 
-from binlake.spark.pipeline import read_table  # noqa: E402
+from binlake.spark.run.pipeline import read_table  # noqa: E402
 import sweeps  # noqa: E402
 from full_disk import on_a_small_disk  # noqa: E402
 

@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("deltalake")
 
-from binlake.spark.pipeline import read_table, run_pipeline  # noqa: E402
+from binlake.spark.run.pipeline import read_table, run_pipeline  # noqa: E402
 from binlake.testing.mariadb import MariaDBServer  # noqa: E402
 from binlake.testing.workload import DATABASE, expected_final_state  # noqa: E402
 

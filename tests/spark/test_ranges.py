@@ -21,12 +21,12 @@ from binlake.constants import ColumnType as T
 from binlake.read.events import RowsEvent
 from binlake.text.jsonable import to_jsonable
 from binlake.read.mysql_json import PartialJson
-from binlake.spark.exact import row_texts
-from binlake.spark.ranges import (Split, name_sequence, number_files, pack, read_split,
+from binlake.spark.read.exact import row_texts
+from binlake.spark.read.ranges import (Split, name_sequence, number_files, pack, read_split,
                                   transactions)
 
 pytest.importorskip("pyarrow")
-from binlake.spark.batches import change_batches  # noqa: E402
+from binlake.spark.read.batches import change_batches  # noqa: E402
 
 SAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "src", "binlake", "sample_data")
 _TIME = re.compile(r"(-?)(\d+):(\d\d):(\d\d)(?:\.(\d+))?")

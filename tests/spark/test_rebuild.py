@@ -1,4 +1,4 @@
-"""`binlake pipeline --rebuild` (binlake.spark.rebuild), and the way forward
+"""`binlake pipeline --rebuild` (binlake.spark.run.rebuild), and the way forward
 every refusal of the tables names.
 
 Strategy: from changes/, a lake of the sample binlogs whose table is
@@ -25,12 +25,13 @@ pytest.importorskip("deltalake")
 
 from binlake.cli.commands.pipeline import sample_dir  # noqa: E402
 from binlake.cli.dispatch import main  # noqa: E402
-from binlake.spark import rebuild  # noqa: E402
-from binlake.spark.conversions import refusal_of_plan  # noqa: E402
-from binlake.spark.pipeline import load_manifest, read_table, run_pipeline  # noqa: E402
-from binlake.spark.tables import (HISTORY_PARTIAL, KEYLESS_PARTIAL, NEVER_WHOLE,  # noqa: E402
+from binlake.spark.run import rebuild  # noqa: E402
+from binlake.spark.plans import refusals  # noqa: E402
+from binlake.spark.plans.conversions import refusal_of_plan  # noqa: E402
+from binlake.spark.run.pipeline import load_manifest, read_table, run_pipeline  # noqa: E402
+from binlake.spark.rules.tables import (HISTORY_PARTIAL, KEYLESS_PARTIAL, NEVER_WHOLE,  # noqa: E402
                                   NOT_HELD, UNKNOWN_KEY)
-from binlake.spark.typed import refused_value  # noqa: E402
+from binlake.spark.plans.typed import refused_value  # noqa: E402
 from binlake.testing.mariadb import MariaDBServer  # noqa: E402
 
 from .test_driver_tables import NOT_CONVERTED, column  # noqa: E402
@@ -110,7 +111,7 @@ READS_ANEW = "binlake pipeline --out DIR -R -h HOST -u USER --rebuild db.t"
      "from a snapshot of it: binlake pipeline --out NEWDIR -R -h HOST -u USER --snapshot-from --history"),
 ])
 def test_each_refusal_of_a_row_image_ends_with_what_to_run(reason, forward):
-    line = rebuild.refusal_line(f"binlog.000002 at 400: db.t: {rebuild.named(reason, 'db.t')}",
+    line = refusals.refusal_line(f"binlog.000002 at 400: db.t: {refusals.named(reason, 'db.t')}",
                                 "/the/lake")
     assert line.endswith("; to go on, " + forward.replace("--out DIR", "--out /the/lake")), line
     assert ": nothing was applied to the tables; to go on, " in line
@@ -120,12 +121,12 @@ def test_each_refusal_of_a_row_image_ends_with_what_to_run(reason, forward):
 def test_a_value_no_typed_column_holds_names_temporals_text(spark):
     from pyspark.sql import functions as F
     date = column("DATE")
-    line = rebuild.refusal_line(refused_value("db.t", date, "0000-00-00", "date"), "/lake")
+    line = refusals.refusal_line(refused_value("db.t", date, "0000-00-00", "date"), "/lake")
     assert line.endswith("nothing was applied to the tables; to go on, run again with "
                          "--temporals text: DATE, DATETIME and TIMESTAMP columns are then kept "
                          "as MySQL's exact text (every table rebuilt once)"), line
     # the Spark job refuses it in the same words
-    said = spark.range(1).select(rebuild.named_column("at {table}: x{table}", F.lit("a.b")))
+    said = spark.range(1).select(refusals.named_column("at {table}: x{table}", F.lit("a.b")))
     assert said.first()[0] == "at a.b: xa.b"
 
 
@@ -135,7 +136,7 @@ def test_a_type_change_not_converted_names_a_lake_from_a_snapshot(was, _kind, ne
     change in its plan, and is refused again.)"""
     plan = {"database": "db", "table": "t", "layout": {"columns": [dict(new, key="c")]},
             "stretches": [{"was": [was]}]}
-    line = rebuild.refusal_line(refusal_of_plan(plan), "/lake")
+    line = refusals.refusal_line(refusal_of_plan(plan), "/lake")
     assert line.startswith("db.t: column `c`: ") and line.endswith(
         "nothing was applied to the tables; to go on, start a new lake from a snapshot of the "
         "server, after the change: binlake pipeline --out NEWDIR -R -h HOST -u USER "

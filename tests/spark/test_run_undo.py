@@ -1,10 +1,10 @@
-"""binlake.spark.run_undo: a run's writes undone, every byte as it was."""
+"""binlake.spark.state.run_undo: a run's writes undone, every byte as it was."""
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from binlake.spark.run_undo import RunUndo
+from binlake.spark.state.run_undo import RunUndo
 
 
 def lake_tree(out: Path) -> dict:

@@ -23,7 +23,7 @@ pytest.importorskip("pyspark")
 from binlake.cli.dispatch import main  # noqa: E402
 from binlake.constants import EventType as E  # noqa: E402
 from binlake.read.scan import scan  # noqa: E402
-from binlake.spark.pipeline import read_table, run_pipeline  # noqa: E402
+from binlake.spark.run.pipeline import read_table, run_pipeline  # noqa: E402
 from binlake.testing.mariadb import MariaDBServer, ensure_mariadb_installed  # noqa: E402
 import sweeps  # noqa: E402
 

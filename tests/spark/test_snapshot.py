@@ -1,4 +1,4 @@
-"""`binlake pipeline --snapshot-from` (binlake.spark.snapshot): a lake started
+"""`binlake pipeline --snapshot-from` (binlake.spark.snapshot.snapshot): a lake started
 from a consistent snapshot of a server whose tables predate its first binlog,
 while writes keep running, ends equal to the server: no row lost, none
 applied twice."""
@@ -16,7 +16,7 @@ pytest.importorskip("deltalake")
 import pyarrow.parquet as pq  # noqa: E402
 
 from binlake.connection.settings import ServerAddress  # noqa: E402
-from binlake.spark.pipeline import load_manifest, run_pipeline  # noqa: E402
+from binlake.spark.run.pipeline import load_manifest, run_pipeline  # noqa: E402
 from binlake.testing.mariadb import MariaDBServer  # noqa: E402
 from binlake.testing.workload import (DATABASE, SESSION_SETUP,  # noqa: E402
                                       expected_final_state, run_basic_workload)
@@ -363,7 +363,7 @@ def test_mysqls_chunks_placed_by_watermarks_equal_the_server(mariadb, tmp_path, 
     watermark and the view (in the chunk's rows and applied again over
     them) and between the view and the high watermark (applied over them):
     the table equals the server's."""
-    from binlake.spark import snapshot
+    from binlake.spark.snapshot.snapshot import snapshot
     monkeypatch.setattr(snapshot, "_is_mariadb", lambda connection: False)
     real_end, calls = snapshot._binlog_end, []
     edits = ["UPDATE many.t SET v = 'in the view too' WHERE id = {}",
@@ -399,8 +399,8 @@ def snapshot_by_hand(tmp_path, edits: list, create: str = None) -> dict:
     round's read, the binlog read by the same runs (a LazySession that
     refuses to start): the table built equals the server's, whose rows
     ({id: row}) are returned."""
-    from binlake.spark.pipeline import LazySession
-    from binlake.spark.snapshot import plan_round, progressed, read_round
+    from binlake.spark.run.pipeline import LazySession
+    from binlake.spark.snapshot.snapshot import plan_round, progressed, read_round
 
     def no_spark():
         raise AssertionError("the snapshot's table was built by Spark")
@@ -434,14 +434,14 @@ def snapshot_by_hand(tmp_path, edits: list, create: str = None) -> dict:
 
 
 def table_rows_of(lake, table: str) -> list:
-    from binlake.spark.delta import read_table
+    from binlake.spark.commits.delta import read_table
     return [tuple(row.values()) for row in read_table(str(lake / "tables" / table)).to_pylist()]
 
 
 def test_spark_tasks_read_a_round_as_the_driver_does(spark, server, tmp_path):
     """A round's chunks read by Spark tasks, each on its own connection, give
     the files the driver's read of the same chunks gives."""
-    from binlake.spark.snapshot import Chunk, read_round
+    from binlake.spark.snapshot.snapshot import Chunk, read_round
     address = ServerAddress("127.0.0.1", server.port, "root", "")
     ids = [row[0] for row in server.query(f"SELECT id FROM {DATABASE}.accounts ORDER BY id")]
     bounds = [None, (str(ids[999]),), (str(ids[1999]),), None]
@@ -469,8 +469,8 @@ def test_a_request_taken_after_a_killed_run_is_kept(mariadb, tmp_path, monkeypat
     import io
     import shutil
     from binlake.cli.dispatch import main
-    from binlake.spark import pipeline
-    from binlake.spark.run_undo import RunUndo
+    from binlake.spark.run import pipeline
+    from binlake.spark.state.run_undo import RunUndo
     with MariaDBServer(tmp_path / "server", server_id=25) as server:
         server.execute("CREATE DATABASE asked")
         server.execute("CREATE TABLE asked.t (id INT PRIMARY KEY, v VARCHAR(20))")

@@ -3,7 +3,7 @@
 The whole corpus is read in one job per view and compared, file by file,
 with `binlake.BinlogReader`: every event's header fields and decoded
 fields (`info`), and every change's values (as the exact text of
-binlake.spark.exact), GTID and operation. Then the ground-truth binlogs are
+binlake.spark.read.exact), GTID and operation. Then the ground-truth binlogs are
 read in one partition and in many byte ranges, which must give the same rows.
 """
 from __future__ import annotations
@@ -18,10 +18,10 @@ from binlake import BinlogError, BinlogReader, PartialEvent
 from binlake.read.events import GtidEvent, MariadbGtidEvent, RowsEvent
 from binlake.text.jsonable import event_to_dict
 from binlake.read.scan import scan
-from binlake.spark.exact import row_texts, text_row
+from binlake.spark.read.exact import row_texts, text_row
 
 pytest.importorskip("pyspark")
-from binlake.spark.source import plan  # noqa: E402
+from binlake.spark.read.source import plan  # noqa: E402
 
 HEADER_KEYS = ("file", "pos", "next_pos", "length", "type", "type_code", "timestamp",
                "server_id", "log_pos", "flags")

@@ -9,7 +9,7 @@ time with a clear second on each side, so `--as-of` either of them must
 give back exactly that state.
 
 `typed_row` turns a server row (pymysql values) into what tables/ must hold
-(binlake.spark.typed), column by column.
+(binlake.spark.plans.typed), column by column.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from binlake.spark.exact import time_text
+from binlake.spark.read.exact import time_text
 from binlake.testing.mariadb import MariaDBServer
 from binlake.testing.workload import DATABASE, SESSION_SETUP, expected_final_state, run_basic_workload
 

@@ -5,7 +5,7 @@
 //! imports through the Arrow C data interface (`__arrow_c_array__`,
 //! PyCapsules), so no Python object is made per value. Python is called
 //! back only for MySQL binary JSON and charsets without a native decoder
-//! (`binlake.spark.exact`), through `PyHelper`. The loop that feeds the
+//! (`binlake.spark.read.exact`), through `PyHelper`. The loop that feeds the
 //! builder is `changes.rs`.
 
 use std::ffi::CStr;
@@ -20,7 +20,7 @@ use crate::layout::Column;
 use crate::rowimage::{ValueError, ValueResult};
 use crate::sink::arrow::{changes_schema, TextHelper};
 
-/// Python functions of `binlake.spark.exact` for what has no native text.
+/// Python functions of `binlake.spark.read.exact` for what has no native text.
 pub(super) struct Helpers {
     json_text: Py<PyAny>,
     partial_json_text: Py<PyAny>,
@@ -29,7 +29,7 @@ pub(super) struct Helpers {
 
 impl Helpers {
     pub(super) fn load(py: Python<'_>) -> PyResult<Self> {
-        let exact = py.import("binlake.spark.exact")?;
+        let exact = py.import("binlake.spark.read.exact")?;
         Ok(Helpers {
             json_text: exact.getattr("json_value_text")?.unbind(),
             partial_json_text: exact.getattr("partial_json_text")?.unbind(),

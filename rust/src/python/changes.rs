@@ -1,6 +1,6 @@
 //! The changes view of one byte range, read natively: `ChangesReader`.
 //!
-//! Strategy: the loop of `binlake.spark.batches._python_change_batches`
+//! Strategy: the loop of `binlake.spark.read.batches._python_change_batches`
 //! without a Python object per event. The framer (`framing.rs`) cuts the
 //! events; the decoders of `events/` read the ones the loop needs (GTIDs,
 //! XID, TABLE_MAP, rows event headers, TRANSACTION_PAYLOAD); `transaction.rs`

@@ -12,7 +12,7 @@ use super::changes::ChangesReader;
 use super::events::EventsView;
 use crate::framing::LARGE_EVENT_BYTES;
 
-/// The events view of one range (`Split`), as `binlake.spark.batches.event_batches`.
+/// The events view of one range (`Split`), as `binlake.spark.read.batches.event_batches`.
 #[pyclass(module = "binlake._native", unsendable)]
 pub struct EventsReader {
     inner: ChangesReader,

@@ -1192,7 +1192,7 @@ mod tests {
 
     #[test]
     fn float32_is_exact_py() {
-        // expected texts from binlake.spark.exact.float32_text
+        // expected texts from binlake.spark.read.exact.float32_text
         let cases: [(f32, &str); 12] = [
             (0.1, "0.1"),
             (1.0, "1"),

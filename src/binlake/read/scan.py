@@ -11,7 +11,7 @@ A *boundary* is a position where no transaction or statement is open: the
 events from there on can be decoded knowing only the format description at
 offset 4, because row-based logs write a statement's table maps right before
 its rows events inside the transaction. That is what lets a Spark task read
-a byte range of a file on its own (see binlake.spark.ranges).
+a byte range of a file on its own (see binlake.spark.read.ranges).
 
 Rule: `TransactionState` is the one definition of where transactions start
 and end; the scan feeds it type codes and the range reader feeds it decoded

@@ -7,7 +7,7 @@
     orders = binlake.spark.table_changes(spark, folder, "shop", "orders")
     state = binlake.spark.read_table(spark, "lake", "shop.orders")  # binlake pipeline's tables/
 
-pyspark is imported by the functions that need it, so `binlake.spark.ranges`
+pyspark is imported by the functions that need it, so `binlake.spark.read.ranges`
 and friends stay usable without it. The schemas are documented in docs/spark.md.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 def register(spark) -> None:
     """Make `spark.read.format("binlog")` and `readStream.format("binlog")` available."""
-    from binlake.spark.source import register as register_source
+    from binlake.spark.read.source import register as register_source
     register_source(spark)
 
 
@@ -25,7 +25,7 @@ def table_changes(spark, path, db: str, table: str, schema=None, temporals: str 
     """One table's changes with one typed column per table column (see
     docs/spark.md); `temporals="text"` keeps DATE, DATETIME and TIMESTAMP
     columns as MySQL's exact text (typed, a zero date fails the job)."""
-    from binlake.spark.tables import table_changes as build
+    from binlake.spark.rules.tables import table_changes as build
     return build(spark, path, db, table, schema=schema, temporals=temporals, **options)
 
 
@@ -33,7 +33,7 @@ def read_table(spark, out: str, table: str, as_of=None):
     """A lake table (`table`: "db.table") of `binlake pipeline --out out` as a
     DataFrame: its current version, or `as_of` a Delta version number or a
     datetime. Spark needs no Delta Lake jars: delta-rs names the version's files."""
-    from binlake.spark.lake import spark_table
+    from binlake.spark.commits.lake import spark_table
     return spark_table(spark, out, table, as_of)
 
 

@@ -592,7 +592,7 @@ class Run:
 
     def _check(self, server, lake: Path, step: int, since: list[Executed],
                outcome: Outcome) -> Path:
-        from binlake.spark import driver_tables
+        from binlake.spark.rules import driver_tables
         outcome.checks += 1
         before = tables_bytes(lake)
         engine = self._engine()

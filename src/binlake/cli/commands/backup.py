@@ -10,7 +10,7 @@ from binlake.cli.status import ExitStatus
 from binlake.errors import BinlogError
 from binlake.cli.commands.common import report
 from binlake.cli.commands.selection import live_source
-from binlake.spark.ranges import name_sequence
+from binlake.spark.read.ranges import name_sequence
 
 
 #: Options that choose or change events, which a copy of the server's files

@@ -1,5 +1,5 @@
 """`binlake maintain`: compact and vacuum the Delta tables of a pipeline's
-output (see binlake.spark.pipeline.maintain_lake), without Spark."""
+output (see binlake.spark.run.pipeline.maintain_lake), without Spark."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args, out, err) -> int:
-    from binlake.spark.pipeline import maintain_lake
+    from binlake.spark.run.pipeline import maintain_lake
     if args.retention_hours is not None and args.retention_hours < 0:
         err.write("binlake maintain: --retention-hours is a number of hours, 0 or more\n")
         return ExitStatus.USAGE

@@ -1,5 +1,5 @@
 """`binlake pipeline`: binlogs into Parquet events and changes and Delta tables with Spark
-(see binlake.spark.pipeline)."""
+(see binlake.spark.run.pipeline)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 
 from binlake.cli.status import ExitStatus, os_error_text
 from binlake.errors import BinlogError
-from binlake.spark.ranges import READ_IN
+from binlake.spark.read.ranges import READ_IN
 from binlake.cli.commands.common import (add_replica_arguments, add_schema_arguments, seed_schema,
                                          server_address)
 
@@ -53,7 +53,7 @@ def _sample_temporals(args, inputs: list) -> str | None:
     sample holds MySQL's zero dates, which a typed lake refuses (as
     Connector/J does by default) rather than hold a NULL in their place. Any
     other lake, and one that has chosen already, is left to its choice."""
-    from binlake.spark.pipeline import load_manifest
+    from binlake.spark.run.pipeline import load_manifest
     if inputs != [sample_dir()] or args.remote or load_manifest(args.out).temporals:
         return None
     return "text"
@@ -169,9 +169,9 @@ def _schema_path(args) -> str | None:
 
 
 def run(args, out, err) -> int:
-    from binlake.spark.pipeline import (LazySession, local_master, run_pipeline, spark_session,
+    from binlake.spark.run.pipeline import (LazySession, local_master, run_pipeline, spark_session,
                                         unread_bytes)
-    from binlake.spark.ranges import DEFAULT_SPLIT_BYTES
+    from binlake.spark.read.ranges import DEFAULT_SPLIT_BYTES
 
     if args.follow and not args.remote:
         err.write("binlake pipeline: --follow follows a live server: add -R and its "
@@ -183,15 +183,15 @@ def run(args, out, err) -> int:
         return ExitStatus.USAGE
     if args.rebuild and args.remote:
         # Read anew from the server: the follower this run starts takes the
-        # request before its first micro-batch (binlake.spark.rebuild).
-        from binlake.spark.follow import request_snapshot
+        # request before its first micro-batch (binlake.spark.run.rebuild).
+        from binlake.spark.run.follow import request_snapshot
         try:
             request_snapshot(args.out, args.rebuild, "--rebuild")
         except ValueError as exc:
             err.write(f"binlake pipeline: {exc}\n")
             return ExitStatus.USAGE
     if args.snapshot_tables:
-        from binlake.spark.follow import request_snapshot
+        from binlake.spark.run.follow import request_snapshot
         try:
             request_snapshot(args.out, args.snapshot_tables)
         except ValueError as exc:
@@ -263,14 +263,14 @@ NOT_WITH_REMOTE = {"as_of": "--as-of", "sample": "--sample"}
 
 
 def _follow(args, spark, schema, out, err, log) -> int:
-    """-R [--follow]: binlake.spark.follow, until the server's last binlog
+    """-R [--follow]: binlake.spark.run.follow, until the server's last binlog
     ends (-R) or a stop (--follow: SIGTERM, Ctrl-C; a second one interrupts
     the micro-batch in flight, which the next start completes or discards)."""
     import signal
     from dataclasses import replace
 
     from binlake.cli.commands.selection import live_source
-    from binlake.spark.follow import Follower
+    from binlake.spark.run.follow import Follower
     refused = [option for name, option in NOT_WITH_REMOTE.items() if getattr(args, name)]
     if refused or len(args.inputs) > 1:
         err.write("binlake pipeline: -R reads one server from one binlog's name on"

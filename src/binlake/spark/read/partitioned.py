@@ -2,11 +2,11 @@
 written as Spark's partitioned Parquet layout.
 
 Strategy: the pipeline's new ranges are decoded by the same batch readers
-the `binlog` data source runs in Spark's tasks (binlake.spark.batches; the
+the `binlog` data source runs in Spark's tasks (binlake.spark.read.batches; the
 native loop decodes on threads of its own), and their Arrow batches are
 written straight to Parquet: no Python worker process to start, no Spark
 job to schedule, no row crossing from Python to the JVM and back. Spark's
-executors read instead where that pays (binlake.spark.pipeline decides).
+executors read instead where that pays (binlake.spark.run.pipeline decides).
 
 The files are laid out as Spark's `partitionBy` writes them, so that Spark,
 and any Hive-style reader, finds the same dataset whoever wrote it:
@@ -33,10 +33,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from binlake.spark.batches import parquet_options
+from binlake.spark.read.batches import parquet_options
 
 #: Spark's folder name for a partition value that is NULL or empty.
 DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
+#: How the names of a chunk's files in changes/ begin (the lock-free
+#: snapshot writes them, the lake builds a table from them).
+SNAPSHOT_FILES = "part-snapshot-chunk-"
 #: Characters Spark writes as %XX in a partition folder name (ExternalCatalogUtils).
 _ESCAPED = frozenset(chr(c) for c in range(0x20)) | frozenset('"#%\'*/:=?[\\]^{\x7f')
 #: What the buffers of one writer may hold before the largest is written out.

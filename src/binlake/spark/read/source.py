@@ -3,10 +3,10 @@
     spark.read.format("binlog").option("view", "changes").load(path_or_glob_or_dir)
     spark.readStream.format("binlog").option("view", "changes").load(folder)
 
-Strategy: the driver lists the files, numbers them (binlake.spark.ranges),
+Strategy: the driver lists the files, numbers them (binlake.spark.read.ranges),
 and cuts large ones at transaction boundaries; each partition is a picklable
 `Split` that one task reads on its own into Arrow record batches
-(binlake.spark.batches). Options are documented in docs/spark.md.
+(binlake.spark.read.batches). Options are documented in docs/spark.md.
 
 A live server: given connection options (host, port, user, password,
 socket, defaults_file; server_id, heartbeat; file, the binlog a new folder
@@ -35,8 +35,8 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from binlake.read.scan import scan
-from binlake.spark.batches import VIEWS, change_batches, event_batches, spark_ddl
-from binlake.spark.ranges import (DEFAULT_SPLIT_BYTES, FIRST_EVENT, Split, expand_inputs,
+from binlake.spark.read.batches import VIEWS, change_batches, event_batches, spark_ddl
+from binlake.spark.read.ranges import (DEFAULT_SPLIT_BYTES, FIRST_EVENT, Split, expand_inputs,
                                   name_sequence, number_files, pack, plan_splits, split_bytes_of)
 
 SOURCE_NAME = "binlog"
@@ -186,7 +186,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """The MariaDB GTID state at `end` of `path` (the offset's `gtid`:
         where a replica of the same domain would go on), carried from the
         last offset's (a new file's GTID list gives it whole)."""
-        from binlake.spark.failover import gtid_text, gtids_in
+        from binlake.spark.read.failover import gtid_text, gtids_in
         known, at, state = self._gtids
         if known != path or at > end:
             at = FIRST_EVENT

@@ -1,6 +1,6 @@
 """The `events` and `changes` views of one range, as Arrow record batches.
 
-Strategy: read the range's transactions (binlake.spark.ranges), append each
+Strategy: read the range's transactions (binlake.spark.read.ranges), append each
 row to plain Python column lists, and turn every BATCH_ROWS rows into one
 `pyarrow.RecordBatch` (Spark takes those 2-3x faster than tuples). A
 transaction is emitted whole once its end is read, because its XID and
@@ -48,9 +48,9 @@ from binlake.read.rows import DELETE, UPDATE, WRITE
 from binlake.text.jsonable import EventDescriber, event_json, event_subject
 from binlake.read.rows import LazyRowData, row_start
 from binlake.read.scan import read_framing
-from binlake.spark.exact import column_texts, row_texts, value_text
+from binlake.spark.read.exact import column_texts, row_texts, value_text
 from binlake.read.gzipped import GzipBinlog, is_gzip
-from binlake.spark.ranges import FIRST_EVENT, Split, read_split, transactions
+from binlake.spark.read.ranges import FIRST_EVENT, Split, read_split, transactions
 
 BATCH_ROWS = 8192
 #: Rows data the native loop hands each worker thread at a time.

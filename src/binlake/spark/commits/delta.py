@@ -19,9 +19,9 @@ commit is atomic (the Delta log's next entry), so a kill at any moment
 leaves each table at its previous version or its next.
 
 Durability: every function here that commits is `durable`
-(binlake.spark.delta_sync): the files its log entries name, and then the
+(binlake.spark.commits.delta_sync): the files its log entries name, and then the
 entries, are fsynced before it returns, and before the lake's manifest
-says the run is done. Compaction and vacuum are binlake.spark.delta_upkeep's.
+says the run is done. Compaction and vacuum are binlake.spark.commits.delta_upkeep's.
 """
 
 from __future__ import annotations
@@ -31,26 +31,10 @@ import os
 from urllib.parse import unquote
 
 from binlake.atomic import fsync_files
-from binlake.spark.delta_sync import durable
+from binlake.spark.commits.delta_sync import durable
+from binlake.spark.rules.columns import (AT, CLOSES, COPIES_REMOVED, COPY_ADDED, COPY_OP, DELETED,
+                                        NET_COLUMNS, PRESENT, VALID_FROM, VALID_TO)
 
-#: The column of a net-change row that says the key's last change deleted it.
-DELETED = "_binlake_deleted"
-#: ... that says which columns the changes set, "1" or "0" per column, where
-#: they set only some (partial row images): the others keep the table's values.
-PRESENT = "_binlake_present"
-#: ... that says where the last of those changes is ("FILE at POS").
-AT = "_binlake_at"
-#: The columns of a net-change row that are not the table's.
-NET_COLUMNS = (DELETED, PRESENT, AT)
-#: The columns of a history table (`--history`, SCD type 2) that are not the
-#: table's: the commit (binlog file, position of its end, time) at which a
-#: version of a row became current, and the one at which it stopped being
-#: current (NULL while it is).
-VALID_FROM = ("_valid_from_file", "_valid_from_pos", "_valid_from_time")
-VALID_TO = ("_valid_to_file", "_valid_to_pos", "_valid_to_time")
-#: ... in a history MERGE's source: a row that closes the key's open version
-#: at its VALID_FROM (the first commit of the run that touched the key).
-CLOSES = "_binlake_closes"
 #: Commit metadata key: the signature of the plan a history table was built by.
 PLAN = "binlake.plan"
 #: Application id of binlake's commits to a table (one per table: tables commit apart).
@@ -145,12 +129,6 @@ def merge_net_changes(uri: str, table: str, net, keys: list[str], *, run: int,
      .when_not_matched_insert(inserted, predicate=f"NOT {deleted} AND {partial} IS NULL")
      .execute())
     return "merged"
-
-
-#: The column of a keyless table's MERGE source (`merge_copies`) that says
-#: what to do with its row: COPIES_REMOVED, every copy the table holds goes;
-#: COPY_ADDED, one copy comes.
-COPY_OP, COPIES_REMOVED, COPY_ADDED = "_binlake_copy", "removed", "added"
 
 
 @durable
@@ -321,7 +299,7 @@ def rows_under_keys(uri: str, keys) -> "pa.Table":
     """The rows the Delta table at `uri` holds under `keys` (a pyarrow Table
     of key columns, typed as the table's), None where there is no table: a
     partial row image's columns left out are theirs
-    (binlake.spark.driver_tables.completed)."""
+    (binlake.spark.rules.driver_tables.completed)."""
     import pyarrow.dataset as ds
     from deltalake import DeltaTable
     if not _exists(uri):
@@ -389,7 +367,7 @@ NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
 def partition_folder(column: str, value) -> str:
     """The Hive folder of a partition value (integers and dates only:
-    binlake.spark.typed.PARTITION_TYPES, whose text needs no escaping)."""
+    binlake.spark.plans.typed.PARTITION_TYPES, whose text needs no escaping)."""
     return f"{column}={NULL_PARTITION if value is None else value}"
 
 

@@ -18,57 +18,29 @@ position their commit event ends at, must not be past the point.
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import glob
 import json
 import operator
 import re
-from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, functions as F
 
 from binlake.schema.history import Schema
-from binlake.spark.batches import TableFilter, load_schema_option
-from binlake.spark.conversions import fraction_text
-from binlake.spark.history import follow_ranges, stretch_width
-from binlake.spark.layouts import latest_layouts, qualified
-from binlake.spark.ranges import Split, expand_inputs, number_files
-from binlake.spark.delta import CLOSES, VALID_FROM, VALID_TO
-from binlake.spark.rebuild import (FULL_IMAGES_THEN_READ_ANEW, NEW_LAKE_WITH_FULL_IMAGES,
+from binlake.spark.read.batches import TableFilter, load_schema_option
+from binlake.spark.plans.conversions import fraction_text
+from binlake.spark.plans.history import follow_ranges, stretch_width
+from binlake.spark.plans.layouts import latest_layouts, qualified
+from binlake.spark.read.ranges import Split, expand_inputs, number_files
+from binlake.spark.rules.columns import CLOSES, VALID_FROM, VALID_TO
+from binlake.spark.plans.refusals import (FULL_IMAGES_THEN_READ_ANEW, NEW_LAKE_WITH_FULL_IMAGES,
                                    READ_ANEW, forward, named_column)
-from binlake.spark.typed import (REFUSED, from_text, refuse, retyped_text, typed_columns,
+from binlake.spark.state.starts import AsOf
+from binlake.spark.plans.typed import (REFUSED, from_text, refuse, retyped_text, typed_columns,
                                  with_temporals)
 
 #: Ops that add a row: an insert ("c"), a snapshot's row ("r", as Debezium's read).
 INSERTS = ("c", "r")
-
-
-@dataclass(frozen=True)
-class AsOf:
-    """A point in the binlog: a UTC time, or (file_seq, pos)."""
-
-    time: dt.datetime | None = None
-    file_seq: int | None = None
-    pos: int | None = None
-
-    def condition(self) -> Column:
-        if self.time is not None:
-            return F.col("commit_timestamp") <= F.lit(self.time)
-        seq = F.col("commit_key.file_seq")
-        return (seq < self.file_seq) | ((seq == self.file_seq) & (F.col("commit_pos") <= self.pos))
-
-    def includes(self, file_seq: int, pos: int, time: dt.datetime | None) -> bool:
-        """`condition` of one commit (its file's number, the position and
-        time of its commit): it is at or before the point."""
-        if self.time is not None:
-            return time is not None and time <= self.time
-        return (file_seq, pos) <= (self.file_seq, self.pos)
-
-    def describe(self) -> str:
-        if self.time is not None:
-            return self.time.isoformat()
-        return f"file_seq {self.file_seq}, pos {self.pos}"
 
 
 # -- one table's changes, typed ----------------------------------------------------
@@ -79,7 +51,7 @@ def table_changes(spark, path, db: str, table: str, schema=None, temporals: str 
     per table column, an update as two rows (update_preimage, update_postimage),
     and `_change_type`, `_op`, `_commit_key`, `_commit_timestamp`, `_timestamp`,
     `_file`, `_pos`, `_row_index`, `_gtid`, `_xid`."""
-    from binlake.spark.source import register
+    from binlake.spark.read.source import register
     register(spark)
     paths = expand_inputs(path)
     options = {k: str(v) for k, v in options.items()}
@@ -243,7 +215,7 @@ def refused(exc: BaseException) -> str | None:
 
 
 #: Why a partial row image of a row the table does not hold is refused
-#: (its way forward names the table where it says {table}: binlake.spark.rebuild).
+#: (its way forward names the table where it says {table}: binlake.spark.plans.refusals).
 NOT_HELD = ("a partial row image (binlog_row_image=MINIMAL or NOBLOB) of a row the table "
             "does not hold: the columns it leaves out are not in the binlog"
             + forward(READ_ANEW))

@@ -6,7 +6,7 @@ Strategy: binlog positions are one server's, GTIDs the domain's.
   lake's `_binlake/binlogs/`: the first server's under their own names,
   the server after the Nth failover's as `failover<N>~<name>` (two servers
   often name their binlogs alike). Their numbers follow every earlier
-  server's: N * FAILOVER_FILES + the server's own (binlake.spark.ranges.
+  server's: N * FAILOVER_FILES + the server's own (binlake.spark.read.ranges.
   name_sequence), so the changes views keep one order by (file_seq, pos).
 - A follower started on a server that is not the one its copies are of
   first reads every whole transaction copied from the old one. The lake's
@@ -21,7 +21,7 @@ Strategy: binlog positions are one server's, GTIDs the domain's.
   as ever; the lake goes on in it after the last transaction it holds
   already (`continuation`: every transaction before it held, none after),
   recorded in the lake's manifest as the failover's floor before any run
-  reads the new copies (binlake.spark.manifest.Manifest.failed_over).
+  reads the new copies (binlake.spark.state.manifest.Manifest.failed_over).
 
 Rule: what would leave a gap or a repeat is refused in one line with
 nothing changed: a lake without a GTID state (MySQL, or a binlog without
@@ -39,7 +39,7 @@ from dataclasses import replace
 
 from binlake.constants import EventType as E
 from binlake.gtids import parse_gtid_list
-from binlake.spark.ranges import FAILOVER_FILES, FIRST_EVENT
+from binlake.spark.read.ranges import FAILOVER_FILES, FIRST_EVENT
 
 #: How a later server's copies are named: `failover<N>~` + the server's name.
 FAILOVER_PREFIX = "failover{}~"

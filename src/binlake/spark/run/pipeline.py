@@ -10,14 +10,14 @@ Strategy: the manifest records, per file, how far it has been read (always
 a transaction boundary found by the header scan) and a fingerprint of its
 format description. A run scans each input from there, decodes only the new
 byte ranges and appends them: in the driver, written straight to Parquet
-(binlake.spark.partitioned), or by the `binlog` data source in a cluster's
+(binlake.spark.read.partitioned), or by the `binlog` data source in a cluster's
 executors when the new ranges are large (`read_in`); the table
 layouts seen so far are kept in the manifest too, and the change files each
 run appended until every table took them in (`pending`). tables/ is then
-brought in step with them (binlake.spark.lake: appended, merged by key, or
+brought in step with them (binlake.spark.commits.lake: appended, merged by key, or
 rebuilt where a table's definition changed or `as_of` asks), each table
 committed as its next Delta version. `snapshot` (a server address) starts a
-new lake from a consistent snapshot of its tables (binlake.spark.snapshot):
+new lake from a consistent snapshot of its tables (binlake.spark.snapshot.snapshot):
 their rows become the first changes, and the binlogs are read from the
 snapshot's position on.
 
@@ -58,22 +58,22 @@ from pathlib import Path
 
 from binlake.atomic import fsync_directory, fsync_files
 from binlake.read.scan import read_framing, scan
-from binlake.spark.batches import CHANGES, EVENTS, VIEWS, TableFilter, spark_ddl
-from binlake.spark.history import PositionOrder, follow_ranges, load_history, table_plans
-from binlake.spark.layouts import find_layouts
-from binlake.spark.ranges import (DEFAULT_SPLIT_BYTES, DRIVER_READ_BYTES, FAILOVER_FILES,
+from binlake.spark.read.batches import CHANGES, EVENTS, VIEWS, TableFilter, spark_ddl
+from binlake.spark.plans.history import PositionOrder, follow_ranges, load_history, table_plans
+from binlake.spark.plans.layouts import find_layouts
+from binlake.spark.read.ranges import (DEFAULT_SPLIT_BYTES, DRIVER_READ_BYTES, FAILOVER_FILES,
                                   FIRST_EVENT, READ_IN, Split, expand_inputs, number_files,
                                   split_bytes_of)
-from binlake.spark.lake import (TABLES, concurrently, hadoop_literal, tables_in_step,
+from binlake.spark.commits.lake import (TABLES, concurrently, hadoop_literal, tables_in_step,
                                 update_tables)
-from binlake.spark.manifest import FileRead, Manifest, SnapshotFloor, read_manifest, write_manifest
-from binlake.spark.partitioned import parquet_rows
-from binlake.spark.rebuild import marked_stale, stale_tables
-from binlake.spark.run_undo import RunUndo
-from binlake.spark.snapshot import SNAPSHOT_FILES, snapshot_reading
-from binlake.spark.starts import refuse_inexact, starting_anew
-from binlake.spark.tables import AsOf, one_of
-from binlake.spark.typed import PARTITION_TYPES, TEMPORALS, spark_type, with_temporals
+from binlake.spark.state.manifest import FileRead, Manifest, SnapshotFloor, read_manifest, write_manifest
+from binlake.spark.read.partitioned import SNAPSHOT_FILES, parquet_rows
+from binlake.spark.run.rebuild import marked_stale, stale_tables
+from binlake.spark.state.run_undo import RunUndo
+from binlake.spark.snapshot.snapshot import snapshot_reading
+from binlake.spark.state.starts import refuse_inexact, starting_anew
+from binlake.spark.rules.tables import AsOf, one_of
+from binlake.spark.plans.typed import PARTITION_TYPES, TEMPORALS, spark_type, with_temporals
 
 STATE_DIR = "_binlake"
 #: A run over this many new binlog bytes has changes enough for Spark
@@ -144,7 +144,7 @@ def local_master() -> str | None:
 class LazySession:
     """A Spark session started where a run first needs one (`start()` gives
     it): a run the driver does alone (nothing new, a small increment,
-    binlake.spark.driver_tables) starts no JVM. `master` is what the
+    binlake.spark.rules.driver_tables) starts no JVM. `master` is what the
     session is for, known before it starts. `start_soon()` starts it in
     the background, for a run sure to need it: the JVM's seconds of start
     then pass while the driver reads the binlogs. Threads share one start."""
@@ -252,7 +252,7 @@ def _state(out: str, *parts: str) -> str:
 
 
 def load_manifest(out: str) -> Manifest:
-    """The lake's state (binlake.spark.manifest)."""
+    """The lake's state (binlake.spark.state.manifest)."""
     return read_manifest(_state(out, "manifest.json"), out)
 
 
@@ -279,7 +279,7 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
                  partition_by: str | dict | None = None, rebuild: str | None = None,
                  log=None) -> PipelineResult:
     """`rebuild`: db.table patterns of tables built again from changes/
-    (binlake.spark.rebuild)."""
+    (binlake.spark.run.rebuild)."""
     if isinstance(spark, LazySession):
         spark.then(_configure)
     else:
@@ -334,7 +334,7 @@ def maintain_lake(out: str, *, retention_hours: int | None = None) -> dict:
     compacts the tables it committed to when their files are many, and
     vacuums only the files their log removed); {"db.table":
     {"compacted": n, "vacuumed": n}}. Holds the lake's lock: never beside a run."""
-    from binlake.spark.delta_upkeep import RETENTION_HOURS, maintain
+    from binlake.spark.commits.delta_upkeep import RETENTION_HOURS, maintain
     folder = os.path.join(out, TABLES)
     if not os.path.isdir(_state(out)) or not os.path.isdir(folder):
         raise ValueError(f"{out}: no tables of a binlake pipeline here")
@@ -399,7 +399,7 @@ def _as_of_folder(out: str, as_of_out: str | None) -> str:
 def _run(spark, inputs, out: str, *, log, **options) -> PipelineResult:
     """One run as one transaction on the lake's files: a run refused (or
     failing) before its tables commit leaves every byte as it was
-    (binlake.spark.run_undo)."""
+    (binlake.spark.state.run_undo)."""
     recover_lake(out, log)
     undo = RunUndo.begin(out)
     try:
@@ -417,7 +417,7 @@ class _Run:
     spark: object
     out: str
     wanted: TableFilter
-    options: dict          #: the binlog source's options (binlake.spark.source)
+    options: dict          #: the binlog source's options (binlake.spark.read.source)
     undo: RunUndo
     log: object
     result: PipelineResult = field(default_factory=PipelineResult)
@@ -465,7 +465,7 @@ def _run_in(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_parti
             manifest = manifest.chunked(chunks)
     elif snapshot_round is not None:
         # Chunks of the lock-free snapshot: their rows and progress go in
-        # with this run (binlake.spark.snapshot).
+        # with this run (binlake.spark.snapshot.snapshot).
         staged_snapshot, chunks = snapshot_round
         manifest = manifest.chunked(chunks)
     # The schema history of everything read so far; `schema` seeds the first run.
@@ -829,8 +829,8 @@ def _take_snapshot(address, wanted, out: str, schema: str | None, chunk_rows, ch
     with `chunked`)."""
     from binlake.schema.history import load_schema, parse_schema
     from binlake.schema.seeds import filled_in
-    from binlake.spark.ranges import name_sequence
-    from binlake.spark.snapshot import CHUNK_ROWS, take_snapshot
+    from binlake.spark.read.ranges import name_sequence
+    from binlake.spark.snapshot.snapshot import CHUNK_ROWS, take_snapshot
     folder = _state(out, "snapshot")
     shutil.rmtree(folder, ignore_errors=True)
     point, ddl, chunks = take_snapshot(address, wanted, folder, file_seq_of=name_sequence,
@@ -864,7 +864,7 @@ def _append(spark, out: str, segments: list, options: dict, manifest: Manifest, 
         for view, parts in chosen:
             written[view] = _write_in_driver(segments, options, staging, view, parts, log)
     else:
-        from binlake.spark.source import register
+        from binlake.spark.read.source import register
         register(spark)  # only here: registering a Python data source takes a second
         options = {"min_partitions": str(spark.sparkContext.defaultParallelism), **options}
         # Two jobs at once: each keeps the cores busy while the other waits on its tail.
@@ -875,7 +875,7 @@ def _append(spark, out: str, segments: list, options: dict, manifest: Manifest, 
     if snapshot_folder:  # its rows are changes like the others (op "r")
         changes += parquet_rows(os.path.join(staging, "snapshot"))
         _move_tree(os.path.join(staging, "snapshot"), os.path.join(staging, "changes"))
-    # The change files tables/ has yet to take in, by run (binlake.spark.lake).
+    # The change files tables/ has yet to take in, by run (binlake.spark.commits.lake).
     written = sorted(os.path.relpath(os.path.join(folder, name), os.path.join(staging, "changes"))
                      for folder, _, names in os.walk(os.path.join(staging, "changes"))
                      for name in names if name.endswith(".parquet"))
@@ -906,9 +906,9 @@ def _read_in_driver(spark, segments: list, read_in: str) -> bool:
 def _write_in_driver(segments: list, options: dict, staging: str, view: str, parts: tuple,
                      log) -> int:
     """One view of the ranges, decoded here and written as Spark's layout
-    (binlake.spark.partitioned)."""
-    from binlake.spark.batches import change_batches, event_batches
-    from binlake.spark.partitioned import PartitionedParquet
+    (binlake.spark.read.partitioned)."""
+    from binlake.spark.read.batches import change_batches, event_batches
+    from binlake.spark.read.partitioned import PartitionedParquet
     batches = change_batches if view == "changes" else event_batches
     sink = PartitionedParquet(os.path.join(staging, view), VIEWS[view], parts)
     for split in segments:
@@ -1011,7 +1011,7 @@ def read_events(spark, out: str):
 
 def read_table(out: str, table: str):
     """A lake table's current version as a pyarrow Table (`table`: "db.table")."""
-    from binlake.spark.delta import read_table as read
+    from binlake.spark.commits.delta import read_table as read
     return read(os.path.join(out, "tables", table))
 
 

@@ -15,7 +15,7 @@ being written for a commit is named by no version yet.
 
 from __future__ import annotations
 
-from binlake.spark.delta_sync import durable
+from binlake.spark.commits.delta_sync import durable
 
 #: A table holding more files than this is compacted after a run that
 #: committed to it (appends and merges add files, run after run).

@@ -1,7 +1,7 @@
 """Where each table's rows start in the lake, and which `--as-of` points the
 lake can give exactly.
 
-Strategy: a table read anew by the lock-free snapshot (binlake.spark.snapshot
+Strategy: a table read anew by the lock-free snapshot (binlake.spark.snapshot.snapshot
 `read_anew`: newly selected by --tables, selected again after a gap, asked
 for by --snapshot-tables) has a start, its progress entry's `since`: its
 chunks hold its rows from there on, so its changes before it do not count
@@ -23,11 +23,41 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from dataclasses import dataclass
 
-from binlake.spark.manifest import Manifest
-from binlake.spark.ranges import name_sequence
-from binlake.spark.snapshot import SNAPSHOT_FILES, escape_partition
-from binlake.spark.tables import AsOf
+from binlake.spark.state.manifest import Manifest
+from binlake.spark.read.ranges import name_sequence
+from binlake.spark.read.partitioned import SNAPSHOT_FILES, escape_partition_value
+
+
+
+@dataclass(frozen=True)
+class AsOf:
+    """A point in the binlog: a UTC time, or (file_seq, pos)."""
+
+    time: dt.datetime | None = None
+    file_seq: int | None = None
+    pos: int | None = None
+
+    def condition(self):
+        """Spark's column of this point: a commit at or before it."""
+        from pyspark.sql import functions as F
+        if self.time is not None:
+            return F.col("commit_timestamp") <= F.lit(self.time)
+        seq = F.col("commit_key.file_seq")
+        return (seq < self.file_seq) | ((seq == self.file_seq) & (F.col("commit_pos") <= self.pos))
+
+    def includes(self, file_seq: int, pos: int, time: dt.datetime | None) -> bool:
+        """`condition` of one commit (its file's number, the position and
+        time of its commit): it is at or before the point."""
+        if self.time is not None:
+            return time is not None and time <= self.time
+        return (file_seq, pos) <= (self.file_seq, self.pos)
+
+    def describe(self) -> str:
+        if self.time is not None:
+            return self.time.isoformat()
+        return f"file_seq {self.file_seq}, pos {self.pos}"
 
 
 def starting_anew(plans: list, progress: dict | None) -> tuple[list, set]:
@@ -85,8 +115,8 @@ def _last_chunk_in(changes_root: str, plan: dict) -> dict | None:
     """The last chunk of the table's files in changes/ (a lake whose progress
     does not record it): its position, as `snapshot.progressed` records it."""
     import pyarrow.parquet as pq
-    folder = os.path.join(changes_root, f"database={escape_partition(plan['database'])}",
-                          f"table={escape_partition(plan['table'])}")
+    folder = os.path.join(changes_root, f"database={escape_partition_value(plan['database'])}",
+                          f"table={escape_partition_value(plan['table'])}")
     found = []
     for where, _, names in os.walk(folder):
         for name in names:

@@ -2,12 +2,12 @@
 on disk whenever the entry is.
 
 Strategy: delta-rs writes a table's data files and its log entries without
-fsync. Every function of binlake.spark.delta that commits is `durable`:
+fsync. Every function of binlake.spark.commits.delta that commits is `durable`:
 when it returns, each log entry it added has been read back, the data
 files (`add`) and change data files (`cdc`) it names fsynced with their
 folders, then the entry itself and `_delta_log/` (and a checkpoint written
 beside it). Where binlake hands delta-rs files it did not write
-(binlake.spark.delta.commit_table: Spark's files), they are fsynced before
+(binlake.spark.commits.delta.commit_table: Spark's files), they are fsynced before
 the entry is written (`fsync_files`), so the order is the safe one: bytes,
 then the name. Where delta-rs writes the files and the entry in one call
 (a MERGE, an append, compaction), it cannot be: a power cut in the moments

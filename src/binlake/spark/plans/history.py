@@ -25,12 +25,12 @@ from binlake.schema.ddl import might_change_tables
 from binlake.read.events import QueryEvent
 from binlake.read.scan import query_head, scan
 from binlake.schema.history import ALTER_IGNORE_UNIQUE, SEED, Schema
-from binlake.spark.conversions import LENGTH
-from binlake.spark.layouts import TEXT_TYPES, ddl_layout_column, ddl_length, qualified
+from binlake.spark.plans.conversions import LENGTH
+from binlake.spark.plans.layouts import TEXT_TYPES, ddl_layout_column, ddl_length, qualified
 from binlake.read.gzipped import is_gzip
-from binlake.spark.ranges import Split, read_split
-from binlake.spark.rebuild import READ_ANEW, forward, named
-from binlake.spark.typed import spark_type
+from binlake.spark.read.ranges import Split, read_split
+from binlake.spark.plans.refusals import READ_ANEW, forward, named
+from binlake.spark.plans.typed import spark_type
 
 #: Enough of a statement to see past leading comments to its first word.
 HEAD_BYTES = 4096
@@ -226,7 +226,7 @@ def _types_changed(stretch, definition, sources) -> tuple | None:
     """Per column: the layout column it was in this stretch, where a MODIFY
     or CHANGE gave it another type since (its values, held in the table or
     in this stretch's changes, become what the server converted them to:
-    binlake.spark.conversions); None where no column's type changed.
+    binlake.spark.plans.conversions); None where no column's type changed.
     A shorter CHAR or VARCHAR (BINARY, VARBINARY: refused), and an ENUM or SET that lost or respelled a
     member, convert too (the server cuts the texts, renames the members by
     name); a longer one, another character set or fractional precision
@@ -258,7 +258,7 @@ def _key_changed(stretch, definition, keys_now: list, sources, primary: list) ->
     """The columns the server found a row by in this stretch (none: a
     table without a key), where they are not the table's key now (a key
     added, dropped or changed since: its changes are applied as they were
-    then, binlake.spark.lake); else None. A stretch of the definition the
+    then, binlake.spark.commits.lake); else None. A stretch of the definition the
     table has now had the key it has now (`primary`, which a table map may
     have named: `_final_layout`)."""
     if stretch.definition is None or stretch.definition == definition:

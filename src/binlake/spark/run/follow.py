@@ -10,10 +10,10 @@ Strategy: one process, two parts joined by files on disk.
   restarts. Started on a server that is not the one the copies are of, or
   finding one at its address when it reconnects, the follower takes it for
   the next primary of the lake's replication domain
-  (binlake.spark.failover): the old copies go in first, then the lake is
+  (binlake.spark.read.failover): the old copies go in first, then the lake is
   placed in the new server's binlog by its GTIDs, or refused in one line.
 - Micro-batches, in the calling thread: each is a run of the batch pipeline
-  (binlake.spark.pipeline.run_pipeline) over those copies, in this process
+  (binlake.spark.run.pipeline.run_pipeline) over those copies, in this process
   and one Spark session (started when a run first needs one: small
   increments are applied by the driver alone). A run takes the whole
   transactions the copies hold past the lake's manifest, appends them to
@@ -27,10 +27,10 @@ A restarted follower needs no position: its copier continues from the
 backup manifest, its runs from the lake's. Tables its `--tables` newly
 selects, and those `binlake pipeline --snapshot-tables` asks for (a file in
 _binlake/requests/, taken between micro-batches), are read anew by the
-lock-free snapshot's rounds below (binlake.spark.snapshot.read_anew).
+lock-free snapshot's rounds below (binlake.spark.snapshot.snapshot.read_anew).
 
 A lake started with `snapshot` (a server address: -R --snapshot-from)
-begins with the lock-free snapshot (binlake.spark.snapshot): a first run
+begins with the lock-free snapshot (binlake.spark.snapshot.snapshot): a first run
 reads the keyless tables under one read view and sets the lake's start
 there; the keyed tables are then read in rounds of chunks by Spark tasks,
 one round before each micro-batch, which appends the round's rows with
@@ -55,15 +55,15 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from binlake.atomic import replaced
-from binlake.spark.batches import TableFilter
-from binlake.spark.failover import (FAILOVER_PREFIX, FailoverRefused, check_holds,
+from binlake.spark.read.batches import TableFilter
+from binlake.spark.read.failover import (FAILOVER_PREFIX, FailoverRefused, check_holds,
                                     continuation, copies_prefix, current_epoch, gtid_text,
                                     lake_gtid_state, starting_binlog, wait_for_copy)
-from binlake.spark.manifest import SnapshotFloor, write_manifest
-from binlake.spark.pipeline import (LazySession, PipelineResult, lake_lock, load_manifest,
+from binlake.spark.state.manifest import SnapshotFloor, write_manifest
+from binlake.spark.run.pipeline import (LazySession, PipelineResult, lake_lock, load_manifest,
                                     recover_lake, run_pipeline)
-from binlake.spark.ranges import FAILOVER_FILES, name_sequence
-from binlake.spark.snapshot import (CHUNK_ROWS, plan_round, progressed, read_anew, read_round,
+from binlake.spark.read.ranges import FAILOVER_FILES, name_sequence
+from binlake.spark.snapshot.snapshot import (CHUNK_ROWS, plan_round, progressed, read_anew, read_round,
                                     snapshot_reading, utc_now)
 
 #: The copies' folder and the status file, under the lake's _binlake/.
@@ -247,7 +247,7 @@ class Follower:
                      **self.pipeline_options)
         return load_manifest(self.out).snapshot.file
 
-    # Another server (binlake.spark.failover) -----------------------------------------
+    # Another server (binlake.spark.read.failover) -----------------------------------------
     def _server_moved(self) -> tuple[int, "_Placing | None"]:
         """(the number of the server whose copies the copier writes, where the
         lake goes on in its binlogs when it has yet to be placed there): a
@@ -329,7 +329,7 @@ class Follower:
         self.log(f"the lake goes on in {local} at {at}")
         return True
 
-    # Tables read anew (binlake.spark.snapshot.read_anew) -------------------------------
+    # Tables read anew (binlake.spark.snapshot.snapshot.read_anew) -------------------------------
     def _read_newly_selected(self) -> None:
         """Tables `--tables` selects now and the lake did not (by what
         changes/ holds of its newest binlog): read by the lock-free

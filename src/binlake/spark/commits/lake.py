@@ -9,11 +9,11 @@ Strategy: a run that appended new changes hands every table only those
 - a table with a primary key and updates or deletes gets its net change
   per key (the key's last image, its deletion, or the columns a partial row
   image sets), written the same way and applied by one MERGE
-  (binlake.spark.delta);
+  (binlake.spark.commits.delta);
 - a table without a primary key that had updates or deletes (a multiset)
   has its rows now counted, and one MERGE removes every copy of each row
   that loses copies and adds the copies it keeps and those added
-  (binlake.spark.delta.merge_copies: only the files holding rows removed
+  (binlake.spark.commits.delta.merge_copies: only the files holding rows removed
   are rewritten, and the change data feed says each copy removed and
   added);
 - a table whose columns, key, name or rows a DDL statement changed (its
@@ -21,7 +21,7 @@ Strategy: a run that appended new changes hands every table only those
   carried into the new definition (`carried_from`: each column from the
   one it was, an added one its DEFAULT, none after a TRUNCATE, one whose
   type a MODIFY changed converted as the server converted it:
-  binlake.spark.conversions; one it does not convert refuses the run),
+  binlake.spark.plans.conversions; one it does not convert refuses the run),
   the new changes applied on top, committed whole; a table new to the
   lake is rebuilt from all of its changes (one the lock-free
   snapshot read: by the driver from its chunk files, `_built_from_chunks`).
@@ -42,7 +42,7 @@ spend their time on). Nothing is cached: each job reads its tables'
 partitions of changes/ only.
 
 Exactly once: every commit records the run whose changes it holds (the
-application transaction binlake.spark.delta sets), so a run killed after
+application transaction binlake.spark.commits.delta sets), so a run killed after
 some tables committed is completed by the next one, each table taking the
 pending runs it does not hold yet. The manifest says the tables are whole
 only after every table committed.
@@ -67,25 +67,24 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import Column, functions as F
 
-from binlake.spark import driver_tables as driver
-from binlake.spark.delta import (AT, CLOSES, COPIES_REMOVED, COPY_ADDED, COPY_OP, DELETED,
+from binlake.spark.rules import driver_tables as driver
+from binlake.spark.commits.delta import (AT, CLOSES, COPIES_REMOVED, COPY_ADDED, COPY_OP, DELETED,
                                  NET_COLUMNS, PRESENT, VALID_FROM, VALID_TO, commit_table,
                                  committed_run, key_bounds, merge_copies,
                                  merge_history, merge_net_changes, partition_folder, plan_of,
                                  read_table, row_count, rows_not_held, rows_under_keys,
                                  through_of)
-from binlake.spark.conversions import refusal_of_plan
-from binlake.spark.delta_upkeep import after_run
-from binlake.spark.history import PositionOrder, rows_lost_refusal, stretch_width
-from binlake.spark.layouts import qualified
-from binlake.spark.manifest import Manifest, TablesState
-from binlake.spark.partitioned import escape_partition_value, parquet_rows
-from binlake.spark.rebuild import named, refusal_line
-from binlake.spark.snapshot import SNAPSHOT_FILES
-from binlake.spark.tables import (NOT_HELD, ROWS_PER_FILE, AsOf, history_versions,
+from binlake.spark.plans.conversions import refusal_of_plan
+from binlake.spark.commits.delta_upkeep import after_run
+from binlake.spark.plans.history import PositionOrder, rows_lost_refusal, stretch_width
+from binlake.spark.plans.layouts import qualified
+from binlake.spark.state.manifest import Manifest, TablesState
+from binlake.spark.read.partitioned import SNAPSHOT_FILES, escape_partition_value, parquet_rows
+from binlake.spark.plans.refusals import named, refusal_line
+from binlake.spark.rules.tables import (NOT_HELD, ROWS_PER_FILE, AsOf, history_versions,
                                   multiset_deltas, one_of, rebuild_states, refused, typed_rows,
                                   typed_state)
-from binlake.spark.typed import (arrow_type, converted, from_text, refuse, spark_type,
+from binlake.spark.plans.typed import (arrow_type, converted, from_text, refuse, spark_type,
                                  table_struct, typed_columns)
 
 TABLES = "tables"
@@ -347,7 +346,7 @@ class _Lake:
 
     def maintain(self) -> None:
         """The tables this run committed to, compacted when their files are
-        many, and lite-vacuumed (binlake.spark.delta_upkeep.after_run: the
+        many, and lite-vacuumed (binlake.spark.commits.delta_upkeep.after_run: the
         full vacuum is `binlake maintain`'s)."""
         touched = [os.path.join(self.history_dir if how == "history" else self.tables_dir, key)
                    for how, keys in self.work.items() for key in keys]
@@ -448,7 +447,7 @@ class _Lake:
 
     def apply_in_driver(self, files: list, plans: list) -> list:
         """`apply` for the tables whose new changes the driver computes
-        (binlake.spark.driver_tables); returns the plans left to Spark."""
+        (binlake.spark.rules.driver_tables); returns the plans left to Spark."""
         found = self.changes.stats(files)
         left, done = [], {"appended": [], "merged": [], "rewritten": []}
         for plan in plans:
@@ -569,7 +568,7 @@ class _Lake:
                 out.write(last)
 
     def _built_from_chunks(self, plan: dict) -> bool:
-        """A table the lock-free snapshot read (binlake.spark.snapshot),
+        """A table the lock-free snapshot read (binlake.spark.snapshot.snapshot),
         staged from its chunk files one by one, by the driver: each chunk's
         rows typed as they are (Arrow columns: no Python per number or
         text), but those of the keys the binlog's changes touched, which take
@@ -799,7 +798,7 @@ class _Lake:
                 shutil.rmtree(gone)
 
     def history(self, key: str, plan: dict, changes, signature: str, whole: bool) -> None:
-        """A keyed table's history rows from `changes` (binlake.spark.tables.
+        """A keyed table's history rows from `changes` (binlake.spark.rules.tables.
         history_versions) staged: `whole`, every version, for one overwrite;
         else the new versions and the versions they end, for one MERGE."""
         rows = history_versions(changes.where(one_of(_sources(plan))), plan)
@@ -1164,7 +1163,7 @@ class ChangeFiles:
         """Some change in `files` moves a row of the plan's table to a new
         key by a partial after image: only the row its old key held completes
         it, which the driver's fold in commit order finds
-        (binlake.spark.driver_tables.net_by_key), and Spark's aggregate by
+        (binlake.spark.rules.driver_tables.net_by_key), and Spark's aggregate by
         key does not. (Conservative: an after image shorter than the widest
         stretch of the table counts as partial.)"""
         primary = plan["primary_key"]
@@ -1239,7 +1238,7 @@ def _inside(commit_key: dict, stretch: dict) -> bool:
 
 def _chunk_columns(after: pa.MapArray, names: list[str]) -> list:
     """The columns `names` of a snapshot chunk's after images. A chunk's
-    file holds every row's columns in one order (binlake.spark.snapshot
+    file holds every row's columns in one order (binlake.spark.snapshot.snapshot
     writes it so): each column is every width-th value, taken at once; a
     file that is not so has its columns looked up row by row by Arrow."""
     import numpy as np

@@ -1,6 +1,6 @@
-"""Spark types of MySQL columns, and the casts from the exact text of binlake.spark.exact.
+"""Spark types of MySQL columns, and the casts from the exact text of binlake.spark.read.exact.
 
-Strategy: a layout column (binlake.spark.layouts) gives one Spark type and
+Strategy: a layout column (binlake.spark.plans.layouts) gives one Spark type and
 one expression that turns its text (from a `before`/`after` map) into that
 type. DECIMALs wider than 38 digits are kept as text.
 
@@ -25,8 +25,8 @@ these three as MySQL's exact text, so that every value is held.
 
 A MODIFY that changes a column's type: the values a table holds, and the
 text of changes from before it, become what the server converted them to
-by binlake.spark.conversions.server_value, run here by a UDF
-(`server_column`) and by binlake.spark.driver_tables.converted in the
+by binlake.spark.plans.conversions.server_value, run here by a UDF
+(`server_column`) and by binlake.spark.rules.driver_tables.converted in the
 driver: one rule for both engines.
 """
 
@@ -37,9 +37,9 @@ from pyspark.sql import types as S
 
 from binlake.charsets import BINARY_COLLATION
 from binlake.constants import ColumnType as T
-from binlake.spark.conversions import BLOBS as _BLOBS, STRINGS as _STRINGS, family, server_value
-from binlake.spark.conversions import unconverted
-from binlake.spark.rebuild import TEMPORALS_AS_TEXT, forward
+from binlake.spark.plans.conversions import BLOBS as _BLOBS, STRINGS as _STRINGS, family, server_value
+from binlake.spark.plans.conversions import unconverted
+from binlake.spark.plans.refusals import TEMPORALS_AS_TEXT, forward
 
 #: How DATE, DATETIME and TIMESTAMP columns are typed: their Spark types, or
 #: MySQL's exact text (every value held, zero dates too).
@@ -186,7 +186,7 @@ def carry_way(was: dict | None, held: S.DataType | None, column: dict) -> str | 
     """How a column's values held as `held` are carried into its new
     definition (`was`: the layout column it was, where its type changed):
     SAME (as they are: no change, or one that keeps every value, as
-    VARBINARY(10) to BLOB), CONVERT (binlake.spark.conversions.server_value),
+    VARBINARY(10) to BLOB), CONVERT (binlake.spark.plans.conversions.server_value),
     or None (the table is rebuilt from its changes; a type change binlake
     does not convert is refused before: `unconverted`)."""
     if held is None:
@@ -203,7 +203,7 @@ def carry_way(was: dict | None, held: S.DataType | None, column: dict) -> str | 
 def server_column(text: Column, was: dict, column: dict) -> Column:
     """`text` (a string column: a value's text as the column `was` held it)
     as the exact text of what the server made of it as `column`: the
-    driver's rule itself (binlake.spark.conversions.server_value), run by
+    driver's rule itself (binlake.spark.plans.conversions.server_value), run by
     a UDF, so that the two engines cannot differ."""
     def rule(value):  # (no type hints: pyspark would take it for a pandas UDF's)
         # Spark runs a UDF on the rows of every branch of the CASE it sits

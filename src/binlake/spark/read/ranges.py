@@ -45,7 +45,7 @@ DRIVER_READ_BYTES = 256 << 20
 
 _SEQUENCE = re.compile(r"\.(\d+)$")
 #: The copies of the server a follower went on with after its Nth failover
-#: (binlake.spark.failover) are named `failover<N>~<the server's name>`, and
+#: (binlake.spark.read.failover) are named `failover<N>~<the server's name>`, and
 #: numbered after every earlier server's: N * FAILOVER_FILES + the server's
 #: own number (at most 2**31 - 1).
 _FAILOVER = re.compile(r"^failover(\d+)~")

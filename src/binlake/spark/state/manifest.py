@@ -7,7 +7,7 @@ lake's state is a method that returns the next manifest (`choosing`,
 written to a temporary file, fsynced, then renamed over the old one, so a
 reader sees the old state or the new, never part of one. A run stages its
 next manifest beside its staged data and renames it into place last
-(binlake.spark.pipeline); the JSON is the format lakes written before this
+(binlake.spark.run.pipeline); the JSON is the format lakes written before this
 module have, read the same way.
 
 What it holds:
@@ -15,16 +15,16 @@ What it holds:
                a transaction boundary), a fingerprint of its format
                description, the name its ROTATE gives the next file, and up
                to where changes/ holds it for each table selection (--tables)
-    layouts    each table's last table-map layout (binlake.spark.layouts)
+    layouts    each table's last table-map layout (binlake.spark.plans.layouts)
     run        the number of the last run that appended to changes/
     pending    the change files of each run that tables/ has yet to take in
     temporals  how DATE/DATETIME/TIMESTAMP columns are typed, chosen at the start
     history    whether history/ (SCD type 2) tables are kept
     snapshot   where a lake started from a snapshot sits in the binlog
     failovers  where the lake went on in the binlogs of each server the
-               follower moved to (binlake.spark.failover): a floor each
+               follower moved to (binlake.spark.read.failover): a floor each
     chunks     how far the lock-free snapshot of each keyed table has read
-               (binlake.spark.snapshot.ChunkProgress): committed with the
+               (binlake.spark.snapshot.snapshot.ChunkProgress): committed with the
                run that appended the chunks' rows, so a killed snapshot
                resumes at its first chunk not in the lake
     tables     the state of tables/: the binlog position it reflects and the
@@ -39,7 +39,7 @@ import json
 from dataclasses import asdict, dataclass, field, replace
 
 from binlake.atomic import replaced
-from binlake.spark.ranges import FAILOVER_FILES
+from binlake.spark.read.ranges import FAILOVER_FILES
 
 #: The manifest's format; a lake of another is refused, never guessed at.
 FORMAT = 1
@@ -145,7 +145,7 @@ class Manifest:
     chunks: dict | None = None
     #: The one selection a lake from before per-file selections recorded.
     selected_before: tuple[str, ...] | None = None
-    #: Where the lake went on after each failover (binlake.spark.failover).
+    #: Where the lake went on after each failover (binlake.spark.read.failover).
     failovers: tuple[SnapshotFloor, ...] = ()
 
     # -- transitions -------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 Strategy: one text function per table-map column, built once and cached on
 the table map, so a row costs one call per non-NULL value. The text is
-lossless and reads back with a plain cast (binlake.spark.typed does that):
+lossless and reads back with a plain cast (binlake.spark.plans.typed does that):
 
   integers, BIT, YEAR  decimal digits            DECIMAL  plain digits, the column's scale
   DOUBLE               shortest repr (round-trips)  FLOAT  shortest text that round-trips
@@ -30,7 +30,7 @@ from decimal import Decimal
 from binlake.constants import ColumnType as T
 from binlake.text.jsonable import to_jsonable
 
-_TEXT_CACHE = "binlake.spark.exact"
+_TEXT_CACHE = "binlake.spark.read.exact"
 _F32 = struct.Struct("<f")
 
 

@@ -4,10 +4,10 @@ Strategy: one rule, on exact text. `server_value` takes the text of a value
 as its old column held it (the binlog's exact text, or the text of the
 value a Delta table holds: Spark's cast to string, or `text_of` in the
 driver) and gives the exact text of what the server converted it to; the
-new column's typing (binlake.spark.typed.from_text, and its driver twin)
+new column's typing (binlake.spark.plans.typed.from_text, and its driver twin)
 does the rest. Both engines call this one function: the driver value by
-value (binlake.spark.driver_tables.converted), Spark through a UDF
-(binlake.spark.typed.server_column), so the rule exists once.
+value (binlake.spark.rules.driver_tables.converted), Spark through a UDF
+(binlake.spark.plans.typed.server_column), so the rule exists once.
 
 The conversions, as MariaDB 10.11 makes them under a lax sql_mode (a strict
 one refuses an ALTER that would lose a value, and then they change
@@ -24,7 +24,7 @@ nothing); tests/spark/test_conversions.py holds the server's answers:
   ENUM, SET, text -> ENUM, SET by the members' names (case aside), the new
                                list's order; a name it lacks: '' (ENUM), dropped (SET)
   a CHAR, VARCHAR made shorter cut as above (a MODIFY with a shorter length
-                               is a conversion, binlake.spark.history)
+                               is a conversion, binlake.spark.plans.history)
 Any other change of type (TIMESTAMP to DATETIME: the server used the
 ALTER's session time zone, which the binlog does not keep; DOUBLE to text:
 its formatting follows the new length) is `unconverted`: the run is
@@ -41,7 +41,7 @@ from decimal import ROUND_HALF_UP, Context, Decimal
 
 from binlake.charsets import BINARY_COLLATION
 from binlake.constants import ColumnType as T
-from binlake.spark.rebuild import NEW_LAKE_FROM_SNAPSHOT, forward
+from binlake.spark.plans.refusals import NEW_LAKE_FROM_SNAPSHOT, forward
 
 INTEGER_BITS = {T.MYSQL_TYPE_TINY: 8, T.MYSQL_TYPE_SHORT: 16, T.MYSQL_TYPE_INT24: 24,
                 T.MYSQL_TYPE_LONG: 32, T.MYSQL_TYPE_LONGLONG: 64}
@@ -49,7 +49,7 @@ BLOBS = {T.MYSQL_TYPE_TINY_BLOB, T.MYSQL_TYPE_MEDIUM_BLOB, T.MYSQL_TYPE_LONG_BLO
          T.MYSQL_TYPE_BLOB, T.MYSQL_TYPE_BLOB_COMPRESSED}
 STRINGS = {T.MYSQL_TYPE_VARCHAR, T.MYSQL_TYPE_VAR_STRING, T.MYSQL_TYPE_STRING,
            T.MYSQL_TYPE_VARCHAR_COMPRESSED}
-#: Layout column keys (binlake.spark.layouts) a DDL gives: a CHAR's or
+#: Layout column keys (binlake.spark.plans.layouts) a DDL gives: a CHAR's or
 #: VARCHAR's length in characters, a TEXT type's in bytes.
 LENGTH, BYTES = "length", "bytes"
 

@@ -16,13 +16,13 @@ The rows become changes like the binlog's, op "r" (Debezium's "read"),
 placed just before the snapshot position, so tables/ and `--as-of` take
 them as the rows every table had there; the pipeline reads the binlogs from
 that position on. Values are turned into the same exact text the binlog's
-changes carry (binlake.spark.exact), from the server's text protocol:
+changes carry (binlake.spark.read.exact), from the server's text protocol:
 integers, DECIMAL, temporals (session time zone UTC) and character strings
 are already that text; DOUBLE and FLOAT are parsed and printed as the
 binlog's are (FLOAT read through a DOUBLE so no digit is lost); binary
 strings, BIT and GEOMETRY arrive as bytes.
 
-The lock-free snapshot (`-R --snapshot-from`, binlake.spark.follow), the
+The lock-free snapshot (`-R --snapshot-from`, binlake.spark.run.follow), the
 DBLog way but exact without reconciliation: the read view above opens the
 lake and reads only the tables without a key; a keyed table is read in
 chunks by key, in rounds between the follower's micro-batches. Each chunk
@@ -40,10 +40,10 @@ update that moves a row to another chunk's range is a delete in one and an
 insert in the other, each placed by its own chunk's position. A table
 still being read stays out of tables/ (a reader never sees half of it):
 the run that appends its last chunk builds it from its chunks and
-changes, as a table new to the lake (binlake.spark.pipeline): in the driver
-from the chunk files themselves (binlake.spark.lake). The progress
+changes, as a table new to the lake (binlake.spark.run.pipeline): in the driver
+from the chunk files themselves (binlake.spark.commits.lake). The progress
 (each table's last bound, and where its last chunk was read: an `--as-of`
-point before it is refused, binlake.spark.starts) is committed in the
+point before it is refused, binlake.spark.state.starts) is committed in the
 manifest with the run that holds the chunks' rows: a killed snapshot reads
 again at most the round in flight. MySQL has no position of a read view
 without a lock: there a keyed chunk is placed by watermarks
@@ -80,15 +80,13 @@ from decimal import Decimal
 from binlake.constants import ColumnType as T
 from binlake.connection.settings import SchemaSourceError, connect, quote_identifier as _quote
 from binlake.schema.seeds import SYSTEM_DATABASES, server_ddl
-from binlake.spark.exact import decimal_text, float32_text, value_text
-from binlake.spark.ranges import name_sequence
+from binlake.spark.read.exact import decimal_text, float32_text, value_text
+from binlake.spark.read.partitioned import SNAPSHOT_FILES, escape_partition_value
+from binlake.spark.read.ranges import name_sequence
 
 #: Rows per chunk of the lock-free snapshot (by key), and per batch of a
 #: table without a key.
 CHUNK_ROWS = 50_000
-#: How the names of a chunk's files in changes/ begin (the lake builds a
-#: table from them: binlake.spark.lake).
-SNAPSHOT_FILES = "part-snapshot-chunk-"
 #: Field types of the text protocol's result metadata whose text is a number.
 _INTEGERS = {T.MYSQL_TYPE_TINY, T.MYSQL_TYPE_SHORT, T.MYSQL_TYPE_LONG, T.MYSQL_TYPE_LONGLONG,
              T.MYSQL_TYPE_INT24, T.MYSQL_TYPE_YEAR}
@@ -154,7 +152,7 @@ def _entry(database: str, table: str, key: list, estimate: int, chunk_rows: int,
            since: list | None = None) -> dict:
     """A table's progress: its key, the last bound read (`after`), whether it
     is done, the rows read, its chunks' rows; `since` for a table read anew
-    into a lake (binlake.spark.pipeline starts its rows there)."""
+    into a lake (binlake.spark.run.pipeline starts its rows there)."""
     entry = {"database": database, "table": table, "key": key, "after": None, "done": False,
              "rows": 0, "chunk_rows": rows_per_chunk(estimate, chunk_rows)}
     if since is not None:
@@ -527,7 +525,7 @@ class _ChangeWriter:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from binlake.spark.batches import CHANGES, parquet_options
+        from binlake.spark.read.batches import CHANGES, parquet_options
         n, width = len(columns[0]) if columns else 0, len(names)
         if not n:
             return 0
@@ -555,8 +553,8 @@ class _ChangeWriter:
         }
         batch = pa.Table.from_arrays([columns[f.name].cast(f.type) for f in CHANGES],
                                      schema=CHANGES).drop_columns(["database", "table"])
-        where = os.path.join(self.folder, f"database={escape_partition(database)}",
-                             f"table={escape_partition(table)}",
+        where = os.path.join(self.folder, f"database={escape_partition_value(database)}",
+                             f"table={escape_partition_value(table)}",
                              f"date={moment.date().isoformat()}")
         os.makedirs(where, exist_ok=True)
         # A chunk's file is named by its number: a Spark task run again writes it again.
@@ -742,7 +740,7 @@ def progressed(progress: dict, reads: list[ChunkRead]) -> dict:
         entry["after"] = _key_json(read.chunk.through)
         entry["done"] = read.chunk.through is None
         entry["rows"] += read.rows
-        # Where its rows are the lake's from (binlake.spark.starts: --as-of before it is refused).
+        # Where its rows are the lake's from (binlake.spark.state.starts: --as-of before it is refused).
         entry["last_chunk"] = {"file": read.point.file, "pos": read.point.pos,
                                "time": read.point.time}
         if not read.chunk.key and "since" in entry:
@@ -763,12 +761,3 @@ def _key_values(data) -> tuple | None:
     if data is None:
         return None
     return tuple(base64.b64decode(v["base64"]) if isinstance(v, dict) else v for v in data)
-
-
-#: The characters Spark escapes in a partition directory's value (%XX).
-_ESCAPED = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(0x20)}
-
-
-def escape_partition(value: str) -> str:
-    """A partition value as Spark writes it in a directory name."""
-    return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in value)

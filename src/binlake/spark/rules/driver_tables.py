@@ -4,13 +4,13 @@ Strategy: when a run's new changes to a table are few, Spark's fixed cost
 is most of what applying them costs (a fresh JVM's first query loads and
 compiles the SQL engine: 3.8 s on the bench machine, bench/README.md), so
 the driver computes them from the change files with pyarrow and Python,
-by the rules binlake.spark.tables gives the Spark jobs:
+by the rules binlake.spark.rules.tables gives the Spark jobs:
 - a keyed table's changes in commit order, each touching keys (an insert
   sets its key, a delete clears it, an update clears its old key and sets
   its new one): a key's net change is its last touch;
 - a table without a key is a multiset: +1 per after image, -1 per before
   image, per distinct row;
-- exact text becomes the column's type as binlake.spark.typed says
+- exact text becomes the column's type as binlake.spark.plans.typed says
   (`value_of`, its twin: the same types, the same refusals), the two kept
   equal by tests/spark/test_driver_tables.py.
 A MODIFY's conversions (fractional digits, types) are binlake.spark.
@@ -20,7 +20,7 @@ row image where the row is not at hand, a change from before the key was
 another, a DEFAULT not in its type's canonical text, more than DRIVER_ROWS
 new changes, more than DRIVER_TABLE_ROWS rows to rewrite.
 
-The results are what the Spark way stages (binlake.spark.lake): typed rows
+The results are what the Spark way stages (binlake.spark.commits.lake): typed rows
 to append or to overwrite with, net changes to merge; committing them is
 the same.
 """
@@ -41,13 +41,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from binlake.spark.delta import AT, COPIES_REMOVED, COPY_ADDED, COPY_OP, DELETED, PRESENT
-from binlake.spark.history import stretch_width
-from binlake.spark.partitioned import unescape_partition_value
-from binlake.spark.rebuild import named
-from binlake.spark.tables import INSERTS, NEVER_WHOLE, NOT_HELD
-from binlake.spark.conversions import fraction_text, server_value, text_of
-from binlake.spark.typed import (SAME, arrow_type, carry_way, refused_value, spark_of_arrow,
+from binlake.spark.rules.columns import AT, COPIES_REMOVED, COPY_ADDED, COPY_OP, DELETED, PRESENT
+from binlake.spark.plans.history import stretch_width
+from binlake.spark.read.partitioned import unescape_partition_value
+from binlake.spark.plans.refusals import named
+from binlake.spark.rules.tables import INSERTS, NEVER_WHOLE, NOT_HELD
+from binlake.spark.plans.conversions import fraction_text, server_value, text_of
+from binlake.spark.plans.typed import (SAME, arrow_type, carry_way, refused_value, spark_of_arrow,
                                  spark_type)
 
 #: A table's new change rows computed here at most; more go to Spark.
@@ -142,7 +142,7 @@ def images(changes: list[dict], plan: dict, partial: bool = False) -> list[Chang
 def _modified(texts: tuple | None, stretch: dict, plan: dict) -> tuple | None:
     """An image's texts from before a MODIFY as the server made them: the
     new fractional digits (conversions.fraction_text), then the new type
-    (conversions.server_value), as binlake.spark.tables._text does."""
+    (conversions.server_value), as binlake.spark.rules.tables._text does."""
     was = stretch.get("was")
     if texts is None or (was is None and all(d is None for d in stretch["fractions"])):
         return texts
@@ -178,7 +178,7 @@ def _values(image: dict | None, stretch: dict, op: str, partial: bool) -> tuple 
                      for key, default in zip(stretch["sources"], stretch["defaults"]))
     if not partial:
         raise InSpark("a partial row image")
-    # As binlake.spark.tables._parts: an INSERT's left-out column took its
+    # As binlake.spark.rules.tables._parts: an INSERT's left-out column took its
     # DEFAULT (`omitted`, where the history knows it); an UPDATE's, the row's.
     omitted = stretch.get("omitted") or [None] * len(stretch["sources"])
     return tuple(default if key is None else image[key] if key in image
@@ -287,13 +287,13 @@ def multiset_deltas(changes: list[Change]) -> Counter:
 # -- typed -------------------------------------------------------------------------------
 
 def arrow_types(layout: dict) -> list[pa.DataType]:
-    """Each column's Arrow type: its Spark type's (binlake.spark.typed)."""
+    """Each column's Arrow type: its Spark type's (binlake.spark.plans.typed)."""
     return [arrow_type(c) for c in layout["columns"]]
 
 
 def value_of(column: dict, table: str):
     """A function from a column's exact text to the Python value its Spark
-    type holds, as binlake.spark.typed.from_text casts it: a value the type
+    type holds, as binlake.spark.plans.typed.from_text casts it: a value the type
     cannot hold is refused (ValueError, the words the Spark job says), a
     text not in the canonical form the binlog gives goes to Spark."""
     from pyspark.sql import types as S
@@ -416,8 +416,8 @@ def typed_column(texts, column: dict, table: str) -> pa.Array:
 
 def converted(values, was: dict | None, column: dict):
     """A table's column `values` carried into the column's new definition,
-    as binlake.spark.typed.converted does: by the same rule
-    (binlake.spark.conversions.server_value), value by value; InSpark
+    as binlake.spark.plans.typed.converted does: by the same rule
+    (binlake.spark.plans.conversions.server_value), value by value; InSpark
     where the table is rebuilt instead."""
     how = carry_way(was, spark_of_arrow(values.type), column)
     if how is None:
@@ -477,7 +477,7 @@ def appended(changes: list[Change], layout: dict, table: str) -> pa.Table:
 
 
 def net_changes(changes: list[Change], plan: dict, table: str, held) -> pa.Table:
-    """A keyed table's net changes as binlake.spark.delta merges them: the
+    """A keyed table's net changes as binlake.spark.commits.delta merges them: the
     key's row typed (a partial one completed from the row its origin key
     holds: `held(keys)`, the table's rows under those typed keys, an Arrow
     table), or its key alone flagged DELETED."""
@@ -554,7 +554,7 @@ def rewritten(current: pa.Table, changes: list[Change], plan: dict, table: str,
 
 def copies(current: pa.Table, changes: list[tuple], plan: dict, table: str) -> pa.Table:
     """What a keyless table's changes do to its copies, as the MERGE of
-    binlake.spark.delta.merge_copies takes it: for each distinct row that
+    binlake.spark.commits.delta.merge_copies takes it: for each distinct row that
     loses copies, the row as held marked COPIES_REMOVED and, COPY_ADDED,
     the copies it keeps; for one that gains, the copies added (removing a
     copy the table does not hold changes nothing, as in Spark)."""

@@ -22,8 +22,8 @@ from binlake.read.cursor import text
 from binlake.read.events import TableMapEvent
 from binlake.read.scan import ScanResult, scan
 from binlake.read.gzipped import is_gzip
-from binlake.spark.conversions import BYTES, LENGTH
-from binlake.spark.ranges import Split, read_split
+from binlake.spark.plans.conversions import BYTES, LENGTH
+from binlake.spark.read.ranges import Split, read_split
 
 
 def layout_of(table_map: TableMapEvent) -> dict:
@@ -86,7 +86,7 @@ def ddl_length(spec) -> dict:
     """What the DDL says of how much a text column holds, which a table map
     does not say in characters ({LENGTH: characters} of a CHAR or VARCHAR,
     {BYTES: bytes} of a TEXT or BLOB type; {} for others): a type change
-    cuts values to it (binlake.spark.conversions)."""
+    cuts values to it (binlake.spark.plans.conversions)."""
     if spec.type in ("CHAR", "VARCHAR", "BINARY", "VARBINARY"):
         return {LENGTH: int(spec.args[0]) if spec.args else 1}
     for size in ("TINY", "MEDIUM", "LONG", ""):
