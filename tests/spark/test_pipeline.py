@@ -275,7 +275,7 @@ def test_a_lazy_session_is_started_once_by_many_threads(spark):
 def test_steps_over_few_rows_run_interpreted_and_the_settings_come_back(spark):
     """Jobs over few rows skip code generation (a cold JVM compiles for
     seconds); the session's settings are as they were after."""
-    from binlake.spark.commits.lake import INTERPRETED, _interpreted
+    from binlake.spark.commits.spark_way import INTERPRETED, _interpreted
     was = {name: spark.conf.get(name) for name in INTERPRETED}
     with _interpreted(spark, True):
         assert {name: spark.conf.get(name) for name in INTERPRETED} == INTERPRETED

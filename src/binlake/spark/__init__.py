@@ -33,7 +33,7 @@ def read_table(spark, out: str, table: str, as_of=None):
     """A lake table (`table`: "db.table") of `binlake pipeline --out out` as a
     DataFrame: its current version, or `as_of` a Delta version number or a
     datetime. Spark needs no Delta Lake jars: delta-rs names the version's files."""
-    from binlake.spark.commits.lake import spark_table
+    from binlake.spark.commits.spark_way import spark_table
     return spark_table(spark, out, table, as_of)
 
 

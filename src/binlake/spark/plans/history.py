@@ -393,3 +393,27 @@ def _omitted_texts(stretch, sources, columns: list) -> tuple:
 _NUMERIC = {T.MYSQL_TYPE_TINY, T.MYSQL_TYPE_SHORT, T.MYSQL_TYPE_INT24, T.MYSQL_TYPE_LONG,
             T.MYSQL_TYPE_LONGLONG, T.MYSQL_TYPE_FLOAT, T.MYSQL_TYPE_DOUBLE,
             T.MYSQL_TYPE_NEWDECIMAL, T.MYSQL_TYPE_YEAR, T.MYSQL_TYPE_BIT}
+
+
+def days_keyed_otherwise(plan: dict) -> list:
+    """The stretches of a keyed table from before its key was added (found
+    by no key or another, `key_then`), where they are its oldest: their
+    changes are copies added and removed, before the rest by key. Where a
+    key was dropped and added again in between, none (all by key)."""
+    if not plan["primary_key"]:
+        return []
+    stretches = plan["stretches"]  # latest first
+    then = [i for i, s in enumerate(stretches) if "key_then" in s]
+    if not then or then != list(range(len(stretches) - len(then), len(stretches))) \
+            or len(then) == len(stretches):
+        return []
+    return [stretches[i] for i in then]
+
+
+def carried_columns(layout: dict, stretch: dict):
+    """Per column of the layout: the column, and of the stretch the table's
+    rows are carried from, the column it was (None: added since), its
+    DEFAULT, its fractional digits where they changed, the type it was
+    declared with where that changed."""
+    return zip(layout["columns"], stretch["sources"], stretch["defaults"], stretch["fractions"],
+               stretch.get("was") or [None] * len(stretch["sources"]))

@@ -64,8 +64,8 @@ from binlake.spark.plans.layouts import find_layouts
 from binlake.spark.read.ranges import (DEFAULT_SPLIT_BYTES, DRIVER_READ_BYTES, FAILOVER_FILES,
                                   FIRST_EVENT, READ_IN, Split, expand_inputs, number_files,
                                   split_bytes_of)
-from binlake.spark.commits.lake import (TABLES, concurrently, hadoop_literal, tables_in_step,
-                                update_tables)
+from binlake.spark.commits.lake import TABLES, tables_in_step, update_tables
+from binlake.spark.commits.spark_way import concurrently, hadoop_literal
 from binlake.spark.state.manifest import FileRead, Manifest, SnapshotFloor, read_manifest, write_manifest
 from binlake.spark.read.partitioned import SNAPSHOT_FILES, parquet_rows
 from binlake.spark.run.rebuild import marked_stale, stale_tables

@@ -1,0 +1,127 @@
+"""What a run's tables are made from: the rows a changed table carries
+(`CarriedFrom`), and what the driver learns of changes/ from its files
+alone, without a Spark job: rows per table (Parquet footers), whether files hold inserts
+only (their `op` column), whether a partial image moves a key. The lake
+decides each table's way from this; Spark or the driver computes the rows.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from binlake.spark.plans.history import stretch_width
+from binlake.spark.plans.layouts import qualified
+from binlake.spark.read.partitioned import escape_partition_value, parquet_rows
+from binlake.spark.rules import driver_tables as driver
+
+
+@dataclass(frozen=True)
+class CarriedFrom:
+    """Where a table whose definition changed takes its rows from: the Delta
+    table at `uri` (None: no row of it lives on, as after a TRUNCATE), as
+    of run `done`, its columns named as `stretch` has them."""
+    uri: str | None
+    done: int
+    stretch: dict | None
+
+
+@dataclass(frozen=True)
+class TableChanges:
+    rows: int
+    inserts_only: bool
+
+
+class ChangeFiles:
+    """What the driver learns of changes/ from its files alone, without a
+    Spark job: rows per table (Parquet footers) and whether files hold
+    inserts only (their `op` column). It decides how each table is brought
+    in step; Spark computes the rows."""
+
+    def __init__(self, root: str):
+        self.root = root
+
+    def rows(self, tables: set) -> int:
+        """Change rows of these (database, table) pairs (at least their rows)."""
+        return sum(parquet_rows(self._folder(db, table)) for db, table in tables)
+
+    def of(self, files: list[str], tables: set) -> list[str]:
+        """The `files` of changes/ that hold these (database, table) pairs."""
+        return [path for path in files if driver.partition_of(path, self.root) in tables]
+
+    def all_of(self, tables: set) -> list[str]:
+        """Every file of changes/ holding these (database, table) pairs."""
+        folders = [self._folder(db, table) for db, table in tables]
+        return [os.path.join(folder, name) for folder in folders
+                for name in parquet_names(folder)]
+
+    def inserts_only(self, tables: set) -> bool:
+        """Every change of these (database, table) pairs inserts."""
+        return all(found.inserts_only for found in self.stats(self.all_of(tables)).values())
+
+    def moves_partially(self, files: list[str], plan: dict) -> bool:
+        """Some change in `files` moves a row of the plan's table to a new
+        key by a partial after image: only the row its old key held completes
+        it, which the driver's fold in commit order finds
+        (binlake.spark.rules.driver_tables.net_by_key), and Spark's aggregate by
+        key does not. (Conservative: an after image shorter than the widest
+        stretch of the table counts as partial.)"""
+        primary = plan["primary_key"]
+        if not primary:
+            return False
+        width = max(stretch_width(s) for s in plan["stretches"])
+        names = {s["sources"][i] for s in plan["stretches"] for i in primary
+                 if s["sources"][i] is not None}
+        for path in files:
+            read = pq.read_table(path, columns=["op", "before", "after"])
+            read = read.filter(pc.equal(read.column("op"), "u"))
+            if not read.num_rows:
+                continue
+            before, after = (read.column(side).combine_chunks() for side in ("before", "after"))
+            offsets = after.offsets  # a map's lengths (list_value_length takes no map)
+            short = pc.less(pc.subtract(offsets[1:], offsets[:-1]), width)
+            for name in names:
+                new = pc.map_lookup(after, name, "first")
+                moved = pc.and_(pc.not_equal(new, pc.map_lookup(before, name, "first")), short)
+                if pc.any(moved).as_py():
+                    return True
+        return False
+
+    def stats(self, files: list[str]) -> dict:
+        """{(database, table): TableChanges} of these files of changes/."""
+        found = {}
+        for path in files:
+            key = driver.partition_of(path, self.root)
+            ops = pq.ParquetFile(path).read(columns=["op"]).column("op")
+            # A snapshot's row ("r") may share its key with an insert before
+            # it (a chunk of the lock-free snapshot is read after changes to
+            # its keys): taken by key, never appended.
+            inserts = set(pc.unique(ops).to_pylist()) <= {"c"}
+            known = found.get(key, TableChanges(0, True))
+            found[key] = TableChanges(known.rows + len(ops), known.inserts_only and inserts)
+        return found
+
+    def _folder(self, database: str, table: str) -> str:
+        return os.path.join(self.root, f"database={escape_partition_value(database)}",
+                            f"table={escape_partition_value(table)}")
+
+
+def by_table(plans: list) -> dict:
+    """{"db.table": plan}."""
+    return {qualified(p["database"], p["table"]): p for p in plans}
+
+
+def sources_of(plan: dict) -> set:
+    """The (database, table) names a plan's rows come from in changes/."""
+    return {(s["database"], s["table"]) for s in plan["stretches"]}
+
+
+def parquet_names(folder: str) -> list[str]:
+    """The data files Spark wrote in `folder` (none if it wrote nothing),
+    relative to it (a partitioned table's in their partition folders)."""
+    return sorted(os.path.relpath(os.path.join(root, name), folder)
+                  for root, _, names in os.walk(folder) for name in names
+                  if name.endswith(".parquet"))

@@ -1,0 +1,344 @@
+"""A run's tables computed in the driver, without a Spark job: the way of
+the tables whose changes are few, a lock-free snapshot's chunks, and
+inserts-only tables of any size.
+
+Strategy: when a run's new changes to a table are few, Spark's fixed cost
+is most of what applying them costs, so the driver computes them from the
+change files with pyarrow (binlake.spark.rules.driver_tables: the same
+rules as Spark's jobs, the same refusals); what those rules do not cover
+raises InSpark and the table goes the Spark way (binlake.spark.commits.
+spark_way). A table of inserts only, and one the lock-free snapshot read,
+is typed as Arrow columns file by file (no Python per value), whatever its
+size. Rows are staged for binlake.spark.commits.staging to commit, as
+Spark's are.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from binlake.spark.commits.change_files import CarriedFrom, ChangeFiles, sources_of
+from binlake.spark.commits.delta import read_table, row_count, rows_under_keys
+from binlake.spark.commits.staging import RowFiles, Staging, partition_by, sorted_by
+from binlake.spark.plans.history import carried_columns, days_keyed_otherwise
+from binlake.spark.plans.layouts import qualified
+from binlake.spark.read.partitioned import SNAPSHOT_FILES, parquet_rows
+from binlake.spark.rules import driver_tables as driver
+
+
+class DriverTables:
+    """The driver's way of one run's tables."""
+
+    def __init__(self, staging: Staging, changes: ChangeFiles):
+        self.staging, self.changes = staging, changes
+
+    def apply_in_driver(self, files: list, plans: list) -> list:
+        """`apply` for the tables whose new changes the driver computes
+        (binlake.spark.rules.driver_tables); returns the plans left to Spark."""
+        found = self.changes.stats(files)
+        left, done = [], {"appended": [], "merged": [], "rewritten": []}
+        for plan in plans:
+            sources = sources_of(plan)
+            new = sum(found[s].rows for s in sources if s in found)
+            if not new:
+                continue  # nothing new
+            key, layout = qualified(plan["database"], plan["table"]), plan["layout"]
+            mine = self.changes.of(files, sources)
+            if not driver.takes(new) and not self.changes.moves_partially(mine, plan):
+                if not (all(found[s].inserts_only for s in sources if s in found)
+                        and self._staged_inserts(plan, mine, "appended")):
+                    left.append(plan)
+                continue
+            uri = os.path.join(self.staging.tables_dir, key)
+            inserts_only = all(found[s].inserts_only for s in sources if s in found)
+            try:
+                changes = driver.images(driver.read_changes(files, self.changes.root, sources),
+                                        plan, partial=bool(plan["primary_key"]) and not inserts_only)
+                if inserts_only:
+                    rows, how = driver.appended(changes, layout, key), "appended"
+                    if layout["primary_key"]:
+                        rows = sorted_by(rows, layout["primary_key"])
+                elif plan["primary_key"]:
+                    rows = driver.net_changes(changes, plan, key,
+                                              functools.partial(rows_under_keys, uri))
+                    how = "merged"
+                else:
+                    current = read_table(uri).select([c["key"] for c in layout["columns"]])
+                    rows, how = driver.copies(current, changes, plan, key), "rewritten"
+            except driver.InSpark:
+                left.append(plan)
+                continue
+            if how != "rewritten":  # the table's own types (a list's item name, say)
+                rows = rows.cast(_with_table_types(rows.schema, uri))
+            self._stage_rows(key, rows, plan, how)
+            done[how].append(key)
+        if any(done.values()):
+            self.staging.log(f"tables: appending to {len(done['appended'])}, merging into "
+                     f"{len(done['merged'])}, rewriting {len(done['rewritten'])} (in the driver)")
+        return left
+
+    def rebuild_in_driver(self, plans: list) -> list:
+        """`rebuild` for the tables whose every change the driver computes
+        (small ones: a small lake's first run, a table created since; a
+        follower then needs no Spark job; one the lock-free snapshot read,
+        `_built_from_chunks`); returns the plans left to Spark."""
+        plans = [plan for plan in plans if not self._built_from_chunks(plan)
+                 and not self._built_from_inserts(plan)]
+        whole = {qualified(plan["database"], plan["table"]):
+                 (plan, CarriedFrom(None, 0, None), self.changes.all_of(sources_of(plan)))
+                 for plan in plans if not days_keyed_otherwise(plan)}
+        left, done = self._rewrite_in_driver(whole, "rebuilt")
+        if done:
+            self.staging.log(f"tables: {done} rebuilt (in the driver)")
+        staged = whole.keys() - left.keys()
+        return [plan for plan in plans if qualified(plan["database"], plan["table"]) not in staged]
+
+    def _built_from_inserts(self, plan: dict) -> bool:
+        """A table whose every change inserts, more than the driver computes
+        row by row (a large INSERT ... SELECT into a new table): built from
+        its change files one by one, typed as Arrow columns (as
+        `_built_from_chunks` types a snapshot's), without a JVM."""
+        sources = sources_of(plan)
+        files = self.changes.all_of(sources)
+        if (len(plan["stretches"]) != 1 or not files
+                or driver.takes(sum(map(parquet_rows, files)))
+                or not all(found.inserts_only for found in self.changes.stats(files).values())):
+            return False
+        return self._staged_inserts(plan, files, "rebuilt")
+
+    def _staged_inserts(self, plan: dict, files: list, how: str) -> bool:
+        """The rows inserts-only change `files` add to the plan's table,
+        typed as Arrow columns file by file and staged (`how`: "appended" to
+        the table, or "rebuilt" whole); False where the table is not of one
+        stretch Arrow types so (DDL since its CREATE, partial images)."""
+        stretch = _arrow_stretch(plan)
+        if stretch is None:
+            return False
+        import numpy as np
+        key = qualified(plan["database"], plan["table"])
+
+        def typed(path: str):
+            read = pq.read_table(path, columns=["commit_key", "after"])
+            at = read.column("commit_key").combine_chunks()
+            seq, pos = at.field("file_seq"), at.field("pos")
+            lo_seq, lo_pos = stretch["after"]
+            inside = pc.or_(pc.greater(seq, lo_seq),
+                            pc.and_(pc.equal(seq, lo_seq), pc.greater(pos, lo_pos)))
+            after = read.column("after").combine_chunks().filter(inside)
+            if not len(after):
+                return None  # (changes of the table before its CREATE: another table)
+            if np.diff(after.offsets.to_numpy()).min() < len(stretch["sources"]):
+                raise driver.InSpark("a partial row image (binlog_row_image=MINIMAL)")
+            return _typed_rows(_chunk_columns(after, stretch["sources"]), plan)
+        try:
+            self._stage_typed(plan, typed, files)
+        except driver.InSpark:
+            shutil.rmtree(self.staging.folder(key), ignore_errors=True)
+            return False
+        self.staging.stage_whole(key, plan, how)
+        return True
+
+    def _stage_typed(self, plan: dict, typed, paths: list, last=None) -> None:
+        """`typed(path)` of each path (a table's typed rows, or None), then
+        `last`, staged as the table's files. Arrow reads and casts outside
+        the GIL: files are typed side by side."""
+        with RowFiles(self.staging.folder(qualified(plan["database"], plan["table"])),
+                       partition_by(plan)) as out:
+            with ThreadPoolExecutor(CHUNK_WORKERS) as pool:
+                for rows in pool.map(typed, paths):
+                    if rows is not None:
+                        out.write(rows)
+            if last is not None:
+                out.write(last)
+
+    def _built_from_chunks(self, plan: dict) -> bool:
+        """A table the lock-free snapshot read (binlake.spark.snapshot.snapshot),
+        staged from its chunk files one by one, by the driver: each chunk's
+        rows typed as they are (Arrow columns: no Python per number or
+        text), but those of the keys the binlog's changes touched, which take
+        their net change instead. With whole row images a touched key's last
+        change is its state, whatever its chunk says (a chunk row is the
+        key's state at its position, between two changes). False where this
+        does not apply (not such a table, a key of more than one column, DDL
+        since the snapshot): the table is rebuilt as any other."""
+        key, layout = qualified(plan["database"], plan["table"]), plan["layout"]
+        sources, primary = sources_of(plan), plan["primary_key"]
+        files = self.changes.all_of(sources)
+        chunks = [path for path in files if os.path.basename(path).startswith(SNAPSHOT_FILES)]
+        stretch = _arrow_stretch(plan)
+        if not chunks or len(primary) != 1 or stretch is None:
+            return False
+        binlog = sorted(set(files) - set(chunks))
+        if not driver.takes(sum(map(parquet_rows, binlog))):
+            return False
+        try:
+            net = driver.net_by_key(driver.images(driver.read_changes(
+                binlog, self.changes.root, sources), plan), primary)
+        except driver.InSpark:
+            return False
+        touched = pa.array([k[0] for k in net], pa.string())
+
+        def typed_chunk(path: str):
+            """A chunk's rows, typed, but the touched keys' (None: none in the stretch)."""
+            read = pq.read_table(path, columns=["commit_key", "after"])
+            if not read.num_rows or not _inside(read.column("commit_key")[0].as_py(), stretch):
+                return None  # a chunk from before a TRUNCATE: its rows are gone
+            texts = _chunk_columns(read.column("after").combine_chunks(), stretch["sources"])
+            if len(touched):
+                kept = pc.invert(pc.is_in(texts[primary[0]], value_set=touched))
+                texts = [column.filter(kept) for column in texts]
+            return _typed_rows(texts, plan)
+        present = [found.row for found in net.values() if found.row is not None]
+        self._stage_typed(plan, typed_chunk, chunks, sorted_by(
+            driver.typed_table(present, layout, key), layout["primary_key"]) if present else None)
+        self.staging.stage_whole(key, plan, "rebuilt")
+        self.staging.log(f"tables: {key} built from {len(chunks)} chunk(s) of the snapshot "
+                 f"and {len(net)} key(s) the binlog changed (in the driver)")
+        return True
+
+    def carry_in_driver(self, carried: dict) -> dict:
+        """`carry` for the tables whose rows and new changes the driver
+        computes; returns those left to Spark."""
+        left, done = self._rewrite_in_driver(carried, "carried")
+        if done:
+            self.staging.log(f"tables: carrying {done} into their new definitions (in the driver)")
+        # A table whose every change inserts (rows into a table just created,
+        # whose plan the first table map changed) is its inserts, however many.
+        return {key: entry for key, entry in left.items()
+                if not self._built_from_inserts(entry[0])}
+
+    def _rewrite_in_driver(self, tables: dict, how: str) -> tuple[dict, int]:
+        """{key: (plan, CarriedFrom, change files)} staged whole where the
+        driver computes them; (those left to Spark, how many were staged)."""
+        left = {}
+        for key, (plan, source, files) in tables.items():
+            try:
+                rows = self._rewritten_in_driver(plan, source, files)
+            except driver.InSpark:
+                left[key] = (plan, source, files)
+                continue
+            self._stage_rows(key, rows, plan, how)
+        return left, len(tables) - len(left)
+
+    def _rewritten_in_driver(self, plan: dict, source: "CarriedFrom", files: list):
+        """The table's rows carried from `source` with its changes in
+        `files` applied, computed by the driver (InSpark where it does not)."""
+        sources = sources_of(plan)
+        mine = self.changes.of(files, sources)
+        # A key moved by a partial image: only the driver's fold in commit
+        # order completes it (`apply` sends such runs here too), any size.
+        # Its change files are read for that only where a size would send
+        # the table to Spark.
+        many = not driver.takes(sum(map(parquet_rows, mine)))
+        held = 0 if source.uri is None else row_count(source.uri)
+        moves = ((many or held > driver.DRIVER_TABLE_ROWS)
+                 and self.changes.moves_partially(mine, plan))
+        if many and not moves:
+            raise driver.InSpark("many changes")
+        current = self._carried_in_driver(plan, source, any_size=moves)
+        changes = driver.images(driver.read_changes(mine, self.changes.root, sources), plan,
+                                partial=bool(plan["primary_key"]))
+        return driver.rewritten(current, changes, plan, qualified(plan["database"], plan["table"]),
+                                any_size=moves)
+
+    def _carried_in_driver(self, plan: dict, source: "CarriedFrom", any_size: bool = False):
+        """`_carried_rows` as an Arrow table (InSpark where that is None, or
+        the table is large and not `any_size`)."""
+        layout = plan["layout"]
+        key = qualified(plan["database"], plan["table"])
+        types = driver.arrow_types(layout)
+        names = [c["key"] for c in layout["columns"]]
+        held = 0 if source.uri is None else row_count(source.uri)
+        if not held:  # no row to carry (a table whose first rows come now: its layout was the DDL's)
+            return pa.schema([pa.field(n, kind) for n, kind in zip(names, types)]).empty_table()
+        if held > driver.DRIVER_TABLE_ROWS and not any_size:
+            raise driver.InSpark("a large table")
+        current = read_table(source.uri)
+        columns = []
+        for column, name, default, digits, was in carried_columns(layout, source.stretch):
+            if name is None:
+                columns.append(driver.typed_column([default] * current.num_rows, column, key))
+            elif digits is not None:
+                raise driver.InSpark("a column's fractional digits changed")
+            else:
+                columns.append(driver.converted(current.column(name), was, column))
+        return pa.Table.from_arrays(columns, names=names)
+
+    def _stage_rows(self, key: str, rows, plan: dict, how: str) -> None:
+        """Rows the driver computed, staged and committed as Spark's are."""
+        layout = plan["layout"]
+        if how == "merged":  # the MERGE takes them as they are
+            self.staging.stage_net(key, layout, rows)
+            return
+        if how == "rewritten":  # a keyless table's copies, merged
+            self.staging.stage_copies(key, rows)
+            return
+        if how in ("carried", "rebuilt"):  # whole: in key order, as Spark writes them
+            rows = sorted_by(rows, layout["primary_key"] or [c["key"] for c in layout["columns"]])
+        self.staging.write_rows(key, rows, plan)
+        self.staging.stage_whole(key, plan, how)
+
+
+#: Threads that read and type the chunk files of a snapshotted table.
+CHUNK_WORKERS = 2
+
+
+def _inside(commit_key: dict, stretch: dict) -> bool:
+    """A change at `commit_key` is of the stretch (its span of the binlog)."""
+    at, (hi_seq, hi_pos) = (commit_key["file_seq"], commit_key["pos"]), stretch["before"]
+    return at > tuple(stretch["after"]) and (hi_seq is None or at < (hi_seq, hi_pos))
+
+
+def _chunk_columns(after: pa.MapArray, names: list[str]) -> list:
+    """The columns `names` of a snapshot chunk's after images. A chunk's
+    file holds every row's columns in one order (binlake.spark.snapshot.snapshot
+    writes it so): each column is every width-th value, taken at once; a
+    file that is not so has its columns looked up row by row by Arrow."""
+    import numpy as np
+    width, rows = len(names), len(after)
+    keys = after.keys
+    if (len(keys) == rows * width and after.offsets.equals(
+            pa.array(np.arange(0, rows * width + 1, width, dtype=np.int32)))
+            and pc.all(pc.equal(keys, pa.array(names).take(
+                pa.array(np.arange(rows * width) % width)))).as_py()):
+        return [after.items.take(pa.array(np.arange(i, rows * width, width)))
+                for i in range(width)]
+    return [pc.map_lookup(after, name, "first") for name in names]
+
+
+def _arrow_stretch(plan: dict) -> dict | None:
+    """The one stretch of a table whose after images Arrow types as they
+    are (no DDL since its CREATE that the plan follows); else None."""
+    if len(plan["stretches"]) != 1:
+        return None
+    stretch, = plan["stretches"]
+    if (stretch["before"][0] is not None or stretch.get("was") or "key_then" in stretch
+            or None in stretch["sources"]
+            or any(digits is not None for digits in stretch["fractions"])):
+        return None
+    return stretch
+
+
+def _typed_rows(texts: list, plan: dict) -> pa.Table:
+    """A table's columns of exact text typed as its layout says, in key
+    order (every column's, keyless), as Spark writes a whole table."""
+    layout, key = plan["layout"], qualified(plan["database"], plan["table"])
+    names = [c["key"] for c in layout["columns"]]
+    return sorted_by(pa.Table.from_arrays(
+        [driver.typed_column(column, c, key) for column, c in zip(texts, layout["columns"])],
+        names=names), layout["primary_key"] or names)
+
+
+def _with_table_types(schema: pa.Schema, uri: str) -> pa.Schema:
+    """`schema` with the types the Delta table at `uri` has for its columns."""
+    from deltalake import DeltaTable
+    held = pa.schema(DeltaTable(uri).schema().to_arrow())
+    return pa.schema([held.field(f.name).with_nullable(f.nullable)
+                      if f.name in held.names else f for f in schema])

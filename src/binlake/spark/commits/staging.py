@@ -1,0 +1,287 @@
+"""A run's tables staged, then committed: the one writer of the lake's
+Delta tables (tables/ and history/).
+
+Strategy: the ways a table's next version is computed (binlake.spark.
+commits.spark_way, .driver_way) write its files under the run's staging
+folder and queue its commit here (`stage_*`); nothing is committed until
+every table is staged, so a change refused on the way leaves every table
+as it was (`commit` then runs the queue: each commit atomic, a table at a
+time, a rerun completing the ones a kill left). Each commit records the
+run whose changes it holds (binlake.spark.commits.delta's application
+transaction). Data files are fsynced before a log entry names them
+(binlake.spark.commits.delta_sync). `maintain` compacts and lite-vacuums
+what the run committed to (binlake.spark.commits.delta_upkeep).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import uuid
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from binlake.spark.commits.change_files import parquet_names
+from binlake.spark.commits.delta import (commit_table, merge_copies, merge_history,
+                                         merge_net_changes, partition_folder, key_bounds,
+                                         rows_not_held)
+from binlake.spark.commits.delta_upkeep import after_run
+from binlake.spark.plans.refusals import named
+from binlake.spark.plans.typed import arrow_type
+from binlake.spark.rules.columns import AT, PRESENT, VALID_FROM, VALID_TO
+from binlake.spark.rules.tables import NOT_HELD, ROWS_PER_FILE
+
+#: The folders of the lake's tables and of their histories (`--history`).
+TABLES, HISTORY = "tables", "history"
+#: How a table's next version came to be, as a run reports it.
+WAYS = ("appended", "merged", "rewritten", "carried", "rebuilt", "history")
+
+
+class Staging:
+    """One run's staged tables and their queued commits."""
+
+    def __init__(self, tables_dir: str, staged: str, history_dir: str, run: int,
+                 through: dict, log):
+        self.tables_dir, self.staged, self.history_dir = tables_dir, staged, history_dir
+        self.run, self.through, self.log = run, through, log
+        self.work: dict[str, list[str]] = {way: [] for way in WAYS}
+        self.pending: list = []  #: the commits `commit` makes, in order
+
+    def folder(self, key: str) -> str:
+        """Where a table's next files are staged."""
+        return os.path.join(self.staged, key)
+
+    # -- what a run stages ------------------------------------------------------------
+    def stage_whole(self, key: str, plan: dict, how: str) -> None:
+        """The table's staged files become its rows: "appended" to them, or
+        its next version whole ("rebuilt", "carried")."""
+        self.work[how].append(key)
+        appended = how == "appended"
+        self.pending.append(functools.partial(
+            self._commit, key, plan, "append" if appended else "overwrite",
+            None if appended else how))
+
+    def stage_net(self, key: str, layout: dict, net=None) -> None:
+        """A keyed table's net changes MERGEd (`net`: a Table the driver
+        computed; None: the files staged for it, whose partial images must
+        complete rows the table holds: refused now if not)."""
+        if net is None:
+            net = self._net_changes(key)
+            self._refuse_rows_not_held(key, net, layout["primary_key"])
+        self.work["merged"].append(key)
+        self.pending.append(functools.partial(self._merge, key, net, layout))
+
+    def stage_copies(self, key: str, rows=None) -> None:
+        """A keyless table's copies removed and added MERGEd (`rows`: a Table
+        the driver computed; None: the files staged for it)."""
+        self.work["rewritten"].append(key)
+        self.pending.append(functools.partial(
+            self._merge_copies, key, self._net_changes(key) if rows is None else rows))
+
+    def stage_history(self, key: str, plan: dict, folder: str, signature: str,
+                      whole: bool) -> None:
+        """A history table's staged versions: its next version `whole`, or merged."""
+        self.work["history"].append(key)
+        self.pending.append(functools.partial(self._commit_history, key, plan, folder,
+                                              signature, whole))
+
+    def write_rows(self, key: str, rows, plan: dict) -> None:
+        """Rows the driver computed staged as Spark would write them."""
+        write_table_rows(self.folder(key), rows, partition_by(plan))
+
+    # -- committing -------------------------------------------------------------------
+    def commit(self) -> None:
+        """Each staged table's next version committed (a table at a time:
+        each commit is atomic, and a rerun completes the ones a kill left)."""
+        for commit in self.pending:
+            commit()
+        self.pending = []
+
+    def maintain(self) -> None:
+        """The tables this run committed to, compacted when their files are
+        many, and lite-vacuumed (binlake.spark.commits.delta_upkeep.after_run: the
+        full vacuum is `binlake maintain`'s)."""
+        touched = [os.path.join(self.history_dir if how == "history" else self.tables_dir, key)
+                   for how, keys in self.work.items() for key in keys]
+        done = [after_run(uri) for uri in touched]
+        compacted = sum(d["compacted"] for d in done)
+        if compacted:
+            self.log(f"tables: {compacted} small files compacted")
+
+    def drop_all_but(self, keep, folder: str | None = None) -> None:
+        """Tables dropped, or no longer selected, leave the lake (or the
+        history, `folder`) whole."""
+        folder = folder or self.tables_dir
+        if not os.path.isdir(folder):
+            return
+        for name in os.listdir(folder):
+            if name not in keep:
+                gone = os.path.join(os.path.dirname(self.staged), f"dropped-{uuid.uuid4().hex}")
+                os.replace(os.path.join(folder, name), gone)
+                shutil.rmtree(gone)
+
+    def _commit_history(self, key: str, plan: dict, folder: str, signature: str,
+                        whole: bool) -> None:
+        import pyarrow.dataset as ds
+        uri = os.path.join(self.history_dir, key)
+        names = parquet_names(folder)
+        if not whole:
+            if names:
+                rows = ds.dataset([os.path.join(folder, n) for n in names], format="parquet")
+                merge_history(uri, history_name(key), rows.scanner().to_reader(),
+                              plan["layout"]["primary_key"], run=self.run,
+                              through=self.through, plan=signature)
+            return
+        os.makedirs(uri, exist_ok=True)
+        for name in names:
+            os.replace(os.path.join(folder, name), os.path.join(uri, name))
+        schema = _parquet_schema(uri, names) or _history_schema(plan["layout"])
+        commit_table(uri, history_name(key), names, schema, run=self.run,
+                     through=self.through, mode="overwrite", plan=signature)
+
+    def _staged_files(self, key: str, target: str) -> list[str]:
+        """Move what Spark wrote for `key` into the table's folder (Spark's
+        names are unique: a UUID each); the names, relative to it."""
+        folder = self.folder(key)
+        names = parquet_names(folder)
+        for name in names:
+            os.makedirs(os.path.dirname(os.path.join(target, name)), exist_ok=True)
+            os.replace(os.path.join(folder, name), os.path.join(target, name))
+        return names
+
+    def _commit(self, key: str, plan: dict, mode: str, rewritten: str | None = None) -> None:
+        target = os.path.join(self.tables_dir, key)
+        names = self._staged_files(key, target)
+        layout, partitions = plan["layout"], partition_by(plan)
+        written = _parquet_schema(target, names)
+        schema = _arrow_schema(layout) if written is None else pa.schema(
+            [written.field(f.name) if f.name in written.names else f
+             for f in _arrow_schema(layout)])  # a partition column is in no file
+        commit_table(target, key, names, schema, run=self.run, through=self.through, mode=mode,
+                     partition_by=partitions, rewritten=rewritten)
+
+    def _net_changes(self, key: str):
+        """The staged net changes of `key` (a pyarrow Dataset)."""
+        import pyarrow.dataset as ds
+        folder = self.folder(key)
+        return ds.dataset([os.path.join(folder, name) for name in parquet_names(folder)],
+                          format="parquet")
+
+    def _refuse_rows_not_held(self, key: str, net, primary_key: list) -> None:
+        """Partial row images complete the rows their keys hold: a key the
+        table does not hold is refused, before any table is committed."""
+        import pyarrow.dataset as ds
+        partial = net.to_table(filter=ds.field(PRESENT).is_valid(),
+                               columns=[*primary_key, PRESENT, AT])
+        missing = rows_not_held(os.path.join(self.tables_dir, key), partial, primary_key)
+        if missing:
+            raise ValueError(f"{missing[0]}: {key}: {named(NOT_HELD, key)}")
+
+    def _merge_copies(self, key: str, rows) -> None:
+        """MERGE a keyless table's copies removed and added (a pyarrow
+        Dataset of staged files, or a Table the driver computed)."""
+        reader = rows.to_reader() if isinstance(rows, pa.Table) else rows.scanner().to_reader()
+        merge_copies(os.path.join(self.tables_dir, key), key, reader, run=self.run,
+                     through=self.through)
+
+    def _merge(self, key: str, net, layout: dict) -> None:
+        """MERGE `net` (a pyarrow Dataset of staged files, or a Table the
+        driver computed) into the table."""
+        keys = layout["primary_key"]
+        whole = isinstance(net, pa.Table)
+        bounds = key_bounds(net.select(keys) if whole else net.to_table(columns=keys))
+        rows = net.to_reader() if whole else net.scanner().to_reader()
+        merge_net_changes(os.path.join(self.tables_dir, key), key, rows, keys, run=self.run,
+                          through=self.through, bounds=bounds)
+
+
+class RowFiles:
+    """Rows the driver computed for a table, written as Spark would: row
+    groups in files of about ROWS_PER_FILE rows each (so that the table
+    needs no compaction after), one file set per partition value."""
+
+    def __init__(self, folder: str, partition_by: tuple):
+        self.folder, self.partition_by = folder, partition_by
+        self._writer, self._rows = None, 0
+
+    def __enter__(self) -> "RowFiles":
+        return self
+
+    def write(self, rows) -> None:
+        if self.partition_by:  # (rare: a file per partition value and write)
+            write_table_rows(self.folder, rows, self.partition_by)
+            return
+        if self._writer is not None and self._writer.schema != rows.schema:
+            self.close()
+        if self._writer is None:
+            os.makedirs(self.folder, exist_ok=True)
+            self._writer = pq.ParquetWriter(
+                os.path.join(self.folder, f"part-{uuid.uuid4().hex}.parquet"), rows.schema)
+        self._writer.write_table(rows)
+        self._rows += rows.num_rows
+        if self._rows >= ROWS_PER_FILE:
+            self.close()
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        self._writer, self._rows = None, 0
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+def write_table_rows(folder: str, rows, partition_by: tuple) -> None:
+    """Rows the driver computed written to `folder` as Spark would: a file
+    per partition value, in its folder, without the column."""
+    if not partition_by:
+        os.makedirs(folder, exist_ok=True)
+        pq.write_table(rows, os.path.join(folder, f"part-{uuid.uuid4().hex}.parquet"))
+        return
+    column, = partition_by
+    values = rows.column(column)
+    for value in pc.unique(values).to_pylist():
+        mine = pc.is_null(values) if value is None else pc.equal(values, value)
+        write_table_rows(os.path.join(folder, partition_folder(column, value)),
+                    rows.filter(mine).drop_columns([column]), ())
+
+
+def history_name(key: str) -> str:
+    """A history table's name in its commits' application transaction."""
+    return f"history:{key}"
+
+
+def partition_by(plan: dict) -> tuple:
+    """The columns the table is partitioned by (--partition-by)."""
+    return tuple(plan.get("partition_by") or ())
+
+
+def sorted_by(rows, key: list[str]):
+    """`rows` in key order, as a large table's files are (a key Arrow
+    cannot sort, such as a SET's list, leaves them as they came)."""
+    try:
+        return rows.sort_by([(name, "ascending") for name in key])
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return rows
+
+
+def _parquet_schema(folder: str, names: list[str]):
+    """The Arrow schema of the files Spark wrote (their exact types), if any."""
+    import pyarrow.parquet as pq
+    return pq.read_schema(os.path.join(folder, names[0])).remove_metadata() if names else None
+
+
+def _history_schema(layout: dict):
+    """A history table's Arrow schema: the table's columns, then where and
+    when each version started and ended."""
+    stamps = [pa.string(), pa.int64(), pa.timestamp("us", tz="UTC")]
+    return pa.schema(list(_arrow_schema(layout)) + [
+        pa.field(name, kind) for names in (VALID_FROM, VALID_TO)
+        for name, kind in zip(names, stamps)])
+
+
+def _arrow_schema(layout: dict):
+    return pa.schema([pa.field(c["key"], arrow_type(c)) for c in layout["columns"]])
