@@ -102,7 +102,7 @@ def test_a_table_selected_again_after_a_gap_keeps_its_deletes(spark, mariadb, tm
 
 
 def test_a_point_inside_a_lock_free_snapshot_is_refused(spark, mariadb, tmp_path):
-    from binlake.spark.snapshot.snapshot import plan_round, progressed, read_round
+    from binlake.spark.snapshot.chunks import plan_round, progressed, read_round
     with MariaDBServer(tmp_path / "server", server_id=33) as server:
         server.execute("CREATE DATABASE ao")
         server.execute("CREATE TABLE ao.t (id INT PRIMARY KEY, v VARCHAR(20))")

@@ -1,4 +1,4 @@
-"""`binlake pipeline --snapshot-from` (binlake.spark.snapshot.snapshot): a lake started
+"""`binlake pipeline --snapshot-from` (binlake.spark.snapshot): a lake started
 from a consistent snapshot of a server whose tables predate its first binlog,
 while writes keep running, ends equal to the server: no row lost, none
 applied twice."""
@@ -363,9 +363,10 @@ def test_mysqls_chunks_placed_by_watermarks_equal_the_server(mariadb, tmp_path, 
     watermark and the view (in the chunk's rows and applied again over
     them) and between the view and the high watermark (applied over them):
     the table equals the server's."""
-    from binlake.spark.snapshot.snapshot import snapshot
-    monkeypatch.setattr(snapshot, "_is_mariadb", lambda connection: False)
-    real_end, calls = snapshot._binlog_end, []
+    from binlake.spark.snapshot import chunks, read_view
+    for module in (read_view, chunks):  # the lake's start too, and each chunk's view
+        monkeypatch.setattr(module, "_is_mariadb", lambda connection: False)
+    real_end, calls = chunks._binlog_end, []
     edits = ["UPDATE many.t SET v = 'in the view too' WHERE id = {}",
              "UPDATE many.t SET id = id + 100000 WHERE id = {}",
              "DELETE FROM many.t WHERE id = {}",
@@ -378,7 +379,7 @@ def test_mysqls_chunks_placed_by_watermarks_equal_the_server(mariadb, tmp_path, 
         # the lake reads to: a write by another session lands between
         _write_elsewhere(cursor, edits[len(calls) % len(edits)].format(1200 * len(calls) + 7))
         return end
-    monkeypatch.setattr(snapshot, "_binlog_end", write_at_each_watermark)
+    monkeypatch.setattr(chunks, "_binlog_end", write_at_each_watermark)
     rows = snapshot_by_hand(tmp_path, ["SELECT 1"] * 2)
     assert len(calls) >= 8 and any(row[1] == "new" for row in rows.values())
 
@@ -400,7 +401,7 @@ def snapshot_by_hand(tmp_path, edits: list, create: str = None) -> dict:
     refuses to start): the table built equals the server's, whose rows
     ({id: row}) are returned."""
     from binlake.spark.run.pipeline import LazySession
-    from binlake.spark.snapshot.snapshot import plan_round, progressed, read_round
+    from binlake.spark.snapshot.chunks import plan_round, progressed, read_round
 
     def no_spark():
         raise AssertionError("the snapshot's table was built by Spark")
@@ -441,7 +442,7 @@ def table_rows_of(lake, table: str) -> list:
 def test_spark_tasks_read_a_round_as_the_driver_does(spark, server, tmp_path):
     """A round's chunks read by Spark tasks, each on its own connection, give
     the files the driver's read of the same chunks gives."""
-    from binlake.spark.snapshot.snapshot import Chunk, read_round
+    from binlake.spark.snapshot.chunks import Chunk, read_round
     address = ServerAddress("127.0.0.1", server.port, "root", "")
     ids = [row[0] for row in server.query(f"SELECT id FROM {DATABASE}.accounts ORDER BY id")]
     bounds = [None, (str(ids[999]),), (str(ids[1999]),), None]

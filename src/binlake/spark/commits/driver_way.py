@@ -159,7 +159,7 @@ class DriverTables:
                 out.write(last)
 
     def _built_from_chunks(self, plan: dict) -> bool:
-        """A table the lock-free snapshot read (binlake.spark.snapshot.snapshot),
+        """A table the lock-free snapshot read (binlake.spark.snapshot.chunks),
         staged from its chunk files one by one, by the driver: each chunk's
         rows typed as they are (Arrow columns: no Python per number or
         text), but those of the keys the binlog's changes touched, which take
@@ -298,7 +298,7 @@ def _inside(commit_key: dict, stretch: dict) -> bool:
 
 def _chunk_columns(after: pa.MapArray, names: list[str]) -> list:
     """The columns `names` of a snapshot chunk's after images. A chunk's
-    file holds every row's columns in one order (binlake.spark.snapshot.snapshot
+    file holds every row's columns in one order (binlake.spark.snapshot.server_rows
     writes it so): each column is every width-th value, taken at once; a
     file that is not so has its columns looked up row by row by Arrow."""
     import numpy as np

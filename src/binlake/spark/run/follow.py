@@ -30,7 +30,7 @@ _binlake/requests/, taken between micro-batches), are read anew by the
 lock-free snapshot's rounds below (binlake.spark.snapshot.snapshot.read_anew).
 
 A lake started with `snapshot` (a server address: -R --snapshot-from)
-begins with the lock-free snapshot (binlake.spark.snapshot.snapshot): a first run
+begins with the lock-free snapshot (binlake.spark.snapshot.chunks): a first run
 reads the keyless tables under one read view and sets the lake's start
 there; the keyed tables are then read in rounds of chunks by Spark tasks,
 one round before each micro-batch, which appends the round's rows with
@@ -63,8 +63,10 @@ from binlake.spark.state.manifest import SnapshotFloor, write_manifest
 from binlake.spark.run.pipeline import (LazySession, PipelineResult, lake_lock, load_manifest,
                                     recover_lake, run_pipeline)
 from binlake.spark.read.ranges import FAILOVER_FILES, name_sequence
-from binlake.spark.snapshot.snapshot import (CHUNK_ROWS, plan_round, progressed, read_anew, read_round,
-                                    snapshot_reading, utc_now)
+from binlake.spark.snapshot.chunks import (CHUNK_ROWS, plan_round, progressed, read_round,
+                                          snapshot_reading)
+from binlake.spark.snapshot.read_view import utc_now
+from binlake.spark.snapshot.snapshot import read_anew
 
 #: The copies' folder and the status file, under the lake's _binlake/.
 BINLOGS = "binlogs"

@@ -70,7 +70,7 @@ from binlake.spark.state.manifest import FileRead, Manifest, SnapshotFloor, read
 from binlake.spark.read.partitioned import SNAPSHOT_FILES, parquet_rows
 from binlake.spark.run.rebuild import marked_stale, stale_tables
 from binlake.spark.state.run_undo import RunUndo
-from binlake.spark.snapshot.snapshot import snapshot_reading
+from binlake.spark.snapshot.chunks import snapshot_reading
 from binlake.spark.state.starts import refuse_inexact, starting_anew
 from binlake.spark.rules.tables import AsOf, one_of
 from binlake.spark.plans.typed import PARTITION_TYPES, TEMPORALS, spark_type, with_temporals
@@ -465,7 +465,7 @@ def _run_in(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_parti
             manifest = manifest.chunked(chunks)
     elif snapshot_round is not None:
         # Chunks of the lock-free snapshot: their rows and progress go in
-        # with this run (binlake.spark.snapshot.snapshot).
+        # with this run (binlake.spark.snapshot.chunks).
         staged_snapshot, chunks = snapshot_round
         manifest = manifest.chunked(chunks)
     # The schema history of everything read so far; `schema` seeds the first run.
@@ -830,7 +830,8 @@ def _take_snapshot(address, wanted, out: str, schema: str | None, chunk_rows, ch
     from binlake.schema.history import load_schema, parse_schema
     from binlake.schema.seeds import filled_in
     from binlake.spark.read.ranges import name_sequence
-    from binlake.spark.snapshot.snapshot import CHUNK_ROWS, take_snapshot
+    from binlake.spark.snapshot.chunks import CHUNK_ROWS
+    from binlake.spark.snapshot.snapshot import take_snapshot
     folder = _state(out, "snapshot")
     shutil.rmtree(folder, ignore_errors=True)
     point, ddl, chunks = take_snapshot(address, wanted, folder, file_seq_of=name_sequence,

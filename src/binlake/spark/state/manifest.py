@@ -24,7 +24,7 @@ What it holds:
     failovers  where the lake went on in the binlogs of each server the
                follower moved to (binlake.spark.read.failover): a floor each
     chunks     how far the lock-free snapshot of each keyed table has read
-               (binlake.spark.snapshot.snapshot.ChunkProgress): committed with the
+               (binlake.spark.snapshot.chunks.progressed): committed with the
                run that appended the chunks' rows, so a killed snapshot
                resumes at its first chunk not in the lake
     tables     the state of tables/: the binlog position it reflects and the
