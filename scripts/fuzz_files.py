@@ -1,7 +1,7 @@
 """Whole-file fuzzer: mutated binlogs through every entry point, on both cores,
 with a clock and a memory meter.
 
-    PYTHONPATH=src .venv/bin/python scripts/fuzz_files.py -n 20000 [--seed 1] [--jobs 2]
+    PYTHONPATH=src .venv/bin/python scripts/fuzz_files.py -n 20000 [--seed 1]
     PYTHONPATH=src .venv/bin/python scripts/fuzz_files.py --replay FILE|DIR ...
     PYTHONPATH=src .venv/bin/python scripts/fuzz_files.py --write-seeds DIR
 
