@@ -131,16 +131,15 @@ def test_a_value_no_typed_column_holds_names_temporals_text(spark):
 
 
 @pytest.mark.parametrize("was, _kind, new", NOT_CONVERTED)
-def test_a_type_change_not_converted_names_a_lake_from_a_snapshot(was, _kind, new):
-    """(-R --rebuild does not pass it yet: the table read anew keeps the type
-    change in its plan, and is refused again.)"""
+def test_a_type_change_not_converted_names_reading_the_table_anew(was, _kind, new):
+    """Read anew, the table's rows start at its first chunk, after the change
+    (test_rebuild_with_a_server_passes_a_type_change_binlake_does_not_convert)."""
     plan = {"database": "db", "table": "t", "layout": {"columns": [dict(new, key="c")]},
             "stretches": [{"was": [was]}]}
     line = refusals.refusal_line(refusal_of_plan(plan), "/lake")
     assert line.startswith("db.t: column `c`: ") and line.endswith(
-        "nothing was applied to the tables; to go on, start a new lake from a snapshot of the "
-        "server, after the change: binlake pipeline --out NEWDIR -R -h HOST -u USER "
-        "--snapshot-from"), line
+        "nothing was applied to the tables; to go on, read db.t anew from the server: "
+        "binlake pipeline --out /lake -R -h HOST -u USER --rebuild db.t"), line
 
 
 # -- with -R: read anew from the server ------------------------------------------------------
@@ -189,3 +188,36 @@ def test_rebuild_with_a_server_gets_a_refused_lake_going(mariadb, tmp_path):
         assert rows_of(lake, "db.t") == served("t")
         assert rows_of(lake, "db.other") == served("other")
         assert not list((lake / "_binlake" / "requests").iterdir())
+
+
+def test_rebuild_with_a_server_passes_a_type_change_binlake_does_not_convert(mariadb, tmp_path):
+    """A MODIFY binlake cannot convert as the server did (TIMESTAMP made a
+    DATETIME: the ALTER session's time zone is not in the binlog) refuses
+    the run with -R --rebuild as its way forward; the table read anew holds
+    the server's values from its chunk on, the changes before it (the old
+    type's) no longer in its plan."""
+    with MariaDBServer(tmp_path / "server", server_id=48) as server:
+        server.execute("CREATE DATABASE db")
+        server.execute("CREATE TABLE db.t (id INT PRIMARY KEY, at TIMESTAMP NULL, v INT)")
+        server.execute("INSERT INTO db.t SELECT seq, '2024-03-01 10:00:00' + INTERVAL seq HOUR, "
+                       "seq FROM db.seq_1_to_30")
+        lake = tmp_path / "lake"
+        first = binlake(lake, server, "binlog.000001")
+        assert first.returncode == 0, first.stderr
+        server.execute("SET time_zone = '+05:00'")
+        server.execute("ALTER TABLE db.t MODIFY at DATETIME NULL")
+        server.execute("UPDATE db.t SET v = -v WHERE id % 3 = 0")
+
+        refused = binlake(lake, server)
+        assert refused.returncode == 1
+        line = refused.stderr.strip().splitlines()[-1]
+        assert "db.t: column `at`: a TIMESTAMP column made a DATETIME" in line and line.endswith(
+            "nothing was applied to the tables; to go on, read db.t anew from the server: "
+            f"binlake pipeline --out {lake} -R -h HOST -u USER --rebuild db.t"), line
+
+        again = binlake(lake, server, "--rebuild", "db.t")
+        assert again.returncode == 0, again.stderr
+        server.execute("UPDATE db.t SET v = v + 1000 WHERE id < 5")
+        going = binlake(lake, server)
+        assert going.returncode == 0, going.stderr
+        assert rows_of(lake, "db.t") == sorted(map(repr, server.query("SELECT * FROM db.t")))

@@ -41,7 +41,7 @@ from decimal import ROUND_HALF_UP, Context, Decimal
 
 from binlake.charsets import BINARY_COLLATION
 from binlake.constants import ColumnType as T
-from binlake.spark.plans.refusals import NEW_LAKE_FROM_SNAPSHOT, forward
+from binlake.spark.plans.refusals import READ_ANEW, forward, named
 
 INTEGER_BITS = {T.MYSQL_TYPE_TINY: 8, T.MYSQL_TYPE_SHORT: 16, T.MYSQL_TYPE_INT24: 24,
                 T.MYSQL_TYPE_LONG: 32, T.MYSQL_TYPE_LONGLONG: 64}
@@ -131,7 +131,9 @@ def refusal_of_plan(plan: dict) -> str | None:
             if reason:
                 name = column["key"].replace("`", "``")
                 table = f"{plan['database']}.{plan['table']}"
-                return f"{table}: column `{name}`: {reason}" + forward(NEW_LAKE_FROM_SNAPSHOT)
+                # Read anew, the table's plan starts at its chunk, after the
+                # change (binlake.spark.state.starts.starting_anew).
+                return named(f"{table}: column `{name}`: {reason}" + forward(READ_ANEW), table)
     return None
 
 

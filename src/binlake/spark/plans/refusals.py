@@ -3,7 +3,7 @@
 Strategy: every refusal of a change to the tables ends its one line with
 what to run (`refusal_line`): the words of each way forward are written
 here once (`READ_ANEW`, `FULL_IMAGES_THEN_READ_ANEW`, `TEMPORALS_AS_TEXT`,
-`NEW_LAKE_FROM_SNAPSHOT`, `NEW_LAKE_WITH_FULL_IMAGES`); a refusal's reason
+`NEW_LAKE_WITH_FULL_IMAGES`); a refusal's reason
 carries one after GO_ON (`forward`), its table's name put in where it says
 {table} (`named`), and the lake's folder where it says DIR (`refusal_line`).
 """
@@ -26,10 +26,6 @@ FULL_IMAGES_THEN_READ_ANEW = ("set binlog_row_image=FULL on the server, then rea
 #: A value no typed column holds: the lake's temporals as text.
 TEMPORALS_AS_TEXT = ("run again with --temporals text: DATE, DATETIME and TIMESTAMP columns "
                      "are then kept as MySQL's exact text (every table rebuilt once)")
-#: A type change binlake does not convert: a lake whose history starts after
-#: it (a table read anew keeps the change in its plan, and is refused again).
-NEW_LAKE_FROM_SNAPSHOT = ("start a new lake from a snapshot of the server, after the change: "
-                          "binlake pipeline --out NEWDIR " + SERVER + " --snapshot-from")
 #: A history needs every version whole: one that starts where images are whole.
 NEW_LAKE_WITH_FULL_IMAGES = ("set binlog_row_image=FULL on the server and start a lake of "
                              "its history from a snapshot of it: binlake pipeline --out NEWDIR "

@@ -235,15 +235,25 @@ def progressed(progress: dict, reads: list[ChunkRead]) -> dict:
     tables = {name: dict(entry) for name, entry in progress["tables"].items()}
     for read in reads:
         entry = tables[f"{read.chunk.database}.{read.chunk.table}"]
+        first = "last_chunk" not in entry
         entry["after"] = _key_json(read.chunk.through)
         entry["done"] = read.chunk.through is None
         entry["rows"] += read.rows
         # Where its rows are the lake's from (binlake.spark.state.starts: --as-of before it is refused).
         entry["last_chunk"] = {"file": read.point.file, "pos": read.point.pos,
                                "time": read.point.time}
-        if not read.chunk.key and "since" in entry:
-            # A multiset: the changes before its read view are in its rows.
-            entry["since"] = [name_sequence(read.point.file), read.point.pos - 2]
+        if "since" in entry:
+            start = [name_sequence(read.point.file), read.point.pos - 2]
+            if not read.chunk.key:
+                # A multiset: the changes before its read view are in its rows.
+                entry["since"] = start
+            elif first:
+                # Keyed: a change before its first chunk's place is of a key
+                # its chunks or a later change give the state of, or of one
+                # gone by then: its rows start there, and the changes of
+                # before (of a type a MODIFY since changed, say) are no
+                # longer in its plan (binlake.spark.state.starts.starting_anew).
+                entry["since"] = max(entry["since"], start)
     return dict(progress, tables=tables, chunks=progress["chunks"] + len(reads))
 
 
