@@ -68,7 +68,7 @@ def test_a_keyless_table_read_anew_on_request_counts_its_rows_once(spark, mariad
         server.execute("DELETE FROM ao.k WHERE a = 1")
         request_snapshot(str(lake), "ao.k")
         follow_once(server, lake, "ao.*")
-        assert load_manifest(str(lake)).chunks["tables"]["ao.k"]["done"]
+        assert load_manifest(str(lake)).chunks.tables["ao.k"].done
         server.execute("INSERT INTO ao.k VALUES (4, 'w')")
         server.execute("UPDATE ao.t SET v = 'c' WHERE id = 1")
         point, then = captured(server, ["ao.t", "ao.k"])
@@ -92,7 +92,7 @@ def test_a_table_selected_again_after_a_gap_keeps_its_deletes(spark, mariadb, tm
         server.execute("INSERT INTO ao.o VALUES (2, 'b')")
         follow_once(server, lake, "ao.o")
         follow_once(server, lake, "ao.t,ao.o")  # selected again: read anew
-        assert load_manifest(str(lake)).chunks["tables"]["ao.t"]["done"]
+        assert load_manifest(str(lake)).chunks.tables["ao.t"].done
         server.execute("INSERT INTO ao.t VALUES (5, 'e')")
         server.execute("UPDATE ao.t SET v = 'A' WHERE id = 1")
         point, then = captured(server, ["ao.t", "ao.o"])
@@ -127,7 +127,7 @@ def test_a_point_inside_a_lock_free_snapshot_is_refused(spark, mariadb, tmp_path
         run(snapshot=address, snapshot_chunked=True, snapshot_chunk_rows=1000)
         rounds = 0
         inside = None
-        while not (progress := load_manifest(str(lake)).chunks)["tables"]["ao.t"]["done"]:
+        while not (progress := load_manifest(str(lake)).chunks).tables["ao.t"].done:
             server.execute(f"UPDATE ao.t SET v = 'round {rounds}' WHERE id IN (5, 2500)")
             server.execute(f"DELETE FROM ao.t WHERE id = {1500 + rounds}")
             reads = read_round(None, address, plan_round(address, progress, 1),

@@ -105,6 +105,7 @@ def test_an_alter_ignore_adding_a_unique_key_refuses_the_rows_from_before_it():
     it (its stretches start there, binlake.spark.state.starts.starting_anew) is
     not; a plain ALTER, or ALTER IGNORE adding no unique key, is not."""
     from binlake.spark.plans.history import rows_lost_refusal
+    from binlake.spark.state.progress import SnapshotProgress, TableProgress
     from binlake.spark.state.starts import starting_anew
 
     def plan(statements: list[str]) -> dict:
@@ -122,7 +123,9 @@ def test_an_alter_ignore_adding_a_unique_key_refuses_the_rows_from_before_it():
     for statements in (["ALTER TABLE t ADD UNIQUE (v)"], ["ALTER IGNORE TABLE t ADD INDEX (v)"],
                        ["ALTER IGNORE TABLE t ADD COLUMN w INT"]):
         assert rows_lost_refusal(plan(CREATED + statements)) is None, statements
-    [anew], _ = starting_anew([refused], {"tables": {"db.t": {"since": [1, 250]}}})
+    progress = SnapshotProgress().with_tables([TableProgress("db", "t", ("id",), 100,
+                                                             since=(1, 250))])
+    [anew], _ = starting_anew([refused], progress)
     assert rows_lost_refusal(anew) is None
 
 

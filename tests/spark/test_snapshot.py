@@ -233,7 +233,7 @@ def test_the_lock_free_snapshot_under_moving_keys_killed_and_resumed(mariadb, tm
         done = status(lake)
         read_again = killed["snapshot_read"] + done["snapshot_read"] - done["snapshot_rows"]
         rounds = load_manifest(str(lake)).chunks
-        assert rounds["tables"][f"{DATABASE}.accounts"]["done"]
+        assert rounds.tables[f"{DATABASE}.accounts"].done
         # One round: two chunks a core, each its bound's 300 rows and those
         # inserted into its range since.
         assert 0 <= read_again <= 1.25 * 2 * (os.cpu_count() or 1) * CHUNK_ROWS, (killed, done)
@@ -419,10 +419,10 @@ def snapshot_by_hand(tmp_path, edits: list, create: str = None) -> dict:
         def run(**options):
             run_pipeline(spark, [str(p) for p in server.binlog_files()], str(lake), **options)
         run(snapshot=address, snapshot_chunked=True, snapshot_chunk_rows=20_000)
-        assert load_manifest(str(lake)).chunks["tables"]["many.t"]["key"] == ["id"]
+        assert load_manifest(str(lake)).chunks.tables["many.t"].key == ("id",)
         edits = iter(edits)
         while progress := load_manifest(str(lake)).chunks:
-            if all(entry["done"] for entry in progress["tables"].values()):
+            if all(entry.done for entry in progress.tables.values()):
                 break
             server.execute(next(edits, "UPDATE many.t SET v = 'later' WHERE id = 7"))
             chunks = plan_round(address, progress, 2)

@@ -295,7 +295,7 @@ def rows_not_held(uri: str, net, keys: list[str]) -> list[str]:
     return [at for at, key in zip(partial[AT].to_pylist(), wanted) if key not in found]
 
 
-def rows_under_keys(uri: str, keys) -> "pa.Table":
+def rows_under_keys(uri: str, keys):
     """The rows the Delta table at `uri` holds under `keys` (a pyarrow Table
     of key columns, typed as the table's), None where there is no table: a
     partial row image's columns left out are theirs

@@ -63,8 +63,8 @@ from binlake.spark.state.manifest import SnapshotFloor, write_manifest
 from binlake.spark.run.pipeline import (LazySession, PipelineResult, lake_lock, load_manifest,
                                     recover_lake, run_pipeline)
 from binlake.spark.read.ranges import FAILOVER_FILES, name_sequence
-from binlake.spark.snapshot.chunks import (CHUNK_ROWS, plan_round, progressed, read_round,
-                                          snapshot_reading)
+from binlake.spark.snapshot.chunks import CHUNK_ROWS, plan_round, progressed, read_round
+from binlake.spark.state.progress import snapshot_reading
 from binlake.spark.snapshot.read_view import utc_now
 from binlake.spark.snapshot.snapshot import read_anew
 
@@ -452,7 +452,7 @@ class Follower:
             if self._stop_when_snapshotted:
                 self.stop()
             return None
-        self.status.snapshot_rows = sum(e["rows"] for e in progress["tables"].values())
+        self.status.snapshot_rows = sum(e.rows for e in progress.tables.values())
         folder = os.path.join(self.out, "_binlake", "snapshot-round")
         shutil.rmtree(folder, ignore_errors=True)
         count = self.round_chunks or 2 * (os.cpu_count() or 1)

@@ -70,7 +70,7 @@ from binlake.spark.state.manifest import FileRead, Manifest, SnapshotFloor, read
 from binlake.spark.read.partitioned import SNAPSHOT_FILES, parquet_rows
 from binlake.spark.run.rebuild import marked_stale, stale_tables
 from binlake.spark.state.run_undo import RunUndo
-from binlake.spark.snapshot.chunks import snapshot_reading
+from binlake.spark.state.progress import snapshot_reading
 from binlake.spark.state.starts import refuse_inexact, starting_anew
 from binlake.spark.rules.tables import AsOf, one_of
 from binlake.spark.plans.typed import PARTITION_TYPES, TEMPORALS, spark_type, with_temporals

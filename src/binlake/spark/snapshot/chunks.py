@@ -46,6 +46,7 @@ from dataclasses import dataclass
 
 from binlake.connection.settings import SchemaSourceError, quote_identifier as _quote
 from binlake.spark.read.ranges import name_sequence
+from binlake.spark.state.progress import ChunkPlace, SnapshotProgress
 from binlake.spark.snapshot.read_view import (SnapshotPoint, _is_mariadb, _open_read_view,
                                               _session, utc_now)
 from binlake.spark.snapshot.server_rows import (_ChangeWriter, _chunks, _columns, _key_range,
@@ -94,37 +95,31 @@ class ChunkRead:
         return self.high or (self.point.file, self.point.pos)
 
 
-def snapshot_reading(progress: dict | None) -> set[str]:
-    """The tables ("db.table") the lock-free snapshot has yet to finish."""
-    return {name for name, entry in (progress or {}).get("tables", {}).items()
-            if not entry["done"]}
-
-
-def plan_round(address, progress: dict, count: int) -> list[Chunk]:
+def plan_round(address, progress: SnapshotProgress, count: int) -> list[Chunk]:
     """The next `count` chunks (fewer at the end), in key order table after
     table: each bound is the key its `chunk_rows` rows after the last one, found
     by one index query; the last chunk of a table has no upper bound."""
-    number = progress["chunks"]
+    number = progress.chunks
     found: list[Chunk] = []
     with _session(address) as connection:
         with connection.cursor() as cursor:
-            for entry in progress["tables"].values():
-                if entry["done"]:
+            for entry in progress.tables.values():
+                if entry.done:
                     continue
-                key, after = tuple(entry["key"]), _key_values(entry["after"])
+                key, after = entry.key, _key_values(entry.after)
                 if not key:  # one chunk: the whole table in one read view
-                    found.append(Chunk(entry["database"], entry["table"], key, None, None,
+                    found.append(Chunk(entry.database, entry.table, key, None, None,
                                        number + len(found)))
                     continue
-                chunk_rows = entry["chunk_rows"]
+                chunk_rows = entry.chunk_rows
                 order = ", ".join(_quote(c) for c in key)
-                name = f"{_quote(entry['database'])}.{_quote(entry['table'])}"
+                name = f"{_quote(entry.database)}.{_quote(entry.table)}"
                 while len(found) < count:
                     where, params = _key_range(list(key), after, None)
                     cursor.execute(f"SELECT {order} FROM {name}{where} ORDER BY {order} "
                                    f"LIMIT 1 OFFSET {chunk_rows - 1}", params)
                     bound = cursor.fetchone()
-                    found.append(Chunk(entry["database"], entry["table"], key, after,
+                    found.append(Chunk(entry.database, entry.table, key, after,
                                        tuple(bound) if bound else None, number + len(found)))
                     if bound is None:
                         break
@@ -230,31 +225,12 @@ def read_round(spark, address, chunks: list[Chunk], folder: str,
     return tasks.mapPartitions(read).collect()
 
 
-def progressed(progress: dict, reads: list[ChunkRead]) -> dict:
-    """The progress once these chunks (a round, in key order) are in the lake."""
-    tables = {name: dict(entry) for name, entry in progress["tables"].items()}
-    for read in reads:
-        entry = tables[f"{read.chunk.database}.{read.chunk.table}"]
-        first = "last_chunk" not in entry
-        entry["after"] = _key_json(read.chunk.through)
-        entry["done"] = read.chunk.through is None
-        entry["rows"] += read.rows
-        # Where its rows are the lake's from (binlake.spark.state.starts: --as-of before it is refused).
-        entry["last_chunk"] = {"file": read.point.file, "pos": read.point.pos,
-                               "time": read.point.time}
-        if "since" in entry:
-            start = [name_sequence(read.point.file), read.point.pos - 2]
-            if not read.chunk.key:
-                # A multiset: the changes before its read view are in its rows.
-                entry["since"] = start
-            elif first:
-                # Keyed: a change before its first chunk's place is of a key
-                # its chunks or a later change give the state of, or of one
-                # gone by then: its rows start there, and the changes of
-                # before (of a type a MODIFY since changed, say) are no
-                # longer in its plan (binlake.spark.state.starts.starting_anew).
-                entry["since"] = max(entry["since"], start)
-    return dict(progress, tables=tables, chunks=progress["chunks"] + len(reads))
+def progressed(progress: SnapshotProgress, reads: list[ChunkRead]) -> SnapshotProgress:
+    """The progress once these chunks (a round, in key order) are in the lake
+    (binlake.spark.state.progress: a table read anew starts at its first)."""
+    return progress.chunks_read([
+        (f"{read.chunk.database}.{read.chunk.table}", _key_json(read.chunk.through), read.rows,
+         ChunkPlace(read.point.file, read.point.pos, read.point.time)) for read in reads])
 
 
 def _key_json(values) -> list | None:

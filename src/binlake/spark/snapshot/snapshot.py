@@ -36,10 +36,12 @@ from binlake.schema.seeds import SYSTEM_DATABASES, server_ddl
 from binlake.spark.snapshot.chunks import CHUNK_ROWS, rows_per_chunk
 from binlake.spark.snapshot.read_view import SnapshotPoint, _open_read_view, _session
 from binlake.spark.snapshot.server_rows import _ChangeWriter, _chunks
+from binlake.spark.state.progress import SnapshotProgress, TableProgress
 
 
 def take_snapshot(address, wanted, folder: str, *, file_seq_of, chunk_rows: int = CHUNK_ROWS,
-                  chunked: bool = False, log=None) -> tuple[SnapshotPoint, str, dict | None]:
+                  chunked: bool = False, log=None
+                  ) -> tuple[SnapshotPoint, str, SnapshotProgress | None]:
     """Read every table `wanted(db, table)` selects into Parquet files of the
     changes view under `folder` (partitioned as changes/); returns the
     point, the tables' DDL text, and with `chunked` the progress of the
@@ -68,43 +70,37 @@ def take_snapshot(address, wanted, folder: str, *, file_seq_of, chunk_rows: int 
         connection.commit()
     progress = None
     if chunked:
-        progress = {"tables": {f"{db}.{table}": _entry(db, table, key, estimate, chunk_rows)
-                               for (db, table, key), estimate in zip(keyed, estimates)},
-                    "chunks": 0}
+        progress = SnapshotProgress().with_tables(
+            [_entry(db, table, key, estimate, chunk_rows)
+             for (db, table, key), estimate in zip(keyed, estimates)])
     return point, ddl, progress
 
 
 def _entry(database: str, table: str, key: list, estimate: int, chunk_rows: int,
-           since: list | None = None) -> dict:
-    """A table's progress: its key, the last bound read (`after`), whether it
-    is done, the rows read, its chunks' rows; `since` for a table read anew
-    into a lake (binlake.spark.run.pipeline starts its rows there)."""
-    entry = {"database": database, "table": table, "key": key, "after": None, "done": False,
-             "rows": 0, "chunk_rows": rows_per_chunk(estimate, chunk_rows)}
-    if since is not None:
-        entry["since"] = since
-    return entry
+           since: list | None = None) -> TableProgress:
+    """A table's progress before its first chunk; `since` for a table read
+    anew into a lake (binlake.spark.state.progress)."""
+    return TableProgress(database, table, tuple(key), rows_per_chunk(estimate, chunk_rows),
+                         since=tuple(since) if since is not None else None)
 
 
-def read_anew(address, progress: dict | None, wanted, since: list,
-              chunk_rows: int = CHUNK_ROWS) -> tuple[dict, list[str]]:
+def read_anew(address, progress: SnapshotProgress | None, wanted, since: list,
+              chunk_rows: int = CHUNK_ROWS) -> tuple[SnapshotProgress, list[str]]:
     """The progress with the server's tables `wanted(db, table)` selects to
     be read again (or for the first time) into a lake that holds the binlog
     up to `since`, lock-free, while it follows the server; and their names.
     A keyed table is read in chunks as a new lake's are, and its rows start
-    at `since` (every change before is superseded: a key's chunk row or a
-    later change is its state); a table without a key in one chunk, one
-    read view, its rows starting at that chunk's position (`progressed`).
-    (Where a chunk's rows sort: `_chunk_view`, MariaDB's and MySQL's.)"""
-    progress = dict(progress or {"tables": {}, "chunks": 0})
-    tables = dict(progress["tables"])
+    at `since`, then at its first chunk (every change before is superseded:
+    a key's chunk row or a later change is its state); a table without a
+    key in one chunk, one read view, its rows starting at that chunk's
+    position (binlake.spark.state.progress). (Where a chunk's rows sort:
+    `_chunk_view`, MariaDB's and MySQL's.)"""
     with _session(address) as connection:
         found = _tables(connection, wanted)
-        for database, table, key in found:
-            estimate = _estimated_rows(connection, database, table)
-            tables[f"{database}.{table}"] = _entry(database, table, key, estimate, chunk_rows,
-                                                   since)
-    return dict(progress, tables=tables), [f"{db}.{table}" for db, table, _ in found]
+        entries = [_entry(database, table, key, _estimated_rows(connection, database, table),
+                          chunk_rows, since) for database, table, key in found]
+    return ((progress or SnapshotProgress()).with_tables(entries),
+            [f"{db}.{table}" for db, table, _ in found])
 
 
 def _tables(connection, wanted) -> list[tuple[str, str, list[str]]]:

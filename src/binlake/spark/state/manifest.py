@@ -24,7 +24,7 @@ What it holds:
     failovers  where the lake went on in the binlogs of each server the
                follower moved to (binlake.spark.read.failover): a floor each
     chunks     how far the lock-free snapshot of each keyed table has read
-               (binlake.spark.snapshot.chunks.progressed): committed with the
+               (binlake.spark.state.progress): committed with the
                run that appended the chunks' rows, so a killed snapshot
                resumes at its first chunk not in the lake
     tables     the state of tables/: the binlog position it reflects and the
@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from binlake.atomic import replaced
 from binlake.spark.read.ranges import FAILOVER_FILES
+from binlake.spark.state.progress import SnapshotProgress
 
 #: The manifest's format; a lake of another is refused, never guessed at.
 FORMAT = 1
@@ -141,8 +142,8 @@ class Manifest:
     history: bool = False
     snapshot: SnapshotFloor | None = None
     tables: TablesState | None = None
-    #: The lock-free snapshot's progress (its JSON), None when there is none.
-    chunks: dict | None = None
+    #: The lock-free snapshot's progress, None when there is none.
+    chunks: SnapshotProgress | None = None
     #: The one selection a lake from before per-file selections recorded.
     selected_before: tuple[str, ...] | None = None
     #: Where the lake went on after each failover (binlake.spark.read.failover).
@@ -166,7 +167,7 @@ class Manifest:
             raise ValueError(f"the lake already goes on in {floor.file}'s server's binlogs")
         return replace(self, failovers=self.failovers + (floor,))
 
-    def chunked(self, progress: dict) -> "Manifest":
+    def chunked(self, progress: SnapshotProgress) -> "Manifest":
         """The lock-free snapshot read so far (its chunks' rows in this run)."""
         return replace(self, chunks=progress)
 
@@ -242,7 +243,7 @@ class Manifest:
         if self.snapshot:
             data["snapshot"] = asdict(self.snapshot)
         if self.chunks is not None:
-            data["chunks"] = self.chunks
+            data["chunks"] = self.chunks.to_json()
         if self.failovers:
             data["failovers"] = [asdict(floor) for floor in self.failovers]
         if self.selected_before is not None:
@@ -261,7 +262,7 @@ class Manifest:
                    temporals=data.get("temporals"), history=bool(data.get("history")),
                    snapshot=SnapshotFloor(**snapshot) if snapshot else None,
                    tables=TablesState.from_json(data.get("tables")),
-                   chunks=data.get("chunks"),
+                   chunks=SnapshotProgress.from_json(data.get("chunks")),
                    selected_before=None if selected is None else tuple(selected),
                    failovers=tuple(SnapshotFloor(**floor)
                                    for floor in data.get("failovers") or ()))

@@ -26,6 +26,7 @@ import os
 from dataclasses import dataclass
 
 from binlake.spark.state.manifest import Manifest
+from binlake.spark.state.progress import ChunkPlace, SnapshotProgress
 from binlake.spark.read.ranges import name_sequence
 from binlake.spark.read.partitioned import SNAPSHOT_FILES, escape_partition_value
 
@@ -60,13 +61,12 @@ class AsOf:
         return f"file_seq {self.file_seq}, pos {self.pos}"
 
 
-def starting_anew(plans: list, progress: dict | None) -> tuple[list, set]:
+def starting_anew(plans: list, progress: SnapshotProgress | None) -> tuple[list, set]:
     """The plans with the tables the lock-free snapshot read anew into the
     lake starting at their `since`: their changes before it are superseded
     by the chunks; and the names of those tables, which are built again
     from their chunks, never carried."""
-    starts = {name: tuple(entry["since"]) for name, entry in (progress or {}).get(
-        "tables", {}).items() if entry.get("since")}
+    starts = progress.starts() if progress is not None else {}
     if not starts:
         return plans, set()
     out = []
@@ -91,29 +91,28 @@ def refuse_inexact(text: str, point: AsOf, plans: list, manifest: Manifest,
         raise ValueError(f"--as-of {text}: before the snapshot this lake started from "
                          f"({floor.file}:{floor.pos}): the lake holds no state of its tables "
                          f"then; take a point at or after it{end}")
-    progress = (manifest.chunks or {}).get("tables", {})
+    progress = manifest.chunks.tables if manifest.chunks is not None else {}
     for plan in plans:
         name = f"{plan['database']}.{plan['table']}"
         entry = progress.get(name)
         if entry is None:
             continue
-        if not entry["done"]:
+        if not entry.done:
             raise ValueError(f"--as-of {text}: {name} is still being read by the lock-free "
                              "snapshot (its chunks read after the point hold its rows as of "
                              "later): take --as-of once its snapshot has finished, at a point "
                              f"after its last chunk{end}")
-        last = entry.get("last_chunk") or _last_chunk_in(changes_root, plan)
-        if last is not None and _before(point, name_sequence(last["file"]), last["pos"],
-                                        last["time"]):
+        last = entry.last_chunk or _last_chunk_in(changes_root, plan)
+        if last is not None and _before(point, name_sequence(last.file), last.pos, last.time):
             raise ValueError(f"--as-of {text}: {name} was read by the lock-free snapshot, its "
-                             f"last chunk at {last['file']}:{last['pos']} ({last['time']}): the "
+                             f"last chunk at {last.file}:{last.pos} ({last.time}): the "
                              "lake holds its rows from there on, not before; take a point at or "
                              f"after it{end}")
 
 
-def _last_chunk_in(changes_root: str, plan: dict) -> dict | None:
+def _last_chunk_in(changes_root: str, plan: dict) -> ChunkPlace | None:
     """The last chunk of the table's files in changes/ (a lake whose progress
-    does not record it): its position, as `snapshot.progressed` records it."""
+    does not record it): its place, as the progress records it."""
     import pyarrow.parquet as pq
     folder = os.path.join(changes_root, f"database={escape_partition_value(plan['database'])}",
                           f"table={escape_partition_value(plan['table'])}")
@@ -128,7 +127,7 @@ def _last_chunk_in(changes_root: str, plan: dict) -> dict | None:
     if not found:
         return None
     row = max(found, key=lambda item: item[:2])[2]
-    return {"file": row["file"], "pos": row["commit_pos"], "time": row["commit_timestamp"]}
+    return ChunkPlace(row["file"], row["commit_pos"], row["commit_timestamp"])
 
 
 def _before(point: AsOf, file_seq: int, pos: int, time) -> bool:
