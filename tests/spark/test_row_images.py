@@ -326,3 +326,20 @@ def test_an_insert_leaving_out_a_column_whose_default_is_not_known_is_refused(
         run_pipeline(spark, [str(incoming)], str(out), tables=f"{database}.*")
     assert "\n" not in str(refusal.value) and "nothing was applied" in str(refusal.value)
     assert not any((out / "tables").glob("*/*.parquet"))
+
+
+def test_a_replace_of_a_held_row_under_partial_images_is_refused(spark, server, tmp_path):
+    """REPLACE of a row its key holds: MariaDB runs it as an UPDATE and,
+    under MINIMAL or NOBLOB images, logs the columns named (NOBLOB: and the
+    other non-BLOBs), not those it set to their DEFAULTs (the randomized
+    check's R4: the lake kept their old values). Its statement, annotated in
+    events/, refuses the run in one line; an UPDATE, a REPLACE of a new key,
+    and an INSERT ... ON DUPLICATE KEY UPDATE beside it do not."""
+    refused_then(spark, server, tmp_path, "replaces", [
+        "CREATE TABLE r (id INT PRIMARY KEY, a INT DEFAULT 1, note TEXT) DEFAULT CHARSET=utf8mb4",
+        "INSERT INTO r VALUES (1, 10, 'ten'), (2, 20, 'twenty'), (3, 30, 'thirty')",
+        "UPDATE r SET a = 21 WHERE id = 2",
+        "REPLACE INTO r (id, a) VALUES (4, 40)",
+        "INSERT INTO r (id, a) VALUES (3, 31) ON DUPLICATE KEY UPDATE a = 31",
+        "/* kept */ REPLACE INTO r (id, a) VALUES (1, 11)"],
+        r"binlog\.\d+ at \d+: replaces\.r: a REPLACE of a row its key held")

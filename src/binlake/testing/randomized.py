@@ -123,9 +123,11 @@ class Table:
 #: when its defect is fixed.
 KNOWN = {
     # Not binlake's to fix from the row images: the server does not log it.
+    # Refused since (binlake.spark.commits.replaces): a refusal ends a run.
     "R4": "REPLACE of a row a key holds, under MINIMAL or NOBLOB images: MariaDB logs an "
           "UPDATE of the columns named (NOBLOB: and the other non-BLOBs), not the columns "
-          "REPLACE set to their DEFAULTs; the lake keeps their old values, silently",
+          "REPLACE set to their DEFAULTs; the lake kept their old values, silently (now "
+          "refused in one line, from the statement's ANNOTATE_ROWS event in events/)",
 }
 #: What the check found and binlake fixed (tests/spark/test_randomized.py
 #: runs each one's reproduction): generated again by every workload.

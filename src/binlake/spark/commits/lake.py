@@ -57,6 +57,7 @@ from typing import NamedTuple
 from binlake.spark.commits.change_files import CarriedFrom, ChangeFiles, by_table, sources_of
 from binlake.spark.commits.delta import committed_run, plan_of, row_count, through_of
 from binlake.spark.commits.driver_way import DriverTables
+from binlake.spark.commits.replaces import partial_replace
 from binlake.spark.commits.spark_way import SparkTables
 from binlake.spark.commits.staging import HISTORY, TABLES, Staging, history_name
 from binlake.spark.plans.conversions import refusal_of_plan
@@ -121,6 +122,13 @@ def update_tables(spark, out: str, plans: list, manifest: Manifest, *, as_of: As
         # engine would otherwise guess).
         reason = next((found for plan in by_key.values()
                        for found in (refusal_of_plan(plan), rows_lost_refusal(plan)) if found),
+                      None)
+        if reason is not None:
+            raise ValueError(reason)
+        # A REPLACE whose reset columns the binlog does not hold (commits.replaces).
+        new = _new_files(manifest, out, 0)
+        reason = next((found for plan in by_key.values() for found in [partial_replace(
+            changes.of(new, sources_of(plan)), plan, os.path.join(out, "events"))] if found),
                       None)
         if reason is not None:
             raise ValueError(reason)
