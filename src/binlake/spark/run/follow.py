@@ -60,8 +60,10 @@ from binlake.spark.read.failover import (FAILOVER_PREFIX, FailoverRefused, check
                                     continuation, copies_prefix, current_epoch, gtid_text,
                                     lake_gtid_state, starting_binlog, wait_for_copy)
 from binlake.spark.state.manifest import SnapshotFloor, write_manifest
-from binlake.spark.run.pipeline import (LazySession, PipelineResult, lake_lock, load_manifest,
-                                    recover_lake, run_pipeline)
+from binlake.spark.run.pipeline import PipelineResult, run_pipeline
+from binlake.spark.run.session import LazySession
+from binlake.spark.run.staging import recover_lake
+from binlake.spark.state.store import lake_lock, load_manifest
 from binlake.spark.read.ranges import FAILOVER_FILES, name_sequence
 from binlake.spark.snapshot.snapshot import (CHUNK_ROWS, plan_round, progressed, read_anew, read_round,
                                     snapshot_reading, utc_now)
