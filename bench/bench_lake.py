@@ -86,7 +86,8 @@ spark.stop()
 
 COPY_JOB = """
 import sys
-from binlake.spark.run.pipeline import read_changes, spark_session
+from binlake.spark.run.lake_tables import read_changes
+from binlake.spark.run.session import spark_session
 spark = spark_session(sys.argv[3], "copy")
 (read_changes(spark, sys.argv[1]).sortWithinPartitions("database", "table", "date")
  .write.partitionBy("database", "table", "date").parquet(sys.argv[2]))

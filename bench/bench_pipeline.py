@@ -116,7 +116,8 @@ def burn_seconds(spark, tasks: int = 4, cpu_seconds: float = 1.0) -> float:
 
 def pipeline(master: str, files: list[Path], split_bytes: int) -> dict:
     """One fresh session on `master`, one pipeline run; stage times from its log."""
-    from binlake.spark.run.pipeline import run_pipeline, spark_session
+    from binlake.spark.run.pipeline import run_pipeline
+    from binlake.spark.run.session import spark_session
     spark = spark_session(master, "binlake bench")  # as `binlake pipeline --master` makes it
     spark.sparkContext.setLogLevel("ERROR")
     spark.range(1).count()  # the JVM is up before the clock starts

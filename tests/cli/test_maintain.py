@@ -122,7 +122,8 @@ def test_a_run_vacuums_only_what_its_log_removed_and_maintain_vacuums_whole(tmp_
     from urllib.parse import unquote
 
     from binlake.cli.commands.pipeline import sample_dir
-    from binlake.spark.run.pipeline import LazySession, run_pipeline
+    from binlake.spark.run.pipeline import run_pipeline
+    from binlake.spark.run.session import LazySession
 
     def no_spark():
         raise AssertionError("the sample's runs need no Spark session")

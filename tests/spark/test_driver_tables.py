@@ -277,7 +277,7 @@ def test_inserts_of_any_size_are_typed_by_arrow_without_spark(mariadb, tmp_path,
     created and filled in one run, more rows appended; the tables equal the
     server's. A partial row image (binlog_row_image=MINIMAL, a column left
     to its DEFAULT) is not taken so: Spark is asked for, never a NULL."""
-    from binlake.spark.run.pipeline import LazySession
+    from binlake.spark.run.session import LazySession
     from binlake.testing.mariadb import MariaDBServer
     from binlake.spark.commits.delta import read_table
     monkeypatch.setattr(driver, "DRIVER_ROWS", 10)

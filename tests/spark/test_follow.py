@@ -273,7 +273,8 @@ def test_a_table_created_then_written_takes_no_spark_job(mariadb, tmp_path):
     """A follower's usual start: the first micro-batch holds the CREATE TABLE
     (its plan the DDL's), a later one the first rows (the table map's plan):
     the empty table is carried, and small increments applied, by the driver."""
-    from binlake.spark.run.pipeline import LazySession, run_pipeline
+    from binlake.spark.run.pipeline import run_pipeline
+    from binlake.spark.run.session import LazySession
 
     def no_spark():
         raise AssertionError("a small increment started a Spark session")

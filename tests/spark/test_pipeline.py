@@ -180,7 +180,7 @@ def test_small_increments_and_nothing_new_start_no_spark_session(spark, tmp_path
     a run over the sample's last two files, and one with nothing new, never
     ask for the session; the tables are the server's."""
     from binlake.cli.commands.pipeline import sample_dir
-    from binlake.spark.run.pipeline import LazySession
+    from binlake.spark.run.session import LazySession
 
     def no_spark():
         raise AssertionError("a small increment started a Spark session")
@@ -212,7 +212,7 @@ def test_a_run_that_rebuilds_the_tables_starts_spark_while_it_reads(spark, tmp_p
     from binlake.cli.commands.pipeline import sample_dir
     from binlake.spark.rules import driver_tables
     from binlake.spark.run import pipeline
-    from binlake.spark.run.pipeline import LazySession
+    from binlake.spark.run.session import LazySession
     monkeypatch.setattr(pipeline, "SURELY_SPARK_REBUILD_BYTES", 0)
     monkeypatch.setattr(driver_tables, "DRIVER_ROWS", -1)
     asked, configured = [], []
@@ -238,7 +238,7 @@ def test_a_small_lakes_first_run_starts_no_spark(tmp_path):
     Spark's rebuild follows (tests/spark/test_driver_tables.py): the
     sample's first run needs no JVM."""
     from binlake.cli.commands.pipeline import sample_dir
-    from binlake.spark.run.pipeline import LazySession
+    from binlake.spark.run.session import LazySession
 
     def no_spark():
         raise AssertionError("a small lake's first run started a Spark session")
@@ -255,7 +255,7 @@ def test_a_lazy_session_is_started_once_by_many_threads(spark):
     import threading
     import time
 
-    from binlake.spark.run.pipeline import LazySession
+    from binlake.spark.run.session import LazySession
     asked = []
 
     def start():
@@ -293,7 +293,7 @@ def test_an_output_path_delta_cannot_address_is_refused_in_one_line(tmp_path):
 
 
 def test_unread_bytes_follow_the_manifest(one_partition, truth, tmp_path):
-    from binlake.spark.run.pipeline import unread_bytes
+    from binlake.spark.run.binlogs import unread_bytes
     total = sum(os.path.getsize(p) for p in truth.files)
     assert unread_bytes(truth.files, str(tmp_path / "new")) == total
     manifest = load_manifest(str(one_partition[0]))
@@ -303,7 +303,7 @@ def test_unread_bytes_follow_the_manifest(one_partition, truth, tmp_path):
 
 
 def test_only_a_short_run_on_few_cores_gets_the_first_jit_tier():
-    from binlake.spark.run.pipeline import FEW_CORES, SHORT_RUN_BYTES, local_java_options
+    from binlake.spark.run.session import FEW_CORES, SHORT_RUN_BYTES, local_java_options
     quick = "-XX:TieredStopAtLevel=1"
     assert "log4j2.configurationFile=" in local_java_options(2, None)
     # Spark's long generated methods are compiled, never left to the interpreter.
@@ -326,7 +326,7 @@ def test_every_file_a_manifest_or_delta_log_names_is_synced_before_it(tmp_path, 
     import deltalake
 
     from binlake.cli.commands.pipeline import sample_dir
-    from binlake.spark.run.pipeline import LazySession
+    from binlake.spark.run.session import LazySession
 
     def no_spark():
         raise AssertionError("the sample's run needs no Spark session")

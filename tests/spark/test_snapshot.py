@@ -400,7 +400,7 @@ def snapshot_by_hand(tmp_path, edits: list, create: str = None) -> dict:
     round's read, the binlog read by the same runs (a LazySession that
     refuses to start): the table built equals the server's, whose rows
     ({id: row}) are returned."""
-    from binlake.spark.run.pipeline import LazySession
+    from binlake.spark.run.session import LazySession
     from binlake.spark.snapshot.chunks import plan_round, progressed, read_round
 
     def no_spark():
@@ -496,7 +496,7 @@ def test_a_request_taken_after_a_killed_run_is_kept(mariadb, tmp_path, monkeypat
         def killed(*args, **options):
             raise KeyboardInterrupt  # as a SIGKILL would: nothing after it runs
         with monkeypatch.context() as patched:
-            patched.setattr(pipeline, "_append", killed)
+            patched.setattr(pipeline, "stage_and_commit", killed)
             assert main(command, io.StringIO(), io.StringIO()) != 0
         assert not list((state / "requests").iterdir())  # taken
         said = io.StringIO()

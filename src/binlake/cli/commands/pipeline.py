@@ -53,7 +53,7 @@ def _sample_temporals(args, inputs: list) -> str | None:
     sample holds MySQL's zero dates, which a typed lake refuses (as
     Connector/J does by default) rather than hold a NULL in their place. Any
     other lake, and one that has chosen already, is left to its choice."""
-    from binlake.spark.run.pipeline import load_manifest
+    from binlake.spark.state.store import load_manifest
     if inputs != [sample_dir()] or args.remote or load_manifest(args.out).temporals:
         return None
     return "text"
@@ -169,9 +169,10 @@ def _schema_path(args) -> str | None:
 
 
 def run(args, out, err) -> int:
-    from binlake.spark.run.pipeline import (LazySession, local_master, run_pipeline, spark_session,
-                                        unread_bytes)
     from binlake.spark.read.ranges import DEFAULT_SPLIT_BYTES
+    from binlake.spark.run.binlogs import unread_bytes
+    from binlake.spark.run.pipeline import run_pipeline
+    from binlake.spark.run.session import LazySession, local_master, spark_session
 
     if args.follow and not args.remote:
         err.write("binlake pipeline: --follow follows a live server: add -R and its "

@@ -11,7 +11,8 @@ Strategy: one process, two parts joined by files on disk.
   finding one at its address when it reconnects, the follower takes it for
   the next primary of the lake's replication domain
   (binlake.spark.read.failover): the old copies go in first, then the lake is
-  placed in the new server's binlog by its GTIDs, or refused in one line.
+  placed in the new server's binlog by its GTIDs, or refused in one line
+  (binlake.spark.run.follow_failover).
 - Micro-batches, in the calling thread: each is a run of the batch pipeline
   (binlake.spark.run.pipeline.run_pipeline) over those copies, in this process
   and one Spark session (started when a run first needs one: small
@@ -27,7 +28,8 @@ A restarted follower needs no position: its copier continues from the
 backup manifest, its runs from the lake's. Tables its `--tables` newly
 selects, and those `binlake pipeline --snapshot-tables` asks for (a file in
 _binlake/requests/, taken between micro-batches), are read anew by the
-lock-free snapshot's rounds below (binlake.spark.snapshot.snapshot.read_anew).
+lock-free snapshot's rounds below (binlake.spark.run.follow_anew records
+them: binlake.spark.snapshot.snapshot.read_anew).
 
 A lake started with `snapshot` (a server address: -R --snapshot-from)
 begins with the lock-free snapshot (binlake.spark.snapshot.chunks): a first run
@@ -56,25 +58,20 @@ from dataclasses import dataclass, field
 
 from binlake.atomic import replaced
 from binlake.spark.read.batches import TableFilter
-from binlake.spark.read.failover import (FAILOVER_PREFIX, FailoverRefused, check_holds,
-                                    continuation, copies_prefix, current_epoch, gtid_text,
-                                    lake_gtid_state, starting_binlog, wait_for_copy)
-from binlake.spark.state.manifest import SnapshotFloor, write_manifest
-from binlake.spark.run.pipeline import (LazySession, PipelineResult, lake_lock, load_manifest,
-                                    recover_lake, run_pipeline)
-from binlake.spark.read.ranges import FAILOVER_FILES, name_sequence
-from binlake.spark.snapshot.chunks import CHUNK_ROWS, plan_round, progressed, read_round
+from binlake.spark.read.failover import FAILOVER_PREFIX, copies_prefix
+from binlake.spark.read.ranges import name_sequence
+from binlake.spark.run.follow_anew import REQUESTS, TablesAnew
+from binlake.spark.run.follow_failover import NextServer
+from binlake.spark.run.pipeline import PipelineResult, run_pipeline
+from binlake.spark.run.session import LazySession
+from binlake.spark.run.staging import recover_lake
+from binlake.spark.snapshot.chunks import plan_round, progressed, read_round
 from binlake.spark.state.progress import snapshot_reading
-from binlake.spark.snapshot.read_view import utc_now
-from binlake.spark.snapshot.snapshot import read_anew
+from binlake.spark.state.store import lake_lock, load_manifest
 
 #: The copies' folder and the status file, under the lake's _binlake/.
 BINLOGS = "binlogs"
 STATUS = "status.json"
-#: Where `binlake pipeline --snapshot-tables` leaves its requests, under _binlake/.
-REQUESTS = "requests"
-#: A request that failed (the server restarting) is taken again after this.
-REQUEST_RETRY_SECONDS = 5.0
 #: How often the follower looks for new bytes when the copies are idle.
 POLL_SECONDS = 0.1
 #: A micro-batch that takes longer is reported (what it did to which tables).
@@ -169,7 +166,12 @@ class Follower:
         self._names_in_lake = ""                # failover<N>~ on the Nth server after the first
         self._stop_when_snapshotted = False
         self._round_failures = 0                # in a row
-        self._requests_after = 0.0              # (monotonic) when requests are taken again
+        # The next server after a failover (its catch-up: a run over the old
+        # server's copies), and the tables read anew.
+        self._next_server = NextServer(self.out, self.prefix, self.log, self._stop,
+                                       lambda: run_pipeline(self.spark, [self.prefix], self.out,
+                                                            log=self.log, **self.pipeline_options))
+        self._anew = TablesAnew(self.out, address, self.pipeline_options, chunk_rows, self.log)
 
     def stop(self) -> None:
         """End after the micro-batch in flight (from any thread, a signal handler too)."""
@@ -197,7 +199,7 @@ class Follower:
         from binlake.live.backup import Copier
         from binlake.live.source import ServerChanged
         try:
-            epoch, placing = self._server_moved()
+            epoch, placing = self._next_server.moved(self.source)
         except Exception as exc:
             self.status.state, self.status.error = "failed", str(exc)
             self._write_status()
@@ -214,14 +216,14 @@ class Follower:
             if start is None:
                 raise ValueError("a new lake follows the server from a binlog: name it "
                                  "(the server's first: SHOW BINARY LOGS)")
-            self._read_newly_selected()
-            self._take_requests()
+            self._anew.newly_selected()
+            self._anew.take_requests()
             options = self.source.options
             if snapshot_reading(load_manifest(self.out).chunks) and not options.stop_never:
                 # -R alone: followed until the snapshot is done, then to the end.
                 options.stop_never = self._stop_when_snapshotted = True
             self._copier.start(start, on_end=self._stop.set)
-            if placing is None or self._place(placing):
+            if placing is None or self._next_server.place(placing, self._copier):
                 self._micro_batches()
         except ServerChanged:
             if self._requested.is_set() or not self.source.options.stop_never:
@@ -249,159 +251,6 @@ class Follower:
                      **self.pipeline_options)
         return load_manifest(self.out).snapshot.file
 
-    # Another server (binlake.spark.read.failover) -----------------------------------------
-    def _server_moved(self) -> tuple[int, "_Placing | None"]:
-        """(the number of the server whose copies the copier writes, where the
-        lake goes on in its binlogs when it has yet to be placed there): a
-        server that is not the one the newest copies are of is the next one,
-        after a failover, refused in one line where its GTIDs say the lake
-        would not go on exactly."""
-        from binlake.live.backup import BackupManifest
-        epoch = current_epoch(self.prefix)
-        known = BackupManifest(copies_prefix(self.prefix, epoch)).server
-        placed = epoch == 0 or load_manifest(self.out).floor_of(epoch * FAILOVER_FILES)
-        if known is None and placed:
-            return epoch, None  # a new lake: the server is the one it follows
-        identity, mariadb, binlog_pos = self._answering()
-        moved = known is not None and identity["server_id"] != known.get("server_id")
-        if not moved and placed:
-            return epoch, None
-        where = self.source.where
-        if not mariadb:
-            raise FailoverRefused(
-                f"{where} is server id {identity['server_id']}, and the lake's copies are of "
-                f"server id {known.get('server_id')}: going on on another server needs MariaDB's "
-                "GTIDs; nothing was changed")
-        if snapshot_reading(load_manifest(self.out).chunks):
-            raise FailoverRefused(
-                f"{where} is another server than the one the lock-free snapshot reads (its "
-                "chunks are positions in that server's binlog): finish the snapshot there, or "
-                "start a new lake; nothing was changed")
-        if moved:
-            # Every whole transaction copied from the old server goes in first.
-            run_pipeline(self.spark, [self.prefix], self.out, log=self.log,
-                         **self.pipeline_options)
-            epoch += 1
-        state = lake_gtid_state(load_manifest(self.out), self.prefix)
-        if not state:
-            raise FailoverRefused(
-                f"{where} is another server than the one the lake's copies are of, and the "
-                "lake has no GTID to go on by (its binlogs have none): nothing was changed")
-        check_holds(binlog_pos, state, f"{where} is server id {identity['server_id']}" + (
-            f", not server id {known.get('server_id')} the lake followed" if moved else ""))
-        file, size = starting_binlog(self.source.options, state)
-        self.log(f"{where} (server id {identity['server_id']}) is another server than the one "
-                 f"the lake followed: the lake's GTIDs {gtid_text(state)} go on in its {file}")
-        return epoch, _Placing(epoch, file, size, state)
-
-    def _answering(self) -> tuple[dict, bool, str]:
-        """(identity, is MariaDB, @@gtid_binlog_pos) of the server at the
-        source's address; a server restarting is waited for, as the copier
-        waits for one."""
-        from binlake.live.protocol import ReplicaConnection, ReplicationError
-        options, delay = self.source.options, 0.5
-        while True:
-            connection = ReplicaConnection(options.settings, server_id=options.server_id,
-                                           heartbeat=0, read_timeout=30)
-            try:
-                connection.connect()
-                mariadb = connection.is_mariadb
-                position = str(connection.variable("gtid_binlog_pos") or "") if mariadb else ""
-                return connection.identity(), mariadb, position
-            except ReplicationError as exc:
-                if not (exc.retryable and options.stop_never) or self._stop.wait(delay):
-                    raise
-                self.log(f"warning: {exc}; connecting again in {delay:.0f} s")
-                delay = min(2 * delay, options.max_backoff)
-            finally:
-                connection.close()
-
-    def _place(self, placing: "_Placing") -> bool:
-        """Record where the lake goes on in the new server's first copy, once
-        the copy holds what the server had when asked (False: stopped first)."""
-        local = FAILOVER_PREFIX.format(placing.epoch) + placing.file
-        path = os.path.join(self.prefix, local)
-        if not wait_for_copy(path, placing.size, self._copier, self._stop):
-            return False
-        at = continuation(path, placing.size, placing.state)
-        manifest = load_manifest(self.out)
-        write_manifest(os.path.join(self.out, "_binlake", "manifest.json"), manifest.failed_over(
-            SnapshotFloor(local, at, name_sequence(local), gtid_text(placing.state),
-                          utc_now())))
-        self.log(f"the lake goes on in {local} at {at}")
-        return True
-
-    # Tables read anew (binlake.spark.snapshot.snapshot.read_anew) -------------------------------
-    def _read_newly_selected(self) -> None:
-        """Tables `--tables` selects now and the lake did not (by what
-        changes/ holds of its newest binlog): read by the lock-free
-        snapshot while the lake follows, their rows starting at the lake's
-        position, instead of reading every binlog copied again for them
-        (which holds none of their rows from before the lake began).
-        MySQL: read again from the copies, as a batch lake's are."""
-        manifest = load_manifest(self.out)
-        wanted = TableFilter(self.pipeline_options.get("tables"))
-        if not manifest.files or self.address is None:
-            return
-        newest, entry = max(manifest.files.items(), key=lambda item: item[1].file_seq)
-        held = [TableFilter(",".join(h.patterns))
-                for h in manifest.holds(newest, wanted.patterns) if h.end >= entry.end]
-        if any(not h.patterns or (wanted.patterns and set(wanted.patterns) <= set(h.patterns))
-               for h in held):
-            return  # nothing newly selected
-
-        def new(database: str, table: str) -> bool:
-            return wanted(database, table) and not any(h(database, table) for h in held)
-        self._read_anew(manifest, new, "newly selected by --tables",
-                        held_for=wanted.patterns)
-
-    def _take_requests(self) -> None:
-        """The requests to read tables anew (`binlake pipeline --snapshot-tables`,
-        files in _binlake/requests/), taken in the order they were made."""
-        folder = os.path.join(self.out, "_binlake", REQUESTS)
-        names = sorted(n for n in os.listdir(folder) if n.endswith(".json")) \
-            if os.path.isdir(folder) else []
-        if not names or time.monotonic() < self._requests_after \
-                or not load_manifest(self.out).files:
-            return  # (a lake that has read nothing yet takes them once it has)
-        for name in names:
-            path = os.path.join(folder, name)
-            try:
-                with open(path) as handle:
-                    asked = TableFilter(json.load(handle)["tables"])
-            except (OSError, ValueError, KeyError):
-                self.log(f"warning: {path}: not a request binlake made; set aside")
-                os.replace(path, path + ".refused")
-                continue
-            wanted = TableFilter(self.pipeline_options.get("tables"))
-            try:
-                self._read_anew(load_manifest(self.out),
-                                lambda db, table: wanted(db, table) and asked(db, table),
-                                f"asked for ({', '.join(asked.patterns)})")
-            except Exception as exc:  # noqa: BLE001 - the server restarting: later
-                self.log(f"warning: {name}: {str(exc).splitlines()[0]}; taken again in "
-                         f"{REQUEST_RETRY_SECONDS:.0f} s")
-                self._requests_after = time.monotonic() + REQUEST_RETRY_SECONDS
-                return
-            os.remove(path)
-
-    def _read_anew(self, manifest, tables, why: str, held_for=None) -> None:
-        """Record in the manifest that the server's tables `tables(db, table)`
-        selects are read anew, from the lake's position on (and, with
-        `held_for`, that changes/ holds every binlog read so far for that
-        selection: the snapshot stands for what it held not)."""
-        newest = max(manifest.files.values(), key=lambda entry: entry.file_seq)
-        since = [newest.file_seq, newest.end - 2]  # every change before, every chunk after
-        progress, names = read_anew(self.address, manifest.chunks, tables, since,
-                                    self.chunk_rows or CHUNK_ROWS)
-        if held_for is not None:
-            manifest = manifest.reading({name: manifest.read_for(name, entry, held_for)
-                                         for name, entry in manifest.files.items()},
-                                        manifest.layouts)
-        write_manifest(os.path.join(self.out, "_binlake", "manifest.json"),
-                       manifest.chunked(progress))
-        self.log(f"reading anew, {why}: {', '.join(names) or 'no table of the server'}")
-
     # Micro-batches --------------------------------------------------------------------
     def _micro_batches(self) -> None:
         try:
@@ -421,7 +270,7 @@ class Follower:
         while True:
             stopping = self._stop.is_set()
             if not stopping:
-                self._take_requests()
+                self._anew.take_requests()
             chunks = None if stopping else self._snapshot_round()
             received = _copies_size(self.prefix)
             if received != seen or stopping or chunks:
@@ -528,16 +377,6 @@ def request_snapshot(out: str, patterns: str, option: str = "--snapshot-tables")
     with replaced(path) as handle:
         json.dump({"tables": patterns}, handle)
     return path
-
-
-@dataclass(frozen=True)
-class _Placing:
-    """A failover's next server: its copies' number, the binlog the lake goes
-    on in and its size when asked, the lake's GTID state."""
-    epoch: int
-    file: str
-    size: int
-    state: dict
 
 
 def _local(spark) -> bool:
