@@ -25,8 +25,8 @@ from binlake.spark.read.failover import (FAILOVER_PREFIX, FailoverRefused, check
                                          lake_gtid_state, starting_binlog, wait_for_copy)
 from binlake.spark.read.ranges import FAILOVER_FILES, name_sequence
 from binlake.spark.snapshot.snapshot import snapshot_reading, utc_now
-from binlake.spark.state.manifest import SnapshotFloor, write_manifest
-from binlake.spark.state.store import load_manifest
+from binlake.spark.state.manifest import SnapshotFloor
+from binlake.spark.state.store import load_manifest, save_manifest
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ class NextServer:
             return False
         at = continuation(path, placing.size, placing.state)
         manifest = load_manifest(self.out)
-        write_manifest(os.path.join(self.out, "_binlake", "manifest.json"), manifest.failed_over(
+        save_manifest(self.out, manifest.failed_over(
             SnapshotFloor(local, at, name_sequence(local), gtid_text(placing.state),
                           utc_now())))
         self.log(f"the lake goes on in {local} at {at}")
