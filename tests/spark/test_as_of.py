@@ -23,8 +23,8 @@ pytest.importorskip("deltalake")
 from binlake.cli.dispatch import main  # noqa: E402
 from binlake.connection.settings import ServerAddress  # noqa: E402
 from binlake.spark.commits.delta import read_table  # noqa: E402
-from binlake.spark.run.follow import request_snapshot  # noqa: E402
 from binlake.spark.run.pipeline import load_manifest, run_pipeline  # noqa: E402
+from binlake.spark.state.store import request_snapshot  # noqa: E402
 from binlake.testing.mariadb import MariaDBServer  # noqa: E402
 
 

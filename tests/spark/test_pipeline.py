@@ -306,6 +306,10 @@ def test_only_a_short_run_on_few_cores_gets_the_first_jit_tier():
     from binlake.spark.run.session import FEW_CORES, SHORT_RUN_BYTES, local_java_options
     quick = "-XX:TieredStopAtLevel=1"
     assert "log4j2.configurationFile=" in local_java_options(2, None)
+    # ... a file that is there (a module's move once pointed it at none)
+    from urllib.parse import unquote, urlparse
+    log4j = local_java_options(2, None).split("log4j2.configurationFile=")[1].split()[0]
+    assert os.path.isfile(unquote(urlparse(log4j).path)), log4j
     # Spark's long generated methods are compiled, never left to the interpreter.
     assert "-XX:-DontCompileHugeMethods" in local_java_options(8, None)
     assert quick in local_java_options(2, 10_000)

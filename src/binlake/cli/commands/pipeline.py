@@ -162,10 +162,9 @@ def _schema_path(args) -> str | None:
     if not args.schema_from:
         server_address(args)  # connection options without a use are refused
         return args.schema
-    path = os.path.join(args.out, "_binlake", "schema-from-server.json")
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    seed_schema(args).save(path)
-    return path
+    from binlake.spark.state.store import make_state_dir, save_server_seed
+    make_state_dir(args.out)
+    return save_server_seed(args.out, seed_schema(args))
 
 
 def run(args, out, err) -> int:
@@ -185,14 +184,14 @@ def run(args, out, err) -> int:
     if args.rebuild and args.remote:
         # Read anew from the server: the follower this run starts takes the
         # request before its first micro-batch (binlake.spark.run.rebuild).
-        from binlake.spark.run.follow import request_snapshot
+        from binlake.spark.state.store import request_snapshot
         try:
             request_snapshot(args.out, args.rebuild, "--rebuild")
         except ValueError as exc:
             err.write(f"binlake pipeline: {exc}\n")
             return ExitStatus.USAGE
     if args.snapshot_tables:
-        from binlake.spark.run.follow import request_snapshot
+        from binlake.spark.state.store import request_snapshot
         try:
             request_snapshot(args.out, args.snapshot_tables)
         except ValueError as exc:

@@ -43,35 +43,32 @@ Rule: the lake's lock is held for the follower's life (a batch run beside
 it is refused), and the copier's on its folder. `stop()` (the command's
 first SIGTERM or Ctrl-C) ends the follower after the micro-batch in
 flight; the copier's fatal error ends it the same way, then is raised.
+What the follower writes under _binlake/ itself (its status, a manifest
+placing the lake or recording tables read anew, the requests taken) goes
+through binlake.spark.state.store, the state's one writer.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import struct
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from binlake.atomic import replaced
-from binlake.spark.read.batches import TableFilter
 from binlake.spark.read.failover import FAILOVER_PREFIX, copies_prefix
 from binlake.spark.read.ranges import name_sequence
-from binlake.spark.run.follow_anew import REQUESTS, TablesAnew
+from binlake.spark.run.follow_anew import TablesAnew
 from binlake.spark.run.follow_failover import NextServer
 from binlake.spark.run.pipeline import PipelineResult, run_pipeline
 from binlake.spark.run.session import LazySession
 from binlake.spark.run.staging import recover_lake
 from binlake.spark.snapshot.chunks import plan_round, progressed, read_round
 from binlake.spark.state.progress import snapshot_reading
-from binlake.spark.state.store import lake_lock, load_manifest
+from binlake.spark.state.store import (BINLOGS, SNAPSHOT_ROUND, clear_folder, folder_path,
+                                       lake_lock, load_manifest, make_folder, write_status)
 
-#: The copies' folder and the status file, under the lake's _binlake/.
-BINLOGS = "binlogs"
-STATUS = "status.json"
 #: How often the follower looks for new bytes when the copies are idle.
 POLL_SECONDS = 0.1
 #: A micro-batch that takes longer is reported (what it did to which tables).
@@ -158,7 +155,7 @@ class Follower:
         self.pipeline_options = dict(pipeline_options or {})
         self.log = log or (lambda message: None)
         self.on_status = on_status
-        self.prefix = os.path.join(self.out, "_binlake", BINLOGS) + os.sep
+        self.prefix = folder_path(self.out, BINLOGS) + os.sep
         self.status = FollowStatus(server=source.where)
         self._stop = threading.Event()          # stop() was called, or the copier ended
         self._requested = threading.Event()     # stop() was called
@@ -180,7 +177,7 @@ class Follower:
 
     def run(self) -> FollowStatus:
         """Follow until `stop()` or a failure (raised after the lake is left whole)."""
-        os.makedirs(self.prefix, exist_ok=True)
+        make_folder(self.out, BINLOGS)
         with lake_lock(self.out):
             # A killed run's writes undone before the follower records
             # anything (tables read anew): else a later recovery undoes both.
@@ -302,8 +299,7 @@ class Follower:
                 self.stop()
             return None
         self.status.snapshot_rows = sum(e.rows for e in progress.tables.values())
-        folder = os.path.join(self.out, "_binlake", "snapshot-round")
-        shutil.rmtree(folder, ignore_errors=True)
+        folder = clear_folder(self.out, SNAPSHOT_ROUND)
         count = self.round_chunks or 2 * (os.cpu_count() or 1)
         # On this machine the driver's threads read a round as fast as Spark
         # tasks would (the server formats the pages), without a JVM; a
@@ -356,27 +352,9 @@ class Follower:
         self._write_status()
 
     def _write_status(self) -> None:
-        with replaced(os.path.join(self.out, "_binlake", STATUS)) as handle:
-            json.dump(self.status.to_json(), handle, indent=1)
+        write_status(self.out, self.status.to_json())
         if self.on_status is not None:
             self.on_status(self.status)
-
-
-def request_snapshot(out: str, patterns: str, option: str = "--snapshot-tables") -> str:
-    """Leave a request to read the tables `patterns` selects anew in the lake
-    `out`, for its follower (taken between micro-batches, or at its next
-    start); the request's path. `option`: what a refusal names."""
-    import uuid
-    if not os.path.isfile(os.path.join(out, "_binlake", "manifest.json")):
-        raise ValueError(f"{option}: {out} is not a lake yet (no _binlake/manifest.json)")
-    if not TableFilter(patterns).patterns:
-        raise ValueError(f"{option}: name the tables (db.table patterns)")
-    folder = os.path.join(out, "_binlake", REQUESTS)
-    os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, f"snapshot-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.json")
-    with replaced(path) as handle:
-        json.dump({"tables": patterns}, handle)
-    return path
 
 
 def _local(spark) -> bool:

@@ -8,7 +8,8 @@ follower's snapshot rounds read them with the micro-batches. Tables
 `--tables` newly selects (by what changes/ holds of the newest binlog) are
 recorded at the follower's start, with changes/ then holding every binlog
 for the new selection (the snapshot stands for what it held not). Requests
-are files in _binlake/requests/, taken in the order they were made between
+are files in _binlake/requests/ (binlake.spark.state.store writes, sets
+aside and removes them), taken in the order they were made between
 micro-batches: one that is not binlake's is set aside, one that fails (the
 server restarting) is taken again after REQUEST_RETRY_SECONDS, one taken
 is removed after its record is written.
@@ -16,18 +17,15 @@ is removed after its record is written.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
 from binlake.spark.read.batches import TableFilter
 from binlake.spark.snapshot.chunks import CHUNK_ROWS
 from binlake.spark.snapshot.snapshot import read_anew
-from binlake.spark.state.manifest import write_manifest
-from binlake.spark.state.store import load_manifest
+from binlake.spark.state.store import (load_manifest, read_request, remove_request, requests,
+                                       save_manifest, set_aside_request)
 
-#: Where `binlake pipeline --snapshot-tables` leaves its requests, under _binlake/.
-REQUESTS = "requests"
 #: A request that failed (the server restarting) is taken again after this.
 REQUEST_RETRY_SECONDS = 5.0
 
@@ -62,38 +60,34 @@ class TablesAnew:
 
         def new(database: str, table: str) -> bool:
             return wanted(database, table) and not any(h(database, table) for h in held)
-        self._record(manifest, new, "newly selected by --tables",
-                        held_for=wanted.patterns)
+        self._record(manifest, new, "newly selected by --tables", held_for=wanted.patterns)
 
     def take_requests(self) -> None:
         """The requests to read tables anew (`binlake pipeline --snapshot-tables`,
         files in _binlake/requests/), taken in the order they were made."""
-        folder = os.path.join(self.out, "_binlake", REQUESTS)
-        names = sorted(n for n in os.listdir(folder) if n.endswith(".json")) \
-            if os.path.isdir(folder) else []
-        if not names or time.monotonic() < self._requests_after \
+        paths = requests(self.out)
+        if not paths or time.monotonic() < self._requests_after \
                 or not load_manifest(self.out).files:
             return  # (a lake that has read nothing yet takes them once it has)
-        for name in names:
-            path = os.path.join(folder, name)
+        for path in paths:
+            name = os.path.basename(path)
             try:
-                with open(path) as handle:
-                    asked = TableFilter(json.load(handle)["tables"])
+                asked = TableFilter(read_request(path))
             except (OSError, ValueError, KeyError):
                 self.log(f"warning: {path}: not a request binlake made; set aside")
-                os.replace(path, path + ".refused")
+                set_aside_request(path)
                 continue
             wanted = TableFilter(self.pipeline_options.get("tables"))
             try:
                 self._record(load_manifest(self.out),
-                                lambda db, table: wanted(db, table) and asked(db, table),
-                                f"asked for ({', '.join(asked.patterns)})")
+                             lambda db, table: wanted(db, table) and asked(db, table),
+                             f"asked for ({', '.join(asked.patterns)})")
             except Exception as exc:  # noqa: BLE001 - the server restarting: later
                 self.log(f"warning: {name}: {str(exc).splitlines()[0]}; taken again in "
                          f"{REQUEST_RETRY_SECONDS:.0f} s")
                 self._requests_after = time.monotonic() + REQUEST_RETRY_SECONDS
                 return
-            os.remove(path)
+            remove_request(path)
 
     def _record(self, manifest, tables, why: str, held_for=None) -> None:
         """Record in the manifest that the server's tables `tables(db, table)`
@@ -108,9 +102,8 @@ class TablesAnew:
             manifest = manifest.reading({name: manifest.read_for(name, entry, held_for)
                                          for name, entry in manifest.files.items()},
                                         manifest.layouts)
-        write_manifest(os.path.join(self.out, "_binlake", "manifest.json"),
-                       manifest.chunked(progress))
+        save_manifest(self.out, manifest.chunked(progress))
         self.log(f"reading anew, {why}: {', '.join(names) or 'no table of the server'}")
 
 
-__all__ = ["TablesAnew", "REQUESTS", "REQUEST_RETRY_SECONDS"]
+__all__ = ["TablesAnew", "REQUEST_RETRY_SECONDS"]

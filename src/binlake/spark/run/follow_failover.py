@@ -26,8 +26,8 @@ from binlake.spark.read.failover import (FAILOVER_PREFIX, FailoverRefused, check
 from binlake.spark.read.ranges import FAILOVER_FILES, name_sequence
 from binlake.spark.snapshot.read_view import utc_now
 from binlake.spark.state.progress import snapshot_reading
-from binlake.spark.state.manifest import SnapshotFloor, write_manifest
-from binlake.spark.state.store import load_manifest
+from binlake.spark.state.manifest import SnapshotFloor
+from binlake.spark.state.store import load_manifest, save_manifest
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ class NextServer:
             return False
         at = continuation(path, placing.size, placing.state)
         manifest = load_manifest(self.out)
-        write_manifest(os.path.join(self.out, "_binlake", "manifest.json"), manifest.failed_over(
+        save_manifest(self.out, manifest.failed_over(
             SnapshotFloor(local, at, name_sequence(local), gtid_text(placing.state),
                           utc_now())))
         self.log(f"the lake goes on in {local} at {at}")

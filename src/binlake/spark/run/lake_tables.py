@@ -29,9 +29,9 @@ from binlake.spark.read.batches import CHANGES, EVENTS, spark_ddl
 from binlake.spark.rules.tables import AsOf, one_of
 from binlake.spark.run.rebuild import stale_tables
 from binlake.spark.state.progress import snapshot_reading
-from binlake.spark.state.manifest import Manifest, write_manifest
+from binlake.spark.state.manifest import Manifest
 from binlake.spark.state.starts import refuse_inexact, starting_anew
-from binlake.spark.state.store import state_path
+from binlake.spark.state.store import TABLES_NEW, folder_path, save_manifest
 
 if TYPE_CHECKING:
     from binlake.spark.run.pipeline import Run
@@ -82,15 +82,15 @@ def bring_tables_in_step(run: Run, manifest: Manifest, history, layouts: dict,
     fresh |= stale_tables(state)  # built from their changes, never carried
 
     def tables_mixed() -> None:
-        write_manifest(state_path(out, "manifest.json"), manifest.tables_mixed(partition_by))
+        save_manifest(out, manifest.tables_mixed(partition_by))
 
     result = run.result
     result.tables, built, result.table_work = update_tables(
-        run.spark, out, plans, manifest, as_of=None, staged=state_path(out, "tables.new"),
+        run.spark, out, plans, manifest, as_of=None, staged=folder_path(out, TABLES_NEW),
         read_changes=run.read_changes, tables_mixed=tables_mixed, committing=run.undo.forget,
         log=run.log, history=keep_history, selected=built, fresh=fresh)
     result.tables_rebuilt = True
-    write_manifest(state_path(out, "manifest.json"), manifest.tables_built(
+    save_manifest(out, manifest.tables_built(
         replace(built, temporals=temporals, history=keep_history, partition_by=partition_by)))
 
 

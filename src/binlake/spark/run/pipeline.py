@@ -49,11 +49,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from dataclasses import dataclass, field
 
 from binlake.spark.commits.lake import TABLES, tables_in_step
-from binlake.spark.plans.history import follow_ranges, load_history
+from binlake.spark.plans.history import follow_ranges
 from binlake.spark.plans.layouts import find_layouts
 from binlake.spark.plans.typed import TEMPORALS
 from binlake.spark.read.batches import TableFilter
@@ -75,7 +74,9 @@ from binlake.spark.run.session import LazySession, configure_session, spark_sess
 from binlake.spark.run.staging import recover_lake, stage_and_commit
 from binlake.spark.state.manifest import Manifest, SnapshotFloor
 from binlake.spark.state.run_undo import RunUndo
-from binlake.spark.state.store import lake_lock, load_manifest, state_path
+from binlake.spark.state.store import (SNAPSHOT, clear_folder, has_state, lake_lock,
+                                       load_manifest, load_schema_history, make_state_dir,
+                                       save_snapshot_seed)
 
 #: A run over this many new binlog bytes has changes enough for Spark
 #: (more than the driver computes: driver_tables.DRIVER_ROWS a table), so
@@ -123,7 +124,7 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
                          f"path containing {' '.join(unusable)}: choose another directory")
     if as_of is not None:
         as_of_out = _as_of_folder(out, as_of_out)
-    os.makedirs(state_path(out), exist_ok=True)
+    make_state_dir(out)
     with lake_lock(out):
         try:
             return _run(spark, inputs, out, as_of=as_of, as_of_out=as_of_out,
@@ -162,7 +163,7 @@ def maintain_lake(out: str, *, retention_hours: int | None = None) -> dict:
     {"compacted": n, "vacuumed": n}}. Holds the lake's lock: never beside a run."""
     from binlake.spark.commits.delta_upkeep import RETENTION_HOURS, maintain
     folder = os.path.join(out, TABLES)
-    if not os.path.isdir(state_path(out)) or not os.path.isdir(folder):
+    if not has_state(out) or not os.path.isdir(folder):
         raise ValueError(f"{out}: no tables of a binlake pipeline here")
     hours = RETENTION_HOURS if retention_hours is None else retention_hours
     with lake_lock(out):
@@ -260,7 +261,7 @@ def _run_in(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_parti
         staged_snapshot, chunks = snapshot_round
         manifest = manifest.chunked(chunks)
     # The schema history of everything read so far; `schema` seeds the first run.
-    history = load_history(state_path(out, "schema.json"), schema)
+    history = load_schema_history(out, schema)
     layouts = dict(manifest.layouts)
     if again:
         manifest = _read_again(run, again, manifest, history, layouts)
@@ -356,16 +357,14 @@ def _take_snapshot(address, wanted, out: str, schema: str | None, chunk_rows, ch
     from binlake.spark.read.ranges import name_sequence
     from binlake.spark.snapshot.chunks import CHUNK_ROWS
     from binlake.spark.snapshot.snapshot import take_snapshot
-    folder = state_path(out, "snapshot")
-    shutil.rmtree(folder, ignore_errors=True)
+    folder = clear_folder(out, SNAPSHOT)
     point, ddl, chunks = take_snapshot(address, wanted, folder, file_seq_of=name_sequence,
                                        chunk_rows=chunk_rows or CHUNK_ROWS, chunked=chunked,
                                        log=log)
     seed = parse_schema(ddl)
     if schema:
         seed = filled_in(load_schema(schema), seed)
-    seed_path = state_path(out, "schema-from-snapshot.json")
-    seed.save(seed_path)
+    seed_path = save_snapshot_seed(out, seed)
     floor = SnapshotFloor(point.file, point.pos, name_sequence(point.file), point.gtid, point.time)
     return folder, floor, seed_path, chunks
 

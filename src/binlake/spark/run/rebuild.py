@@ -14,7 +14,7 @@ Strategy: no second way of building a table.
   damaged or changed by hand); it cannot pass a refusal the run's own
   changes caused: a refused run is undone, so they are not in changes/.
 - With -R, the tables are read anew from the server by the lock-free
-  snapshot, as `--snapshot-tables` asks a follower to (binlake.spark.run.follow
+  snapshot, as `--snapshot-tables` asks a follower to (binlake.spark.state.store
   `request_snapshot`): the request is left, and this run's follower takes
   it at its start, before its first micro-batch. Each table's rows then
   start at the lake's position, every change of it before its chunk's

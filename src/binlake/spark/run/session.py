@@ -126,7 +126,7 @@ def local_java_options(cores: int, work_bytes: int | None) -> str:
     few cores, the JIT's first tier only (the optimizing compiler's threads
     would take CPU from the work itself, while a long run gains from its
     code: bench/README.md)."""
-    log4j = Path(__file__).with_name("log4j2.properties").as_uri()  # spaces escaped
+    log4j = (Path(__file__).parent.parent / "log4j2.properties").as_uri()  # spaces escaped
     options = f"-Dlog4j2.configurationFile={log4j} -XX:-DontCompileHugeMethods"
     if cores <= FEW_CORES and work_bytes is not None and work_bytes <= SHORT_RUN_BYTES:
         options += " -XX:TieredStopAtLevel=1"

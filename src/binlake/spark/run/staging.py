@@ -9,26 +9,28 @@ driver's writers do not), the manifest they belong to is written next to
 them, then they are moved into place, their folders fsynced, and the
 manifest replaced: a power cut never leaves a manifest naming bytes the
 disk does not hold. The run's undo record (binlake.spark.state.run_undo)
-names the files before they move. A run finding a staging manifest
-finishes that move first; one finding staging data without one discards
-it (`recover_lake`).
+names the files before they move. The staged manifest and schema history,
+and their installing, are binlake.spark.state.store's (`stage_state`,
+`install_staged_state`); the data is this module's. A run finding a
+staging manifest finishes that move first; one finding staging data
+without one discards it (`recover_lake`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 
-from binlake.atomic import fsync_directory, fsync_files
+from binlake.atomic import fsync_files
 from binlake.spark.commits.spark_way import concurrently
 from binlake.spark.read.batches import VIEWS
 from binlake.spark.read.partitioned import parquet_rows
 from binlake.spark.read.ranges import DRIVER_READ_BYTES, READ_IN, split_bytes_of
 from binlake.spark.run.session import LazySession
-from binlake.spark.state.manifest import Manifest, write_manifest
+from binlake.spark.state.manifest import Manifest
 from binlake.spark.state.run_undo import RunUndo
-from binlake.spark.state.store import state_path
+from binlake.spark.state.store import (STAGING, clear_folder, folder_path, has_staged_state,
+                                       install_staged_state, stage_state)
 
 CHANGE_PARTITIONS = ("database", "table", "date")
 EVENT_PARTITIONS = ("date",)
@@ -41,9 +43,7 @@ def stage_and_commit(spark, out: str, segments: list, options: dict, manifest: M
     """Read the segments, stage `views` (and a snapshot's rows), then commit
     them with `manifest` as their run; returns (the manifest committed,
     events, changes written)."""
-    staging = state_path(out, "staging")
-    shutil.rmtree(staging, ignore_errors=True)
-    os.makedirs(staging)
+    staging = clear_folder(out, STAGING, make=True)
     if snapshot_folder:
         os.replace(snapshot_folder, os.path.join(staging, "snapshot"))
     chosen = [(view, parts) for view, parts in VIEW_PARTITIONS if view in views]
@@ -74,8 +74,7 @@ def stage_and_commit(spark, out: str, segments: list, options: dict, manifest: M
     # files are under changes/ by now).
     fsync_files([path for view in ("events", "changes")
                  for path in _data_files(os.path.join(staging, view))], staging)
-    history.save(os.path.join(staging, "schema.json"))
-    write_manifest(os.path.join(staging, "manifest.json"), manifest)
+    stage_state(out, manifest, history)
     _commit_staging(out, undo)
     return manifest, events, changes
 
@@ -149,7 +148,7 @@ def _commit_staging(out: str, undo: RunUndo | None) -> None:
     """Move staged data files (fsynced when staged) into place, make their
     new names durable, then install their manifest; the run's `undo`
     record names the files first."""
-    staging = state_path(out, "staging")
+    staging = folder_path(out, STAGING)
     if undo is not None:
         undo.adding([os.path.join(out, view, os.path.relpath(path, os.path.join(staging, view)))
                      for view in ("events", "changes")
@@ -157,11 +156,8 @@ def _commit_staging(out: str, undo: RunUndo | None) -> None:
     moved = [path for view in ("events", "changes")
              for path in _move_tree(os.path.join(staging, view), os.path.join(out, view))]
     fsync_files(moved, out)  # the bytes were synced: this syncs the folders' new names
-    if os.path.exists(os.path.join(staging, "schema.json")):
-        os.replace(os.path.join(staging, "schema.json"), state_path(out, "schema.json"))
-    os.replace(os.path.join(staging, "manifest.json"), state_path(out, "manifest.json"))
-    fsync_directory(state_path(out, "manifest.json"))
-    shutil.rmtree(staging, ignore_errors=True)
+    install_staged_state(out)
+    clear_folder(out, STAGING)
 
 
 def recover_lake(out: str, log) -> None:
@@ -171,15 +167,14 @@ def recover_lake(out: str, log) -> None:
     follower's own writes to it (requests taken) must not be undone by it."""
     if RunUndo.recover(out, log):
         return
-    staging = state_path(out, "staging")
-    if not os.path.isdir(staging):
+    if not os.path.isdir(folder_path(out, STAGING)):
         return
-    if os.path.exists(os.path.join(staging, "manifest.json")):
+    if has_staged_state(out):
         log("completing the commit of an interrupted run")
         _commit_staging(out, None)
     else:
         log("discarding the staged output of an interrupted run")
-        shutil.rmtree(staging)
+        clear_folder(out, STAGING, strict=True)
 
 
 __all__ = ["stage_and_commit", "recover_lake", "VIEW_PARTITIONS"]

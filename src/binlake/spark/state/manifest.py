@@ -5,10 +5,11 @@ lake's state is a method that returns the next manifest (`choosing`,
 `from_snapshot`, `reading`, `staging`, `tables_mixed`, `tables_built`), and
 `write_manifest` is the one place a manifest reaches the disk: as JSON
 written to a temporary file, fsynced, then renamed over the old one, so a
-reader sees the old state or the new, never part of one. A run stages its
-next manifest beside its staged data and renames it into place last
-(binlake.spark.run.pipeline); the JSON is the format lakes written before this
-module have, read the same way.
+reader sees the old state or the new, never part of one. Its one caller
+is binlake.spark.state.store, the one writer of the lake's state: a run
+stages its next manifest beside its staged data and renames it into place
+last (binlake.spark.run.staging); the JSON is the format lakes written
+before this module have, read the same way.
 
 What it holds:
     files      each binlog read: its number, where it was read up to (always

@@ -1,31 +1,214 @@
-"""The lake's own state under `<out>/_binlake/`: where it is, the lock on it.
+"""The lake's own state under `<out>/_binlake/`: its one writer.
 
-Strategy: every path under `_binlake/` is named here (`state_path`); the
-manifest is read through here (`load_manifest`), and a run or a follower
-holds the lake's lock (`lake_lock`, the file `_binlake/lock`) for as long
-as it writes to the lake.
+    _binlake/manifest.json               what the lake has read (binlake.spark.state.manifest)
+    _binlake/schema.json                 the schema history of everything read
+    _binlake/schema-from-snapshot.json   a new lake's history seed: its snapshot's DDL
+    _binlake/schema-from-server.json     the seed --schema-from read from a server
+    _binlake/staging/manifest.json,
+    _binlake/staging/schema.json         a run's next state, staged beside its data
+    _binlake/status.json                 where the follower stands
+    _binlake/requests/*.json             tables asked to be read anew (--snapshot-tables)
+    _binlake/lock                        the lake's lock, held by a run or a follower
+
+Strategy: every file of the lake's state is written here and nowhere else
+(tests/spark/test_state_store.py fails where another module of binlake.spark
+writes under `_binlake/`), each by one function, whole or not at all
+(binlake.atomic.replaced: a partial file fsynced, renamed over the old one,
+the folder fsynced). A run's next state is staged beside its data
+(`stage_state`) and installed after the data is in place
+(`install_staged_state`): a power cut never leaves a manifest naming bytes
+the disk does not hold. Callers say what to write; where, and how, is this
+module's: the only paths of state files it gives are for reading (a seed's,
+a request's).
+
+The folders other writers fill are named here (`folder_path`), and made or
+cleared here, their contents being the writers' own: a run's staged views
+(staging/: Spark's and the driver's writers, binlake.spark.run.staging),
+the snapshot's rows (snapshot/, snapshot-round/:
+binlake.spark.snapshot.snapshot), the tables' staging (tables.new/:
+binlake.spark.commits.lake), the follower's copies of the server's binlogs
+(binlogs/: binlake.live.backup). A run's undo record (undo/) is
+binlake.spark.state.run_undo's, which puts back the state files it kept.
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
+import shutil
 import threading
+import time
 from contextlib import contextmanager
 
-from binlake.spark.state.manifest import Manifest, read_manifest
+from binlake.atomic import fsync_directory, replaced
+from binlake.spark.plans.history import load_history
+from binlake.spark.read.batches import TableFilter
+from binlake.spark.state.manifest import Manifest, read_manifest, write_manifest
 
 STATE_DIR = "_binlake"
+#: The lake's state files and the requests' folder, under _binlake/ (and
+#: staging/): written by this module only.
+MANIFEST, SCHEMA = "manifest.json", "schema.json"
+SNAPSHOT_SEED, SERVER_SEED = "schema-from-snapshot.json", "schema-from-server.json"
+STATUS, REQUESTS, LOCK = "status.json", "requests", "lock"
+STATE_FILES = (MANIFEST, SCHEMA, SNAPSHOT_SEED, SERVER_SEED, STATUS, REQUESTS, LOCK)
+#: The folders under _binlake/ that other writers fill.
+STAGING, SNAPSHOT, SNAPSHOT_ROUND = "staging", "snapshot", "snapshot-round"
+TABLES_NEW, BINLOGS = "tables.new", "binlogs"
+FOLDERS = (STAGING, SNAPSHOT, SNAPSHOT_ROUND, TABLES_NEW, BINLOGS)
 
 
-def state_path(out: str, *parts: str) -> str:
+def _path(out: str, *parts: str) -> str:
     return os.path.join(out, STATE_DIR, *parts)
 
 
+def has_state(out: str) -> bool:
+    """Whether `out` has a `_binlake/` folder (a lake's)."""
+    return os.path.isdir(_path(out))
+
+
+def make_state_dir(out: str) -> None:
+    """The `_binlake/` folder, made where it is not yet."""
+    os.makedirs(_path(out), exist_ok=True)
+
+
+# -- the folders others fill ---------------------------------------------------------------
+
+def folder_path(out: str, name: str) -> str:
+    """The path of the folder `name` (one of FOLDERS) under _binlake/."""
+    if name not in FOLDERS:
+        raise ValueError(f"_binlake/{name}: not a folder other writers fill")
+    return _path(out, name)
+
+
+def make_folder(out: str, name: str) -> str:
+    """The folder `name` (`folder_path`), made where it is not yet."""
+    path = folder_path(out, name)
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def clear_folder(out: str, name: str, *, make: bool = False, strict: bool = False) -> str:
+    """The folder `name` (`folder_path`) with nothing in it: removed (a
+    failure to remove it raised with `strict`, else ignored), then made
+    again with `make`."""
+    path = folder_path(out, name)
+    shutil.rmtree(path, ignore_errors=not strict)
+    if make:
+        os.makedirs(path)
+    return path
+
+
+# -- the manifest and the schema history ---------------------------------------------------
+
 def load_manifest(out: str) -> Manifest:
     """The lake's state (binlake.spark.state.manifest)."""
-    return read_manifest(state_path(out, "manifest.json"), out)
+    return read_manifest(_path(out, MANIFEST), out)
 
+
+def save_manifest(out: str, manifest: Manifest) -> None:
+    """`manifest` as the lake's (binlake.spark.state.manifest.write_manifest:
+    whole, fsynced, renamed over the old one, its folder fsynced)."""
+    write_manifest(_path(out, MANIFEST), manifest)
+
+
+def load_schema_history(out: str, seed: str | None):
+    """The schema history of everything the lake has read, else the seed
+    (`--schema`: the first run's)."""
+    return load_history(_path(out, SCHEMA), seed)
+
+
+def stage_state(out: str, manifest: Manifest, history) -> None:
+    """The run's next state, its schema `history` and `manifest`, written
+    under staging/ beside the run's staged data (`install_staged_state`
+    puts them in place); its manifest last: a staging/ holding one is
+    complete."""
+    history.save(os.path.join(folder_path(out, STAGING), SCHEMA))
+    write_manifest(os.path.join(folder_path(out, STAGING), MANIFEST), manifest)
+
+
+def has_staged_state(out: str) -> bool:
+    """Whether staging/ holds a run's staged manifest (`stage_state`)."""
+    return os.path.exists(os.path.join(folder_path(out, STAGING), MANIFEST))
+
+
+def install_staged_state(out: str) -> None:
+    """The staged schema history (where one was staged) and manifest renamed
+    into place, the manifest last, and the renames made durable."""
+    staging = folder_path(out, STAGING)
+    if os.path.exists(os.path.join(staging, SCHEMA)):
+        os.replace(os.path.join(staging, SCHEMA), _path(out, SCHEMA))
+    os.replace(os.path.join(staging, MANIFEST), _path(out, MANIFEST))
+    fsync_directory(_path(out, MANIFEST))
+
+
+def save_snapshot_seed(out: str, seed) -> str:
+    """The history seed of a lake started from a snapshot (its DDL); its path."""
+    path = _path(out, SNAPSHOT_SEED)
+    seed.save(path)
+    return path
+
+
+def save_server_seed(out: str, seed) -> str:
+    """The history seed `--schema-from` read from a server; its path."""
+    path = _path(out, SERVER_SEED)
+    seed.save(path)
+    return path
+
+
+# -- the follower's status and the requests to it ------------------------------------------
+
+def write_status(out: str, status: dict) -> None:
+    """Where the follower stands (binlake.spark.run.follow.FollowStatus)."""
+    with replaced(_path(out, STATUS)) as handle:
+        json.dump(status, handle, indent=1)
+
+
+def request_snapshot(out: str, patterns: str, option: str = "--snapshot-tables") -> str:
+    """Leave a request to read the tables `patterns` selects anew in the lake
+    `out`, for its follower (taken between micro-batches, or at its next
+    start); the request's path. `option`: what a refusal names."""
+    import uuid
+    if not os.path.isfile(_path(out, MANIFEST)):
+        raise ValueError(f"{option}: {out} is not a lake yet (no _binlake/manifest.json)")
+    if not TableFilter(patterns).patterns:
+        raise ValueError(f"{option}: name the tables (db.table patterns)")
+    where = _path(out, REQUESTS)
+    os.makedirs(where, exist_ok=True)
+    path = os.path.join(where, f"snapshot-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.json")
+    with replaced(path) as handle:
+        json.dump({"tables": patterns}, handle)
+    return path
+
+
+def requests(out: str) -> list[str]:
+    """The paths of the requests left (`request_snapshot`), in the order
+    they were made."""
+    where = _path(out, REQUESTS)
+    names = sorted(n for n in os.listdir(where) if n.endswith(".json")) \
+        if os.path.isdir(where) else []
+    return [os.path.join(where, name) for name in names]
+
+
+def read_request(path: str) -> str:
+    """The table patterns of the request at `path` (OSError, ValueError or
+    KeyError where it is not one binlake made)."""
+    with open(path) as handle:
+        return json.load(handle)["tables"]
+
+
+def set_aside_request(path: str) -> None:
+    """A request that is not binlake's, renamed out of the way (`.refused`)."""
+    os.replace(path, path + ".refused")
+
+
+def remove_request(path: str) -> None:
+    """A request taken: its reading anew is in the manifest."""
+    os.remove(path)
+
+
+# -- the lake's lock -----------------------------------------------------------------------
 
 #: (lake, thread) holding the lake's lock in this process -> holders nested in it.
 _HELD_LAKES: dict = {}
@@ -46,7 +229,7 @@ def lake_lock(out: str):
         finally:
             _HELD_LAKES[holder] -= 1
         return
-    handle = os.open(state_path(out, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    handle = os.open(_path(out, LOCK), os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -62,4 +245,9 @@ def lake_lock(out: str):
         os.close(handle)
 
 
-__all__ = ["STATE_DIR", "state_path", "load_manifest", "lake_lock"]
+__all__ = ["FOLDERS", "STAGING", "SNAPSHOT", "SNAPSHOT_ROUND", "TABLES_NEW", "BINLOGS",
+           "has_state", "make_state_dir", "folder_path", "make_folder", "clear_folder",
+           "load_manifest", "save_manifest", "load_schema_history", "stage_state",
+           "has_staged_state", "install_staged_state", "save_snapshot_seed", "save_server_seed",
+           "write_status", "request_snapshot", "requests", "read_request", "set_aside_request",
+           "remove_request", "lake_lock"]
