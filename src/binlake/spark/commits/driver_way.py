@@ -9,7 +9,7 @@ rules as Spark's jobs, the same refusals); what those rules do not cover
 raises InSpark and the table goes the Spark way (binlake.spark.commits.
 spark_way). A table of inserts only, and one the lock-free snapshot read,
 is typed as Arrow columns file by file (no Python per value), whatever its
-size. Rows are staged for binlake.spark.commits.staging to commit, as
+size. Rows are staged for binlake.spark.commits.table_commits to commit, as
 Spark's are.
 """
 
@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 
 from binlake.spark.commits.change_files import CarriedFrom, ChangeFiles, sources_of
 from binlake.spark.commits.delta import read_table, row_count, rows_under_keys
-from binlake.spark.commits.staging import RowFiles, Staging, partition_by, sorted_by
+from binlake.spark.commits.table_commits import RowFiles, TableCommits, partition_by, sorted_by
 from binlake.spark.plans.history import carried_columns, days_keyed_otherwise
 from binlake.spark.plans.layouts import qualified
 from binlake.spark.read.partitioned import SNAPSHOT_FILES, parquet_rows
@@ -36,8 +36,8 @@ from binlake.spark.rules import driver_tables as driver
 class DriverTables:
     """The driver's way of one run's tables."""
 
-    def __init__(self, staging: Staging, changes: ChangeFiles):
-        self.staging, self.changes = staging, changes
+    def __init__(self, commits: TableCommits, changes: ChangeFiles):
+        self.commits, self.changes = commits, changes
 
     def apply_in_driver(self, files: list, plans: list) -> list:
         """`apply` for the tables whose new changes the driver computes
@@ -56,7 +56,7 @@ class DriverTables:
                         and self._staged_inserts(plan, mine, "appended")):
                     left.append(plan)
                 continue
-            uri = os.path.join(self.staging.tables_dir, key)
+            uri = os.path.join(self.commits.tables_dir, key)
             inserts_only = all(found[s].inserts_only for s in sources if s in found)
             try:
                 changes = driver.images(driver.read_changes(files, self.changes.root, sources),
@@ -80,7 +80,7 @@ class DriverTables:
             self._stage_rows(key, rows, plan, how)
             done[how].append(key)
         if any(done.values()):
-            self.staging.log(f"tables: appending to {len(done['appended'])}, merging into "
+            self.commits.log(f"tables: appending to {len(done['appended'])}, merging into "
                      f"{len(done['merged'])}, rewriting {len(done['rewritten'])} (in the driver)")
         return left
 
@@ -96,7 +96,7 @@ class DriverTables:
                  for plan in plans if not days_keyed_otherwise(plan)}
         left, done = self._rewrite_in_driver(whole, "rebuilt")
         if done:
-            self.staging.log(f"tables: {done} rebuilt (in the driver)")
+            self.commits.log(f"tables: {done} rebuilt (in the driver)")
         staged = whole.keys() - left.keys()
         return [plan for plan in plans if qualified(plan["database"], plan["table"]) not in staged]
 
@@ -140,16 +140,16 @@ class DriverTables:
         try:
             self._stage_typed(plan, typed, files)
         except driver.InSpark:
-            shutil.rmtree(self.staging.folder(key), ignore_errors=True)
+            shutil.rmtree(self.commits.folder(key), ignore_errors=True)
             return False
-        self.staging.stage_whole(key, plan, how)
+        self.commits.stage_whole(key, plan, how)
         return True
 
     def _stage_typed(self, plan: dict, typed, paths: list, last=None) -> None:
         """`typed(path)` of each path (a table's typed rows, or None), then
         `last`, staged as the table's files. Arrow reads and casts outside
         the GIL: files are typed side by side."""
-        with RowFiles(self.staging.folder(qualified(plan["database"], plan["table"])),
+        with RowFiles(self.commits.folder(qualified(plan["database"], plan["table"])),
                        partition_by(plan)) as out:
             with ThreadPoolExecutor(CHUNK_WORKERS) as pool:
                 for rows in pool.map(typed, paths):
@@ -198,8 +198,8 @@ class DriverTables:
         present = [found.row for found in net.values() if found.row is not None]
         self._stage_typed(plan, typed_chunk, chunks, sorted_by(
             driver.typed_table(present, layout, key), layout["primary_key"]) if present else None)
-        self.staging.stage_whole(key, plan, "rebuilt")
-        self.staging.log(f"tables: {key} built from {len(chunks)} chunk(s) of the snapshot "
+        self.commits.stage_whole(key, plan, "rebuilt")
+        self.commits.log(f"tables: {key} built from {len(chunks)} chunk(s) of the snapshot "
                  f"and {len(net)} key(s) the binlog changed (in the driver)")
         return True
 
@@ -208,7 +208,7 @@ class DriverTables:
         computes; returns those left to Spark."""
         left, done = self._rewrite_in_driver(carried, "carried")
         if done:
-            self.staging.log(f"tables: carrying {done} into their new definitions (in the driver)")
+            self.commits.log(f"tables: carrying {done} into their new definitions (in the driver)")
         # A table whose every change inserts (rows into a table just created,
         # whose plan the first table map changed) is its inserts, however many.
         return {key: entry for key, entry in left.items()
@@ -275,15 +275,15 @@ class DriverTables:
         """Rows the driver computed, staged and committed as Spark's are."""
         layout = plan["layout"]
         if how == "merged":  # the MERGE takes them as they are
-            self.staging.stage_net(key, layout, rows)
+            self.commits.stage_net(key, layout, rows)
             return
         if how == "rewritten":  # a keyless table's copies, merged
-            self.staging.stage_copies(key, rows)
+            self.commits.stage_copies(key, rows)
             return
         if how in ("carried", "rebuilt"):  # whole: in key order, as Spark writes them
             rows = sorted_by(rows, layout["primary_key"] or [c["key"] for c in layout["columns"]])
-        self.staging.write_rows(key, rows, plan)
-        self.staging.stage_whole(key, plan, how)
+        self.commits.write_rows(key, rows, plan)
+        self.commits.stage_whole(key, plan, how)
 
 
 #: Threads that read and type the chunk files of a snapshotted table.

@@ -36,7 +36,7 @@ Ways: the driver decides each table's way from the change files alone
 (binlake.spark.commits.change_files), without a Spark job: the driver's
 (binlake.spark.commits.driver_way) where its changes are few, Spark's
 (binlake.spark.commits.spark_way) where they are many. Both stage the
-table's next version; binlake.spark.commits.staging commits them all,
+table's next version; binlake.spark.commits.table_commits commits them all,
 once every table is staged.
 
 Exactly once: every commit records the run whose changes it holds (the
@@ -59,7 +59,7 @@ from binlake.spark.commits.delta import committed_run, plan_of, row_count, throu
 from binlake.spark.commits.driver_way import DriverTables
 from binlake.spark.commits.replaces import partial_replace
 from binlake.spark.commits.spark_way import SparkTables
-from binlake.spark.commits.staging import HISTORY, TABLES, Staging, history_name
+from binlake.spark.commits.table_commits import HISTORY, TABLES, TableCommits, history_name
 from binlake.spark.plans.conversions import refusal_of_plan
 from binlake.spark.plans.history import PositionOrder, rows_lost_refusal
 from binlake.spark.plans.layouts import qualified
@@ -74,7 +74,7 @@ class _Ways(NamedTuple):
     """The two ways of a run's tables, and where both stage them."""
     spark: SparkTables
     driver: DriverTables
-    staging: Staging
+    commits: TableCommits
 
 
 def plan_signature(plan: dict) -> str:
@@ -113,9 +113,9 @@ def update_tables(spark, out: str, plans: list, manifest: Manifest, *, as_of: As
     signatures = {key: plan_signature(plan) for key, plan in by_key.items()}
     in_step = as_of is None and tables_in_step(state, tables_dir)
     shutil.rmtree(staged, ignore_errors=True)
-    staging = Staging(tables_dir, staged, os.path.join(out, HISTORY), run, through, log)
+    commits = TableCommits(tables_dir, staged, os.path.join(out, HISTORY), run, through, log)
     changes = ChangeFiles(os.path.join(out, "changes"))
-    lake = _Ways(SparkTables(spark, staging, changes), DriverTables(staging, changes), staging)
+    lake = _Ways(SparkTables(spark, commits, changes), DriverTables(commits, changes), commits)
     try:
         # A type change binlake does not convert as the server did, rows an
         # ALTER deleted unsaid: refused before anything is staged (each
@@ -146,22 +146,22 @@ def update_tables(spark, out: str, plans: list, manifest: Manifest, *, as_of: As
             raise
         raise ValueError(refusal_line(reason, out)) from None
     committing()
-    staging.commit()
-    staging.maintain()
+    commits.commit()
+    commits.maintain()
 
     def left(folder: str) -> set:  # tables the selection leaves as they are
         return {name for name in (os.listdir(folder) if os.path.isdir(folder) else ())
                 if selected is not None and not selected(*name.split(".", 1))}
-    staging.drop_all_but(set(by_key) | left(tables_dir))
+    commits.drop_all_but(set(by_key) | left(tables_dir))
     if history and as_of is None:
-        staging.drop_all_but({key for key, plan in by_key.items() if plan["primary_key"]}
-                             | left(staging.history_dir), staging.history_dir)
+        commits.drop_all_but({key for key, plan in by_key.items() if plan["primary_key"]}
+                             | left(commits.history_dir), commits.history_dir)
     shutil.rmtree(staged, ignore_errors=True)
     counts = {key: row_count(os.path.join(tables_dir, key)) for key in sorted(by_key)}
     kept = left(tables_dir)
     plans = {**{key: signature for key, signature in (state.plans if state else {}).items()
                 if key in kept}, **signatures}
-    return counts, TablesState(through, plans, as_of.describe() if as_of else None), staging.work
+    return counts, TablesState(through, plans, as_of.describe() if as_of else None), commits.work
 
 
 def tables_in_step(state: TablesState | None, tables_dir: str) -> bool:
@@ -228,12 +228,12 @@ def _stage_histories(lake: "_Ways", manifest: Manifest, by_key: dict, signatures
     it has none yet, built from all of the table's changes."""
     keyless = sorted(key for key, plan in by_key.items() if not plan["primary_key"])
     if keyless:
-        lake.staging.log(f"history: none for {len(keyless)} table(s) without a primary key "
+        lake.commits.log(f"history: none for {len(keyless)} table(s) without a primary key "
                  f"({', '.join(keyless)}): their rows have no identity to follow")
     for key, plan in by_key.items():
         if not plan["primary_key"]:
             continue
-        uri = os.path.join(lake.staging.history_dir, key)
+        uri = os.path.join(lake.commits.history_dir, key)
         if plan_of(uri) != signatures[key]:
             changes = read_changes(only=sources_of(plan))
             if changes is not None:

@@ -5,7 +5,7 @@ the small ones).
 Strategy: each table's rows come from its partitions of changes/ only,
 by the rules of binlake.spark.rules.tables (a keyed table's state per key
 by its last touch, a keyless table's as a multiset), typed by binlake.
-spark.plans.typed, and are staged for binlake.spark.commits.staging to
+spark.plans.typed, and are staged for binlake.spark.commits.table_commits to
 commit. A table with many changes gets a job of its own, whose executors
 write its files; small tables are computed together in one job per group
 and collected to the driver, which writes their files (Spark's fixed cost
@@ -29,7 +29,7 @@ from pyspark.sql import Column, functions as F
 
 from binlake.spark.commits.change_files import CarriedFrom, ChangeFiles, by_table, sources_of
 from binlake.spark.commits.delta import row_count
-from binlake.spark.commits.staging import (HISTORY, TABLES, Staging, partition_by, sorted_by,
+from binlake.spark.commits.table_commits import (HISTORY, TABLES, TableCommits, partition_by, sorted_by,
                                            write_table_rows)
 from binlake.spark.plans.history import carried_columns, days_keyed_otherwise
 from binlake.spark.plans.layouts import qualified
@@ -64,9 +64,9 @@ INTERPRETED = {"spark.sql.codegen.wholeStage": "false",
 class SparkTables:
     """The Spark way of one run's tables."""
 
-    def __init__(self, spark, staging: Staging, changes: ChangeFiles):
+    def __init__(self, spark, commits: TableCommits, changes: ChangeFiles):
         self.spark = spark  # a LazySession in a run: started where first used
-        self.staging, self.changes = staging, changes
+        self.commits, self.changes = commits, changes
 
     def rebuild(self, read_changes, plans: list, as_of: AsOf | None) -> None:
         """Each table's state as of the end (or `as_of`), computed from its
@@ -86,7 +86,7 @@ class SparkTables:
                 changes = changes.where(as_of.condition())
             empty = self.spark.createDataFrame([], table_struct(plan["layout"]))
             self._rewrite(changes, plan, empty, sizes.pop(key))
-            self.staging.stage_whole(key, plan, "rebuilt")
+            self.commits.stage_whole(key, plan, "rebuilt")
 
         # Tables whose every change inserts (an event log) need no aggregate by key.
         inserts = {key: self.changes.inserts_only(sources_of(plan)) for key, plan in by_key.items()}
@@ -99,8 +99,8 @@ class SparkTables:
                             group, sizes)
         self._each(job, self._jobs(sizes, inserts), sum(sizes.values()))
         for key, plan in by_key.items():
-            self.staging.stage_whole(key, plan, "rebuilt")
-        self.staging.log(f"tables: {len(by_key) + len(rekeyed)} rebuilt"
+            self.commits.stage_whole(key, plan, "rebuilt")
+        self.commits.log(f"tables: {len(by_key) + len(rekeyed)} rebuilt"
                  + (f" as of {as_of.describe()}" if as_of else ""))
 
     def apply(self, changes, files: list, plans: list) -> None:
@@ -120,7 +120,7 @@ class SparkTables:
             else:
                 rewritten.append(plan)
         if appended or merged or rewritten:
-            self.staging.log(f"tables: appending to {len(appended)}, merging into {len(merged)}, "
+            self.commits.log(f"tables: appending to {len(appended)}, merging into {len(merged)}, "
                      f"rewriting {len(rewritten)}")
         kinds = {**{key: "rows" for key in by_table(appended)},
                  **{key: "net" for key in by_table(merged)}}
@@ -137,20 +137,20 @@ class SparkTables:
         self._each(job, self._jobs(sizes, kinds), sum(sizes.values()))
         for key, plan in by_key.items():
             if kinds[key] == "rows":
-                self.staging.stage_whole(key, plan, "appended")
+                self.commits.stage_whole(key, plan, "appended")
             else:
-                self.staging.stage_net(key, plan["layout"])
+                self.commits.stage_net(key, plan["layout"])
 
         def rewrite(plan: dict) -> None:
             key = qualified(plan["database"], plan["table"])
-            current = delta_frame(changes.sparkSession, os.path.join(self.staging.tables_dir, key))
+            current = delta_frame(changes.sparkSession, os.path.join(self.commits.tables_dir, key))
             self._copies(changes, plan, current.select(
                 *[_column(c["key"]) for c in plan["layout"]["columns"]]))
-        held = sum(row_count(os.path.join(self.staging.tables_dir, key)) for key in by_table(rewritten))
+        held = sum(row_count(os.path.join(self.commits.tables_dir, key)) for key in by_table(rewritten))
         self._each(rewrite, rewritten, held + sum(found[s].rows for plan in rewritten
                                                   for s in sources_of(plan) if s in found))
         for key in by_table(rewritten):
-            self.staging.stage_copies(key)
+            self.commits.stage_copies(key)
 
     def carry(self, read_changes, carried: dict) -> list:
         """Tables whose definition changed (ADD/DROP/RENAME COLUMN, MODIFY, a
@@ -171,14 +171,14 @@ class SparkTables:
             held = row_count(source.uri) if source.uri else 0
             jobs.append((plan, current, files, held + sum(map(parquet_rows, files))))
         if jobs:
-            self.staging.log(f"tables: carrying {len(jobs)} into their new definitions")
+            self.commits.log(f"tables: carrying {len(jobs)} into their new definitions")
 
         def job(plan, current, files, size) -> None:
             self._rewrite(read_changes(files) if files else None, plan, current, size)
         self._each(lambda one: job(*one), jobs, sum(size for *_, size in jobs))
         for plan, *_ in jobs:
             key = qualified(plan["database"], plan["table"])
-            self.staging.stage_whole(key, plan, "carried")
+            self.commits.stage_whole(key, plan, "carried")
         return rebuild
 
     def _carried_rows(self, plan: dict, source: "CarriedFrom"):
@@ -237,7 +237,7 @@ class SparkTables:
         files = max(1, -(-size // ROWS_PER_FILE))  # `size`: at most the rows written
         spread = rows.repartition(1) if files == 1 else rows.repartitionByRange(files, *order)
         _partitioned_writer(spread.sortWithinPartitions(*order), plan).parquet(
-            self.staging.folder(key))
+            self.commits.folder(key))
 
     def history(self, key: str, plan: dict, changes, signature: str, whole: bool) -> None:
         """A keyed table's history rows from `changes` (binlake.spark.rules.tables.
@@ -246,10 +246,10 @@ class SparkTables:
         rows = history_versions(changes.where(one_of(sources_of(plan))), plan)
         if whole:
             rows = rows.where(~F.col(CLOSES)).drop(CLOSES)
-        folder = self.staging.folder(os.path.join(HISTORY, key))
+        folder = self.commits.folder(os.path.join(HISTORY, key))
         files = max(1, -(-self.changes.rows(sources_of(plan)) // ROWS_PER_FILE)) if whole else 1
         rows.repartition(files).write.parquet(folder)
-        self.staging.stage_history(key, plan, folder, signature, whole)
+        self.commits.stage_history(key, plan, folder, signature, whole)
 
     # -- steps ------------------------------------------------------------------------
     def _jobs(self, sizes: dict, kinds: dict) -> list[list[str]]:
@@ -283,10 +283,10 @@ class SparkTables:
         if len(plans) == 1 and sizes[keys[0]] > SMALL_TABLE_ROWS:
             plan = plans[0]
             if net:  # a MERGE's source
-                _net_rows(states, plan).write.parquet(self.staging.folder(keys[0]))
+                _net_rows(states, plan).write.parquet(self.commits.folder(keys[0]))
             else:
                 _partitioned_writer(typed_state(states, plan["layout"], sizes[keys[0]]),
-                                    plan).parquet(self.staging.folder(keys[0]))
+                                    plan).parquet(self.commits.folder(keys[0]))
             return
         # Each table's columns side by side, set on its own rows only.
         names = [[c["key"] for c in plan["layout"]["columns"]] + (list(NET_COLUMNS) if net else [])
@@ -304,7 +304,7 @@ class SparkTables:
                 continue
             if plan["layout"]["primary_key"] and not net:
                 rows = sorted_by(rows, plan["layout"]["primary_key"])
-            write_table_rows(self.staging.folder(key), rows,
+            write_table_rows(self.commits.folder(key), rows,
                         () if net else partition_by(plan))
 
     def _copies(self, changes, plan: dict, current) -> None:
@@ -335,7 +335,7 @@ class SparkTables:
                        .otherwise(0))
         ops = counted.select(F.explode(F.concat(removed, added)).alias("o"))
         ops.select("o.r.*", F.col("o.op").alias(COPY_OP)).write.parquet(
-            self.staging.folder(key))
+            self.commits.folder(key))
 
 
 def spark_table(spark, out: str, table: str, as_of=None):

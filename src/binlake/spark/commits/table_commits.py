@@ -40,7 +40,7 @@ TABLES, HISTORY = "tables", "history"
 WAYS = ("appended", "merged", "rewritten", "carried", "rebuilt", "history")
 
 
-class Staging:
+class TableCommits:
     """One run's staged tables and their queued commits."""
 
     def __init__(self, tables_dir: str, staged: str, history_dir: str, run: int,
