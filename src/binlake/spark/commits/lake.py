@@ -24,7 +24,8 @@ Strategy: a run that appended new changes hands every table only those
   binlake.spark.plans.conversions; one it does not convert refuses the run),
   the new changes applied on top, committed whole; a table new to the
   lake is rebuilt from all of its changes (one the lock-free
-  snapshot read: by the driver from its chunk files, `_built_from_chunks`).
+  snapshot read: by the driver from its chunk files,
+  binlake.spark.commits.driver_way).
   The cost of all but the last follows a table's current size and its new
   changes, never its history.
 A partial row image that cannot be completed fails the run in one line
@@ -117,21 +118,8 @@ def update_tables(spark, out: str, plans: list, manifest: Manifest, *, as_of: As
     changes = ChangeFiles(os.path.join(out, "changes"))
     lake = _Ways(SparkTables(spark, commits, changes), DriverTables(commits, changes), commits)
     try:
-        # A type change binlake does not convert as the server did, rows an
-        # ALTER deleted unsaid: refused before anything is staged (each
-        # engine would otherwise guess).
-        reason = next((found for plan in by_key.values()
-                       for found in (refusal_of_plan(plan), rows_lost_refusal(plan)) if found),
-                      None)
-        if reason is not None:
-            raise ValueError(reason)
-        # A REPLACE whose reset columns the binlog does not hold (commits.replaces).
-        new = _new_files(manifest, out, 0)
-        reason = next((found for plan in by_key.values() for found in [partial_replace(
-            changes.of(new, sources_of(plan)), plan, os.path.join(out, "events"))] if found),
-                      None)
-        if reason is not None:
-            raise ValueError(reason)
+        _refuse_before_staging(by_key, changes, _new_files(manifest, out, 0),
+                               os.path.join(out, "events"))
         _stage(lake, manifest, by_key, signatures, in_step, as_of, out, tables_dir,
                read_changes, tables_mixed, fresh)
         if history and as_of is None:
@@ -162,6 +150,19 @@ def update_tables(spark, out: str, plans: list, manifest: Manifest, *, as_of: As
     plans = {**{key: signature for key, signature in (state.plans if state else {}).items()
                 if key in kept}, **signatures}
     return counts, TablesState(through, plans, as_of.describe() if as_of else None), commits.work
+
+
+def _refuse_before_staging(by_key: dict, changes: ChangeFiles, new: list, events: str) -> None:
+    """What no engine could apply exactly, refused (ValueError) before
+    anything is staged, each engine would otherwise guess: a type change
+    binlake does not convert as the server did, rows an ALTER deleted
+    unsaid, a REPLACE whose reset columns the binlog does not hold (in the
+    `new` change files: binlake.spark.commits.replaces)."""
+    for plan in by_key.values():
+        reason = (refusal_of_plan(plan) or rows_lost_refusal(plan)
+                  or partial_replace(changes.of(new, sources_of(plan)), plan, events))
+        if reason:
+            raise ValueError(reason)
 
 
 def tables_in_step(state: TablesState | None, tables_dir: str) -> bool:
