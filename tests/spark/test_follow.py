@@ -238,6 +238,71 @@ def test_the_follower_keeps_the_lake_equal_to_the_server_through_kills_and_a_res
     assert sorted(held) == sorted(sent)
 
 
+def test_a_micro_batch_reads_only_copy_bytes_that_are_fsynced(server, tmp_path, monkeypatch):
+    """The copier's timer fsyncs up to a second after a write; the lake's
+    manifest, fsynced, must name no copy byte a crash of the machine could
+    take back. Here the timer never fsyncs (a copy's bytes stay in the page
+    cache until the copier closes it), every fsync is recorded with the size
+    its file had, and after each micro-batch of a follower in this process no
+    copy's end in the manifest may be past its synced size (before: the
+    runs read every byte written)."""
+    from binlake.live import backup
+    from binlake.live.source import LiveOptions, LiveSource
+    from binlake.spark.run.follow import Follower
+    from binlake.spark.run.session import LazySession
+    from binlake.spark.state.store import load_manifest
+
+    synced, real_fsync = {}, os.fsync
+
+    def fsync(descriptor):
+        found = os.fstat(descriptor)  # what was written before the fsync is on disk after it
+        real_fsync(descriptor)
+        key = (found.st_dev, found.st_ino)
+        synced[key] = max(synced.get(key, 0), found.st_size)
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(backup, "FSYNC_EVERY", 3600.0)
+    lake = tmp_path / "lake"
+    copies = lake / "_binlake" / "binlogs"
+    past_synced, read, failures = [], [], []
+
+    def after_batch(found) -> None:
+        for name, entry in load_manifest(str(lake)).files.items():
+            where = os.stat(copies / name)
+            on_disk = synced.get((where.st_dev, where.st_ino), 0)
+            read.append(entry.end)
+            if entry.end > on_disk:
+                past_synced.append((name, entry.end, on_disk))
+
+    def no_spark():
+        raise AssertionError("small increments started a Spark session")
+
+    def follow() -> None:
+        try:
+            follower.run()
+        except BaseException as exc:  # noqa: BLE001 - the test's to raise
+            failures.append(exc)
+    source = LiveSource(LiveOptions({"host": "127.0.0.1", "port": server.port, "user": "root"},
+                                    to_last_log=True, stop_never=True, heartbeat=1.0))
+    follower = Follower(LazySession(no_spark, "local[2]"), str(lake), source, "binlog.000001",
+                        on_status=after_batch)
+    thread, writer = threading.Thread(target=follow, daemon=True), Writer(server)
+    thread.start()
+    writer.start()
+    try:
+        deadline = time.monotonic() + 120
+        while follower.status.micro_batches < 10 and thread.is_alive() \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        writer.done.set()
+        writer.join()
+        follower.stop()
+        thread.join(120)
+    assert not failures, failures
+    assert follower.status.micro_batches >= 10 and max(read) > 4, follower.status
+    assert not past_synced, f"(copy, manifest's end, bytes fsynced): {past_synced[:5]}"
+
+
 def test_once_to_the_servers_end_then_another_server_is_refused(server, tmp_path):
     """-R without --follow: the lake holds the server's last commit, and the
     command ends; the same lake pointed at another server, of another

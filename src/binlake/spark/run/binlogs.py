@@ -9,7 +9,10 @@ read before to read again for tables `--tables` newly selects. Both refuse
 in one line, before anything is written, what would make the lake silently
 wrong: a binlog older than those read or after one never read (by number,
 and by the name the previous file's ROTATE gives), a file that is not the
-one read before under its name. `unread_bytes` is the size of a run
+one read before under its name. A run may be held to a length per file
+(`limits`: the follower's copies as far as they are fsynced), so that the
+manifest never records bytes a crash of the machine can take back.
+`unread_bytes` is the size of a run
 before its session starts, from the manifest alone.
 """
 
@@ -66,9 +69,11 @@ def fingerprint(path: str) -> str:
     return f"{zlib.crc32(stable):08x}"
 
 
-def new_segments(files, manifest: Manifest, warnings: list):
+def new_segments(files, manifest: Manifest, warnings: list, limits: dict | None = None):
     """The byte ranges not read yet: from where the manifest left each file
-    to its last transaction boundary."""
+    to its last transaction boundary (before its bytes in `limits`, {name:
+    bytes}, where given: what of a copy still being written is on disk for
+    sure; a file whose format description is not is left to a later run)."""
     segments, scans, entries = [], {}, {}
     _refuse_holes(files, manifest)
     for path, seq in files:
@@ -93,14 +98,18 @@ def new_segments(files, manifest: Manifest, warnings: list):
         if os.path.getsize(path) < start:
             raise ValueError(f"{path} is shorter than the {start} bytes read before: "
                              "use a new output directory")
-        found = scan(path, start=start)
+        stop = None if limits is None else limits[name]
+        found = scan(path, start=start, stop=stop)
         if found.framing is None:
             warnings.append(f"{path}: {found.stopped}, skipped")
             continue
-        if not found.framing.in_use and found.closed_end < found.size:
+        if known is None and stop is not None and stop < found.framing.fde_end:
+            continue
+        size = found.size if stop is None else min(found.size, stop)
+        if not found.framing.in_use and found.closed_end < size:
             # A closed file should end with a whole transaction and a whole event.
             reason = found.stopped or "the last transaction has no end"
-            warnings.append(f"{path}: read up to offset {found.closed_end} of {found.size}: {reason}")
+            warnings.append(f"{path}: read up to offset {found.closed_end} of {size}: {reason}")
         end = max(found.closed_end, start)
         entries[name] = FileRead(seq, path, end, mark,
                                  found.rotates_to or (known.next if known else None))

@@ -24,6 +24,13 @@ Strategy: one process, two parts joined by files on disk.
   follower when, the next start completing or discarding a run in flight.
   A run starts as soon as the previous one has ended and new bytes are on
   disk.
+- Durable bytes only: the copier's timer fsyncs up to a second after a
+  write, and a run's manifest, fsynced, must name no byte a crash of the
+  machine can take back (the lake would refuse the shorter copy forever).
+  So before each run the follower fsyncs each copy grown since the last
+  (the newest, as a rule: one fsync a micro-batch) and holds the run to the
+  sizes taken before those fsyncs (`read_limits`); a copy begun after them
+  waits for the next run.
 A restarted follower needs no position: its copier continues from the
 backup manifest, its runs from the lake's. Tables its `--tables` newly
 selects, and those `binlake pipeline --snapshot-tables` asks for (a file in
@@ -163,11 +170,11 @@ class Follower:
         self._names_in_lake = ""                # failover<N>~ on the Nth server after the first
         self._stop_when_snapshotted = False
         self._round_failures = 0                # in a row
+        self._synced: dict = {}                 # copy's name -> bytes this process fsynced
         # The next server after a failover (its catch-up: a run over the old
         # server's copies), and the tables read anew.
         self._next_server = NextServer(self.out, self.prefix, self.log, self._stop,
-                                       lambda: run_pipeline(self.spark, [self.prefix], self.out,
-                                                            log=self.log, **self.pipeline_options))
+                                       lambda: self._run(log=self.log))
         self._anew = TablesAnew(self.out, address, self.pipeline_options, chunk_rows, self.log)
 
     def stop(self) -> None:
@@ -243,12 +250,37 @@ class Follower:
         if manifest.files or backup.copies:
             raise ValueError("--snapshot-from starts a lake, and this one has read binlogs "
                              "already: use a new output directory (nothing was changed)")
-        run_pipeline(self.spark, [self.prefix], self.out, log=self.log, snapshot=self.address,
-                     snapshot_chunk_rows=self.chunk_rows, snapshot_chunked=True,
-                     **self.pipeline_options)
+        self._run(log=self.log, snapshot=self.address, snapshot_chunk_rows=self.chunk_rows,
+                  snapshot_chunked=True)
         return load_manifest(self.out).snapshot.file
 
     # Micro-batches --------------------------------------------------------------------
+    def _run(self, **options) -> PipelineResult:
+        """A run of the pipeline over the copies as far as they are on disk
+        for sure (`_on_disk`)."""
+        return run_pipeline(self.spark, [self.prefix], self.out, read_limits=self._on_disk(),
+                            **options, **self.pipeline_options)
+
+    def _on_disk(self) -> dict:
+        """{copy's name: bytes of it on disk for sure}, every copy's: one
+        grown since the last call (the newest, as a rule: the copier fsyncs
+        a copy as it closes it) fsynced first, through a descriptor of the
+        follower's own (an fsync writes what any descriptor wrote), its size
+        taken before: the copier's timer may be up to a second away."""
+        sizes = {}
+        for name in _copies(self.prefix):
+            path = self.prefix + name
+            size = os.path.getsize(path)
+            if size != self._synced.get(name):
+                descriptor = os.open(path, os.O_RDONLY)
+                try:
+                    os.fsync(descriptor)
+                finally:
+                    os.close(descriptor)
+            sizes[name] = size
+        self._synced = sizes
+        return sizes
+
     def _micro_batches(self) -> None:
         try:
             self._follow()
@@ -278,8 +310,7 @@ class Follower:
                 # later ones only warn: the status says the rest.
                 log = self.log if not self.status.micro_batches else self._warnings
                 began = time.monotonic()
-                result = run_pipeline(self.spark, [self.prefix], self.out, log=log,
-                                      snapshot_round=chunks, **self.pipeline_options)
+                result = self._run(log=log, snapshot_round=chunks)
                 self._report(result, time.monotonic() - began)
             if stopping:
                 break

@@ -32,7 +32,9 @@ written under _binlake/staging/ and fsynced (binlake.atomic.fsync_files:
 Spark's and the driver's writers do not), the manifest they belong to is
 written next to them, then they are moved into place, their folders
 fsynced, and the manifest replaced: a power cut never leaves a manifest
-naming bytes the disk does not hold.
+naming bytes the disk does not hold. Nor binlog bytes it may not hold: a
+run given `read_limits` (the follower: its copies as far as they are
+fsynced) reads no file past them.
 A run finding a staging manifest finishes that move first; one finding
 staging data without one discards it.
 
@@ -109,9 +111,11 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
                  snapshot_round: tuple | None = None, read_in: str = "auto",
                  temporals: str | None = None, history: bool = False,
                  partition_by: str | dict | None = None, rebuild: str | None = None,
-                 log=None) -> PipelineResult:
+                 read_limits: dict | None = None, log=None) -> PipelineResult:
     """`rebuild`: db.table patterns of tables built again from changes/
-    (binlake.spark.run.rebuild)."""
+    (binlake.spark.run.rebuild). `read_limits` ({binlog name: bytes}) holds
+    the run to those bytes of the files it names, and to those files: the
+    follower's copies as far as they are on disk for sure."""
     if isinstance(spark, LazySession):
         spark.then(configure_session)
     else:
@@ -134,7 +138,7 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
                         snapshot_chunked=snapshot_chunked, snapshot_round=snapshot_round,
                         read_in=read_in, temporals=temporals, keep_history=history,
                         partition_by=parse_partition_by(partition_by), rebuild=rebuild,
-                        log=log)
+                        read_limits=read_limits, log=log)
         except Exception:  # (Ctrl-C does not wait)
             if isinstance(spark, LazySession):
                 spark.settle()  # the JVM's own start-up lines before the caller's error line
@@ -225,7 +229,7 @@ class Run:
 def _run_in(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitions, schema,
             tables, reader_options, snapshot, snapshot_chunk_rows, snapshot_chunked,
             snapshot_round, read_in, temporals, keep_history, partition_by, rebuild,
-            undo: RunUndo, log) -> PipelineResult:
+            read_limits, undo: RunUndo, log) -> PipelineResult:
     """The run's phases: the lake's choices, a snapshot's rows, the binlogs
     read again for tables newly selected, the new binlogs, then the tables
     (as of a point, or brought in step)."""
@@ -243,6 +247,8 @@ def _run_in(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_parti
         options["tables"] = tables
     run = Run(spark, out, TableFilter(tables), options, undo, log)
     files = number_files(expand_inputs(inputs), require_names=True)
+    if read_limits is not None:
+        files = [(path, seq) for path, seq in files if os.path.basename(path) in read_limits]
     again = catch_up(files, manifest, run.wanted)
     staged_snapshot = None
     if snapshot is not None and manifest.snapshot is None:
@@ -265,7 +271,8 @@ def _run_in(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_parti
     layouts = dict(manifest.layouts)
     if again:
         manifest = _read_again(run, again, manifest, history, layouts)
-    manifest = _read_new(run, files, manifest, history, layouts, staged_snapshot, read_in)
+    manifest = _read_new(run, files, manifest, history, layouts, staged_snapshot, read_in,
+                         read_limits)
     if as_of:
         build_tables_as_of(run, as_of, as_of_out, manifest, history, layouts, temporals,
                            partition_by)
@@ -313,11 +320,11 @@ def _read_again(run: Run, again: list, manifest: Manifest, history,
 
 
 def _read_new(run: Run, files, manifest: Manifest, history, layouts: dict, staged_snapshot,
-              read_in: str) -> Manifest:
+              read_in: str, limits: dict | None) -> Manifest:
     """The binlogs' new ranges (and a snapshot's rows) into events/ and
     changes/, with the manifest that says so."""
     result = run.result
-    segments, scans, file_entries = new_segments(files, manifest, result.warnings)
+    segments, scans, file_entries = new_segments(files, manifest, result.warnings, limits)
     result.segments = segments
     for message in result.warnings:
         run.log(f"warning: {message}")
