@@ -70,6 +70,15 @@ def fsync_files(paths, root) -> None:
         _fsync(folder)
 
 
+def durable_size(path: str) -> int:
+    """How many bytes of the file `path`, which another writer appends to,
+    are on disk for sure: its size, taken before it is fsynced (what is
+    appended meanwhile may not be)."""
+    size = os.path.getsize(path)
+    _fsync(path)
+    return size
+
+
 def _fsync(path: str) -> None:
     """fsync a file or a folder by its path (Linux syncs the inode, whichever
     descriptor asks)."""

@@ -157,3 +157,31 @@ def test_tables_option_reads_only_those_tables(spark, truth):
              .option("tables", "binlake_test.no_pk,*.probe").load(truth.files))
     assert {r.table for r in frame.select("table").distinct().collect()} == {"no_pk", "probe"}
     assert os.path.basename(frame.first().path).startswith("binlog.")
+
+
+def test_a_live_servers_offsets_stop_at_the_bytes_on_disk_for_sure(tmp_path, monkeypatch):
+    """Following a live server, the stream's latest offset is the last whole
+    transaction within the bytes of the newest copy fsynced (what an OS
+    crash cannot take: a checkpoint past them could not be read again);
+    reading loaded files, the file's whole transactions."""
+    import shutil
+
+    from binlake.spark.read import source
+    sample = os.path.join(os.path.dirname(source.__file__), "..", "..", "sample_data",
+                          "binlog.000001")
+    copy = tmp_path / "binlog.000001"
+    shutil.copy(sample, copy)
+    whole = scan(str(copy)).boundaries
+    half = whole[len(whole) // 2]
+    synced = []
+
+    def durable(path):
+        synced.append(path)
+        return half + 7  # bytes past a boundary, not a transaction's end
+    monkeypatch.setattr(source, "durable_size", durable)
+    reader = source.BinlogStreamReader({"path": str(tmp_path)})
+    assert reader.latestOffset()["pos"] == scan(str(copy)).closed_end  # loaded: no copier
+    reader = source.BinlogStreamReader({"path": str(tmp_path)})
+    reader._copier = type("Copier", (), {"failure": None})()  # following a server
+    offset = reader.latestOffset()
+    assert synced == [str(copy)] and offset["pos"] == half < scan(str(copy)).closed_end

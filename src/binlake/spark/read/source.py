@@ -34,6 +34,7 @@ import os
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
+from binlake.atomic import durable_size
 from binlake.read.scan import scan
 from binlake.spark.read.batches import VIEWS, change_batches, event_batches, spark_ddl
 from binlake.spark.read.ranges import (DEFAULT_SPLIT_BYTES, FIRST_EVENT, Split, expand_inputs,
@@ -172,7 +173,11 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         path, seq = files[-1]
         # Resume the header scan where the last one found a boundary.
         resume = self._scanned[1] if self._scanned and self._scanned[0] == path else None
-        result = scan(path, start=resume)
+        # A live server's copy: only what is on disk for sure (the copier
+        # fsyncs within a second), so that no checkpointed offset is past
+        # bytes an OS crash can take (a closed copy is fsynced whole).
+        stop = durable_size(path) if self._copier is not None else None
+        result = scan(path, start=resume, stop=stop)
         if result.framing is None:  # the file has just appeared and is still empty
             return {"file_seq": seq, "file": os.path.basename(path), "pos": FIRST_EVENT}
         self._scanned = (path, result.closed_end)

@@ -64,6 +64,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from binlake.atomic import durable_size
 from binlake.spark.read.failover import FAILOVER_PREFIX, copies_prefix
 from binlake.spark.read.ranges import name_sequence
 from binlake.spark.run.follow_anew import TablesAnew
@@ -265,18 +266,15 @@ class Follower:
         """{copy's name: bytes of it on disk for sure}, every copy's: one
         grown since the last call (the newest, as a rule: the copier fsyncs
         a copy as it closes it) fsynced first, through a descriptor of the
-        follower's own (an fsync writes what any descriptor wrote), its size
-        taken before: the copier's timer may be up to a second away."""
+        follower's own (binlake.atomic.durable_size: an fsync writes what
+        any descriptor wrote), its size taken before: the copier's timer may
+        be up to a second away."""
         sizes = {}
         for name in _copies(self.prefix):
             path = self.prefix + name
             size = os.path.getsize(path)
             if size != self._synced.get(name):
-                descriptor = os.open(path, os.O_RDONLY)
-                try:
-                    os.fsync(descriptor)
-                finally:
-                    os.close(descriptor)
+                size = durable_size(path)
             sizes[name] = size
         self._synced = sizes
         return sizes
