@@ -123,7 +123,9 @@ class ScriptedServer:
 
             def identity(self):
                 server_id = server.server_ids.pop(0) if server.server_ids else 1
-                return {"server_id": server_id, "server_uuid": None}
+                # (MariaDB has no server UUID; a MySQL server's is made of its id)
+                return {"server_id": server_id, "server_uuid": None if server.mariadb
+                        else f"00000000-0000-0000-0000-{server_id:012d}"}
 
             def prepare(self, **_):
                 pass

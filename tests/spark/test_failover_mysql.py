@@ -9,7 +9,9 @@ replicated-bin.000001 (GTIDs 1-5 of one server UUID, an empty
 Previous_gtids) and replicated-bin.000002 (Previous_gtids 1-5, GTIDs 6-9).
 The old server's copies hold them up to GTID 7; the new server (a replica
 of the old one, with the same binlogs: 1-9) is asked for the lake's set and
-its copy placed after GTID 7.
+its copy placed after GTID 7: by the failover's functions one by one, by
+the follower's NextServer, and end to end by the follower (Spark runs
+included) on the old server and then on the new one.
 """
 from __future__ import annotations
 
@@ -220,3 +222,45 @@ def test_a_mariadb_server_after_a_mysql_one_is_refused_in_one_line(old_lake):
                                               "after MySQL; nothing was changed"):
         follower.moved(source)
     assert caught_up == []
+
+
+def test_a_follower_goes_on_on_a_scripted_mysql_server_end_to_end(tmp_path, ends, spark):
+    """The follower (binlake.spark.run.follow) on the old MySQL server (id 1),
+    which ends after GTID 7; then on the new one (id 2, a replica of it with
+    GTIDs 1-9): changes/ holds each transaction's changes once, those after
+    the failover read from the new server's copy."""
+    import pyarrow.parquet as pq
+
+    from binlake.live.source import LiveOptions, LiveSource
+    from binlake.spark.run.follow import Follower
+    from scripted_server import ScriptedServer, artificial_rotate, events_of
+    out = str(tmp_path / "lake")
+    first = [event for _, event in events_of(FOLDER / FIRST)]
+    second = events_of(FOLDER / SECOND)
+    old = ScriptedServer([artificial_rotate(FIRST), *first, artificial_rotate(SECOND),
+                          *[event for pos, event in second if pos < ends[7]]],
+                         server_ids=[1] * 10, mariadb=False)
+    whole = [event for _, event in second]
+    new = ScriptedServer([artificial_rotate(SECOND), *whole], [artificial_rotate(SECOND), *whole],
+                         server_ids=[2] * 10, mariadb=False,
+                         variables={"gtid_executed": f"{SID}:1-9"},
+                         binary_logs=[(name, (FOLDER / name).stat().st_size)
+                                      for name in (FIRST, SECOND)])
+    said = []
+    for server, start in ((old, FIRST), (new, None)):
+        source = LiveSource(LiveOptions({"host": "h", "port": 1}, to_last_log=True),
+                            connection_class=server.connection_class)
+        Follower(spark, out, source, start, log=said.append).run()
+    assert any(f"the lake's GTIDs {SID}:1-7 go on in its {SECOND}" in line for line in said), said
+    assert f"the lake goes on in failover1~{SECOND} at {ends[7]}" in said, said
+    changes = pq.read_table(os.path.join(out, "changes"), columns=["gtid", "file"]).to_pylist()
+    held = sorted((row["gtid"], row["file"]) for row in changes)
+    assert held == sorted([(f"{SID}:{gno}", FIRST) for gno in (1, 3, 4, 5)]
+                          + [(f"{SID}:{gno}", SECOND) for gno in (6, 7)]
+                          + [(f"{SID}:8", f"failover1~{SECOND}")])
+    # the new server's copy read after GTID 7 only: 8 and 9 (a DROP TABLE), once each
+    events = pq.read_table(os.path.join(out, "events"),
+                           columns=["gtid", "file", "pos"]).to_pylist()
+    after = [row for row in events if row["file"] == f"failover1~{SECOND}"]
+    assert {row["gtid"] for row in after if row["gtid"]} == {f"{SID}:8", f"{SID}:9"}
+    assert min(row["pos"] for row in after) == ends[7]

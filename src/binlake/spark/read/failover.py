@@ -294,13 +294,18 @@ def _held(gtids, state, pos: int) -> tuple[str, bool]:
 
 def wait_for_copy(path: str, size: int, copier, stopped, timeout: float = 600.0) -> bool:
     """Until the copy at `path` is `size` bytes long (False: the follower was
-    stopped first); the copier's failure is raised."""
+    stopped first); the copier's failure is raised. (A copier that ends at
+    the server's last binlog, without --follow, stops the follower as it
+    ends: the copy may be whole then.)"""
     deadline = time.monotonic() + timeout
-    while not os.path.exists(path) or os.path.getsize(path) < size:
+
+    def copied() -> bool:
+        return os.path.exists(path) and os.path.getsize(path) >= size
+    while not copied():
         if copier.failure is not None:
             raise copier.failure
         if stopped.wait(0.05):
-            return False
+            return copied()
         if time.monotonic() > deadline:
             raise TimeoutError(f"{path} did not reach {size} bytes in {timeout:.0f} s")
     return True
