@@ -102,6 +102,15 @@ def test_a_server_lacking_part_of_the_lakes_set_is_refused_naming_an_interval():
             "topology's server); nothing was changed")
 
 
+def test_a_gtid_sets_difference_is_what_the_other_lacks():
+    other = "11111111-1111-1111-1111-111111111111"
+    held = GtidSet.parse(f"{SID}:1-10:20-30,{SID}:tag:1-5,{other}:7")
+    executed = GtidSet.parse(f"{SID}:2-3:5-25,{SID}:TAG:1-5")
+    assert str(held.difference(executed)) == f"{other}:7,{SID}:1:4:26-30"
+    assert held.difference(held).intervals == {}
+    assert str(held.difference(GtidSet())) == str(held)
+
+
 def test_the_lake_goes_on_after_the_last_transaction_of_its_set(ends):
     path = str(FOLDER / SECOND)
     size = os.path.getsize(path)
