@@ -64,6 +64,19 @@ class GtidSet:
                 merged.setdefault(key, []).extend(intervals)
         return GtidSet({key: merged_intervals(intervals) for key, intervals in merged.items()})
 
+    def difference(self, other: "GtidSet") -> "GtidSet":
+        """The GTIDs of this set that are not in `other` (what a server whose
+        gtid_executed is `other` lacks of this set)."""
+        out = {}
+        for key, intervals in self.intervals.items():
+            left = merged_intervals(intervals)
+            for first, last in merged_intervals(other.intervals.get(key, ())):
+                left = [piece for a, b in left for piece in
+                        ((a, min(b, first - 1)), (max(a, last + 1), b)) if piece[0] <= piece[1]]
+            if left:
+                out[key] = left
+        return GtidSet(out)
+
     def __str__(self) -> str:
         """As MySQL writes a set: `uuid[:tag]:1-5:7`, groups by UUID and tag."""
         parts = []

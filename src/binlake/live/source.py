@@ -140,6 +140,11 @@ class LiveSource:
         return LiveSource(replace(self.options), self._connection_class)
 
     @property
+    def connection_class(self):
+        """What its connections are made by (a scripted server's, in tests)."""
+        return self._connection_class
+
+    @property
     def where(self) -> str:
         s = self.options.settings
         return s.get("unix_socket") or f"{s.get('host')}:{s.get('port')}"

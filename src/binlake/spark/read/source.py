@@ -188,9 +188,10 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return offset
 
     def _gtid_state(self, path: str, end: int) -> str:
-        """The MariaDB GTID state at `end` of `path` (the offset's `gtid`:
-        where a replica of the same domain would go on), carried from the
-        last offset's (a new file's GTID list gives it whole)."""
+        """The GTID state at `end` of `path` (the offset's `gtid`: where a
+        replica of the same domain would go on; MariaDB's GTID list, MySQL's
+        GTID set), carried from the last offset's (a new file's GTID list or
+        Previous_gtids gives it whole)."""
         from binlake.spark.read.failover import gtid_text, gtids_in
         known, at, state = self._gtids
         if known != path or at > end:

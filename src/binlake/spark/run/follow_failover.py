@@ -9,9 +9,10 @@ transaction copied from the old server goes in first (the follower's
 server's binlogs: the binlog it goes on in is asked for (`moved`), and
 once the new server's first copy holds what the server had when asked,
 the manifest records the floor there (`place`). Anything that would not
-go on exactly (no GTIDs, not MariaDB, a lock-free snapshot still reading
-the old server, GTIDs the new server does not hold) is refused in one
-line, before anything is written.
+go on exactly (no GTIDs, a server of the other flavor than the old one's:
+MariaDB after MySQL or MySQL after MariaDB, a lock-free snapshot still
+reading the old server, GTIDs the new server does not hold) is refused in
+one line, before anything is written.
 """
 
 from __future__ import annotations
@@ -67,11 +68,13 @@ class NextServer:
         if not moved and placed:
             return epoch, None
         where = source.where
-        if not mariadb:
+        if known is not None and mariadb != (known.get("server_uuid") is None):
+            # (MySQL has a server UUID, MariaDB none)
             raise FailoverRefused(
                 f"{where} is server id {identity['server_id']}, and the lake's copies are of "
-                f"server id {known.get('server_id')}: going on on another server needs MariaDB's "
-                "GTIDs; nothing was changed")
+                f"server id {known.get('server_id')}: going on on another server needs GTIDs "
+                f"of one kind, and this is {'MariaDB' if mariadb else 'MySQL'} after "
+                f"{'MySQL' if mariadb else 'MariaDB'}; nothing was changed")
         if snapshot_reading(load_manifest(self.out).chunks):
             raise FailoverRefused(
                 f"{where} is another server than the one the lock-free snapshot reads (its "
@@ -88,24 +91,25 @@ class NextServer:
                 "lake has no GTID to go on by (its binlogs have none): nothing was changed")
         check_holds(binlog_pos, state, f"{where} is server id {identity['server_id']}" + (
             f", not server id {known.get('server_id')} the lake followed" if moved else ""))
-        file, size = starting_binlog(source.options, state)
+        file, size = starting_binlog(source, state)
         self.log(f"{where} (server id {identity['server_id']}) is another server than the one "
                  f"the lake followed: the lake's GTIDs {gtid_text(state)} go on in its {file}")
         return epoch, Placing(epoch, file, size, state)
 
     def _answering(self, source) -> tuple[dict, bool, str]:
-        """(identity, is MariaDB, @@gtid_binlog_pos) of the server at the
-        source's address; a server restarting is waited for, as the copier
-        waits for one."""
-        from binlake.live.protocol import ReplicaConnection, ReplicationError
+        """(identity, is MariaDB, the GTIDs in its binlog: MariaDB's
+        @@gtid_binlog_pos, MySQL's @@GLOBAL.gtid_executed) of the server at
+        the source's address; a server restarting is waited for, as the
+        copier waits for one."""
+        from binlake.live.protocol import ReplicationError
         options, delay = source.options, 0.5
         while True:
-            connection = ReplicaConnection(options.settings, server_id=options.server_id,
-                                           heartbeat=0, read_timeout=30)
+            connection = source.connection_class(options.settings, server_id=options.server_id,
+                                                 heartbeat=0, read_timeout=30)
             try:
                 connection.connect()
                 mariadb = connection.is_mariadb
-                position = str(connection.variable("gtid_binlog_pos") or "") if mariadb else ""
+                position = _gtids_logged(connection)
                 return connection.identity(), mariadb, position
             except ReplicationError as exc:
                 if not (exc.retryable and options.stop_never) or self._stop.wait(delay):
@@ -129,6 +133,20 @@ class NextServer:
                           utc_now())))
         self.log(f"the lake goes on in {local} at {at}")
         return True
+
+
+def _gtids_logged(connection) -> str:
+    """MariaDB's @@gtid_binlog_pos, MySQL's @@GLOBAL.gtid_executed ("" before
+    MySQL 5.6: no GTIDs)."""
+    from binlake.live.protocol import ReplicationError
+    if connection.is_mariadb:
+        return str(connection.variable("gtid_binlog_pos") or "")
+    try:
+        return str(connection.variable("gtid_executed") or "")
+    except ReplicationError as exc:
+        if exc.retryable:
+            raise
+        return ""
 
 
 __all__ = ["NextServer", "Placing"]
