@@ -53,7 +53,6 @@ import io
 import random
 import time
 from dataclasses import dataclass, field
-from decimal import Decimal
 from pathlib import Path
 from typing import Callable
 
