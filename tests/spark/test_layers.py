@@ -71,3 +71,26 @@ def test_sizes(path):
             length = node.end_lineno - node.lineno + 1
             limit = CLASS_LINES if isinstance(node, ast.ClassDef) else FUNCTION_LINES
             assert length <= limit, f"{node.name}: {length} lines"
+
+
+#: What writes a Delta table (binlake.spark.commits.delta and .delta_upkeep).
+DELTA_WRITES = {"commit_table", "merge_net_changes", "merge_copies", "merge_history",
+                "after_run", "maintain"}
+#: ... and the only modules that may call them: the run's one committer,
+#: `binlake maintain` (the pipeline's `maintain_lake`), and their own modules.
+DELTA_WRITERS = {"commits/table_commits.py", "run/pipeline.py", "commits/delta.py",
+                 "commits/delta_upkeep.py"}
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(SPARK)))
+def test_one_place_commits_to_the_delta_tables(path):
+    """A run's tables are committed by binlake.spark.commits.table_commits
+    alone (issue 46: one place that commits)."""
+    if str(path.relative_to(SPARK)) in DELTA_WRITERS:
+        return
+    tree = ast.parse(path.read_text())
+    imported = {alias.asname or alias.name for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                    ("binlake.spark.commits.delta", "binlake.spark.commits.delta_upkeep"))
+                for alias in node.names}
+    assert imported & DELTA_WRITES == set()
