@@ -448,12 +448,21 @@ def test_dump_threads_killed_at_random_moments_under_load_lose_and_repeat_nothin
                 return
     thread = threading.Thread(target=consume)
     thread.start()
-    writer = threading.Thread(target=write, args=(server, 41, 1460))
+    killed = [0]
+
+    def writes():  # in four parts, each after one more kill (a loaded machine's
+        for part in range(4):  # writer would otherwise finish before the kills)
+            deadline = time.monotonic() + 30
+            while killed[0] < part and time.monotonic() < deadline:
+                time.sleep(0.01)
+            write(server, 41 + part * 365, 365)
+    writer = threading.Thread(target=writes)
     writer.start()
-    rng, kills = random.Random(start), 0
-    while thread.is_alive() and kills < 8:  # while the writes come and are delivered
+    rng = random.Random(start)
+    while thread.is_alive() and killed[0] < 8:  # while the writes come and are delivered
         time.sleep(rng.uniform(0.01, 0.1))
-        kills += kill_dump_threads(server)
+        killed[0] += kill_dump_threads(server)
+    kills = killed[0]
     writer.join()
     thread.join(90)
     stream.close()

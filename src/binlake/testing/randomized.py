@@ -19,12 +19,15 @@ now and then), REPLACE and INSERT ... ON DUPLICATE KEY UPDATE on the keyed
 tables, an UPDATE of values or expressions, an UPDATE moving keys
 (`SET id = id + N ... ORDER BY` so no row meets another on the way), a
 DELETE (a key range, a predicate, LIMIT), a new session with
-`binlog_row_image` FULL, MINIMAL or NOBLOB, a short transaction of the DML
-above, and DDL the schema history follows: ADD COLUMN (a DEFAULT or none,
-NOT NULL or not, FIRST/AFTER now and then), DROP COLUMN (never a key),
-MODIFY to a wider type of the same family only (TINYINT..BIGINT, a longer
-VARCHAR, more DECIMAL digits, more fractional seconds, TEXT to
-MEDIUMTEXT: D3, conversion across families, is known) and RENAME COLUMN.
+`binlog_row_image` FULL, MINIMAL or NOBLOB and, two times in five, the lax
+sql_mode '', a short transaction of the DML above, and DDL the schema
+history follows: ADD COLUMN (a DEFAULT or none, NOT NULL or not,
+FIRST/AFTER now and then), DROP COLUMN (never a key), MODIFY to a wider
+type of the same family (TINYINT..BIGINT, a longer VARCHAR, more DECIMAL
+digits, more fractional seconds, TEXT to MEDIUMTEXT) and, in a lax
+session, to another type (INT, DECIMAL and VARCHAR one into another, a
+shorter VARCHAR: the server converts every value, `convert_column`), and
+RENAME COLUMN.
 Values stay inside the narrowest type a column ever had, and no zero date
 or CURRENT_TIMESTAMP default is written (the typed lake refuses zero dates;
 a DEFAULT taken at ALTER time is not in the binlog). A statement the server
@@ -61,6 +64,9 @@ IMAGES = ("FULL", "MINIMAL", "NOBLOB")
 INT_TYPES = ("tinyint", "smallint", "int", "bigint")
 INT_RANGE = {"tinyint": 127, "smallint": 32767, "int": 2**31 - 1, "bigint": 2**63 - 1}
 TEXT_TYPES = ("text", "mediumtext")
+#: The type changes a lax session makes (the families a column may become).
+CONVERTIBLE = {"int": ("decimal", "varchar"), "decimal": ("int", "varchar"),
+               "varchar": ("int", "decimal", "varchar")}
 BLOB_TYPES = ("blob", "mediumblob")
 
 
@@ -152,6 +158,7 @@ class Workload:
         self.counter = 0
         self.avoid = frozenset(avoid)
         self.image = "FULL"
+        self.lax = False  #: the session's sql_mode is '' (lax), not the server's strict one
         self.moved: set[str] = set()     #: tables whose keys a partial image moved this run
         self.altered: set[str] = set()   #: tables a column DDL changed this run
         self.tables = [
@@ -200,7 +207,11 @@ class Workload:
 
     def session(self) -> list[str]:
         self.image = self.rng.choice(IMAGES)
-        return ["NEW SESSION", f"SET SESSION binlog_row_image = '{self.image}'"]
+        statements = ["NEW SESSION", f"SET SESSION binlog_row_image = '{self.image}'"]
+        self.lax = "lax" not in self.avoid and self.rng.random() < 0.4
+        if self.lax:  # type changes the server makes whatever the values
+            statements.append("SET SESSION sql_mode = ''")
+        return statements
 
     def transaction(self) -> list[str]:
         body = [s for _ in range(self.rng.randint(2, 4)) for s in self._dml()]
@@ -388,6 +399,9 @@ class Workload:
         return [f"ALTER TABLE `{table.name}` RENAME COLUMN `{old}` TO `{column.name}`"]
 
     def modify_column(self, table: Table) -> list[str]:
+        convertible = [c for c in table.columns if not c.key and c.family in CONVERTIBLE]
+        if self.lax and convertible and self.rng.random() < 0.5:
+            return self.convert_column(table, self.rng.choice(convertible))
         widenable = [c for c in table.columns if self._wider(c) is not None]
         if not widenable:
             return self.add_column(table)
@@ -397,6 +411,24 @@ class Workload:
             column.size = None
         if not column.key and self.rng.random() < 0.3:  # a MODIFY restates the whole column
             column.nullable, column.default = True, None
+        return [f"ALTER TABLE `{table.name}` MODIFY {column.definition()}"]
+
+    def convert_column(self, table: Table, column: Column) -> list[str]:
+        """A MODIFY to another type (lax sql_mode: the server converts every
+        value, cutting or clipping what does not fit: binlake.spark.plans.
+        conversions holds its rules), the column restated as NULL, no DEFAULT."""
+        family = self.rng.choice(CONVERTIBLE[column.family])
+        if family == "int":
+            column.kind, column.size = self.rng.choice(INT_TYPES), None
+        elif family == "decimal":
+            column.kind, column.size = "decimal", self.rng.choice([(6, 1), (12, 3), (4, 0)])
+        else:  # a VARCHAR: a shorter one cuts its values
+            shorter = column.family == "varchar"
+            column.kind = "varchar"
+            column.size = self.rng.choice([2, column.size - 1] if shorter and column.size > 2
+                                          else [3, 12, 30])
+        column.family, column.nullable, column.default = family, True, None
+        column.floor = column.kind if family == "int" else column.size
         return [f"ALTER TABLE `{table.name}` MODIFY {column.definition()}"]
 
     def _wider(self, column: Column):
