@@ -55,10 +55,11 @@ def replayed_feed(uri: Path) -> Counter:
     import pyarrow as pa
     start = _last_type_change(uri)
     rows = Counter()
-    if start:
-        held = deltalake.DeltaTable(str(uri), version=start).to_pyarrow_table()
-        rows.update(canonical_rows(held.to_pylist()))
     table = deltalake.DeltaTable(str(uri))
+    if start:  # its rows in the table's columns now, as the feed gives every change
+        names = [field.name for field in table.schema().fields]
+        held = deltalake.DeltaTable(str(uri), version=start).to_pyarrow_table().to_pylist()
+        rows.update(canonical_rows([{name: row.get(name) for name in names} for row in held]))
     if start == table.version():
         return Counter({row: count for row, count in rows.items() if count})
     feed = pa.table(table.load_cdf(starting_version=start + 1 if start else 0).read_all())
