@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from binlake.spark.commits.change_files import CarriedFrom, ChangeFiles, sources_of
 from binlake.spark.commits.delta import read_table, row_count, rows_under_keys
 from binlake.spark.commits.table_commits import RowFiles, TableCommits, partition_by, sorted_by
-from binlake.spark.plans.history import carried_columns, days_keyed_otherwise
+from binlake.spark.plans.history import carried_columns, days_keyed_otherwise, inside
 from binlake.spark.plans.layouts import qualified
 from binlake.spark.read.partitioned import SNAPSHOT_FILES, parquet_rows
 from binlake.spark.rules import driver_tables as driver
@@ -188,7 +188,8 @@ class DriverTables:
         def typed_chunk(path: str):
             """A chunk's rows, typed, but the touched keys' (None: none in the stretch)."""
             read = pq.read_table(path, columns=["commit_key", "after"])
-            if not read.num_rows or not _inside(read.column("commit_key")[0].as_py(), stretch):
+            first = read.column("commit_key")[0].as_py() if read.num_rows else None
+            if first is None or not inside(stretch, (first["file_seq"], first["pos"])):
                 return None  # a chunk from before a TRUNCATE: its rows are gone
             texts = _chunk_columns(read.column("after").combine_chunks(), stretch["sources"])
             if len(touched):
@@ -288,12 +289,6 @@ class DriverTables:
 
 #: Threads that read and type the chunk files of a snapshotted table.
 CHUNK_WORKERS = 2
-
-
-def _inside(commit_key: dict, stretch: dict) -> bool:
-    """A change at `commit_key` is of the stretch (its span of the binlog)."""
-    at, (hi_seq, hi_pos) = (commit_key["file_seq"], commit_key["pos"]), stretch["before"]
-    return at > tuple(stretch["after"]) and (hi_seq is None or at < (hi_seq, hi_pos))
 
 
 def _chunk_columns(after: pa.MapArray, names: list[str]) -> list:

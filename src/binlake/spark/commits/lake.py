@@ -160,7 +160,8 @@ def _refuse_before_staging(by_key: dict, changes: ChangeFiles, new: list, events
     `new` change files: binlake.spark.commits.replaces)."""
     for plan in by_key.values():
         reason = (refusal_of_plan(plan) or rows_lost_refusal(plan)
-                  or partial_replace(changes.of(new, sources_of(plan)), plan, events))
+                  or partial_replace(changes.of(new, sources_of(plan)), plan, changes.root,
+                                       events))
         if reason:
             raise ValueError(reason)
 

@@ -32,8 +32,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from binlake.constants import EventType
-from binlake.spark.plans.history import stretch_width
+from binlake.spark.plans.history import stretch_at, stretch_width
 from binlake.spark.plans.refusals import FULL_IMAGES_THEN_READ_ANEW, forward, named
+from binlake.spark.rules.driver_tables import partition_of
 
 #: Why a REPLACE under partial row images is refused (its table put in for {table}).
 REPLACED_PARTIALLY = (
@@ -45,11 +46,12 @@ _REPLACE = re.compile(r"^\s*(?:/\*.*?\*/\s*|--[^\n]*\n\s*|#[^\n]*\n\s*)*replace\
                       re.IGNORECASE | re.DOTALL)
 
 
-def partial_replace(files: list[str], plan: dict, events_root: str) -> str | None:
+def partial_replace(files: list[str], plan: dict, changes_root: str, events_root: str
+                    ) -> str | None:
     """The refusal's words ("FILE at POS: TABLE: ...") for the first change
     of the plan's table in `files` (its change files) that a REPLACE made
     under partial images, or None."""
-    suspects = _partial_updates(files, plan)
+    suspects = _partial_updates(files, plan, changes_root)
     if not suspects:
         return None
     for file, pos in _replaces(suspects, events_root):
@@ -58,7 +60,7 @@ def partial_replace(files: list[str], plan: dict, events_root: str) -> str | Non
     return None
 
 
-def _partial_updates(files: list[str], plan: dict) -> list[tuple]:
+def _partial_updates(files: list[str], plan: dict, changes_root: str) -> list[tuple]:
     """(file, pos, gtid, day) of each UPDATE in `files` whose after image
     leaves out a column of the stretch it is in."""
     if not plan["primary_key"]:
@@ -80,9 +82,11 @@ def _partial_updates(files: list[str], plan: dict) -> list[tuple]:
         if not short.any():
             continue
         rows = parquet.read(columns=["commit_key", "file", "pos", "gtid", "timestamp"])
+        source = partition_of(path, changes_root)
         for row, length in zip(rows.take(pa.array(np.flatnonzero(short))).to_pylist(),
                                lengths[short].tolist()):
-            stretch = _stretch_at(plan, row["commit_key"])
+            key = row["commit_key"]
+            stretch = stretch_at(plan, source, (key["file_seq"], key["pos"]))
             if stretch is not None and length < stretch_width(stretch):
                 found.append((row["file"], row["pos"], row["gtid"], row["timestamp"]))
     return found
@@ -118,15 +122,6 @@ def _whole_images(parquet: pq.ParquetFile, rows: int, deletes: int, widths: set)
                 if meta.schema.column(i).path == "after.key_value.key")
     values = sum(meta.row_group(g).column(keys).num_values for g in range(meta.num_row_groups))
     return values == (rows - deletes) * width + deletes
-
-
-def _stretch_at(plan: dict, commit_key: dict) -> dict | None:
-    at = (commit_key["file_seq"], commit_key["pos"])
-    for stretch in plan["stretches"]:
-        (hi_seq, hi_pos) = stretch["before"]
-        if at > tuple(stretch["after"]) and (hi_seq is None or at < (hi_seq, hi_pos)):
-            return stretch
-    return None
 
 
 def _replaces(suspects: list[tuple], events_root: str):

@@ -164,6 +164,20 @@ def table_plans(history: Schema, layouts: dict, order: PositionOrder, before=Non
     return plans
 
 
+def inside(stretch: dict, at: tuple) -> bool:
+    """A change at `at` ((file_seq, pos)) is in the stretch's span of the binlog."""
+    hi_seq, hi_pos = stretch["before"]
+    return tuple(at) > tuple(stretch["after"]) and (hi_seq is None or tuple(at) < (hi_seq, hi_pos))
+
+
+def stretch_at(plan: dict, source: tuple, at: tuple) -> dict | None:
+    """The plan's stretch a change of `source` ((database, table) in
+    changes/) at `at` is of, or None (a change its rows do not come from)."""
+    return next((stretch for stretch in plan["stretches"]
+                 if source == (stretch["database"], stretch["table"]) and inside(stretch, at)),
+                None)
+
+
 def stretch_width(stretch: dict) -> int:
     """How many columns a full row image of a plan's stretch holds (plans
     saved before `width` was recorded: the columns it has a source for)."""

@@ -42,7 +42,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from binlake.spark.rules.columns import AT, COPIES_REMOVED, COPY_ADDED, COPY_OP, DELETED, PRESENT
-from binlake.spark.plans.history import stretch_width
+from binlake.spark.plans.history import stretch_at, stretch_width
 from binlake.spark.read.partitioned import unescape_partition_value
 from binlake.spark.plans.refusals import named
 from binlake.spark.rules.tables import INSERTS, NEVER_WHOLE, NOT_HELD
@@ -127,7 +127,7 @@ def images(changes: list[dict], plan: dict, partial: bool = False) -> list[Chang
     run); one whose key was another is InSpark."""
     out = []
     for change in changes:
-        stretch = _stretch_of(change, plan)
+        stretch = stretch_at(plan, change["source"], change["commit_key"][:2])
         if stretch is None:
             continue
         if "key_then" in stretch:
@@ -157,17 +157,6 @@ def _modified(texts: tuple | None, stretch: dict, plan: dict) -> tuple | None:
                 text = server_value(text, old, column)
         out.append(text)
     return tuple(out)
-
-
-def _stretch_of(change: dict, plan: dict) -> dict | None:
-    seq, pos = change["commit_key"][:2]
-    for stretch in plan["stretches"]:
-        (lo_seq, lo_pos), (hi_seq, hi_pos) = stretch["after"], stretch["before"]
-        if (change["source"] == (stretch["database"], stretch["table"])
-                and (seq, pos) > (lo_seq, lo_pos)
-                and (hi_seq is None or (seq, pos) < (hi_seq, hi_pos))):
-            return stretch
-    return None
 
 
 def _values(image: dict | None, stretch: dict, op: str, partial: bool) -> tuple | None:
