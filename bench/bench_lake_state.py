@@ -18,7 +18,7 @@ increment in turn. Each figure is the median of the rounds.
 Peers, same run: the run with nothing new (it starts no Spark session),
 and the floor of any increment computed in Spark (bench_lake.py's): a Spark
 session reading the new change files of one increment with one aggregate.
-Small increments are computed in the driver (binlake.spark.rules.driver_tables)
+Small increments are computed in the driver (binlake.spark.rules.table_rows)
 and start no Spark session either.
 
 Targets: ADD COLUMN <= 1.5x nothing new; DROP COLUMN and a type change at

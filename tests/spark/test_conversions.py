@@ -18,7 +18,7 @@ pa = pytest.importorskip("pyarrow")
 pytest.importorskip("deltalake")
 
 from binlake.schema.ddl import ColumnSpec  # noqa: E402
-from binlake.spark.rules import driver_tables as driver  # noqa: E402
+from binlake.spark.commits import driver_way  # noqa: E402
 from binlake.spark.plans.conversions import server_value  # noqa: E402
 from binlake.spark.commits.delta import read_table  # noqa: E402
 from binlake.spark.plans.layouts import ddl_layout_column  # noqa: E402
@@ -116,8 +116,8 @@ def test_a_lake_holds_what_the_server_made_of_its_values(spark, mariadb, tmp_pat
     """The table carried through the MODIFY (by the driver, or by Spark),
     and a lake built anew from every change, equal the server's rows."""
     if engine == "spark":  # the driver takes no table: Spark carries it
-        monkeypatch.setattr(driver, "DRIVER_ROWS", -1)
-        monkeypatch.setattr(driver, "DRIVER_TABLE_ROWS", -1)
+        monkeypatch.setattr(driver_way, "DRIVER_ROWS", -1)
+        monkeypatch.setattr(driver_way, "DRIVER_TABLE_ROWS", -1)
     with _server(tmp_path / "server") as server:
         _filled(server)
         out = tmp_path / "lake"
@@ -144,8 +144,8 @@ def test_a_modify_that_changes_values_without_row_events_is_mirrored(
     a member, under a lax sql_mode: the server changes the values in place,
     with no row event; the lake holds what it made of them (issue 46, 9)."""
     if engine == "spark":
-        monkeypatch.setattr(driver, "DRIVER_ROWS", -1)
-        monkeypatch.setattr(driver, "DRIVER_TABLE_ROWS", -1)
+        monkeypatch.setattr(driver_way, "DRIVER_ROWS", -1)
+        monkeypatch.setattr(driver_way, "DRIVER_TABLE_ROWS", -1)
     with _server(tmp_path / "server") as server:
         server.execute("SET SESSION sql_mode=''")
         server.execute(f"CREATE DATABASE {DB}")

@@ -33,7 +33,7 @@ pa = pytest.importorskip("pyarrow")
 
 import binlake  # noqa: E402
 import binlake.spark  # noqa: E402
-from binlake.spark.rules import driver_tables  # noqa: E402
+from binlake.spark.commits import driver_way  # noqa: E402
 from binlake.spark.run.pipeline import load_manifest, run_pipeline  # noqa: E402
 from binlake.testing.mariadb import MariaDBServer  # noqa: E402
 from binlake.testing.workload import (DATABASE, SESSION_SETUP,  # noqa: E402
@@ -136,11 +136,11 @@ PARTITIONED = {f"{DATABASE}.probe": "id", f"{DATABASE}.no_pk": "a"}
 @pytest.mark.parametrize("way", ["driver", "spark"])
 def test_every_increment_equal_to_the_server(spark, steps, tmp_path, monkeypatch, way):
     """`way`: small increments computed in the driver (the default), or all
-    by Spark's jobs (binlake.spark.rules.driver_tables holds them equal), those
+    by Spark's jobs (both run binlake.spark.rules.table_rows), those
     with two tables partitioned."""
     partition_by = None
     if way == "spark":
-        monkeypatch.setattr(driver_tables, "DRIVER_ROWS", -1)
+        monkeypatch.setattr(driver_way, "DRIVER_ROWS", -1)
         partition_by = PARTITIONED
     incoming, out = tmp_path / "incoming", tmp_path / "out"
     incoming.mkdir()
@@ -352,7 +352,7 @@ def net_kinds(before: set, after: set) -> dict:
 
 
 #: `binlake pipeline` with every increment computed by Spark's jobs.
-IN_SPARK = ("import sys; from binlake.spark.rules import driver_tables; driver_tables.DRIVER_ROWS = -1; "
+IN_SPARK = ("import sys; from binlake.spark.commits import driver_way; driver_way.DRIVER_ROWS = -1; "
             "from binlake.cli.dispatch import main; sys.exit(main(sys.argv[1:]))")
 
 

@@ -176,7 +176,7 @@ def test_cli_on_the_sample_data_rebuilds_its_tables(spark, tmp_path):
 
 
 def test_small_increments_and_nothing_new_start_no_spark_session(spark, tmp_path):
-    """The driver computes small increments (binlake.spark.rules.driver_tables):
+    """The driver computes small increments (binlake.spark.commits.driver_way):
     a run over the sample's last two files, and one with nothing new, never
     ask for the session; the tables are the server's."""
     from binlake.cli.commands.pipeline import sample_dir
@@ -210,11 +210,11 @@ def test_a_run_that_rebuilds_the_tables_starts_spark_while_it_reads(spark, tmp_p
     import threading
 
     from binlake.cli.commands.pipeline import sample_dir
-    from binlake.spark.rules import driver_tables
+    from binlake.spark.commits import driver_way
     from binlake.spark.run import pipeline
     from binlake.spark.run.session import LazySession
     monkeypatch.setattr(pipeline, "SURELY_SPARK_REBUILD_BYTES", 0)
-    monkeypatch.setattr(driver_tables, "DRIVER_ROWS", -1)
+    monkeypatch.setattr(driver_way, "DRIVER_ROWS", -1)
     asked, configured = [], []
 
     def start():

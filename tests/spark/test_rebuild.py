@@ -29,12 +29,12 @@ from binlake.spark.run import rebuild  # noqa: E402
 from binlake.spark.plans import refusals  # noqa: E402
 from binlake.spark.plans.conversions import refusal_of_plan  # noqa: E402
 from binlake.spark.run.pipeline import load_manifest, read_table, run_pipeline  # noqa: E402
-from binlake.spark.rules.tables import (HISTORY_PARTIAL, KEYLESS_PARTIAL, NEVER_WHOLE,  # noqa: E402
+from binlake.spark.rules.refused import (HISTORY_PARTIAL, KEYLESS_PARTIAL, NEVER_WHOLE,  # noqa: E402
                                   NOT_HELD, UNKNOWN_KEY)
 from binlake.spark.plans.typed import refused_value  # noqa: E402
 from binlake.testing.mariadb import MariaDBServer  # noqa: E402
 
-from .test_driver_tables import NOT_CONVERTED, column  # noqa: E402
+from .test_table_rows import NOT_CONVERTED, column  # noqa: E402
 
 
 def rows_of(out, table: str) -> list:

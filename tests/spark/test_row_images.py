@@ -24,7 +24,7 @@ pytest.importorskip("pyspark")
 deltalake = pytest.importorskip("deltalake")
 
 import binlake.spark  # noqa: E402
-import binlake.spark.rules.driver_tables  # noqa: E402
+import binlake.spark.commits.driver_way  # noqa: E402
 from binlake.spark.run.pipeline import load_manifest, read_table, run_pipeline  # noqa: E402
 from binlake.testing.mariadb import MariaDBServer  # noqa: E402
 from binlake.testing.workload import DATABASE, SESSION_SETUP, expected_final_state  # noqa: E402
@@ -269,8 +269,8 @@ def test_a_row_moved_to_a_new_key_by_a_partial_image_takes_the_row_it_was(
                      *MOVES])
     arrive(capture(server)[0], incoming)
     if engine == "spark":
-        monkeypatch.setattr(binlake.spark.rules.driver_tables, "DRIVER_ROWS", -1)
-        monkeypatch.setattr(binlake.spark.rules.driver_tables, "DRIVER_TABLE_ROWS", -1)
+        monkeypatch.setattr(binlake.spark.commits.driver_way, "DRIVER_ROWS", -1)
+        monkeypatch.setattr(binlake.spark.commits.driver_way, "DRIVER_TABLE_ROWS", -1)
     run_pipeline(spark, [str(incoming)], str(out), tables=f"{database}.*")
     key = lambda row: row["id"]  # noqa: E731
     assert sorted(read_table(str(out), f"{database}.moved").to_pylist(), key=key) == sorted(

@@ -10,7 +10,7 @@ pytest.importorskip("pyspark")
 from pyspark.sql import types as S  # noqa: E402
 
 import binlake.spark  # noqa: E402
-from binlake.spark.rules.tables import refused  # noqa: E402
+from binlake.spark.rules.refused import refused  # noqa: E402
 
 from .truth import canonical_rows, typed_rows  # noqa: E402
 

@@ -43,7 +43,7 @@ typed rows: tests/spark/randomized_oracle.py), which lists differences.
 Which engine computes the tables is drawn per check too, from a generator
 of its own (so the statements do not depend on it): the driver (small
 increments' usual way) or, a third of the time, Spark's jobs
-(driver_tables.DRIVER_ROWS = -1, as tests/spark/test_row_images.py holds
+(driver_way.DRIVER_ROWS = -1, as tests/spark/test_row_images.py holds
 them to it); `engine=` fixes it. A
 run that fails or refuses, or any difference, ends the run with a
 `Finding`: the seed, the step, the statements since the last check and the
@@ -625,16 +625,16 @@ class Run:
 
     def _check(self, server, lake: Path, step: int, since: list[Executed],
                outcome: Outcome) -> Path:
-        from binlake.spark.rules import driver_tables
+        from binlake.spark.commits import driver_way
         outcome.checks += 1
         before = tables_bytes(lake)
         engine = self._engine()
-        held, driver_tables.DRIVER_ROWS = driver_tables.DRIVER_ROWS, (
-            -1 if engine == "spark" else driver_tables.DRIVER_ROWS)
+        held, driver_way.DRIVER_ROWS = driver_way.DRIVER_ROWS, (
+            -1 if engine == "spark" else driver_way.DRIVER_ROWS)
         try:
             status, error = run_pipeline_once(server, lake)
         finally:
-            driver_tables.DRIVER_ROWS = held
+            driver_way.DRIVER_ROWS = held
         self.log(f"seed {self.seed} step {step}: pipeline ({engine}) {status}"
                  + (f" {error}" if status else ""))
         if status != 0:

@@ -1,7 +1,7 @@
 """What a run's tables are made from: the rows a changed table carries
 (`CarriedFrom`), and what the driver learns of changes/ from its files
 alone, without a Spark job: rows per table (Parquet footers), whether files hold inserts
-only (their `op` column), whether a partial image moves a key. The lake
+only (their `op` column). The lake
 decides each table's way from this; Spark or the driver computes the rows.
 """
 
@@ -13,10 +13,9 @@ from dataclasses import dataclass
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from binlake.spark.plans.history import stretch_width
 from binlake.spark.plans.layouts import qualified
 from binlake.spark.read.partitioned import escape_partition_value, parquet_rows
-from binlake.spark.rules import driver_tables as driver
+from binlake.spark.rules.table_rows import partition_of
 
 
 @dataclass(frozen=True)
@@ -50,7 +49,7 @@ class ChangeFiles:
 
     def of(self, files: list[str], tables: set) -> list[str]:
         """The `files` of changes/ that hold these (database, table) pairs."""
-        return [path for path in files if driver.partition_of(path, self.root) in tables]
+        return [path for path in files if partition_of(path, self.root) in tables]
 
     def all_of(self, tables: set) -> list[str]:
         """Every file of changes/ holding these (database, table) pairs."""
@@ -62,39 +61,11 @@ class ChangeFiles:
         """Every change of these (database, table) pairs inserts."""
         return all(found.inserts_only for found in self.stats(self.all_of(tables)).values())
 
-    def moves_partially(self, files: list[str], plan: dict) -> bool:
-        """Some change in `files` moves a row of the plan's table to a new
-        key by a partial after image: only the row its old key held completes
-        it, which the driver's fold in commit order finds
-        (binlake.spark.rules.driver_tables.net_by_key), and Spark's aggregate by
-        key does not. (Conservative: an after image shorter than the widest
-        stretch of the table counts as partial.)"""
-        primary = plan["primary_key"]
-        if not primary:
-            return False
-        width = max(stretch_width(s) for s in plan["stretches"])
-        names = {s["sources"][i] for s in plan["stretches"] for i in primary
-                 if s["sources"][i] is not None}
-        for path in files:
-            read = pq.read_table(path, columns=["op", "before", "after"])
-            read = read.filter(pc.equal(read.column("op"), "u"))
-            if not read.num_rows:
-                continue
-            before, after = (read.column(side).combine_chunks() for side in ("before", "after"))
-            offsets = after.offsets  # a map's lengths (list_value_length takes no map)
-            short = pc.less(pc.subtract(offsets[1:], offsets[:-1]), width)
-            for name in names:
-                new = pc.map_lookup(after, name, "first")
-                moved = pc.and_(pc.not_equal(new, pc.map_lookup(before, name, "first")), short)
-                if pc.any(moved).as_py():
-                    return True
-        return False
-
     def stats(self, files: list[str]) -> dict:
         """{(database, table): TableChanges} of these files of changes/."""
         found = {}
         for path in files:
-            key = driver.partition_of(path, self.root)
+            key = partition_of(path, self.root)
             ops = pq.ParquetFile(path).read(columns=["op"]).column("op")
             # A snapshot's row ("r") may share its key with an insert before
             # it (a chunk of the lock-free snapshot is read after changes to

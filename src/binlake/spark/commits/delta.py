@@ -299,7 +299,7 @@ def rows_under_keys(uri: str, keys):
     """The rows the Delta table at `uri` holds under `keys` (a pyarrow Table
     of key columns, typed as the table's), None where there is no table: a
     partial row image's columns left out are theirs
-    (binlake.spark.rules.driver_tables.completed)."""
+    (binlake.spark.rules.table_rows.completed)."""
     import pyarrow.dataset as ds
     from deltalake import DeltaTable
     if not _exists(uri):

@@ -3,14 +3,14 @@ the tables whose changes are few, a lock-free snapshot's chunks, and
 inserts-only tables of any size.
 
 Strategy: when a run's new changes to a table are few, Spark's fixed cost
-is most of what applying them costs, so the driver computes them from the
-change files with pyarrow (binlake.spark.rules.driver_tables: the same
-rules as Spark's jobs, the same refusals); what those rules do not cover
-raises InSpark and the table goes the Spark way (binlake.spark.commits.
-spark_way). A table of inserts only, and one the lock-free snapshot read,
-is typed as Arrow columns file by file (no Python per value), whatever its
-size. Rows are staged for binlake.spark.commits.table_commits to commit, as
-Spark's are.
+(a fresh JVM's first query loads and compiles the SQL engine: 3.8 s on the
+bench machine, bench/README.md) is most of what applying them costs, so
+the driver runs the table rules (binlake.spark.rules.table_rows) itself
+on the change files: the functions Spark's tasks run on larger tables
+(binlake.spark.commits.spark_way), the same refusals. A table of inserts
+only, and one the lock-free snapshot read, is typed as Arrow columns file
+by file (no Python per value), whatever its size. Rows are staged for
+binlake.spark.commits.table_commits to commit, as Spark's are.
 """
 
 from __future__ import annotations
@@ -27,10 +27,25 @@ import pyarrow.parquet as pq
 from binlake.spark.commits.change_files import CarriedFrom, ChangeFiles, sources_of
 from binlake.spark.commits.delta import read_table, row_count, rows_under_keys
 from binlake.spark.commits.table_commits import RowFiles, TableCommits, partition_by, sorted_by
-from binlake.spark.plans.history import carried_columns, days_keyed_otherwise, inside
+from binlake.spark.plans.history import days_keyed_otherwise, inside
 from binlake.spark.plans.layouts import qualified
 from binlake.spark.read.partitioned import SNAPSHOT_FILES, parquet_rows
-from binlake.spark.rules import driver_tables as driver
+from binlake.spark.rules import table_rows
+from binlake.spark.rules.engine import images, ints, last_touches
+from binlake.spark.rules.table_rows import read_changes
+from binlake.spark.rules.typed_arrow import typed_column
+
+#: A table's new change rows the driver computes at most; more go to Spark.
+DRIVER_ROWS = 50_000
+#: A table's rows the driver rewrites at most (a keyless table's update,
+#: DDL carried); more go to Spark.
+DRIVER_TABLE_ROWS = 250_000
+
+
+def takes(rows: int) -> bool:
+    """The driver computes a table's increment of `rows` new change rows
+    (DRIVER_ROWS < 0: never, so that tests can hold either way to the other)."""
+    return 0 <= rows <= DRIVER_ROWS
 
 
 class DriverTables:
@@ -41,7 +56,7 @@ class DriverTables:
 
     def apply_in_driver(self, files: list, plans: list) -> list:
         """`apply` for the tables whose new changes the driver computes
-        (binlake.spark.rules.driver_tables); returns the plans left to Spark."""
+        (binlake.spark.rules.table_rows); returns the plans left to Spark."""
         found = self.changes.stats(files)
         left, done = [], {"appended": [], "merged": [], "rewritten": []}
         for plan in plans:
@@ -51,30 +66,27 @@ class DriverTables:
                 continue  # nothing new
             key, layout = qualified(plan["database"], plan["table"]), plan["layout"]
             mine = self.changes.of(files, sources)
-            if not driver.takes(new) and not self.changes.moves_partially(mine, plan):
-                if not (all(found[s].inserts_only for s in sources if s in found)
-                        and self._staged_inserts(plan, mine, "appended")):
+            inserts_only = all(found[s].inserts_only for s in sources if s in found)
+            if not takes(new):
+                if not (inserts_only and self._staged_inserts(plan, mine, "appended")):
                     left.append(plan)
                 continue
             uri = os.path.join(self.commits.tables_dir, key)
-            inserts_only = all(found[s].inserts_only for s in sources if s in found)
-            try:
-                changes = driver.images(driver.read_changes(files, self.changes.root, sources),
-                                        plan, partial=bool(plan["primary_key"]) and not inserts_only)
-                if inserts_only:
-                    rows, how = driver.appended(changes, layout, key), "appended"
-                    if layout["primary_key"]:
-                        rows = sorted_by(rows, layout["primary_key"])
-                elif plan["primary_key"]:
-                    rows = driver.net_changes(changes, plan, key,
+            changes = read_changes(mine, self.changes.root, sources)
+            if inserts_only:
+                rows, how = table_rows.appended(changes, plan, key), "appended"
+                if layout["primary_key"]:
+                    rows = sorted_by(rows, layout["primary_key"])
+            elif plan["primary_key"]:
+                rows = table_rows.net_changes(changes, plan, key,
                                               functools.partial(rows_under_keys, uri))
-                    how = "merged"
-                else:
-                    current = read_table(uri).select([c["key"] for c in layout["columns"]])
-                    rows, how = driver.copies(current, changes, plan, key), "rewritten"
-            except driver.InSpark:
+                how = "merged"
+            elif row_count(uri) > DRIVER_TABLE_ROWS:
                 left.append(plan)
                 continue
+            else:
+                current = read_table(uri).select([c["key"] for c in layout["columns"]])
+                rows, how = table_rows.copies(current, changes, plan, key), "rewritten"
             if how != "rewritten":  # the table's own types (a list's item name, say)
                 rows = rows.cast(_with_table_types(rows.schema, uri))
             self._stage_rows(key, rows, plan, how)
@@ -108,7 +120,7 @@ class DriverTables:
         sources = sources_of(plan)
         files = self.changes.all_of(sources)
         if (len(plan["stretches"]) != 1 or not files
-                or driver.takes(sum(map(parquet_rows, files)))
+                or takes(sum(map(parquet_rows, files)))
                 or not all(found.inserts_only for found in self.changes.stats(files).values())):
             return False
         return self._staged_inserts(plan, files, "rebuilt")
@@ -135,11 +147,11 @@ class DriverTables:
             if not len(after):
                 return None  # (changes of the table before its CREATE: another table)
             if np.diff(after.offsets.to_numpy()).min() < len(stretch["sources"]):
-                raise driver.InSpark("a partial row image (binlog_row_image=MINIMAL)")
+                raise _NotArrowTyped()
             return _typed_rows(_chunk_columns(after, stretch["sources"]), plan)
         try:
             self._stage_typed(plan, typed, files)
-        except driver.InSpark:
+        except _NotArrowTyped:
             shutil.rmtree(self.commits.folder(key), ignore_errors=True)
             return False
         self.commits.stage_whole(key, plan, how)
@@ -176,14 +188,19 @@ class DriverTables:
         if not chunks or len(primary) != 1 or stretch is None:
             return False
         binlog = sorted(set(files) - set(chunks))
-        if not driver.takes(sum(map(parquet_rows, binlog))):
+        if not takes(sum(map(parquet_rows, binlog))):
             return False
-        try:
-            net = driver.net_by_key(driver.images(driver.read_changes(
-                binlog, self.changes.root, sources), plan), primary)
-        except driver.InSpark:
-            return False
-        touched = pa.array([k[0] for k in net], pa.string())
+        changes = read_changes(binlog, self.changes.root, sources)
+        found = None if changes is None else images(changes, plan)
+        if found is not None and (found.absent("before").any() or found.absent("after").any()):
+            return False  # partial row images: the table is rebuilt as any other
+        if found is None:
+            touched, present = pa.nulls(0, pa.string()), None
+        else:
+            keys, sets, change = last_touches(found, primary)
+            touched = keys[0]
+            present = table_rows.typed([c.take(ints(change[sets])) for c in found.after],
+                                       layout, key)
 
         def typed_chunk(path: str):
             """A chunk's rows, typed, but the touched keys' (None: none in the stretch)."""
@@ -196,12 +213,11 @@ class DriverTables:
                 kept = pc.invert(pc.is_in(texts[primary[0]], value_set=touched))
                 texts = [column.filter(kept) for column in texts]
             return _typed_rows(texts, plan)
-        present = [found.row for found in net.values() if found.row is not None]
-        self._stage_typed(plan, typed_chunk, chunks, sorted_by(
-            driver.typed_table(present, layout, key), layout["primary_key"]) if present else None)
+        self._stage_typed(plan, typed_chunk, chunks, sorted_by(present, layout["primary_key"])
+                          if present is not None and present.num_rows else None)
         self.commits.stage_whole(key, plan, "rebuilt")
         self.commits.log(f"tables: {key} built from {len(chunks)} chunk(s) of the snapshot "
-                 f"and {len(net)} key(s) the binlog changed (in the driver)")
+                 f"and {len(touched)} key(s) the binlog changed (in the driver)")
         return True
 
     def carry_in_driver(self, carried: dict) -> dict:
@@ -217,12 +233,12 @@ class DriverTables:
 
     def _rewrite_in_driver(self, tables: dict, how: str) -> tuple[dict, int]:
         """{key: (plan, CarriedFrom, change files)} staged whole where the
-        driver computes them; (those left to Spark, how many were staged)."""
+        driver computes them (few changes, a small table; the rows carried
+        convert); (those left to Spark, how many were staged)."""
         left = {}
         for key, (plan, source, files) in tables.items():
-            try:
-                rows = self._rewritten_in_driver(plan, source, files)
-            except driver.InSpark:
+            rows = self._rewritten_in_driver(plan, source, files)
+            if rows is None:
                 left[key] = (plan, source, files)
                 continue
             self._stage_rows(key, rows, plan, how)
@@ -230,47 +246,24 @@ class DriverTables:
 
     def _rewritten_in_driver(self, plan: dict, source: "CarriedFrom", files: list):
         """The table's rows carried from `source` with its changes in
-        `files` applied, computed by the driver (InSpark where it does not)."""
+        `files` applied (binlake.spark.rules.table_rows), or None where
+        Spark computes them, or the table is rebuilt."""
         sources = sources_of(plan)
         mine = self.changes.of(files, sources)
-        # A key moved by a partial image: only the driver's fold in commit
-        # order completes it (`apply` sends such runs here too), any size.
-        # Its change files are read for that only where a size would send
-        # the table to Spark.
-        many = not driver.takes(sum(map(parquet_rows, mine)))
         held = 0 if source.uri is None else row_count(source.uri)
-        moves = ((many or held > driver.DRIVER_TABLE_ROWS)
-                 and self.changes.moves_partially(mine, plan))
-        if many and not moves:
-            raise driver.InSpark("many changes")
-        current = self._carried_in_driver(plan, source, any_size=moves)
-        changes = driver.images(driver.read_changes(mine, self.changes.root, sources), plan,
-                                partial=bool(plan["primary_key"]))
-        return driver.rewritten(current, changes, plan, qualified(plan["database"], plan["table"]),
-                                any_size=moves)
-
-    def _carried_in_driver(self, plan: dict, source: "CarriedFrom", any_size: bool = False):
-        """`_carried_rows` as an Arrow table (InSpark where that is None, or
-        the table is large and not `any_size`)."""
-        layout = plan["layout"]
+        if not takes(sum(map(parquet_rows, mine))) or held > DRIVER_TABLE_ROWS:
+            return None
         key = qualified(plan["database"], plan["table"])
-        types = driver.arrow_types(layout)
-        names = [c["key"] for c in layout["columns"]]
-        held = 0 if source.uri is None else row_count(source.uri)
-        if not held:  # no row to carry (a table whose first rows come now: its layout was the DDL's)
-            return pa.schema([pa.field(n, kind) for n, kind in zip(names, types)]).empty_table()
-        if held > driver.DRIVER_TABLE_ROWS and not any_size:
-            raise driver.InSpark("a large table")
-        current = read_table(source.uri)
-        columns = []
-        for column, name, default, digits, was in carried_columns(layout, source.stretch):
-            if name is None:
-                columns.append(driver.typed_column([default] * current.num_rows, column, key))
-            elif digits is not None:
-                raise driver.InSpark("a column's fractional digits changed")
-            else:
-                columns.append(driver.converted(current.column(name), was, column))
-        return pa.Table.from_arrays(columns, names=names)
+        current = table_rows.carried(read_table(source.uri) if held else None, plan,
+                                     source.stretch, key)
+        if current is None:
+            return None
+        changes = read_changes(mine, self.changes.root, sources)
+        if changes is None:
+            return current
+        if source.uri is None:  # all of the table's changes: its state
+            return table_rows.state(changes, plan, key)
+        return table_rows.rewritten(current, changes, plan, key)
 
     def _stage_rows(self, key: str, rows, plan: dict, how: str) -> None:
         """Rows the driver computed, staged and committed as Spark's are."""
@@ -308,6 +301,10 @@ def _chunk_columns(after: pa.MapArray, names: list[str]) -> list:
     return [pc.map_lookup(after, name, "first") for name in names]
 
 
+class _NotArrowTyped(Exception):
+    """Inserts-only changes whose images leave columns out (MINIMAL)."""
+
+
 def _arrow_stretch(plan: dict) -> dict | None:
     """The one stretch of a table whose after images Arrow types as they
     are (no DDL since its CREATE that the plan follows); else None."""
@@ -327,7 +324,7 @@ def _typed_rows(texts: list, plan: dict) -> pa.Table:
     layout, key = plan["layout"], qualified(plan["database"], plan["table"])
     names = [c["key"] for c in layout["columns"]]
     return sorted_by(pa.Table.from_arrays(
-        [driver.typed_column(column, c, key) for column, c in zip(texts, layout["columns"])],
+        [typed_column(column, c, key) for column, c in zip(texts, layout["columns"])],
         names=names), layout["primary_key"] or names)
 
 

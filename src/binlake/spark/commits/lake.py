@@ -66,7 +66,7 @@ from binlake.spark.plans.history import PositionOrder, rows_lost_refusal
 from binlake.spark.plans.layouts import qualified
 from binlake.spark.plans.refusals import refusal_line
 from binlake.spark.plans.typed import spark_type
-from binlake.spark.rules.tables import refused
+from binlake.spark.rules.refused import refused
 from binlake.spark.state.manifest import Manifest, TablesState
 from binlake.spark.state.starts import AsOf
 

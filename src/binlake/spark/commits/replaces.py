@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 from binlake.constants import EventType
 from binlake.spark.plans.history import stretch_at, stretch_width
 from binlake.spark.plans.refusals import FULL_IMAGES_THEN_READ_ANEW, forward, named
-from binlake.spark.rules.driver_tables import partition_of
+from binlake.spark.rules.table_rows import partition_of
 
 #: Why a REPLACE under partial row images is refused (its table put in for {table}).
 REPLACED_PARTIALLY = (

@@ -32,7 +32,8 @@ from binlake.spark.commits.delta_upkeep import after_run
 from binlake.spark.plans.refusals import named
 from binlake.spark.plans.typed import arrow_type
 from binlake.spark.rules.columns import AT, PRESENT, VALID_FROM, VALID_TO
-from binlake.spark.rules.tables import NOT_HELD, ROWS_PER_FILE
+from binlake.spark.rules.refused import NOT_HELD
+from binlake.spark.rules.tables import ROWS_PER_FILE
 
 #: The folders of the lake's tables and of their histories (`--history`).
 TABLES, HISTORY = "tables", "history"

@@ -6,7 +6,7 @@ value a Delta table holds: Spark's cast to string, or `text_of` in the
 driver) and gives the exact text of what the server converted it to; the
 new column's typing (binlake.spark.plans.typed.from_text, and its driver twin)
 does the rest. Both engines call this one function: the driver value by
-value (binlake.spark.rules.driver_tables.converted), Spark through a UDF
+value (binlake.spark.rules.typed_arrow.converted), Spark through a UDF
 (binlake.spark.plans.typed.server_column), so the rule exists once.
 
 The conversions, as MariaDB 10.11 makes them under a lax sql_mode (a strict

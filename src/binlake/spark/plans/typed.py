@@ -25,9 +25,8 @@ these three as MySQL's exact text, so that every value is held.
 
 A MODIFY that changes a column's type: the values a table holds, and the
 text of changes from before it, become what the server converted them to
-by binlake.spark.plans.conversions.server_value, run here by a UDF
-(`server_column`) and by binlake.spark.rules.driver_tables.converted in the
-driver: one rule for both engines.
+by binlake.spark.plans.conversions.server_value (`carry_way` says how a
+column is carried; binlake.spark.rules.typed_arrow.converted does it).
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ from pyspark.sql import types as S
 
 from binlake.charsets import BINARY_COLLATION
 from binlake.constants import ColumnType as T
-from binlake.spark.plans.conversions import BLOBS as _BLOBS, STRINGS as _STRINGS, family, server_value
+from binlake.spark.plans.conversions import BLOBS as _BLOBS, STRINGS as _STRINGS, family
 from binlake.spark.plans.conversions import unconverted
 from binlake.spark.plans.refusals import TEMPORALS_AS_TEXT, forward
 
@@ -54,7 +53,6 @@ PARTITION_TYPES = (S.ByteType, S.ShortType, S.IntegerType, S.LongType, S.DateTyp
 AS_TEXT = "as_text"
 #: How a refused change reads in the failure of the Spark job that met it.
 REFUSED = "binlake refused: "
-
 
 
 def with_temporals(layout: dict, temporals: str) -> dict:
@@ -198,43 +196,6 @@ def carry_way(was: dict | None, held: S.DataType | None, column: dict) -> str | 
             return SAME
         return CONVERT
     return SAME if held == spark_type(column) else None
-
-
-def server_column(text: Column, was: dict, column: dict) -> Column:
-    """`text` (a string column: a value's text as the column `was` held it)
-    as the exact text of what the server made of it as `column`: the
-    driver's rule itself (binlake.spark.plans.conversions.server_value), run by
-    a UDF, so that the two engines cannot differ."""
-    def rule(value):  # (no type hints: pyspark would take it for a pandas UDF's)
-        # Spark runs a UDF on the rows of every branch of the CASE it sits
-        # in (it is evaluated before the CASE): a text of another stretch,
-        # not `was`'s, gives a value no branch takes.
-        try:
-            return server_value(value, was, column)
-        except (ValueError, ArithmeticError):
-            return None
-    return F.udf(rule, S.StringType())(text)
-
-
-def converted(value: Column, was: dict | None, held: S.DataType, column: dict) -> Column | None:
-    """`value` (held as `held`) carried into the column's new definition
-    (`carry_way`), or None where binlake does not compute that."""
-    how = carry_way(was, held, column)
-    if how in (None, SAME):
-        return None if how is None else value
-    # a SET's members as the binlog's text has them: joined by commas
-    text = F.array_join(value, ",") if isinstance(held, S.ArrayType) else value.cast("string")
-    return from_text(server_column(text, was, column), column)
-
-
-def retyped_text(text: Column, was: dict | None, column: dict) -> Column:
-    """The exact text of a value in a change from before a MODIFY changed
-    its column from `was` to `column`, as the text of what the server
-    converted it to; other texts as they are (a change binlake does not
-    convert is refused before it is read: `unconverted`)."""
-    if was is None or unconverted(was, column) is not None:
-        return text
-    return server_column(text, was, column)
 
 
 def refused_value(table: str, column: dict, text: str, kind: str) -> str:

@@ -26,7 +26,8 @@ from binlake.spark.commits.spark_way import hadoop_literal
 from binlake.spark.plans.history import PositionOrder, table_plans
 from binlake.spark.plans.typed import PARTITION_TYPES, spark_type, with_temporals
 from binlake.spark.read.batches import CHANGES, EVENTS, spark_ddl
-from binlake.spark.rules.tables import AsOf, one_of
+from binlake.spark.rules.tables import one_of
+from binlake.spark.state.starts import AsOf
 from binlake.spark.run.rebuild import stale_tables
 from binlake.spark.state.progress import snapshot_reading
 from binlake.spark.state.manifest import Manifest

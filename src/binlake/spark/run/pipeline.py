@@ -81,12 +81,12 @@ from binlake.spark.state.store import (SNAPSHOT, clear_folder, has_state, lake_l
                                        save_snapshot_seed)
 
 #: A run over this many new binlog bytes has changes enough for Spark
-#: (more than the driver computes: driver_tables.DRIVER_ROWS a table), so
+#: (more than the driver computes: driver_way.DRIVER_ROWS a table), so
 #: its session starts at once, in the background, as one that rebuilds.
 SURELY_SPARK_BYTES = 64 << 20
 #: A run that rebuilds its tables from this many bytes of binlogs and
 #: changes/ or more needs Spark for them (fewer: the driver, as
-#: driver_tables.DRIVER_ROWS changes a table), so its session starts at once.
+#: driver_way.DRIVER_ROWS changes a table), so its session starts at once.
 SURELY_SPARK_REBUILD_BYTES = 8 << 20
 #: Characters delta-rs takes for URL syntax in a local path (it fails on them).
 DELTA_UNSAFE = "[]%#?"

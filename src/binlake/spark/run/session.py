@@ -63,7 +63,7 @@ def local_master() -> str | None:
 class LazySession:
     """A Spark session started where a run first needs one (`start()` gives
     it): a run the driver does alone (nothing new, a small increment,
-    binlake.spark.rules.driver_tables) starts no JVM. `master` is what the
+    binlake.spark.commits.driver_way) starts no JVM. `master` is what the
     session is for, known before it starts. `start_soon()` starts it in
     the background, for a run sure to need it: the JVM's seconds of start
     then pass while the driver reads the binlogs. Threads share one start."""

@@ -1,11 +1,13 @@
-"""binlake.spark.rules.driver_tables, the driver's twin of the Spark jobs for small
-increments, held equal to them: every value of every column type of the
-truth workload typed both ways; a value no Spark type holds refused in the
-same words; the rules that net a keyed table's changes and count a keyless
-table's copies. (Whole lakes built both ways: test_increments.py.)"""
+"""binlake.spark.rules.table_rows and the rules under it (engine, fold,
+typed_arrow), which the driver and Spark's tasks both run: every value of
+every column type of the truth workload typed as the change feed's
+Catalyst casts type it, a value no Spark type holds refused in the same
+words; a keyed table's net changes, a keyless table's copies; both ways
+calling the same functions. (Whole lakes built both ways: test_increments.py.)"""
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
 import pytest
 
@@ -14,15 +16,18 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 from pyspark.sql import functions as F  # noqa: E402
 
-from binlake.spark.rules import driver_tables as driver  # noqa: E402
+from binlake.spark.commits import driver_way  # noqa: E402
+from binlake.spark.rules import engine, fold, table_rows, typed_arrow  # noqa: E402
+from binlake.spark.rules import typed_arrow as driver  # noqa: E402
 from binlake.spark.commits.delta import COPIES_REMOVED, COPY_ADDED, COPY_OP  # noqa: E402
 from binlake.spark.run.pipeline import load_manifest, run_pipeline  # noqa: E402
-from binlake.spark.rules.tables import refused  # noqa: E402
+from binlake.spark.rules.refused import refused  # noqa: E402
 from binlake.schema.ddl import ColumnSpec  # noqa: E402
-from binlake.spark.plans.conversions import unconverted  # noqa: E402
+from binlake.spark.plans.conversions import text_of, unconverted  # noqa: E402
 from binlake.spark.plans.layouts import ddl_layout_column  # noqa: E402
-from binlake.spark.plans.typed import (carry_way, converted, from_text, retyped_text,  # noqa: E402
-                                 spark_of_arrow, typed_columns, with_temporals)
+from binlake.spark.plans.conversions import server_value  # noqa: E402
+from binlake.spark.plans.typed import (carry_way, spark_of_arrow, typed_columns,  # noqa: E402
+                                       with_temporals)
 
 DB = "binlake_test"
 INT = ColumnSpec("v", "INT")
@@ -59,7 +64,7 @@ def test_every_value_is_typed_as_spark_types_it(spark, lake, temporals):
         spark_rows = mine.select(*typed_columns(layout, F.col("after"))).toArrow().to_pylist()
         images = [dict(row["after"]) for row in mine.select("after").toArrow().to_pylist()]
         texts = [[image.get(c["key"]) for c in layout["columns"]] for image in images]
-        driver_rows = driver.typed_table(texts, layout, key).to_pylist()
+        driver_rows = table_rows.typed_table(texts, layout, key).to_pylist()
         assert len(driver_rows) == len(spark_rows) > 0, key
         for ours, theirs in zip(driver_rows, spark_rows):
             assert {k: utc(v) for k, v in ours.items()} == {k: utc(v) for k, v in
@@ -81,77 +86,131 @@ def test_a_value_no_spark_type_holds_is_refused_in_the_same_words(spark, lake):
         try:
             driver.value_of(column, f"{DB}.temporal")(text) if text else None
         except ValueError as refusal:
-            ours.add(str(refusal))
+            ours.add(refused(refusal))
     assert len(ours) >= 3  # a zero date, a zero month, year 0
     assert refused(failure.value) in ours
 
 
-def changed(*changes) -> list:
-    """Changes as the driver's rules take them, each at a place of its own."""
-    return [driver.Change(*change, f"binlog.000001 at {4 + n}")
-            for n, change in enumerate(changes)]
+STRETCH = {"database": "d", "table": "t", "after": (0, 0), "before": (None, None),
+           "sources": ["a", "b"], "defaults": [None, None], "fractions": [None, None], "width": 2}
+LAYOUT = {"database": "d", "table": "t", "columns": [
+    {"key": "a", "type": 3, "meta": 0, "unsigned": False},
+    {"key": "b", "type": 15, "meta": 20, "unsigned": False, "charset": 45}]}
 
 
-def test_a_keyed_tables_net_change_is_each_keys_last_touch():
-    changes = changed(("c", None, ("1", "a")), ("c", None, ("2", "b")),
-                      ("u", ("1", "a"), ("3", "a")),  # moved to a new key
-                      ("u", ("2", "b"), ("2", "c")), ("d", ("3", "a"), None),
-                      ("c", None, ("1", "z")))
-    net = driver.net_by_key(changes, [0])
-    assert {key: found.row for key, found in net.items()} == {
-        ("1",): ("1", "z"), ("2",): ("2", "c"), ("3",): None}
+def plan(primary: list, **stretch) -> dict:
+    return {"database": "d", "table": "t", "primary_key": primary,
+            "layout": {**LAYOUT, "primary_key": [LAYOUT["columns"][i]["key"] for i in primary]},
+            "stretches": [{**STRETCH, **stretch}]}
+
+
+def changes(*rows) -> pa.Table:
+    """Rows of changes/ (op, before, after: dicts), each at a place of its own."""
+    n = len(rows)
+    return pa.table({
+        "commit_key": [{"file_seq": 1, "pos": 4 + i, "sub": 0, "row": 0} for i in range(n)],
+        "file": ["binlog.000001"] * n, "pos": pa.array(range(4, 4 + n), pa.int64()),
+        "commit_pos": pa.array(range(4, 4 + n), pa.int64()),
+        "commit_timestamp": pa.array([0] * n, pa.timestamp("us", "UTC")),
+        "op": [op for op, _, _ in rows],
+        "before": pa.array([None if b is None else list(b.items()) for _, b, _ in rows],
+                           pa.map_(pa.string(), pa.string())),
+        "after": pa.array([None if a is None else list(a.items()) for _, _, a in rows],
+                          pa.map_(pa.string(), pa.string())),
+        "database": ["d"] * n, "table": ["t"] * n})
+
+
+def row(a, b) -> dict:
+    return {"a": a, "b": b}
+
+
+KEY_MOVES = changes(("c", None, row("1", "a")), ("c", None, row("2", "b")),
+                    ("u", row("1", "a"), row("3", "a")),  # moved to a new key
+                    ("u", row("2", "b"), row("2", "c")), ("d", row("3", "a"), None),
+                    ("c", None, row("1", "z")))
+
+
+def test_a_keyed_tables_net_change_is_each_keys_last_touch_by_either_rule():
+    """Whole images by their last touches (column by column), partial ones
+    by the fold in commit order: the same net changes."""
+    found = engine.images(KEY_MOVES, plan([0]))
+    keys, sets, change = engine.last_touches(found, [0])
+    by_touch = {key: tuple(c[i].as_py() for c in found.after) if set_ else None
+                for key, set_, i in zip(keys[0].to_pylist(), sets, change)}
+    assert by_touch == {"1": ("1", "z"), "2": ("2", "c"), "3": None}
+    net = fold.net_by_key(found.changes(), [0], "d.t", "")
+    assert {key[0]: found.row for key, found in net.items()} == by_touch
     assert not any(found.partial for found in net.values())
+    assert table_rows.state(KEY_MOVES, plan([0]), "d.t").to_pylist() in (
+        [{"a": 1, "b": "z"}, {"a": 2, "b": "c"}], [{"a": 2, "b": "c"}, {"a": 1, "b": "z"}])
+
+
+KEYLESS = changes(("c", None, row("1", "a")), ("c", None, row("1", "a")),
+                  ("d", row("1", "a"), None), ("u", row("2", "b"), row("2", "c")),
+                  ("d", row("9", "x"), None))
 
 
 def test_a_keyless_tables_copies_are_counted():
-    changes = changed(("c", None, ("1", "a")), ("c", None, ("1", "a")), ("d", ("1", "a"), None),
-                      ("u", ("2", "b"), ("2", "c")), ("d", ("9", "x"), None))
-    assert driver.multiset_deltas(changes) == {("1", "a"): 1, ("2", "b"): -1, ("2", "c"): 1,
-                                               ("9", "x"): -1}
+    columns, counts = engine.multiset(engine.images(KEYLESS, plan([])))
+    assert dict(zip(zip(*[c.to_pylist() for c in columns]), counts.tolist())) == {
+        ("1", "a"): 1, ("2", "b"): -1, ("2", "c"): 1, ("9", "x"): -1}
 
 
 def test_a_keyless_tables_copies_are_merged_as_removed_and_added():
-    layout = {"database": "d", "table": "t", "columns": [
-        {"key": "a", "type": 3, "meta": 0, "unsigned": False},
-        {"key": "b", "type": 15, "meta": 20, "unsigned": False, "charset": 45}]}
     current = pa.table({"a": pa.array([1, 1, 2], pa.int32()), "b": ["x", "x", "y"]})
-    changes = changed(("d", ("1", "x"), None), ("c", None, ("3", "z")), ("c", None, ("3", "z")),
-                      ("d", ("9", "q"), None), ("u", ("2", "y"), ("2", "w")))
-    ops = driver.copies(current, changes, {"layout": layout}, "d.t").to_pylist()
+    found = changes(("d", row("1", "x"), None), ("c", None, row("3", "z")),
+                    ("c", None, row("3", "z")), ("d", row("9", "q"), None),
+                    ("u", row("2", "y"), row("2", "w")))
+    ops = table_rows.copies(current, found, plan([]), "d.t").to_pylist()
     ops = sorted((row["a"], row["b"], row[COPY_OP]) for row in ops)
     # (1, x): both copies go, one comes back; a copy the table does not hold: nothing
     assert ops == sorted([(1, "x", COPIES_REMOVED), (1, "x", COPY_ADDED), (2, "w", COPY_ADDED),
                           (2, "y", COPIES_REMOVED), (3, "z", COPY_ADDED), (3, "z", COPY_ADDED)])
 
 
-def test_what_the_driver_does_not_take_goes_to_spark():
-    stretch = {"database": "d", "table": "t", "after": (0, 0), "before": (None, None),
-               "sources": ["a", "b"], "defaults": [None, None], "fractions": [None, None],
-               "width": 2}
-    plan = {"stretches": [stretch], "primary_key": [0]}
-    change = {"commit_key": (1, 4, 0, 0), "source": ("d", "t"), "op": "u",
-              "file": "binlog.000001", "pos": 4,
-              "before": {"a": "1", "b": "2"}, "after": {"a": "1"}}  # MINIMAL
-    with pytest.raises(driver.InSpark):
-        driver.images([change], plan)
-    whole = {**change, "after": {"a": "1", "b": "3"}}
-    assert [change[:3] for change in driver.images([whole], plan)] == [
-        ("u", ("1", "2"), ("1", "3"))]
-    # a change from before a MODIFY: its texts as the server made them (the
-    # functions Spark's jobs run: binlake.spark.plans.conversions)
+def test_images_say_what_a_partial_image_leaves_out_and_what_a_modify_made():
+    minimal = changes(("u", row("1", "2"), {"a": "1"}))  # the before image's b: NOBLOB's way
+    found = engine.images(minimal, plan([0]))
+    assert [c.to_pylist() for c in found.after] == [["1"], ["2"]]
+    key_only = changes(("u", {"a": "1"}, {"a": "1", "b": "3"}), ("u", {"a": "2"}, {"a": "7"}))
+    found = engine.images(key_only, plan([0]))  # MINIMAL: the key before, changed columns after
+    assert [c.to_pylist() for c in found.after] == [["1", "7"], ["3", None]]
+    assert found.absent("after").tolist() == [False, True]
+    with pytest.raises(ValueError, match="identified by a key binlake does not know"):
+        table_rows.state(key_only, plan([]), "d.t")
+    # a change from before a MODIFY: its texts as the server made them
+    # (binlake.spark.plans.conversions' functions)
     layout = {"columns": [ddl_layout_column(INT), column("VARCHAR", 2)]}
     for modified, text, made in (({"fractions": [None, 0]}, "10:00:00.5", "10:00:00"),
                                  ({"fractions": [None, 3]}, "10:00:00.5", "10:00:00.500"),
                                  ({"was": [None, ddl_layout_column(INT)]}, "123", "12")):
-        changed = {**plan, "layout": layout, "stretches": [{**stretch, **modified}]}
-        after = driver.images([{**whole, "after": {"a": "1", "b": text}}], changed)[0].after
-        assert after == ("1", made), modified
-    with pytest.raises(driver.InSpark):  # from before the key was another
-        driver.images([whole], {**plan, "stretches": [{**stretch, "key_then": ["b"]}]})
+        modified_plan = {**plan([0], **modified), "layout": layout}
+        found = engine.images(changes(("c", None, row("1", text))), modified_plan)
+        assert [c.to_pylist() for c in found.after] == [["1"], [made]], modified
     int_column = {"key": "i", "type": 3, "meta": 0, "unsigned": False}  # INT
-    with pytest.raises(driver.InSpark):
-        driver.value_of(int_column, "d.t")("1e3")  # a DEFAULT's text, not the binlog's
-    assert not driver.takes(driver.DRIVER_ROWS + 1) and driver.takes(0)
+    with pytest.raises(ValueError, match="1e3"):  # no INT's text: refused, never a NULL
+        typed_arrow.typed_column(["1e3"], int_column, "d.t")
+    assert not driver_way.takes(driver_way.DRIVER_ROWS + 1) and driver_way.takes(0)
+
+
+def test_both_engines_run_the_same_table_rules():
+    """The driver's way and Spark's tasks call the same functions of
+    binlake.spark.rules.table_rows (Spark's also history_rows'), and
+    neither computes a table's rows in any other way: no Catalyst
+    aggregate, no rule of its own."""
+    import ast
+    import binlake.spark.commits as commits
+
+    def called(module: str) -> set:
+        tree = ast.parse((Path(commits.__file__).parent / module).read_text())
+        return {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name) and node.value.id == "table_rows"}
+    rules = {"state", "appended", "net_changes", "copies", "carried", "rewritten"}
+    assert called("driver_way.py") >= rules
+    assert called("spark_way.py") >= rules
+    spark_way = (Path(commits.__file__).parent / "spark_way.py").read_text()
+    for aggregate in ("groupBy(\"", ".agg(", "max_by", "collect_list", "Window"):
+        assert aggregate not in spark_way, aggregate
 
 
 def column(kind: str, *args, unsigned: bool = False) -> dict:
@@ -206,7 +265,10 @@ def held_array(values: list, was: dict) -> pa.Array:
     return pa.array(values, kind)
 
 
-def test_a_type_change_converts_values_as_the_server_did_both_ways(spark, tmp_path):
+def test_a_type_change_converts_values_as_the_server_did():
+    """The values a table holds, and the text of a change from before the
+    MODIFY (a rebuild, new changes of a carried table), become what the
+    server made of them."""
     for number, (was, values, new, expected) in enumerate(CONVERSIONS):
         held = held_array(values, was)
         kind = driver.arrow_types({"columns": [new]})[0]
@@ -214,38 +276,25 @@ def test_a_type_change_converts_values_as_the_server_did_both_ways(spark, tmp_pa
                                                                                        kind)
         ours = driver.converted(pa.chunked_array([held]), was, new)
         assert ours.combine_chunks() == wanted, (number, ours)
-        pq.write_table(pa.table({"v": held}), tmp_path / f"{number}.parquet")
-        frame = spark.read.parquet(str(tmp_path / f"{number}.parquet"))
-        typed = converted(F.col("v"), was, frame.schema["v"].dataType, new)
-        theirs = frame.select(typed.alias("v")).toArrow().column("v")
-        assert theirs.combine_chunks() == wanted, (number, theirs)
-        # A change from before the MODIFY: its exact text becomes the
-        # converted value's (a rebuild, and new changes of a carried table).
-        texts = frame.select(F.col("v").cast("string").alias("t"))
-        retyped = texts.select(from_text(retyped_text(F.col("t"), was, new), new).alias("v"))
-        assert retyped.toArrow().column("v").combine_chunks() == wanted, number
+        texts = [None if v is None else server_value(text_of(v), was, new)
+                 for v in held.to_pylist()]
+        assert driver.typed_column(texts, new, "d.t") == wanted, number
 
 
-def test_a_date_made_a_datetime_in_a_text_lake_gains_its_midnight(spark, tmp_path):
+def test_a_date_made_a_datetime_in_a_text_lake_gains_its_midnight():
     """--temporals text: DATE and DATETIME are MySQL's exact text."""
     was, new = column("DATE"), with_temporals({"columns": [column("DATETIME", 3)]},
                                               "text")["columns"][0]
     held = pa.array(["2024-01-02", "0000-00-00", None])
     wanted = ["2024-01-02 00:00:00.000", "0000-00-00 00:00:00.000", None]
     assert driver.converted(pa.chunked_array([held]), was, new).to_pylist() == wanted
-    pq.write_table(pa.table({"v": held}), tmp_path / "dates.parquet")
-    frame = spark.read.parquet(str(tmp_path / "dates.parquet"))
-    for value in (converted(F.col("v"), was, frame.schema["v"].dataType, new),
-                  from_text(retyped_text(F.col("v"), was, new), new)):
-        assert frame.select(value.alias("v")).toArrow().column("v").to_pylist() == wanted
 
 
-def test_a_type_change_binlake_does_not_convert_is_not_carried(spark):
+def test_a_type_change_binlake_does_not_convert_is_not_carried():
     for was, kind, new in NOT_CONVERTED:
         assert unconverted(was, new) is not None
         assert carry_way(was, spark_of_arrow(kind), new) is None
-        with pytest.raises(driver.InSpark):
-            driver.converted(pa.chunked_array([pa.nulls(1, kind)]), was, new)
+        assert driver.converted(pa.chunked_array([pa.nulls(1, kind)]), was, new) is None
 
 
 @pytest.mark.parametrize("kind, args, texts", [
@@ -280,7 +329,7 @@ def test_inserts_of_any_size_are_typed_by_arrow_without_spark(mariadb, tmp_path,
     from binlake.spark.run.session import LazySession
     from binlake.testing.mariadb import MariaDBServer
     from binlake.spark.commits.delta import read_table
-    monkeypatch.setattr(driver, "DRIVER_ROWS", 10)
+    monkeypatch.setattr(driver_way, "DRIVER_ROWS", 10)
 
     def no_spark():
         raise AssertionError("Spark was asked for")
