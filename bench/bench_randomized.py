@@ -48,6 +48,9 @@ def main() -> int:
                         help="print the --seed's statements as a --script (--steps of them)")
     parser.add_argument("--script", help="run this file's statements instead (no CREATE of "
                                          "the workload's own), a check at each `-- check`")
+    parser.add_argument("--history", choices=("odd", "all", "none"), default="odd",
+                        help="seeds that keep --history (whole row images only) and read "
+                             "earlier checks back with --as-of (default: odd seeds)")
     args = parser.parse_args()
 
     from binlake.testing.randomized import KNOWN
@@ -62,7 +65,7 @@ def main() -> int:
 
     import binlake.spark
     from binlake.testing.randomized import Run, read_script
-    from spark.randomized_oracle import compare
+    from spark.randomized_oracle import capture, compare, compare_captured
 
     spark = (SparkSession.builder.master("local[2]").appName("bench_randomized")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
@@ -75,21 +78,25 @@ def main() -> int:
         range(args.first_seed, args.first_seed + args.seeds))
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="bench-randomized-"))
     started = time.monotonic()
-    steps = checks = statements = rejected = 0
+    steps = checks = statements = rejected = as_of_reads = 0
     findings = []
     for seed in seeds:
         folder = workdir / f"seed-{seed}"
         shutil.rmtree(folder, ignore_errors=True)
+        history = args.history == "all" or (args.history == "odd" and seed % 2 == 1)
         run = Run(seed, folder, compare, keep_going=args.keep_going, engine=args.engine,
-                  avoid=() if args.known_too else KNOWN)
+                  avoid=() if args.known_too else KNOWN, history=history,
+                  as_of=(capture, compare_captured) if history else None)
         if args.script:
             outcome = run.run(0, script=read_script(Path(args.script).read_text()), setup=False)
         else:
             outcome = run.run(args.steps)
         steps, checks = steps + outcome.steps, checks + outcome.checks
+        as_of_reads += outcome.as_of_reads
         statements, rejected = statements + outcome.statements, rejected + outcome.rejected
         findings += outcome.findings
-        print(f"seed {seed}: {outcome.steps} steps, {outcome.checks} checks, "
+        print(f"seed {seed}{' (--history, --as-of)' if history else ''}: {outcome.steps} steps, "
+              f"{outcome.checks} checks ({outcome.as_of_reads} --as-of), "
               f"{outcome.statements} statements ({outcome.rejected} rejected by the server), "
               f"{len(outcome.findings)} finding(s), {outcome.seconds:.1f} s", flush=True)
         for finding in outcome.findings:
@@ -97,7 +104,8 @@ def main() -> int:
         if not args.workdir and not outcome.findings:
             shutil.rmtree(folder, ignore_errors=True)
     seconds = time.monotonic() - started
-    print(f"\n{len(seeds)} seeds, {steps} steps, {checks} checks, {statements} statements "
+    print(f"\n{len(seeds)} seeds, {steps} steps, {checks} checks ({as_of_reads} --as-of), "
+          f"{statements} statements "
           f"({rejected} rejected by the server): {len(findings)} finding(s) "
           f"({len({f.seed for f in findings})} seed(s)) in {seconds:.0f} s "
           f"({seconds / max(steps, 1):.2f} s a step); work in {workdir}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from binlake.spark.run.pipeline import read_table
+from binlake.spark.commits.delta import read_table
 from binlake.testing.randomized import DATABASE
 from binlake.testing.workload import expected_final_state
 
@@ -19,9 +19,22 @@ from .truth import _columns, canonical_rows, typed_rows
 SHOWN = 6  #: rows shown of each side of a difference
 
 
+def capture(server) -> tuple[dict, dict]:
+    """The server's tables now: their rows and their columns."""
+    return expected_final_state(server, DATABASE), _columns(server)
+
+
 def compare(lake: Path, server) -> list[str]:
-    expected, columns = expected_final_state(server, DATABASE), _columns(server)
-    folder = Path(lake) / "tables"
+    """The lake's tables against the server's now; each table's change data
+    feed replayed against it; where the lake keeps history (--history),
+    each history table's open versions against the table."""
+    return compare_captured(Path(lake) / "tables", capture(server),
+                            history=Path(lake) / "history")
+
+
+def compare_captured(folder: Path, captured: tuple, history: Path | None = None) -> list[str]:
+    """The Delta tables in `folder` against `captured` (`capture`'s)."""
+    expected, columns = captured
     held = sorted(p.name for p in folder.iterdir()) if folder.exists() else []
     wanted = sorted(f"{DATABASE}.{table}" for table in expected)
     differences = []
@@ -31,7 +44,7 @@ def compare(lake: Path, server) -> list[str]:
         name = f"{DATABASE}.{table}"
         if name not in held:
             continue
-        lake_rows = read_table(str(lake), name).to_pylist()
+        lake_rows = read_table(str(folder / name)).to_pylist()
         got = Counter(canonical_rows(lake_rows))
         want = Counter(canonical_rows(typed_rows(rows, columns[table])))
         differences += diff(f"{table}: the lake", got, "the server", want)
@@ -42,7 +55,19 @@ def compare(lake: Path, server) -> list[str]:
                                f"{type(error).__name__}: {str(error).splitlines()[0][:300]}")
             continue
         differences += diff(f"{table}: the change data feed replayed", feed, "the table", got)
+        if history is not None and (history / name).exists():
+            differences += diff(f"{table}: the history's open versions",
+                                open_versions(history / name), "the table", got)
     return differences
+
+
+def open_versions(uri: Path) -> Counter:
+    """A history table's versions still current (no VALID_TO), its columns alone."""
+    from binlake.spark.rules.columns import VALID_FROM, VALID_TO
+    rows = read_table(str(uri)).to_pylist()
+    kept = [{k: v for k, v in row.items() if k not in VALID_FROM + VALID_TO}
+            for row in rows if row[VALID_TO[0]] is None]
+    return Counter(canonical_rows(kept))
 
 
 def replayed_feed(uri: Path) -> Counter:

@@ -272,19 +272,6 @@ def test_a_lazy_session_is_started_once_by_many_threads(spark):
     assert asked == [1] and names == [spark.version] * 4
 
 
-def test_steps_over_few_rows_run_interpreted_and_the_settings_come_back(spark):
-    """Jobs over few rows skip code generation (a cold JVM compiles for
-    seconds); the session's settings are as they were after."""
-    from binlake.spark.commits.spark_way import INTERPRETED, _interpreted
-    was = {name: spark.conf.get(name) for name in INTERPRETED}
-    with _interpreted(spark, True):
-        assert {name: spark.conf.get(name) for name in INTERPRETED} == INTERPRETED
-        assert spark.range(3).selectExpr("sum(id * 2)").first()[0] == 6
-    assert {name: spark.conf.get(name) for name in INTERPRETED} == was
-    with _interpreted(spark, False):
-        assert {name: spark.conf.get(name) for name in INTERPRETED} == was
-
-
 def test_an_output_path_delta_cannot_address_is_refused_in_one_line(tmp_path):
     out, err = io.StringIO(), io.StringIO()
     assert main(["pipeline", "--sample", "--out", str(tmp_path / "lake[1]")], out, err) == 1

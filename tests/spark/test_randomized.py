@@ -23,7 +23,7 @@ from binlake.testing.randomized import DATABASE, FIXED, Run  # noqa: E402
 
 import sweeps  # noqa: E402
 
-from .randomized_oracle import compare  # noqa: E402
+from .randomized_oracle import capture, compare, compare_captured  # noqa: E402
 
 SEEDS = int(os.environ.get("BINLAKE_RANDOM_SEEDS", "2"))
 STEPS = int(os.environ.get("BINLAKE_RANDOM_STEPS", "15"))
@@ -37,8 +37,13 @@ def seeds() -> list[int]:
 
 @pytest.mark.parametrize("seed", seeds())
 def test_a_random_workload_keeps_the_lake_equal_to_the_server(spark, mariadb, seed, tmp_path):
-    outcome = Run(seed, tmp_path, compare).run(STEPS)
-    print(f"randomized: seed {seed}, {outcome.steps} steps, {outcome.checks} checks, "
+    """Odd seeds keep history (--history: whole row images only) and read
+    earlier checks back with --as-of."""
+    history = seed % 2 == 1
+    outcome = Run(seed, tmp_path, compare, history=history,
+                  as_of=(capture, compare_captured) if history else None).run(STEPS)
+    print(f"randomized: seed {seed}{' (--history, --as-of)' if history else ''}, "
+          f"{outcome.steps} steps, {outcome.checks} checks ({outcome.as_of_reads} --as-of), "
           f"{outcome.statements} statements ({outcome.rejected} rejected by the server), "
           f"{outcome.seconds:.0f} s (repeat with BINLAKE_RANDOM_SEED={seed} "
           f"BINLAKE_RANDOM_STEPS={STEPS})")

@@ -194,23 +194,34 @@ def test_images_say_what_a_partial_image_leaves_out_and_what_a_modify_made():
 
 
 def test_both_engines_run_the_same_table_rules():
-    """The driver's way and Spark's tasks call the same functions of
-    binlake.spark.rules.table_rows (Spark's also history_rows'), and
-    neither computes a table's rows in any other way: no Catalyst
-    aggregate, no rule of its own."""
+    """The driver's way and Spark's tasks run the same function on the same
+    job (binlake.spark.commits.table_jobs.run_job: the rules of
+    binlake.spark.rules.table_rows and history_rows), and Spark's way has no
+    rule of its own: no DataFrame of rows, no aggregate, no cast."""
     import ast
     import binlake.spark.commits as commits
+    from binlake.spark.commits import table_jobs
 
-    def called(module: str) -> set:
-        tree = ast.parse((Path(commits.__file__).parent / module).read_text())
-        return {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
-                and isinstance(node.value, ast.Name) and node.value.id == "table_rows"}
-    rules = {"state", "appended", "net_changes", "copies", "carried", "rewritten"}
-    assert called("driver_way.py") >= rules
-    assert called("spark_way.py") >= rules
-    spark_way = (Path(commits.__file__).parent / "spark_way.py").read_text()
-    for aggregate in ("groupBy(\"", ".agg(", "max_by", "collect_list", "Window"):
-        assert aggregate not in spark_way, aggregate
+    def source(module: str) -> str:
+        return (Path(commits.__file__).parent / module).read_text()
+
+    def names(module: str) -> set:
+        return {node.id for node in ast.walk(ast.parse(source(module)))
+                if isinstance(node, ast.Name)}
+    assert {"run_job", "new_job", "stage"} <= names("driver_way.py")
+    assert {"run_job", "new_job", "stage"} <= names("spark_way.py")
+    assert "parallelize(jobs, len(jobs)).map(run_job)" in source("spark_way.py")
+    for catalyst in ("groupBy", ".agg(", "Window", "F.max", "from_text", "applyInArrow",
+                     ".cast("):
+        assert catalyst not in source("spark_way.py"), catalyst
+    rules = {node.attr for node in ast.walk(ast.parse(source("table_jobs.py")))
+             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+             and node.value.id in ("table_rows", "history_rows")}
+    assert rules >= {"state", "appended", "net_changes", "copies", "carried", "rewritten",
+                     "history_versions"}
+    assert set(table_jobs._RULES) == {table_jobs.REBUILT, table_jobs.APPENDED,
+                                      table_jobs.MERGED, table_jobs.REWRITTEN,
+                                      table_jobs.CARRIED, table_jobs.HISTORY}
 
 
 def column(kind: str, *args, unsigned: bool = False) -> dict:

@@ -44,7 +44,14 @@ Which engine computes the tables is drawn per check too, from a generator
 of its own (so the statements do not depend on it): the driver (small
 increments' usual way) or, a third of the time, Spark's jobs
 (driver_way.DRIVER_ROWS = -1, as tests/spark/test_row_images.py holds
-them to it); `engine=` fixes it. A
+them to it); `engine=` fixes it. With
+`history`, every run keeps history tables (`--history`; the sessions then
+log whole row images only, which history needs), and the oracle holds each
+history table's open versions to its table. With `as_of` (the oracle's
+capture and compare), each check's server state is kept with its binlog
+position, and a third of the checks (a generator of their own) also build
+the tables of an earlier check with `--as-of FILE:POS` from the lake's
+copies and compare them with what the server held then. A
 run that fails or refuses, or any difference, ends the run with a
 `Finding`: the seed, the step, the statements since the last check and the
 differences, and how to repeat it (the seed and step count: the same
@@ -152,9 +159,10 @@ class Workload:
     """The statements of one seed: `setup()` once, then `step()` as often as
     wanted, `checked()` at each check (a run's end)."""
 
-    def __init__(self, seed: int, avoid=frozenset(KNOWN)):
+    def __init__(self, seed: int, avoid=frozenset(KNOWN), images: tuple = IMAGES):
         self.seed = seed
         self.rng = random.Random(seed)
+        self.images = images  #: the row images its sessions choose from
         self.counter = 0
         self.avoid = frozenset(avoid)
         self.image = "FULL"
@@ -206,7 +214,7 @@ class Workload:
                                  self.upsert], [5, 4, 2, 2, 1.5])[0]()
 
     def session(self) -> list[str]:
-        self.image = self.rng.choice(IMAGES)
+        self.image = self.rng.choice(self.images)
         statements = ["NEW SESSION", f"SET SESSION binlog_row_image = '{self.image}'"]
         self.lax = "lax" not in self.avoid and self.rng.random() < 0.4
         if self.lax:  # type changes the server makes whatever the values
@@ -518,6 +526,7 @@ class Outcome:
     seed: int
     steps: int = 0
     checks: int = 0
+    as_of_reads: int = 0
     statements: int = 0
     rejected: int = 0
     findings: list[Finding] = field(default_factory=list)
@@ -525,16 +534,28 @@ class Outcome:
     seconds: float = 0.0
 
 
-def pipeline_argv(server, out: Path) -> list[str]:
+def pipeline_argv(server, out: Path, history: bool = False) -> list[str]:
     """`binlake pipeline -R` as tests/spark/test_follow.py runs it, once to the server's end."""
     return ["pipeline", "-R", "--out", str(out), "-h", "127.0.0.1", "-P", str(server.port),
-            "-u", "root", "binlog.000001"]
+            "-u", "root", *(["--history"] if history else []), "binlog.000001"]
 
 
-def run_pipeline_once(server, out: Path) -> tuple[int, str]:
+def run_pipeline_once(server, out: Path, history: bool = False) -> tuple[int, str]:
+    return _binlake(pipeline_argv(server, out, history))
+
+
+def run_as_of(lake: Path, point: str, then: Path) -> tuple[int, str]:
+    """`binlake pipeline --as-of POINT --as-of-out THEN` over the lake's copies."""
+    copies = sorted(str(path) for path in (lake / "_binlake" / "binlogs").iterdir()
+                    if path.name.startswith("binlog."))
+    return _binlake(["pipeline", "--out", str(lake), "--as-of", point, "--as-of-out", str(then),
+                     *copies])
+
+
+def _binlake(argv: list[str]) -> tuple[int, str]:
     from binlake.cli.dispatch import main
     stdout, stderr = io.StringIO(), io.StringIO()
-    status = main(pipeline_argv(server, out), stdout, stderr)
+    status = main(argv, stdout, stderr)
     lines = stderr.getvalue().strip().splitlines()
     return status, lines[-1] if lines else ""  # its progress lines, then the failure's
 
@@ -551,12 +572,19 @@ class Run:
     def __init__(self, seed: int, workdir: Path,
                  compare: Callable[[Path, object], list[str]], server_id: int = 46,
                  log: Callable[[str], None] | None = None, keep_going: bool = False,
-                 engine: str = "random", avoid=frozenset(KNOWN)):
+                 engine: str = "random", avoid=frozenset(KNOWN), history: bool = False,
+                 as_of: tuple | None = None):
         self.seed, self.workdir, self.compare = seed, Path(workdir), compare
         self.server_id, self.log = server_id, log or (lambda message: None)
         self.keep_going = keep_going
         self.engine, self.engines = engine, random.Random(f"{seed} engine")
         self.avoid = avoid
+        #: --history on every run (whole row images only: it refuses partial ones)
+        self.history = history
+        #: (capture(server), compare_captured(tables folder, captured)): each check's
+        #: server state kept, and an earlier one read back by --as-of now and then
+        self.as_of, self.points = as_of, random.Random(f"{seed} as-of")
+        self.captured: list[tuple[int, str, object]] = []
 
     def _engine(self) -> str:
         drawn = "spark" if self.engines.random() < 1 / 3 else "driver"
@@ -570,7 +598,7 @@ class Run:
         from binlake.testing.mariadb import MariaDBServer
         started = time.monotonic()
         outcome = Outcome(self.seed)
-        workload = Workload(self.seed, self.avoid)
+        workload = Workload(self.seed, self.avoid, ("FULL",) if self.history else IMAGES)
         lake = self.workdir / "lake"
         with MariaDBServer(self.workdir / "server", server_id=self.server_id) as server:
             server.execute(f"CREATE DATABASE {DATABASE}")
@@ -632,7 +660,7 @@ class Run:
         held, driver_way.DRIVER_ROWS = driver_way.DRIVER_ROWS, (
             -1 if engine == "spark" else driver_way.DRIVER_ROWS)
         try:
-            status, error = run_pipeline_once(server, lake)
+            status, error = run_pipeline_once(server, lake, self.history)
         finally:
             driver_way.DRIVER_ROWS = held
         self.log(f"seed {self.seed} step {step}: pipeline ({engine}) {status}"
@@ -650,4 +678,29 @@ class Run:
         if differences:
             differences.insert(0, f"(the tables computed by the {engine})")
             outcome.findings.append(Finding(self.seed, step, since, differences))
+        elif self.as_of is not None:
+            differences = self._as_of(server, lake, step, outcome)
+            if differences:
+                outcome.findings.append(Finding(self.seed, step, since, differences))
         return lake
+
+    def _as_of(self, server, lake: Path, step: int, outcome: Outcome) -> list[str]:
+        """This check's server state kept (its binlog position, its tables);
+        a third of the time the tables of an earlier check built by --as-of
+        from the lake's copies, against what the server held then."""
+        capture, compare_captured = self.as_of
+        file, pos = server.query("SHOW MASTER STATUS")[0][:2]
+        self.captured.append((step, f"{file}:{pos}", capture(server)))
+        if len(self.captured) < 2 or self.points.random() >= 1 / 3:
+            return []
+        then_step, point, held = self.points.choice(self.captured[:-1])
+        then = self.workdir / f"as-of-{outcome.checks}"
+        status, error = run_as_of(lake, point, then)
+        self.log(f"seed {self.seed} step {step}: --as-of {point} (step {then_step}) {status}"
+                 + (f" {error}" if status else ""))
+        outcome.as_of_reads += 1
+        if status != 0:
+            return [f"binlake pipeline --as-of {point} (the server at step {then_step}) "
+                    f"ended {status}: {error}"]
+        return [f"--as-of {point} (the server at step {then_step}): {line}"
+                for line in compare_captured(then / "tables", held)]

@@ -15,7 +15,6 @@ binlake.spark.commits.table_commits to commit, as Spark's are.
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
 from concurrent.futures import ThreadPoolExecutor
@@ -24,12 +23,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from binlake.spark.commits.change_files import CarriedFrom, ChangeFiles, sources_of
-from binlake.spark.commits.delta import read_table, row_count, rows_under_keys
+from binlake.spark.commits.change_files import ChangeFiles, sources_of
+from binlake.spark.state.starts import AsOf
+from binlake.spark.commits.delta import row_count
 from binlake.spark.commits.table_commits import RowFiles, TableCommits, partition_by, sorted_by
-from binlake.spark.plans.history import days_keyed_otherwise, inside
+from binlake.spark.plans.history import inside
 from binlake.spark.plans.layouts import qualified
 from binlake.spark.read.partitioned import SNAPSHOT_FILES, parquet_rows
+from binlake.spark.commits.table_jobs import (APPENDED, CARRIED, MERGED, REBUILT, REWRITTEN,
+                                              carries, new_job, run_job, stage)
 from binlake.spark.rules import table_rows
 from binlake.spark.rules.engine import images, ints, last_touches
 from binlake.spark.rules.table_rows import read_changes
@@ -55,62 +57,59 @@ class DriverTables:
         self.commits, self.changes = commits, changes
 
     def apply_in_driver(self, files: list, plans: list) -> list:
-        """`apply` for the tables whose new changes the driver computes
-        (binlake.spark.rules.table_rows); returns the plans left to Spark."""
+        """`apply` for the tables whose new changes are few (a keyless
+        table's also the rows it holds); returns the plans left to Spark."""
         found = self.changes.stats(files)
-        left, done = [], {"appended": [], "merged": [], "rewritten": []}
+        left, jobs = [], []
         for plan in plans:
             sources = sources_of(plan)
             new = sum(found[s].rows for s in sources if s in found)
             if not new:
                 continue  # nothing new
-            key, layout = qualified(plan["database"], plan["table"]), plan["layout"]
             mine = self.changes.of(files, sources)
             inserts_only = all(found[s].inserts_only for s in sources if s in found)
-            if not takes(new):
+            key = qualified(plan["database"], plan["table"])
+            if not takes(new) or (not inserts_only and not plan["primary_key"] and row_count(
+                    os.path.join(self.commits.tables_dir, key)) > DRIVER_TABLE_ROWS):
                 if not (inserts_only and self._staged_inserts(plan, mine, "appended")):
                     left.append(plan)
                 continue
-            uri = os.path.join(self.commits.tables_dir, key)
-            changes = read_changes(mine, self.changes.root, sources)
-            if inserts_only:
-                rows, how = table_rows.appended(changes, plan, key), "appended"
-                if layout["primary_key"]:
-                    rows = sorted_by(rows, layout["primary_key"])
-            elif plan["primary_key"]:
-                rows = table_rows.net_changes(changes, plan, key,
-                                              functools.partial(rows_under_keys, uri))
-                how = "merged"
-            elif row_count(uri) > DRIVER_TABLE_ROWS:
-                left.append(plan)
-                continue
-            else:
-                current = read_table(uri).select([c["key"] for c in layout["columns"]])
-                rows, how = table_rows.copies(current, changes, plan, key), "rewritten"
-            if how != "rewritten":  # the table's own types (a list's item name, say)
-                rows = rows.cast(_with_table_types(rows.schema, uri))
-            self._stage_rows(key, rows, plan, how)
-            done[how].append(key)
-        if any(done.values()):
-            self.commits.log(f"tables: appending to {len(done['appended'])}, merging into "
-                     f"{len(done['merged'])}, rewriting {len(done['rewritten'])} (in the driver)")
+            kind = APPENDED if inserts_only else MERGED if plan["primary_key"] else REWRITTEN
+            jobs.append(new_job(self.commits, self.changes, kind, plan, mine))
+        for job in jobs:
+            run_job(job)
+            stage(self.commits, job)
+        if jobs:
+            kinds = [job.kind for job in jobs]
+            self.commits.log(f"tables: appending to {kinds.count(APPENDED)}, merging into "
+                             f"{kinds.count(MERGED)}, rewriting {kinds.count(REWRITTEN)} "
+                             "(in the driver)")
         return left
 
-    def rebuild_in_driver(self, plans: list) -> list:
-        """`rebuild` for the tables whose every change the driver computes
-        (small ones: a small lake's first run, a table created since; a
-        follower then needs no Spark job; one the lock-free snapshot read,
-        `_built_from_chunks`); returns the plans left to Spark."""
-        plans = [plan for plan in plans if not self._built_from_chunks(plan)
-                 and not self._built_from_inserts(plan)]
-        whole = {qualified(plan["database"], plan["table"]):
-                 (plan, CarriedFrom(None, 0, None), self.changes.all_of(sources_of(plan)))
-                 for plan in plans if not days_keyed_otherwise(plan)}
-        left, done = self._rewrite_in_driver(whole, "rebuilt")
-        if done:
-            self.commits.log(f"tables: {done} rebuilt (in the driver)")
-        staged = whole.keys() - left.keys()
-        return [plan for plan in plans if qualified(plan["database"], plan["table"]) not in staged]
+    def rebuild_in_driver(self, plans: list, as_of: AsOf | None = None) -> list:
+        """`rebuild` for the tables whose changes are few (a small lake's
+        first run, a table created since: a follower then needs no Spark
+        job), one the lock-free snapshot read (`_built_from_chunks`), and
+        one of inserts only (`_built_from_inserts`); returns the plans left
+        to Spark."""
+        if as_of is None:
+            plans = [plan for plan in plans if not self._built_from_chunks(plan)
+                     and not self._built_from_inserts(plan)]
+        left, jobs = [], []
+        for plan in plans:
+            files = self.changes.all_of(sources_of(plan))
+            if takes(sum(map(parquet_rows, files))):
+                jobs.append(new_job(self.commits, self.changes, REBUILT, plan, files,
+                                    as_of=as_of))
+            else:
+                left.append(plan)
+        for job in jobs:
+            run_job(job)
+            stage(self.commits, job)
+        if jobs:
+            self.commits.log(f"tables: {len(jobs)} rebuilt (in the driver)"
+                             + (f" as of {as_of.describe()}" if as_of else ""))
+        return left
 
     def _built_from_inserts(self, plan: dict) -> bool:
         """A table whose every change inserts, more than the driver computes
@@ -234,50 +233,19 @@ class DriverTables:
     def _rewrite_in_driver(self, tables: dict, how: str) -> tuple[dict, int]:
         """{key: (plan, CarriedFrom, change files)} staged whole where the
         driver computes them (few changes, a small table; the rows carried
-        convert); (those left to Spark, how many were staged)."""
+        convert): (those left to Spark, how many were staged)."""
         left = {}
         for key, (plan, source, files) in tables.items():
-            rows = self._rewritten_in_driver(plan, source, files)
-            if rows is None:
+            mine = self.changes.of(files, sources_of(plan))
+            held = 0 if source.uri is None else row_count(source.uri)
+            if (not takes(sum(map(parquet_rows, mine))) or held > DRIVER_TABLE_ROWS
+                    or not carries(plan, source, key)):
                 left[key] = (plan, source, files)
                 continue
-            self._stage_rows(key, rows, plan, how)
+            job = new_job(self.commits, self.changes, CARRIED, plan, mine, source=source)
+            run_job(job)
+            self.commits.stage_whole(key, plan, how)
         return left, len(tables) - len(left)
-
-    def _rewritten_in_driver(self, plan: dict, source: "CarriedFrom", files: list):
-        """The table's rows carried from `source` with its changes in
-        `files` applied (binlake.spark.rules.table_rows), or None where
-        Spark computes them, or the table is rebuilt."""
-        sources = sources_of(plan)
-        mine = self.changes.of(files, sources)
-        held = 0 if source.uri is None else row_count(source.uri)
-        if not takes(sum(map(parquet_rows, mine))) or held > DRIVER_TABLE_ROWS:
-            return None
-        key = qualified(plan["database"], plan["table"])
-        current = table_rows.carried(read_table(source.uri) if held else None, plan,
-                                     source.stretch, key)
-        if current is None:
-            return None
-        changes = read_changes(mine, self.changes.root, sources)
-        if changes is None:
-            return current
-        if source.uri is None:  # all of the table's changes: its state
-            return table_rows.state(changes, plan, key)
-        return table_rows.rewritten(current, changes, plan, key)
-
-    def _stage_rows(self, key: str, rows, plan: dict, how: str) -> None:
-        """Rows the driver computed, staged and committed as Spark's are."""
-        layout = plan["layout"]
-        if how == "merged":  # the MERGE takes them as they are
-            self.commits.stage_net(key, layout, rows)
-            return
-        if how == "rewritten":  # a keyless table's copies, merged
-            self.commits.stage_copies(key, rows)
-            return
-        if how in ("carried", "rebuilt"):  # whole: in key order, as Spark writes them
-            rows = sorted_by(rows, layout["primary_key"] or [c["key"] for c in layout["columns"]])
-        self.commits.write_rows(key, rows, plan)
-        self.commits.stage_whole(key, plan, how)
 
 
 #: Threads that read and type the chunk files of a snapshotted table.

@@ -92,7 +92,7 @@ def plan_signature(plan: dict) -> str:
 
 
 def update_tables(spark, out: str, plans: list, manifest: Manifest, *, as_of: AsOf | None,
-                  staged: str, read_changes, tables_mixed, committing, log,
+                  staged: str, tables_mixed, committing, log,
                   tables_dir: str | None = None, history: bool = False, selected=None,
                   fresh: set = frozenset()) -> tuple[dict, TablesState, dict]:
     """Bring tables/ (or `tables_dir`) in step with the manifest, and with
@@ -121,9 +121,9 @@ def update_tables(spark, out: str, plans: list, manifest: Manifest, *, as_of: As
         _refuse_before_staging(by_key, changes, _new_files(manifest, out, 0),
                                os.path.join(out, "events"))
         _stage(lake, manifest, by_key, signatures, in_step, as_of, out, tables_dir,
-               read_changes, tables_mixed, fresh)
+               tables_mixed, fresh)
         if history and as_of is None:
-            _stage_histories(lake, manifest, by_key, signatures, out, read_changes)
+            _stage_histories(lake, manifest, by_key, signatures, out)
     except Exception as exc:
         # Nothing was committed: what the jobs staged (those beside a job that
         # failed finish their files) goes.
@@ -175,7 +175,7 @@ def tables_in_step(state: TablesState | None, tables_dir: str) -> bool:
 
 
 def _stage(lake: "_Ways", manifest: Manifest, by_key: dict, signatures: dict,
-           in_step: bool, as_of, out: str, tables_dir: str, read_changes, tables_mixed,
+           in_step: bool, as_of, out: str, tables_dir: str, tables_mixed,
            fresh: set = frozenset()) -> None:
     """Every table's next version written to the staging folder, none
     committed: a change refused on the way leaves every table as it was."""
@@ -183,8 +183,7 @@ def _stage(lake: "_Ways", manifest: Manifest, by_key: dict, signatures: dict,
         # A kill in the middle leaves tables of two points: rebuild all next time.
         tables_mixed()
         plans = list(by_key.values())
-        lake.spark.rebuild(read_changes, plans if as_of else lake.driver.rebuild_in_driver(plans),
-                           as_of)
+        lake.spark.rebuild(lake.driver.rebuild_in_driver(plans, as_of), as_of)
     else:
         rebuild, groups, carried = [], {}, {}
         order = PositionOrder(manifest.file_seqs())
@@ -210,11 +209,11 @@ def _stage(lake: "_Ways", manifest: Manifest, by_key: dict, signatures: dict,
             files = new_files(runs[0] - 1)
             group = lake.driver.apply_in_driver(files, group) if files else []
             if group:
-                lake.spark.apply(read_changes(files), files, group)
+                lake.spark.apply(files, group)
         carried = lake.driver.carry_in_driver({key: (plan, source, new_files(source.done))
                                         for key, (plan, source) in carried.items()})
-        rebuild += lake.spark.carry(read_changes, carried)
-        lake.spark.rebuild(read_changes, lake.driver.rebuild_in_driver(rebuild), None)
+        rebuild += lake.spark.carry(carried)
+        lake.spark.rebuild(lake.driver.rebuild_in_driver(rebuild), None)
 
 
 def _new_files(manifest: Manifest, out: str, done: int) -> list:
@@ -222,8 +221,8 @@ def _new_files(manifest: Manifest, out: str, done: int) -> list:
     return [os.path.join(out, "changes", name) for name in manifest.pending_after(done)]
 
 
-def _stage_histories(lake: "_Ways", manifest: Manifest, by_key: dict, signatures: dict, out: str,
-                     read_changes) -> None:
+def _stage_histories(lake: "_Ways", manifest: Manifest, by_key: dict, signatures: dict,
+                     out: str) -> None:
     """Each keyed table's history (`--history`) staged: its new versions
     and the versions they end, merged; or, where the table's plan changed
     since its history was built (DDL changed its columns, key or name), or
@@ -237,14 +236,14 @@ def _stage_histories(lake: "_Ways", manifest: Manifest, by_key: dict, signatures
             continue
         uri = os.path.join(lake.commits.history_dir, key)
         if plan_of(uri) != signatures[key]:
-            changes = read_changes(only=sources_of(plan))
-            if changes is not None:
-                lake.spark.history(key, plan, changes, signatures[key], whole=True)
+            files = lake.spark.changes.all_of(sources_of(plan))
+            if files:
+                lake.spark.history(plan, files, signatures[key], whole=True)
             continue
         files = lake.spark.changes.of(_new_files(manifest, out, committed_run(
             uri, history_name(key)) or 0), sources_of(plan))
         if files:
-            lake.spark.history(key, plan, read_changes(files), signatures[key], whole=False)
+            lake.spark.history(plan, files, signatures[key], whole=False)
 
 
 def carried_from(plan: dict, tables_dir: str, order) -> CarriedFrom | None:

@@ -217,14 +217,20 @@ class RowFiles:
             return
         if self._writer is not None and self._writer.schema != rows.schema:
             self.close()
-        if self._writer is None:
-            os.makedirs(self.folder, exist_ok=True)
-            self._writer = pq.ParquetWriter(
-                os.path.join(self.folder, f"part-{uuid.uuid4().hex}.parquet"), rows.schema)
-        self._writer.write_table(rows)
-        self._rows += rows.num_rows
-        if self._rows >= ROWS_PER_FILE:
-            self.close()
+        start = 0
+        while True:  # (rows of no rows: a file all the same, the table's schema)
+            if self._writer is None:
+                os.makedirs(self.folder, exist_ok=True)
+                self._writer = pq.ParquetWriter(
+                    os.path.join(self.folder, f"part-{uuid.uuid4().hex}.parquet"), rows.schema)
+            part = rows.slice(start, ROWS_PER_FILE - self._rows)
+            self._writer.write_table(part)
+            self._rows += part.num_rows
+            start += part.num_rows
+            if self._rows >= ROWS_PER_FILE:
+                self.close()
+            if start >= rows.num_rows:
+                break
 
     def close(self) -> None:
         if self._writer is not None:

@@ -116,12 +116,13 @@ def equal_to(values: pa.Array, text: str) -> np.ndarray:
 # -- images --------------------------------------------------------------------------------
 
 class Images:
-    """A table's changes in commit order, each image as texts per column of
+    """A table's changes, each image as texts per column of
     the plan's table: `before[i]`, `after[i]` (Arrow strings), `absent_*[i]`
     where a partial image leaves column i out (numpy; None: nowhere)."""
 
     def __init__(self, rows, before, after, before_absent, after_absent, nulls):
-        self.rows = rows  # the changes themselves, in commit order
+        self.rows = rows  # the changes themselves, in no order
+        self.rank = commit_rank(rows)  # each one's place in commit order
         self.op = _plain(rows.column("op"))
         self.file, self.pos = _plain(rows.column("file")), _plain(rows.column("pos"))
         self.before, self.after = before, after
@@ -138,6 +139,10 @@ class Images:
         for column in found:
             out |= column
         return out
+
+    def first(self, where: np.ndarray) -> int:
+        """The index of the first change in commit order where `where` holds."""
+        return int(np.flatnonzero(where)[np.argmin(self.rank[where])])
 
     def where(self, index: int) -> str:
         """How a refusal names change `index`: "FILE at POS"."""
@@ -156,15 +161,19 @@ class Images:
             nulls = self.nulls[side]
             sides.append([None if null else row for row, null in zip(zip(*columns), nulls)]
                          if columns else [None] * len(self))
-        return [Change(op, before, after, f"{file} at {pos}") for op, before, after, file, pos in
-                zip(self.op.to_pylist(), *sides, self.file.to_pylist(), self.pos.to_pylist())]
+        found = [Change(op, before, after, f"{file} at {pos}") for op, before, after, file, pos in
+                 zip(self.op.to_pylist(), *sides, self.file.to_pylist(), self.pos.to_pylist())]
+        return [found[i] for i in np.argsort(self.rank)]
 
 
-def sorted_changes(changes: pa.Table) -> pa.Table:
-    """`changes` in commit order (commit_key's parts: unique per change)."""
+def commit_rank(changes: pa.Table) -> np.ndarray:
+    """Each change's place in commit order (commit_key's parts: unique per
+    change), as a rank: the rules sort touches by it, never the changes."""
     key = changes.column("commit_key").combine_chunks()
     order = np.lexsort([numbers(key.field(part)) for part in ("row", "sub", "pos", "file_seq")])
-    return changes.take(ints(order))
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return rank
 
 
 def stretch_index(changes: pa.Table, plan: dict) -> np.ndarray:
@@ -186,12 +195,11 @@ def stretch_index(changes: pa.Table, plan: dict) -> np.ndarray:
 
 
 def images(changes: pa.Table, plan: dict) -> Images:
-    """The changes of the plan's stretches (`changes` in any order), in
-    commit order, as `Images`."""
-    changes = sorted_changes(changes)
+    """The changes of the plan's stretches (`changes` in any order) as
+    `Images`, each with its rank in commit order (`Images.rank`)."""
     at = stretch_index(changes, plan)
-    kept = ints(np.flatnonzero(at >= 0))
-    changes, at = changes.take(kept), at[at >= 0]
+    if (at < 0).any():
+        changes, at = changes.take(ints(np.flatnonzero(at >= 0))), at[at >= 0]
     op = _plain(changes.column("op"))
     inserts = truths(pc.is_in(op, value_set=texts(list(INSERTS))))
     updates = equal_to(op, "u")
@@ -220,8 +228,7 @@ def _side(maps, at: np.ndarray, plan: dict, inserts):
     maps = maps.combine_chunks() if isinstance(maps, pa.ChunkedArray) else maps
     n, width = len(maps), len(plan["layout"]["columns"])
     null = nulls_of(maps)
-    offsets = numbers(maps.offsets)
-    lengths = np.diff(offsets)
+    lengths = np.diff(numbers(maps.offsets))
     parts: list = [[] for _ in range(width)]
     absent = [np.zeros(n, dtype=bool) for _ in range(width)]
     order = []
@@ -230,16 +237,17 @@ def _side(maps, at: np.ndarray, plan: dict, inserts):
         if not len(rows):
             continue
         order.append(rows)
-        mine = maps.take(ints(rows))
+        mine = maps if len(rows) == n else maps.take(ints(rows))
         short = (lengths[rows] < stretch_width(s)) & ~null[rows]
         omitted = s.get("omitted") or [None] * width
+        looked_up = _lookup(mine, [key for key in s["sources"] if key is not None])
         for c, (key, default, digits, was, column) in enumerate(zip(
                 s["sources"], s["defaults"], s["fractions"], s.get("was") or [None] * width,
                 plan["layout"]["columns"])):
             if key is None:
                 values = texts([default] * len(rows))
             else:
-                values = pc.map_lookup(mine, _one(key), "first")
+                values = looked_up[key]
                 if short.any():
                     missing = short & ~_holds(mine, key)
                     if inserts is not None and omitted[c] is not None:
@@ -251,12 +259,44 @@ def _side(maps, at: np.ndarray, plan: dict, inserts):
                 if digits is not None or was is not None:
                     values = _converted(values, digits, was, column)
             parts[c].append(values)
-    if order:
+    if len(order) == 1:
+        columns = [p[0] for p in parts]
+    elif order:
         back = ints(np.argsort(np.concatenate(order), kind="stable"))
         columns = [pa.concat_arrays(p).take(back) for p in parts]
     else:
         columns = [pa.nulls(0, pa.string()) for _ in range(width)]
     return columns, absent, null
+
+
+def _lookup(maps: pa.MapArray, names: list[str]) -> dict:
+    """{name: each map's value of it (NULL: none)}. Where every map holds
+    the same keys in the same order (whole images: the binlog's columns, as
+    the decoder writes them), each column is every width-th item, taken at
+    once; else looked up map by map."""
+    offsets = numbers(maps.offsets)
+    lengths = np.diff(offsets)
+    valid = ~nulls_of(maps)
+    width = int(lengths[valid][0]) if valid.any() else 0
+    keys, items = maps.keys, maps.items
+    if (valid.any() and (lengths[valid] == width).all() and (lengths[~valid] == 0).all()
+            and len(keys) == offsets[-1] and offsets[0] == 0):
+        first = keys.slice(int(offsets[np.argmax(valid)]), width)
+        tiled = first.take(ints(np.tile(np.arange(width), int(valid.sum()))))
+        if truths(pc.equal(keys, tiled)).all():
+            names_at = {name: i for i, name in enumerate(first.to_pylist())}
+            starts = offsets[:-1]
+            out = {}
+            for name in names:
+                if name not in names_at:
+                    out[name] = pa.nulls(len(maps), pa.string())
+                    continue
+                at = starts + names_at[name]
+                out[name] = items.take(pa.Array.from_buffers(
+                    pa.int64(), len(at), [flags(valid).buffers()[1] if not valid.all() else None,
+                                          pa.py_buffer(np.ascontiguousarray(at, np.int64))]))
+            return out
+    return {name: pc.map_lookup(maps, _one(name), "first") for name in names}
 
 
 def _holds(maps: pa.MapArray, key: str) -> np.ndarray:
@@ -303,8 +343,9 @@ def touches(found: Images, primary: list[int]):
     sets = np.flatnonzero(~deletes)
     keys = [pa.concat_arrays([was.take(ints(clears)), now.take(ints(sets))])
             for was, now in zip(old, new)]
+    rank = found.rank
     return (keys, np.arange(len(clears) + len(sets)) >= len(clears),
-            np.concatenate([clears, sets]), np.concatenate([2 * clears, 2 * sets + 1]))
+            np.concatenate([clears, sets]), np.concatenate([2 * rank[clears], 2 * rank[sets] + 1]))
 
 
 def codes(values: pa.Array) -> np.ndarray:

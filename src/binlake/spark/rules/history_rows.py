@@ -32,7 +32,7 @@ def history_versions(changes: pa.Table, plan: dict, table: str) -> pa.Table:
     layout, primary = plan["layout"], plan["primary_key"]
     partial = found.absent("after") & ~equal_to(found.op, "d")
     if partial.any():
-        raise refused_at(found.where(int(np.argmax(partial))), table, HISTORY_PARTIAL)
+        raise refused_at(found.where(found.first(partial)), table, HISTORY_PARTIAL)
     keys, sets, change, order = touches(found, primary)
     key_codes = [codes(k) for k in keys]
     seq = numbers(found.rows.column("commit_key").combine_chunks().field("file_seq"))[change]

@@ -92,7 +92,7 @@ def appended(changes: pa.Table, plan: dict, table: str) -> pa.Table:
     partial = found.absent("after")
     if partial.any():
         reason = NEVER_WHOLE if plan["primary_key"] else KEYLESS_PARTIAL
-        raise refused_at(found.where(int(np.argmax(partial))), table, reason)
+        raise refused_at(found.where(found.first(partial)), table, reason)
     return typed(found.after, plan["layout"], table)
 
 
@@ -306,7 +306,7 @@ def _multiset(found: Images, table: str):
     partial_after = found.absent("after") & ~deletes
     unknown_key = found.absent("before") & ~inserts
     if partial_after.any() or unknown_key.any():
-        first = int(np.argmax(partial_after | unknown_key))
+        first = found.first(partial_after | unknown_key)
         # A before image that names no row is the cause where both are partial.
         reason = UNKNOWN_KEY if unknown_key[first] else KEYLESS_PARTIAL
         raise refused_at(found.where(first), table, reason)

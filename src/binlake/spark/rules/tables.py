@@ -5,10 +5,8 @@ jobs share. What changes make of a table is binlake.spark.rules.table_rows'.
 
 from __future__ import annotations
 
-import functools
 import glob
 import json
-import operator
 
 from pyspark.sql import Column, DataFrame, functions as F
 
@@ -82,11 +80,3 @@ def _image(change_type: str, side: str) -> Column:
 
 
 ROWS_PER_FILE = 1_000_000
-
-
-def one_of(tables: set) -> Column:
-    """A condition on rows with `database` and `table` columns: of one of
-    these (database, table) pairs (plain comparisons, by which Spark prunes
-    partitions of changes/)."""
-    return functools.reduce(operator.or_, [
-        (F.col("database") == db) & (F.col("table") == table) for db, table in sorted(tables)])

@@ -26,7 +26,6 @@ from binlake.spark.commits.spark_way import hadoop_literal
 from binlake.spark.plans.history import PositionOrder, table_plans
 from binlake.spark.plans.typed import PARTITION_TYPES, spark_type, with_temporals
 from binlake.spark.read.batches import CHANGES, EVENTS, spark_ddl
-from binlake.spark.rules.tables import one_of
 from binlake.spark.state.starts import AsOf
 from binlake.spark.run.rebuild import stale_tables
 from binlake.spark.state.progress import snapshot_reading
@@ -54,7 +53,7 @@ def build_tables_as_of(run: Run, as_of: str, as_of_out: str, manifest: Manifest,
     result = run.result
     result.tables, _, result.table_work = update_tables(
         run.spark, run.out, plans, manifest, as_of=point,
-        staged=os.path.join(as_of_out, "_binlake.new"), read_changes=run.read_changes,
+        staged=os.path.join(as_of_out, "_binlake.new"),
         tables_mixed=lambda: None, committing=lambda: None, log=run.log,
         tables_dir=os.path.join(as_of_out, TABLES))
     result.tables_rebuilt = True
@@ -88,7 +87,7 @@ def bring_tables_in_step(run: Run, manifest: Manifest, history, layouts: dict,
     result = run.result
     result.tables, built, result.table_work = update_tables(
         run.spark, out, plans, manifest, as_of=None, staged=folder_path(out, TABLES_NEW),
-        read_changes=run.read_changes, tables_mixed=tables_mixed, committing=run.undo.forget,
+        tables_mixed=tables_mixed, committing=run.undo.forget,
         log=run.log, history=keep_history, selected=built, fresh=fresh)
     result.tables_rebuilt = True
     save_manifest(out, manifest.tables_built(
@@ -145,18 +144,6 @@ def parse_partition_by(given: str | dict | None) -> dict:
     return found
 
 
-def changes_of(spark, out: str, files: list | None, only: set | None):
-    """changes/ whole, the `files` of it, or the partitions of the tables
-    `only` names ((database, table) pairs); None when there is none yet."""
-    root = os.path.join(out, "changes")
-    if not os.path.isdir(root):
-        return None
-    if files is not None:
-        return read_changes(spark, out, files)
-    frame = read_changes(spark, out)
-    return frame if only is None else frame.where(one_of(only))
-
-
 def _before(point: AsOf | None, order: PositionOrder):
     """Which statements of the schema history come before `point`."""
     if point is None:
@@ -210,4 +197,4 @@ def parse_as_of(text: str, manifest: Manifest) -> AsOf:
 
 
 __all__ = ["build_tables_as_of", "bring_tables_in_step", "parse_partition_by", "parse_as_of",
-           "changes_of", "read_changes", "read_events", "read_table"]
+           "read_changes", "read_events", "read_table"]

@@ -64,7 +64,6 @@ from binlake.spark.run.binlogs import catch_up, new_segments, unread_bytes
 from binlake.spark.run.lake_tables import (
     bring_tables_in_step,
     build_tables_as_of,
-    changes_of,
     parse_as_of,
     parse_partition_by,
     read_changes,
@@ -221,9 +220,6 @@ class Run:
     def append(self, segments: list, options: dict, manifest: Manifest, history, **more):
         return stage_and_commit(self.spark, self.out, segments, options, manifest, history,
                                 self.log, self.undo, **more)
-
-    def read_changes(self, files=None, only=None):
-        return changes_of(self.spark, self.out, files, only)
 
 
 def _run_in(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitions, schema,
