@@ -10,16 +10,13 @@ pa = pytest.importorskip("pyarrow")
 deltalake = pytest.importorskip("deltalake")
 pc = pytest.importorskip("pyarrow.compute")
 
-from binlake.spark.commits.delta import (AT, DELETED, PRESENT, committed_run,  # noqa: E402
-                                 merge_net_changes, rows_not_held, through_of)
+from binlake.spark.commits.delta import (DELETED, committed_run,  # noqa: E402
+                                         merge_net_changes, through_of)
 
 
-def net(rows: list[tuple], deleted: list[bool], names=("id", "name"), present=None):
+def net(rows: list[tuple], deleted: list[bool], names=("id", "name")):
     columns = {name: [row[i] for row in rows] for i, name in enumerate(names)}
-    present = present or [None] * len(rows)
-    at = [None if p is None else f"binlog.000001 at {100 + i}" for i, p in enumerate(present)]
-    return pa.table({**columns, DELETED: deleted, PRESENT: pa.array(present, pa.string()),
-                     AT: pa.array(at, pa.string())})
+    return pa.table({**columns, DELETED: deleted})
 
 
 def rows(dicts: list[dict]) -> list[str]:
@@ -149,8 +146,7 @@ def test_a_partitioned_table_keeps_each_value_in_its_folder_and_reads_it_back(tm
     assert deltalake.DeltaTable(str(uri)).metadata().partition_columns == ["day"]
     assert rows(read_table(str(uri)).to_pylist()) == rows(expected) == state(uri)
     moved = pa.table({"id": [2], "day": [dt.date(2024, 5, 1)], "n": pa.array([20], pa.int32()),
-                      DELETED: [False], PRESENT: pa.array([None], pa.string()),
-                      AT: pa.array([None], pa.string())})
+                      DELETED: [False]})
     merge_net_changes(str(uri), "db.t", moved, ["id"], run=2, through={})
     expected[1] = {"id": 2, "day": dt.date(2024, 5, 1), "n": 20}
     assert rows(read_table(str(uri)).to_pylist()) == rows(expected) == state(uri)
@@ -181,29 +177,6 @@ def test_a_datetime_column_added_later_gets_its_table_feature(tmp_path):
     pq.write_table(pa.table({"id": [1], "at": [when]}, schema=wider), uri / "part-2.parquet")
     commit_table(str(uri), "db.t", ["part-2.parquet"], wider, run=2, through={})
     assert read_table(str(uri)).to_pylist() == [{"id": 1, "at": when}]
-
-
-def test_a_partial_row_sets_the_columns_it_holds_and_keeps_the_others(tmp_path):
-    """binlog_row_image=MINIMAL: an UPDATE logs the key and what changed."""
-    uri = str(tmp_path / "db.t")
-    names = ("id", "name", "n")
-    merge_net_changes(uri, "db.t", net([(1, "a", 1), (2, "b", 2)], [False] * 2, names), ["id"],
-                      run=1, through={})
-    partial = net([(1, None, 10), (2, None, None), (3, "c", 3)], [False] * 3, names,
-                  present=["101", "110", None])
-    assert rows_not_held(uri, partial, ["id"]) == []
-    merge_net_changes(uri, "db.t", partial, ["id"], run=2, through={})
-    assert state(uri) == rows([{"id": 1, "name": "a", "n": 10}, {"id": 2, "name": None, "n": 2},
-                               {"id": 3, "name": "c", "n": 3}])
-
-
-def test_a_partial_row_of_a_key_the_table_does_not_hold_is_found_before_any_merge(tmp_path):
-    uri = str(tmp_path / "db.t")
-    merge_net_changes(uri, "db.t", net([(1, "a")], [False]), ["id"], run=1, through={})
-    partial = net([(1, "A"), (9, "z")], [False, False], present=["11", "11"])
-    assert rows_not_held(uri, partial, ["id"]) == ["binlog.000001 at 101"]
-    assert rows_not_held(str(tmp_path / "db.none"), partial, ["id"]) == [
-        "binlog.000001 at 100", "binlog.000001 at 101"]
 
 
 def test_committed_files_carry_statistics_and_every_commit_feeds_changes(tmp_path):
@@ -240,8 +213,7 @@ def test_committed_files_carry_statistics_and_every_commit_feeds_changes(tmp_pat
                      "day": pa.array([None], pa.date32()), "ratio": [2.0],
                      "unsigned": pa.array([None], pa.decimal128(20, 0)),
                      "huge": pa.array([None], pa.decimal128(20, 0)),
-                     DELETED: [False], PRESENT: pa.array([None], pa.string()),
-                     AT: pa.array([None], pa.string())})
+                     DELETED: [False]})
     merge_net_changes(str(uri), "db.t", more, ["id"], run=2, through={})
     feed = pa.table(deltalake.DeltaTable(str(uri)).load_cdf(starting_version=2).read_all()).to_pylist()
     changes = sorted((row["_change_type"], row["id"], row["name"]) for row in feed)
@@ -286,8 +258,7 @@ def test_net_changes_beyond_every_held_key_are_appended_not_merged(tmp_path):
     # New keys: one inserted and deleted within the run, one with a column
     # the table does not have yet.
     more = pa.table({"id": [3, 4, 5], "name": ["c", "d", None], "extra": [None, None, 7],
-                     DELETED: [False, True, False], PRESENT: pa.array([None] * 3, pa.string()),
-                     AT: pa.array([None] * 3, pa.string())})
+                     DELETED: [False, True, False]})
     assert merge_net_changes(uri, "db.t", more.to_reader(), ["id"], run=2, through={"f": 2},
                              bounds=key_bounds(more.select(["id"]))) == "appended"
     assert state(uri) == rows([{"id": 1, "name": "a", "extra": None},
@@ -318,8 +289,7 @@ def test_an_unsigned_key_past_exact_statistics_is_merged(tmp_path):
 
     def unsigned(key: int, name: str):
         return pa.table({"id": pa.array([decimal.Decimal(key)], pa.decimal128(20, 0)),
-                         "name": [name], DELETED: [False], PRESENT: pa.array([None], pa.string()),
-                         AT: pa.array([None], pa.string())})
+                         "name": [name], DELETED: [False]})
     merge_net_changes(uri, "db.t", unsigned(top, "a"), ["id"], run=1, through={})
     again = unsigned(top, "b")
     bounds = key_bounds(again.select(["id"]))

@@ -200,6 +200,37 @@ def test_small_increments_and_nothing_new_start_no_spark_session(spark, tmp_path
         assert len(table_rows(lake, table)) == len(rows), table
 
 
+def test_a_small_increment_imports_no_pandas(spark, tmp_path):
+    """pyarrow imports pandas (0.27 s: a third of a small run) for a Python
+    scalar or list made Arrow, `to_numpy`, `group_by` or pyarrow.dataset;
+    the table rules and their commits do none of these
+    (binlake.spark.rules.engine), so a run that merges a few changes, in a
+    fresh process, leaves pandas unimported."""
+    import subprocess
+    import sys
+
+    from binlake.cli.commands.pipeline import sample_dir
+    incoming, lake = tmp_path / "incoming", tmp_path / "lake"
+    incoming.mkdir()
+    shutil.copy(os.path.join(sample_dir(), "binlog.000001"), incoming)
+    run_pipeline(spark, [str(incoming)], str(lake))
+    for name in ("binlog.000002", "binlog.000003"):
+        shutil.copy(os.path.join(sample_dir(), name), incoming)
+    code = ("import io, sys; from binlake.cli.dispatch import main; err = io.StringIO(); "
+            "status = main(sys.argv[1:], io.StringIO(), err); "
+            "print(status, 'pandas' in sys.modules, err.getvalue().count('merging into'))")
+    done = subprocess.run([sys.executable, "-c", code, "pipeline", str(incoming), "--out",
+                           str(lake)], capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONPATH": os.path.dirname(
+                              os.path.dirname(binlake_path()))})
+    assert done.stdout.split() == ["0", "False", "1"], done.stdout + done.stderr
+
+
+def binlake_path() -> str:
+    import binlake
+    return binlake.__file__
+
+
 def test_a_run_that_rebuilds_the_tables_starts_spark_while_it_reads(spark, tmp_path,
                                                                      monkeypatch):
     """A lake's first run that rebuilds its tables in Spark (here: the

@@ -32,8 +32,8 @@ from urllib.parse import unquote
 
 from binlake.atomic import fsync_files
 from binlake.spark.commits.delta_sync import durable
-from binlake.spark.rules.columns import (AT, CLOSES, COPIES_REMOVED, COPY_ADDED, COPY_OP, DELETED,
-                                        NET_COLUMNS, PRESENT, VALID_FROM, VALID_TO)
+from binlake.spark.rules.columns import (CLOSES, COPIES_REMOVED, COPY_ADDED, COPY_OP, DELETED,
+                                        NET_COLUMNS, VALID_FROM, VALID_TO)
 
 #: Commit metadata key: the signature of the plan a history table was built by.
 PLAN = "binlake.plan"
@@ -78,9 +78,7 @@ def committed_run(uri: str, table: str) -> int | None:
 def merge_net_changes(uri: str, table: str, net, keys: list[str], *, run: int,
                       through: dict, bounds: dict | None = None) -> str:
     """Apply `net` (one row per key, the table's columns plus NET_COLUMNS)
-    to the Delta table at `uri` as run number `run`. A row with `PRESENT`
-    sets only the columns it names in the row its key holds (the caller has
-    checked, `rows_not_held`, that there is one). `bounds` ({key column:
+    to the Delta table at `uri` as run number `run`. `bounds` ({key column:
     (least, greatest)} of `net`, `key_bounds`) let the MERGE read only the
     files whose statistics overlap them, or skip the MERGE where they lie
     beyond every held key (`_beyond_held_keys`). Returns what was done:
@@ -111,22 +109,18 @@ def merge_net_changes(uri: str, table: str, net, keys: list[str], *, run: int,
                          f"t.{_quoted(k)} <= {_sql_literal(high)}"
                          for k, (low, high) in (bounds or {}).items()
                          if not pa.types.is_decimal(net.schema.field(k).type)])
-    deleted, partial = f"s.{_quoted(DELETED)}", f"s.{_quoted(PRESENT)}"
+    deleted = f"s.{_quoted(DELETED)}"
     # Every column named by us, quoted: delta-rs's update_all/insert_all
     # cannot name a column with a backtick in it, which MySQL allows.
     names = [name for name in net.schema.names if name not in NET_COLUMNS]
-    held = {field.name for field in target.schema().fields}  # a column new to it: NULL there
     inserted = {_quoted(name): f"s.{_quoted(name)}" for name in names}
-    updated = {_quoted(name): f"CASE WHEN {partial} IS NULL OR substr({partial}, {i + 1}, 1)"
-                              f" = '1' THEN s.{_quoted(name)} ELSE t.{_quoted(name)} END"
-               if name in held else f"s.{_quoted(name)}"
-               for i, name in enumerate(names)}
+    updated = {_quoted(name): f"s.{_quoted(name)}" for name in names}
     (target
      .merge(net, on, source_alias="s", target_alias="t", merge_schema=True,
             commit_properties=commit)
      .when_matched_delete(predicate=deleted)
      .when_matched_update(updated, predicate=f"NOT {deleted}")
-     .when_not_matched_insert(inserted, predicate=f"NOT {deleted} AND {partial} IS NULL")
+     .when_not_matched_insert(inserted, predicate=f"NOT {deleted}")
      .execute())
     return "merged"
 
@@ -268,31 +262,11 @@ def _append_new_keys(target, net, commit) -> None:
 
 def _inserted(net):
     """The rows of net changes (a Table or a RecordBatch) that a MERGE
-    inserts where no held key matches them: neither deleted nor partial,
-    without NET_COLUMNS."""
+    inserts where no held key matches them: those not deleted, without
+    NET_COLUMNS."""
     import pyarrow.compute as pc
-    keep = pc.and_(pc.invert(net.column(DELETED)), pc.is_null(net.column(PRESENT)))
+    keep = pc.invert(net.column(DELETED))
     return net.filter(keep).select([n for n in net.schema.names if n not in NET_COLUMNS])
-
-
-def rows_not_held(uri: str, net, keys: list[str]) -> list[str]:
-    """Where (`AT`) the partial rows of `net` (a pyarrow Table of net
-    changes) are whose key the Delta table at `uri` holds no row under: a
-    partial row image can only complete a row that is there."""
-    import pyarrow.compute as pc
-    import pyarrow.dataset as ds
-    from deltalake import DeltaTable
-    partial = net.filter(pc.is_valid(net[PRESENT]))
-    if partial.num_rows == 0:
-        return []
-    wanted = list(zip(*(partial[k].to_pylist() for k in keys)))
-    if not _exists(uri):
-        return partial[AT].to_pylist()
-    # Files whose statistics rule the first key column out are not read.
-    held = DeltaTable(uri).to_pyarrow_dataset().to_table(
-        columns=keys, filter=ds.field(keys[0]).isin(partial[keys[0]]))
-    found = set(zip(*(held[k].to_pylist() for k in keys)))
-    return [at for at, key in zip(partial[AT].to_pylist(), wanted) if key not in found]
 
 
 def rows_under_keys(uri: str, keys):

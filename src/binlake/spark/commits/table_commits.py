@@ -26,15 +26,14 @@ import pyarrow.parquet as pq
 
 from binlake.spark.commits.change_files import parquet_names
 from binlake.spark.commits.delta import (commit_table, merge_copies, merge_history,
-                                         merge_net_changes, partition_folder, key_bounds,
-                                         rows_not_held)
+                                         merge_net_changes, partition_folder, key_bounds)
 from binlake.spark.commits.delta_upkeep import after_run
-from binlake.spark.plans.refusals import named
 from binlake.spark.plans.typed import arrow_type
-from binlake.spark.rules.columns import AT, PRESENT, VALID_FROM, VALID_TO
-from binlake.spark.rules.refused import NOT_HELD
-from binlake.spark.rules.tables import ROWS_PER_FILE
+from binlake.spark.rules.columns import VALID_FROM, VALID_TO
 
+#: Rows in a table's file at most (a whole table's files in key order: a
+#: MERGE reads only the files whose key statistics its keys fall in).
+ROWS_PER_FILE = 1_000_000
 #: The folders of the lake's tables and of their histories (`--history`).
 TABLES, HISTORY = "tables", "history"
 #: How a table's next version came to be, as a run reports it.
@@ -65,22 +64,15 @@ class TableCommits:
             self._commit, key, plan, "append" if appended else "overwrite",
             None if appended else how))
 
-    def stage_net(self, key: str, layout: dict, net=None) -> None:
-        """A keyed table's net changes MERGEd (`net`: a Table the driver
-        computed; None: the files staged for it, whose partial images must
-        complete rows the table holds: refused now if not)."""
-        if net is None:
-            net = self._net_changes(key)
-            self._refuse_rows_not_held(key, net, layout["primary_key"])
+    def stage_net(self, key: str, layout: dict) -> None:
+        """A keyed table's staged net changes MERGEd."""
         self.work["merged"].append(key)
-        self.pending.append(functools.partial(self._merge, key, net, layout))
+        self.pending.append(functools.partial(self._merge, key, layout))
 
-    def stage_copies(self, key: str, rows=None) -> None:
-        """A keyless table's copies removed and added MERGEd (`rows`: a Table
-        the driver computed; None: the files staged for it)."""
+    def stage_copies(self, key: str) -> None:
+        """A keyless table's staged copies removed and added MERGEd."""
         self.work["rewritten"].append(key)
-        self.pending.append(functools.partial(
-            self._merge_copies, key, self._net_changes(key) if rows is None else rows))
+        self.pending.append(functools.partial(self._merge_copies, key))
 
     def stage_history(self, key: str, plan: dict, folder: str, signature: str,
                       whole: bool) -> None:
@@ -164,39 +156,23 @@ class TableCommits:
         commit_table(target, key, names, schema, run=self.run, through=self.through, mode=mode,
                      partition_by=partitions, rewritten=rewritten)
 
-    def _net_changes(self, key: str):
-        """The staged net changes of `key` (a pyarrow Dataset)."""
-        import pyarrow.dataset as ds
+    def _staged(self, key: str) -> pa.Table:
+        """The rows staged for `key` (a MERGE's source: one job's file), as a
+        Table (pyarrow.dataset would import pandas: 0.27 s of a small run)."""
         folder = self.folder(key)
-        return ds.dataset([os.path.join(folder, name) for name in parquet_names(folder)],
-                          format="parquet")
+        return pa.concat_tables([pq.ParquetFile(os.path.join(folder, name)).read()
+                                 for name in parquet_names(folder)])
 
-    def _refuse_rows_not_held(self, key: str, net, primary_key: list) -> None:
-        """Partial row images complete the rows their keys hold: a key the
-        table does not hold is refused, before any table is committed."""
-        import pyarrow.dataset as ds
-        partial = net.to_table(filter=ds.field(PRESENT).is_valid(),
-                               columns=[*primary_key, PRESENT, AT])
-        missing = rows_not_held(os.path.join(self.tables_dir, key), partial, primary_key)
-        if missing:
-            raise ValueError(f"{missing[0]}: {key}: {named(NOT_HELD, key)}")
+    def _merge_copies(self, key: str) -> None:
+        """MERGE a keyless table's copies removed and added."""
+        merge_copies(os.path.join(self.tables_dir, key), key, self._staged(key).to_reader(),
+                     run=self.run, through=self.through)
 
-    def _merge_copies(self, key: str, rows) -> None:
-        """MERGE a keyless table's copies removed and added (a pyarrow
-        Dataset of staged files, or a Table the driver computed)."""
-        reader = rows.to_reader() if isinstance(rows, pa.Table) else rows.scanner().to_reader()
-        merge_copies(os.path.join(self.tables_dir, key), key, reader, run=self.run,
-                     through=self.through)
-
-    def _merge(self, key: str, net, layout: dict) -> None:
-        """MERGE `net` (a pyarrow Dataset of staged files, or a Table the
-        driver computed) into the table."""
-        keys = layout["primary_key"]
-        whole = isinstance(net, pa.Table)
-        bounds = key_bounds(net.select(keys) if whole else net.to_table(columns=keys))
-        rows = net.to_reader() if whole else net.scanner().to_reader()
-        merge_net_changes(os.path.join(self.tables_dir, key), key, rows, keys, run=self.run,
-                          through=self.through, bounds=bounds)
+    def _merge(self, key: str, layout: dict) -> None:
+        """MERGE the table's net changes into it."""
+        keys, net = layout["primary_key"], self._staged(key)
+        merge_net_changes(os.path.join(self.tables_dir, key), key, net.to_reader(), keys,
+                          run=self.run, through=self.through, bounds=key_bounds(net.select(keys)))
 
 
 class RowFiles:

@@ -7,13 +7,9 @@ commits them: their names are written here, below both.
 
 #: The column of a net-change row that says the key's last change deleted it.
 DELETED = "_binlake_deleted"
-#: ... that says which columns the changes set, "1" or "0" per column, where
-#: they set only some (partial row images): the others keep the table's values.
-PRESENT = "_binlake_present"
-#: ... that says where the last of those changes is ("FILE at POS").
-AT = "_binlake_at"
-#: The columns of a net-change row that are not the table's.
-NET_COLUMNS = (DELETED, PRESENT, AT)
+#: The columns of a net-change row that are not the table's (a partial row
+#: image is completed by the table rules before: binlake.spark.rules.table_rows).
+NET_COLUMNS = (DELETED,)
 #: The columns of a history table (`--history`, SCD type 2) that are not the
 #: table's: the commit (binlog file, position of its end, time) at which a
 #: version of a row became current, and the one at which it stopped being

@@ -116,9 +116,10 @@ def equal_to(values: pa.Array, text: str) -> np.ndarray:
 # -- images --------------------------------------------------------------------------------
 
 class Images:
-    """A table's changes, each image as texts per column of
-    the plan's table: `before[i]`, `after[i]` (Arrow strings), `absent_*[i]`
-    where a partial image leaves column i out (numpy; None: nowhere)."""
+    """A table's changes (in no order: `rank` is each one's place in commit
+    order), each image as texts per column of the plan's table: `before[i]`,
+    `after[i]` (Arrow strings), and `before_absent[i]`, `after_absent[i]`
+    (numpy) where a partial image leaves column i out."""
 
     def __init__(self, rows, before, after, before_absent, after_absent, nulls):
         self.rows = rows  # the changes themselves, in no order

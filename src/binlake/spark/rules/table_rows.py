@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from binlake.spark.plans.history import carried_columns, days_keyed_otherwise
 from binlake.spark.read.partitioned import unescape_partition_value
-from binlake.spark.rules.columns import AT, COPIES_REMOVED, COPY_ADDED, COPY_OP, DELETED, PRESENT
+from binlake.spark.rules.columns import COPIES_REMOVED, COPY_ADDED, COPY_OP, DELETED
 from binlake.spark.rules.engine import (CHANGE_COLUMNS, Images, flags, images, ints,
                                         last_touches, multiset, texts, truths)
 from binlake.spark.rules.fold import ABSENT, KeyNet, net_by_key
@@ -131,10 +131,7 @@ def net_changes(changes: pa.Table, plan: dict, table: str, held) -> pa.Table:
         whole = typed(columns, layout, table)
         deleted = np.concatenate([np.zeros(int(sets.sum()), dtype=bool),
                                   np.ones(len(clears), dtype=bool)])
-    extra = {DELETED: flags(deleted), PRESENT: pa.nulls(len(deleted), pa.string()),
-             AT: pa.nulls(len(deleted), pa.string())}
-    return pa.Table.from_arrays(whole.columns + list(extra.values()),
-                                names=whole.column_names + list(extra))
+    return whole.append_column(DELETED, flags(deleted))
 
 
 def rewritten(current: pa.Table, changes: pa.Table, plan: dict, table: str) -> pa.Table:

@@ -78,5 +78,3 @@ def typed_change_feed(changes: DataFrame, layout: dict) -> DataFrame:
 def _image(change_type: str, side: str) -> Column:
     return F.struct(F.lit(change_type).alias("change_type"), F.col(side).alias("row"))
 
-
-ROWS_PER_FILE = 1_000_000
