@@ -477,7 +477,8 @@ def read_table(uri: str):
         found = pq.ParquetFile(unquote(path)).read()
         values = _partition_values(os.path.relpath(unquote(path), uri), partition_by)
         parts.append(pa.Table.from_arrays(_in_schema(found, schema, values), schema=schema))
-    return pa.concat_tables(parts) if parts else schema.empty_table()
+    return pa.concat_tables(parts) if parts else pa.Table.from_arrays(
+        [pa.nulls(0, field.type) for field in schema], schema=schema)  # (empty_table: pandas)
 
 
 def _in_schema(found, schema, values: dict) -> list:

@@ -95,8 +95,13 @@ def carries(plan: dict, source: CarriedFrom, key: str) -> bool:
         return True
     import pyarrow as pa
     from deltalake import DeltaTable
-    held = pa.schema(DeltaTable(source.uri).schema().to_arrow()).empty_table()
+    held = empty_table(pa.schema(DeltaTable(source.uri).schema().to_arrow()))
     return table_rows.carried(held, plan, source.stretch, key) is not None
+
+
+def empty_table(schema: pa.Schema) -> pa.Table:
+    """A table of `schema` without rows (Schema.empty_table imports pandas)."""
+    return pa.Table.from_arrays([pa.nulls(0, field.type) for field in schema], schema=schema)
 
 
 def at_or_before(changes: pa.Table, point: AsOf) -> np.ndarray:
