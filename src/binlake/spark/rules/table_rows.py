@@ -169,7 +169,7 @@ def rewritten(current: pa.Table, changes: pa.Table, plan: dict, table: str) -> p
         columns, counts = _multiset(found, table)
         delta = typed(columns, layout, table)
         keep = np.ones(current.num_rows, dtype=bool)
-        where = _copies_held(current, names)
+        where = _copies_held(current, names, delta)
         for index, (row, n) in enumerate(zip(_rows_of(delta), counts)):
             if n < 0:
                 keep[where.get(row, [])[:-n]] = False
@@ -191,7 +191,7 @@ def copies(current: pa.Table, changes: pa.Table, plan: dict, table: str) -> pa.T
     names = [c["key"] for c in layout["columns"]]
     columns, counts = _multiset(found, table)
     delta = typed(columns, layout, table)
-    where = _copies_held(current, names)
+    where = _copies_held(current, names, delta)
     removed, kept = [], []
     for row, n in zip(_rows_of(delta), counts):
         held = where.get(row, [])
@@ -333,9 +333,36 @@ def _rows_of(rows: pa.Table):
     return [hashable(row) for row in zip(*[c.to_pylist() for c in rows.columns])]
 
 
-def _copies_held(current: pa.Table, names: list[str]) -> dict:
-    """Each distinct row a keyless table holds: the indexes of its copies."""
+#: Distinct rows of a keyless table's changes looked for column by column
+#: (Arrow compares each against the whole table) at most; more: the table's
+#: rows hashed once in Python.
+FEW_ROWS = 64
+
+
+def _copies_held(current: pa.Table, names: list[str], wanted: pa.Table) -> dict:
+    """{row: the indexes of its copies in `current`} of the distinct rows
+    `wanted` (typed as `current`; a row it does not hold: absent)."""
+    if wanted.num_rows <= FEW_ROWS and current.num_rows:
+        try:
+            return _looked_for(current, names, wanted.cast(current.select(names).schema))
+        except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            pass  # a type Arrow does not compare (a SET's list): hashed
     where: dict = {}
     for index, row in enumerate(zip(*[current.column(n).to_pylist() for n in names])):
         where.setdefault(hashable(row), []).append(index)
     return where
+
+
+def _looked_for(current: pa.Table, names: list[str], wanted: pa.Table) -> dict:
+    found = {}
+    for index, row in enumerate(_rows_of(wanted)):
+        same = np.ones(current.num_rows, dtype=bool)
+        for name in names:
+            value = wanted.column(name)[index]
+            column = current.column(name)
+            same &= (truths(pc.equal(column, value)) if value.is_valid
+                     else truths(column.is_null()))
+        held = np.flatnonzero(same)
+        if len(held):
+            found[row] = held.tolist()
+    return found
