@@ -56,8 +56,10 @@ def main() -> int:
     from binlake.testing.randomized import KNOWN
     if args.write_script:
         from binlake.testing.randomized import write_script
-        sys.stdout.write(write_script(args.seed or 0, args.steps,
-                                      avoid=() if args.known_too else KNOWN))
+        seed = args.seed or 0
+        sys.stdout.write(write_script(seed, args.steps, avoid=() if args.known_too else KNOWN,
+                                      history=args.history == "all" or (
+                                          args.history == "odd" and seed % 2 == 1)))
         return 0
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)

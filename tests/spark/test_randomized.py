@@ -100,6 +100,11 @@ FIXED_REPROS = {
          "INSERT INTO k VALUES (30, 1.5), (40, 2.5)"],
         ["SET SESSION binlog_row_image = 'MINIMAL'", "ALTER TABLE k ADD COLUMN e INT",
          "UPDATE k SET id = id + 5 WHERE id = 30"]]),
+    "R6": ("driver", [  # one action: the first run builds the table from its changes
+        ["CREATE TABLE bag (n INT, s VARCHAR(8)) DEFAULT CHARSET=utf8mb4",
+         "INSERT INTO bag VALUES (1, 'a'), (1, 'a'), (2, 'b')",
+         "ALTER TABLE bag ADD COLUMN c DECIMAL(6,1) NOT NULL, ADD COLUMN e DECIMAL(8,2) "
+         "DEFAULT '1.5'", "UPDATE bag SET s = 'z' WHERE n = 1"]]),
     "R3": ("driver", [
         ["CREATE TABLE k (id INT PRIMARY KEY, a INT) DEFAULT CHARSET=utf8mb4",
          "INSERT INTO k VALUES (1, 1)"],

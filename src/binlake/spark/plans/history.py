@@ -25,7 +25,7 @@ from binlake.schema.ddl import might_change_tables
 from binlake.read.events import QueryEvent
 from binlake.read.scan import query_head, scan
 from binlake.schema.history import ALTER_IGNORE_UNIQUE, SEED, Schema
-from binlake.spark.plans.conversions import LENGTH
+from binlake.spark.plans.conversions import LENGTH, server_value
 from binlake.spark.plans.layouts import TEXT_TYPES, ddl_layout_column, ddl_length, qualified
 from binlake.read.gzipped import is_gzip
 from binlake.spark.read.ranges import Split, read_split
@@ -343,6 +343,13 @@ def _default_text(default: str | None, spec, column: dict) -> str | None:
     has in it: its literal DEFAULT, else NULL, else (NOT NULL) the server's
     implicit default. A DEFAULT that is an expression (CURRENT_TIMESTAMP)
     was evaluated by the server at the ALTER: not known here, NULL."""
+    if column["type"] in _NUMERIC:
+        text = _literal_text(default, spec, column)
+        return None if text is None else _as_the_binlog_gives(text, column)
+    return _literal_text(default, spec, column)
+
+
+def _literal_text(default: str | None, spec, column: dict) -> str | None:
     if default is None or default.upper() == "NULL":
         if spec.nullable or default is not None:
             return None
@@ -359,6 +366,23 @@ def _default_text(default: str | None, spec, column: dict) -> str | None:
     if re.fullmatch(r"[-+]?\d+(\.\d*)?([eE][-+]?\d+)?", default):
         return default
     return None
+
+
+#: A text column: what a DEFAULT's literal is before the column's type holds it.
+_TEXT = {"type": T.MYSQL_TYPE_VARCHAR, "charset": 33}
+
+
+def _as_the_binlog_gives(text: str, column: dict) -> str:
+    """A number's text as the binlog gives the column's values (DECIMAL(6,1):
+    '0.0', not '0'; DECIMAL(8,2): '1.50', not '1.5'): the server's conversion
+    of a text (binlake.spark.plans.conversions), as it stores the DEFAULT.
+    Rows are counted by their texts (a table without a key), so a DEFAULT's
+    must be the binlog's. As it is where there is no such conversion (FLOAT,
+    BIT, YEAR)."""
+    try:
+        return server_value(text, _TEXT, column)
+    except (KeyError, ArithmeticError, ValueError):
+        return text
 
 
 def _implicit_default(spec) -> str | None:
