@@ -184,12 +184,7 @@ def test_small_increments_and_nothing_new_start_no_spark_session(spark, tmp_path
 
     def no_spark():
         raise AssertionError("a small increment started a Spark session")
-    incoming, lake = tmp_path / "incoming", tmp_path / "lake"
-    incoming.mkdir()
-    shutil.copy(os.path.join(sample_dir(), "binlog.000001"), incoming)
-    run_pipeline(spark, [str(incoming)], str(lake))
-    for name in ("binlog.000002", "binlog.000003"):
-        shutil.copy(os.path.join(sample_dir(), name), incoming)
+    incoming, lake = sample_lake_then_increment(spark, tmp_path)
     result = run_pipeline(LazySession(no_spark, "local[2]"), [str(incoming)], str(lake))
     assert result.changes > 0 and result.table_work["merged"]
     assert not run_pipeline(LazySession(no_spark, "local[2]"), [str(incoming)],
@@ -209,13 +204,7 @@ def test_a_small_increment_imports_no_pandas(spark, tmp_path):
     import subprocess
     import sys
 
-    from binlake.cli.commands.pipeline import sample_dir
-    incoming, lake = tmp_path / "incoming", tmp_path / "lake"
-    incoming.mkdir()
-    shutil.copy(os.path.join(sample_dir(), "binlog.000001"), incoming)
-    run_pipeline(spark, [str(incoming)], str(lake))
-    for name in ("binlog.000002", "binlog.000003"):
-        shutil.copy(os.path.join(sample_dir(), name), incoming)
+    incoming, lake = sample_lake_then_increment(spark, tmp_path)
     code = ("import io, sys; from binlake.cli.dispatch import main; err = io.StringIO(); "
             "status = main(sys.argv[1:], io.StringIO(), err); "
             "print(status, 'pandas' in sys.modules, err.getvalue().count('merging into'))")
@@ -224,6 +213,19 @@ def test_a_small_increment_imports_no_pandas(spark, tmp_path):
                           env={**os.environ, "PYTHONPATH": os.path.dirname(
                               os.path.dirname(binlake_path()))})
     assert done.stdout.split() == ["0", "False", "1"], done.stdout + done.stderr
+
+
+def sample_lake_then_increment(spark, tmp_path):
+    """A lake of the sample's first binlog, and its last two arrived since:
+    (the incoming folder, the lake)."""
+    from binlake.cli.commands.pipeline import sample_dir
+    incoming, lake = tmp_path / "incoming", tmp_path / "lake"
+    incoming.mkdir()
+    shutil.copy(os.path.join(sample_dir(), "binlog.000001"), incoming)
+    run_pipeline(spark, [str(incoming)], str(lake))
+    for name in ("binlog.000002", "binlog.000003"):
+        shutil.copy(os.path.join(sample_dir(), name), incoming)
+    return incoming, lake
 
 
 def binlake_path() -> str:

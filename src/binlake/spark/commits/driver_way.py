@@ -33,7 +33,8 @@ from binlake.spark.read.partitioned import SNAPSHOT_FILES, parquet_rows
 from binlake.spark.commits.table_jobs import (APPENDED, CARRIED, MERGED, REBUILT, REWRITTEN,
                                               carries, new_job, run_job, stage)
 from binlake.spark.rules import table_rows
-from binlake.spark.rules.engine import images, ints, last_touches
+from binlake.spark.rules.arrow_buffers import ints
+from binlake.spark.rules.engine import images, last_touches
 from binlake.spark.rules.table_rows import read_changes
 from binlake.spark.rules.typed_arrow import typed_column
 

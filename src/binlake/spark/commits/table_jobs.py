@@ -28,7 +28,7 @@ from binlake.spark.commits.table_commits import RowFiles, TableCommits, partitio
 from binlake.spark.plans.layouts import qualified
 from binlake.spark.rules import history_rows, table_rows
 from binlake.spark.rules.columns import CLOSES
-from binlake.spark.rules.engine import flags, numbers, truths
+from binlake.spark.rules.arrow_buffers import flags, numbers, truths
 from binlake.spark.state.starts import AsOf
 
 #: What a job makes of a table: its rows whole from all its changes, the

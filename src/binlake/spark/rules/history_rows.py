@@ -15,8 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from binlake.spark.rules.columns import CLOSES, VALID_FROM, VALID_TO
-from binlake.spark.rules.engine import (codes, equal_to, flags, images, ints, last_of, numbers,
-                                        touches)
+from binlake.spark.rules.arrow_buffers import equal_to, flags, ints, numbers
+from binlake.spark.rules.engine import codes, images, last_of, touches
 from binlake.spark.rules.refused import HISTORY_PARTIAL, refused_at
 from binlake.spark.rules.table_rows import typed
 

@@ -26,12 +26,13 @@ import pyarrow.parquet as pq
 from binlake.spark.plans.history import carried_columns, days_keyed_otherwise
 from binlake.spark.read.partitioned import unescape_partition_value
 from binlake.spark.rules.columns import COPIES_REMOVED, COPY_ADDED, COPY_OP, DELETED
-from binlake.spark.rules.engine import (CHANGE_COLUMNS, Images, flags, images, ints,
-                                        last_touches, multiset, texts, truths)
+from binlake.spark.rules.arrow_buffers import flags, ints, texts, truths
+from binlake.spark.rules.engine import (CHANGE_COLUMNS, Images, images, last_touches,
+                                        multiset)
 from binlake.spark.rules.fold import ABSENT, KeyNet, net_by_key
 from binlake.spark.rules.refused import (KEYLESS_PARTIAL, NEVER_WHOLE, NOT_HELD, UNKNOWN_KEY,
                                          refused_at)
-from binlake.spark.rules.typed_arrow import (converted, hashable, indices, typed_column,
+from binlake.spark.rules.typed_arrow import (converted, hashable, typed_column,
                                              typed_rows)
 
 
@@ -199,7 +200,7 @@ def copies(current: pa.Table, changes: pa.Table, plan: dict, table: str) -> pa.T
             removed.append(held[0])
             kept += held[:max(0, len(held) + int(n))]
     gains = np.flatnonzero(counts > 0)
-    rows = pa.concat_tables([current.take(indices(removed)), current.take(indices(kept)),
+    rows = pa.concat_tables([current.take(ints(removed)), current.take(ints(kept)),
                              delta.take(ints(np.repeat(gains, counts[gains])))
                              .cast(current.schema)])
     ops = [COPIES_REMOVED] * len(removed) + [COPY_ADDED] * (rows.num_rows - len(removed))
@@ -228,7 +229,7 @@ def completed(partial: list[KeyNet], held: pa.Table | None, plan: dict,
         found.append(where[key])
     rows = typed_table([tuple(None if v is ABSENT else v for v in n.row) for n in partial],
                        layout, table)
-    origins = held.select(names).take(indices(found)).cast(rows.schema)
+    origins = held.select(names).take(ints(found)).cast(rows.schema)
     return pa.Table.from_arrays(
         [pc.if_else(flags([n.row[i] is ABSENT for n in partial]), origins.column(i),
                     rows.column(i)) for i in range(len(names))], names=names)

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from binlake.spark.plans.conversions import server_value, text_of
+from binlake.spark.rules.arrow_buffers import flags, texts as text_array
 from binlake.spark.rules.refused import refusal
 from binlake.spark.plans.typed import (SAME, arrow_type, carry_way, refused_value, spark_of_arrow,
                                        spark_type)
@@ -115,10 +116,10 @@ def typed_column(texts, column: dict, table: str) -> pa.Array:
     kind, target = arrow_type(column), spark_type(column)
     strings = texts if isinstance(texts, pa.Array) else None  # Arrow's already (a snapshot's)
     if isinstance(target, S.StringType):
-        return strings if strings is not None else _strings(texts)
+        return strings if strings is not None else text_array(texts)
     if isinstance(target, (S.ByteType, S.ShortType, S.IntegerType, S.LongType, S.FloatType,
                            S.DoubleType, S.DecimalType)):
-        strings = strings if strings is not None else _strings(texts)
+        strings = strings if strings is not None else text_array(texts)
         try:
             return pc.cast(strings, kind)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -128,7 +129,7 @@ def typed_column(texts, column: dict, table: str) -> pa.Array:
                 if text is not None:
                     value(text)
                     try:
-                        pc.cast(_strings([text]), kind)
+                        pc.cast(text_array([text]), kind)
                     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                         raise refusal(refused_value(table, column, text,
                                                     target.simpleString())) from None
@@ -148,7 +149,7 @@ def typed_column(texts, column: dict, table: str) -> pa.Array:
     value = value_of(column, table)
     values = [None if text is None else value(text) for text in texts]
     if isinstance(target, S.BinaryType):
-        return _strings(values, pa.binary())
+        return text_array(values, pa.binary())
     if isinstance(target, S.DateType):
         days = array("i", [0 if v is None else (v - _EPOCH_DATE).days for v in values])
         return pa.Array.from_buffers(kind, len(values), [_validity(values), pa.py_buffer(days)])
@@ -162,7 +163,7 @@ def typed_column(texts, column: dict, table: str) -> pa.Array:
             child = pa.Array.from_buffers(pa.float32(), len(members),
                                           [None, pa.py_buffer(array("f", members))])
         else:
-            child = _strings(members)
+            child = text_array(members)
         offsets = array("i", [0])
         for v in values:
             offsets.append(offsets[-1] + (len(v) if v is not None else 0))
@@ -190,33 +191,11 @@ _EPOCH_DATE = _EPOCH.date()
 _MICRO = dt.timedelta(microseconds=1)
 
 
-def _strings(values: list, kind=None) -> pa.Array:
-    """Texts (or bytes, `kind` binary) as an Arrow array, from its buffers."""
-    data, offsets = bytearray(), array("i", [0])
-    for value in values:
-        if value is not None:
-            data += value.encode() if isinstance(value, str) else value
-        offsets.append(len(data))
-    if len(data) >= 1 << 31:
-        raise ValueError("more text than one Arrow array holds: 2 GiB")
-    return pa.Array.from_buffers(kind or pa.string(), len(values),
-                                 [_validity(values), pa.py_buffer(offsets), pa.py_buffer(data)])
-
-
 def _validity(values: list):
     """The validity bitmap of `values` (None: NULL), or None when none is."""
     if all(v is not None for v in values):
         return None
-    return bools([v is not None for v in values]).buffers()[1]
-
-
-def bools(flags: list) -> pa.Array:
-    """Booleans as an Arrow array, from its bitmap."""
-    bitmap = bytearray((len(flags) + 7) // 8)
-    for i, flag in enumerate(flags):
-        if flag:
-            bitmap[i >> 3] |= 1 << (i & 7)
-    return pa.Array.from_buffers(pa.bool_(), len(flags), [None, pa.py_buffer(bitmap)])
+    return flags([v is not None for v in values]).buffers()[1]
 
 
 def typed_rows(rows, layout: dict, table: str) -> list[tuple]:
@@ -224,11 +203,6 @@ def typed_rows(rows, layout: dict, table: str) -> list[tuple]:
     values = [value_of(column, table) for column in layout["columns"]]
     return [tuple(None if text is None else value(text) for value, text in zip(values, row))
             for row in rows]
-
-
-def indices(found: list[int]) -> pa.Array:
-    """Row indexes as an Arrow array, from its buffer (not from Python objects)."""
-    return pa.Array.from_buffers(pa.int64(), len(found), [None, pa.py_buffer(array("q", found))])
 
 
 def hashable(row: tuple) -> tuple:
