@@ -176,17 +176,18 @@ def test_cli_on_the_sample_data_rebuilds_its_tables(spark, tmp_path):
 
 
 def test_small_increments_and_nothing_new_start_no_spark_session(spark, tmp_path):
-    """The driver computes small increments (binlake.spark.commits.driver_way):
-    a run over the sample's last two files, and one with nothing new, never
-    ask for the session; the tables are the server's."""
+    """The driver computes small increments (binlake.spark.commits.driver_way),
+    history tables' too: a run over the sample's last two files, and one
+    with nothing new, never ask for the session; the tables are the server's."""
     from binlake.cli.commands.pipeline import sample_dir
     from binlake.spark.run.session import LazySession
 
     def no_spark():
         raise AssertionError("a small increment started a Spark session")
-    incoming, lake = sample_lake_then_increment(spark, tmp_path)
-    result = run_pipeline(LazySession(no_spark, "local[2]"), [str(incoming)], str(lake))
-    assert result.changes > 0 and result.table_work["merged"]
+    incoming, lake = sample_lake_then_increment(spark, tmp_path, history=True)
+    result = run_pipeline(LazySession(no_spark, "local[2]"), [str(incoming)], str(lake),
+                          history=True)
+    assert result.changes > 0 and result.table_work["merged"] and result.table_work["history"]
     assert not run_pipeline(LazySession(no_spark, "local[2]"), [str(incoming)],
                             str(lake)).tables_rebuilt
     with gzip.open(os.path.join(sample_dir(), "expected_state.json.gz"), "rt") as f:
@@ -215,14 +216,14 @@ def test_a_small_increment_imports_no_pandas(spark, tmp_path):
     assert done.stdout.split() == ["0", "False", "1"], done.stdout + done.stderr
 
 
-def sample_lake_then_increment(spark, tmp_path):
+def sample_lake_then_increment(spark, tmp_path, **options):
     """A lake of the sample's first binlog, and its last two arrived since:
     (the incoming folder, the lake)."""
     from binlake.cli.commands.pipeline import sample_dir
     incoming, lake = tmp_path / "incoming", tmp_path / "lake"
     incoming.mkdir()
     shutil.copy(os.path.join(sample_dir(), "binlog.000001"), incoming)
-    run_pipeline(spark, [str(incoming)], str(lake))
+    run_pipeline(spark, [str(incoming)], str(lake), **options)
     for name in ("binlog.000002", "binlog.000003"):
         shutil.copy(os.path.join(sample_dir(), name), incoming)
     return incoming, lake

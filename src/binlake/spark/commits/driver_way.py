@@ -31,7 +31,8 @@ from binlake.spark.plans.history import inside
 from binlake.spark.plans.layouts import qualified
 from binlake.spark.read.partitioned import SNAPSHOT_FILES, parquet_rows
 from binlake.spark.commits.table_jobs import (APPENDED, CARRIED, MERGED, REBUILT, REWRITTEN,
-                                              carries, new_job, run_job, stage)
+                                              carries, history_job, new_job, run_job,
+                                              stage)
 from binlake.spark.rules import table_rows
 from binlake.spark.rules.arrow_buffers import ints
 from binlake.spark.rules.engine import images, last_touches
@@ -111,6 +112,15 @@ class DriverTables:
             self.commits.log(f"tables: {len(jobs)} rebuilt (in the driver)"
                              + (f" as of {as_of.describe()}" if as_of else ""))
         return left
+
+    def history(self, plan: dict, files: list, signature: str, whole: bool) -> bool:
+        """`history` where the changes in `files` are few; False where not."""
+        if not takes(sum(map(parquet_rows, files))):
+            return False
+        job = history_job(self.commits, self.changes, plan, files, whole)
+        run_job(job)
+        self.commits.stage_history(job.key, plan, job.folder, signature, whole)
+        return True
 
     def _built_from_inserts(self, plan: dict) -> bool:
         """A table whose every change inserts, more than the driver computes

@@ -235,15 +235,12 @@ def _stage_histories(lake: "_Ways", manifest: Manifest, by_key: dict, signatures
         if not plan["primary_key"]:
             continue
         uri = os.path.join(lake.commits.history_dir, key)
-        if plan_of(uri) != signatures[key]:
-            files = lake.spark.changes.all_of(sources_of(plan))
-            if files:
-                lake.spark.history(plan, files, signatures[key], whole=True)
-            continue
-        files = lake.spark.changes.of(_new_files(manifest, out, committed_run(
-            uri, history_name(key)) or 0), sources_of(plan))
-        if files:
-            lake.spark.history(plan, files, signatures[key], whole=False)
+        whole = plan_of(uri) != signatures[key]
+        files = (lake.spark.changes.all_of(sources_of(plan)) if whole else lake.spark.changes.of(
+            _new_files(manifest, out, committed_run(uri, history_name(key)) or 0),
+            sources_of(plan)))
+        if files and not lake.driver.history(plan, files, signatures[key], whole):
+            lake.spark.history(plan, files, signatures[key], whole)
 
 
 def carried_from(plan: dict, tables_dir: str, order) -> CarriedFrom | None:

@@ -22,11 +22,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pyspark.sql import functions as F
 
 from binlake.spark.commits.change_files import ChangeFiles, by_table, sources_of
-from binlake.spark.commits.table_commits import HISTORY, TABLES, TableCommits
-from binlake.spark.commits.table_jobs import (APPENDED, CARRIED, HISTORY as HISTORY_JOB, MERGED,
-                                              REBUILT, REWRITTEN, TableJob, carries, new_job,
+from binlake.spark.commits.table_commits import TABLES, TableCommits
+from binlake.spark.commits.table_jobs import (APPENDED, CARRIED, MERGED, REBUILT, REWRITTEN,
+                                              TableJob, carries, history_job, new_job,
                                               run_job, stage)
-from binlake.spark.plans.layouts import qualified
 from binlake.spark.state.starts import AsOf
 
 
@@ -98,11 +97,9 @@ class SparkTables:
         (binlake.spark.rules.history_rows) staged: `whole`, every version,
         for one overwrite; else the new versions and the versions they end,
         for one MERGE."""
-        key = qualified(plan["database"], plan["table"])
-        job = self.job(HISTORY_JOB, plan, files, whole=whole,
-                       folder=self.commits.folder(os.path.join(HISTORY, key)))
+        job = history_job(self.commits, self.changes, plan, files, whole)
         self.run([job])
-        self.commits.stage_history(key, plan, job.folder, signature, whole)
+        self.commits.stage_history(job.key, plan, job.folder, signature, whole)
 
     def job(self, kind: str, plan: dict, files: list, **how) -> TableJob:
         return new_job(self.commits, self.changes, kind, plan, files, **how)

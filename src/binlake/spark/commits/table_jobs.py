@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from binlake.spark.commits.change_files import CarriedFrom, ChangeFiles, sources_of
 from binlake.spark.commits.delta import read_table, row_count, rows_under_keys
+from binlake.spark.commits.table_commits import HISTORY as HISTORY_FOLDER
 from binlake.spark.commits.table_commits import RowFiles, TableCommits, partition_by, sorted_by
 from binlake.spark.plans.layouts import qualified
 from binlake.spark.rules import history_rows, table_rows
@@ -60,6 +61,14 @@ def new_job(commits: TableCommits, changes: ChangeFiles, kind: str, plan: dict, 
     how.setdefault("folder", commits.folder(key))
     return TableJob(kind, key, plan, tuple(files), changes.root,
                     uri=os.path.join(commits.tables_dir, key), **how)
+
+
+def history_job(commits: TableCommits, changes: ChangeFiles, plan: dict, files: list,
+                whole: bool) -> TableJob:
+    """The job of a table's history rows (staged under history/)."""
+    key = qualified(plan["database"], plan["table"])
+    return new_job(commits, changes, HISTORY, plan, files, whole=whole,
+                   folder=commits.folder(os.path.join(HISTORY_FOLDER, key)))
 
 
 def stage(commits: TableCommits, job: TableJob) -> None:
