@@ -42,7 +42,7 @@ hands the lake and the server to `compare`, the caller's oracle (the tests'
 typed rows: tests/spark/randomized_oracle.py), which lists differences.
 Which engine computes the tables is drawn per check too, from a generator
 of its own (so the statements do not depend on it): the driver (small
-increments' usual way) or, a third of the time, Spark's jobs
+increments' usual way) or, a third of the time, Spark's tasks
 (driver_way.DRIVER_ROWS = -1, as tests/spark/test_row_images.py holds
 them to it); `engine=` fixes it. With
 `history`, every run keeps history tables (`--history`; the sessions then

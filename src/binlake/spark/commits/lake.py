@@ -2,13 +2,15 @@
 
 Strategy: a run that appended new changes hands every table only those
 (the change files it wrote, listed in the manifest under `pending`):
-- a table whose new changes are all inserts gets them appended: Spark
-  types the rows, the driver adds their files in one Delta commit (an
+- a table whose new changes are all inserts gets them appended: its job
+  (binlake.spark.commits.table_jobs) types the rows, the driver adds their
+  files in one Delta commit (an
   insert never meets a row already there: the server would have refused a
   duplicate key, and a table without a key is a multiset);
 - a table with a primary key and updates or deletes gets its net change
-  per key (the key's last image, its deletion, or the columns a partial row
-  image sets), written the same way and applied by one MERGE
+  per key (the key's last image, or its deletion; a partial row image
+  completed from the row the key held), written the same way and applied
+  by one MERGE
   (binlake.spark.commits.delta);
 - a table without a primary key that had updates or deletes (a multiset)
   has its rows now counted, and one MERGE removes every copy of each row

@@ -98,8 +98,9 @@ def load_history(path: str, seed: str | None) -> Schema:
 # -- tables as of a point ------------------------------------------------------------------
 
 def table_plans(history: Schema, layouts: dict, order: PositionOrder, before=None) -> list[dict]:
-    """What `tables.rebuild_states` rebuilds each table existing at the
-    point from (`before(version)`: the history's statements before it), with
+    """What the table rules (binlake.spark.rules.table_rows) build each
+    table existing at the point from (`before(version)`: the history's
+    statements before it), with
     its layout: the columns of its definition there, typed as its last table
     map says when that column is unchanged since, else as its DDL says."""
     keys = {history.key(layout["database"], layout["table"]): layout

@@ -1,7 +1,7 @@
 """The table rules over Arrow columns: one implementation, which the driver
 runs in-process when a run's work is small (binlake.spark.commits.
 driver_way) and Spark's tasks run when it is large (binlake.spark.commits.
-spark_way, `applyInArrow`).
+spark_way: each a table's job, binlake.spark.commits.table_jobs).
 
 Strategy: a table's changes (rows of changes/: commit_key, file, pos, op,
 before, after, and their database and table) are taken column by column,
