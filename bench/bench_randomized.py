@@ -80,7 +80,7 @@ def main() -> int:
         range(args.first_seed, args.first_seed + args.seeds))
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="bench-randomized-"))
     started = time.monotonic()
-    steps = checks = statements = rejected = as_of_reads = 0
+    steps = checks = statements = rejected = as_of_reads = kills = 0
     findings = []
     for seed in seeds:
         folder = workdir / f"seed-{seed}"
@@ -95,10 +95,12 @@ def main() -> int:
             outcome = run.run(args.steps)
         steps, checks = steps + outcome.steps, checks + outcome.checks
         as_of_reads += outcome.as_of_reads
+        kills += outcome.kills
         statements, rejected = statements + outcome.statements, rejected + outcome.rejected
         findings += outcome.findings
         print(f"seed {seed}{' (--history, --as-of)' if history else ''}: {outcome.steps} steps, "
-              f"{outcome.checks} checks ({outcome.as_of_reads} --as-of), "
+              f"{outcome.checks} checks ({outcome.as_of_reads} --as-of, {outcome.kills} "
+              "killed runs before), "
               f"{outcome.statements} statements ({outcome.rejected} rejected by the server), "
               f"{len(outcome.findings)} finding(s), {outcome.seconds:.1f} s", flush=True)
         for finding in outcome.findings:
@@ -106,7 +108,8 @@ def main() -> int:
         if not args.workdir and not outcome.findings:
             shutil.rmtree(folder, ignore_errors=True)
     seconds = time.monotonic() - started
-    print(f"\n{len(seeds)} seeds, {steps} steps, {checks} checks ({as_of_reads} --as-of), "
+    print(f"\n{len(seeds)} seeds, {steps} steps, {checks} checks ({as_of_reads} --as-of, "
+          f"{kills} killed runs before), "
           f"{statements} statements "
           f"({rejected} rejected by the server): {len(findings)} finding(s) "
           f"({len({f.seed for f in findings})} seed(s)) in {seconds:.0f} s "

@@ -43,7 +43,8 @@ def test_a_random_workload_keeps_the_lake_equal_to_the_server(spark, mariadb, se
     outcome = Run(seed, tmp_path, compare, history=history,
                   as_of=(capture, compare_captured) if history else None).run(STEPS)
     print(f"randomized: seed {seed}{' (--history, --as-of)' if history else ''}, "
-          f"{outcome.steps} steps, {outcome.checks} checks ({outcome.as_of_reads} --as-of), "
+          f"{outcome.steps} steps, {outcome.checks} checks ({outcome.as_of_reads} --as-of, "
+          f"{outcome.kills} killed runs before), "
           f"{outcome.statements} statements ({outcome.rejected} rejected by the server), "
           f"{outcome.seconds:.0f} s (repeat with BINLAKE_RANDOM_SEED={seed} "
           f"BINLAKE_RANDOM_STEPS={STEPS})")

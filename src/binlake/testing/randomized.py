@@ -51,7 +51,10 @@ history table's open versions to its table. With `as_of` (the oracle's
 capture and compare), each check's server state is kept with its binlog
 position, and a third of the checks (a generator of their own) also build
 the tables of an earlier check with `--as-of FILE:POS` from the lake's
-copies and compare them with what the server held then. A
+copies and compare them with what the server held then. A fifth of the
+checks (a generator of their own) begin with `binlake pipeline -R` in a
+process of its own, SIGKILLed at a random moment of its first seconds:
+the check's own run must then complete the work it left. A
 run that fails or refuses, or any difference, ends the run with a
 `Finding`: the seed, the step, the statements since the last check and the
 differences, and how to repeat it (the seed and step count: the same
@@ -68,6 +71,8 @@ from typing import Callable
 
 DATABASE = "binlake_test"
 IMAGES = ("FULL", "MINIMAL", "NOBLOB")
+#: The share of checks that begin with a run SIGKILLed within KILL_WITHIN seconds.
+KILLED_SHARE, KILL_WITHIN = 0.2, 1.5
 INT_TYPES = ("tinyint", "smallint", "int", "bigint")
 INT_RANGE = {"tinyint": 127, "smallint": 32767, "int": 2**31 - 1, "bigint": 2**63 - 1}
 TEXT_TYPES = ("text", "mediumtext")
@@ -532,6 +537,7 @@ class Outcome:
     steps: int = 0
     checks: int = 0
     as_of_reads: int = 0
+    kills: int = 0
     statements: int = 0
     rejected: int = 0
     findings: list[Finding] = field(default_factory=list)
@@ -589,6 +595,8 @@ class Run:
         #: (capture(server), compare_captured(tables folder, captured)): each check's
         #: server state kept, and an earlier one read back by --as-of now and then
         self.as_of, self.points = as_of, random.Random(f"{seed} as-of")
+        #: a fifth of the checks begin with a run SIGKILLed at a random moment
+        self.kills = random.Random(f"{seed} kill")
         self.captured: list[tuple[int, str, object]] = []
 
     def _engine(self) -> str:
@@ -660,6 +668,8 @@ class Run:
                outcome: Outcome) -> Path:
         from binlake.spark.commits import driver_way
         outcome.checks += 1
+        if self.kills.random() < KILLED_SHARE:
+            self._killed_run(server, lake, step, outcome)
         before = tables_bytes(lake)
         engine = self._engine()
         held, driver_way.DRIVER_ROWS = driver_way.DRIVER_ROWS, (
@@ -688,6 +698,31 @@ class Run:
             if differences:
                 outcome.findings.append(Finding(self.seed, step, since, differences))
         return lake
+
+    def _killed_run(self, server, lake: Path, step: int, outcome: Outcome) -> None:
+        """`binlake pipeline -R` in a process of its own, SIGKILLed (its
+        JVM and Python workers too) within its first KILL_WITHIN seconds:
+        the check's run that follows must complete what it left."""
+        import os
+        import signal
+        import subprocess
+        import sys
+        import binlake
+        source = str(Path(binlake.__file__).resolve().parents[1])
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            [source, *filter(None, [os.environ.get("PYTHONPATH")])])}
+        process = subprocess.Popen(
+            [sys.executable, "-m", "binlake", *pipeline_argv(server, lake, self.history)],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)
+        after = self.kills.uniform(0, KILL_WITHIN)
+        try:
+            process.wait(timeout=after)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            outcome.kills += 1
+            self.log(f"seed {self.seed} step {step}: a run SIGKILLed after {after:.1f} s")
 
     def _as_of(self, server, lake: Path, step: int, outcome: Outcome) -> list[str]:
         """This check's server state kept (its binlog position, its tables);
