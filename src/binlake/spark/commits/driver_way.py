@@ -24,20 +24,19 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from binlake.spark.commits.change_files import ChangeFiles, sources_of
-from binlake.spark.state.starts import AsOf
 from binlake.spark.commits.delta import row_count
 from binlake.spark.commits.table_commits import RowFiles, TableCommits, partition_by, sorted_by
-from binlake.spark.plans.history import inside
-from binlake.spark.plans.layouts import qualified
-from binlake.spark.read.partitioned import SNAPSHOT_FILES, parquet_rows
 from binlake.spark.commits.table_jobs import (APPENDED, CARRIED, MERGED, REBUILT, REWRITTEN,
                                               carries, history_job, new_job, run_job,
                                               stage)
+from binlake.spark.plans.history import inside
+from binlake.spark.plans.layouts import qualified
+from binlake.spark.read.partitioned import SNAPSHOT_FILES, parquet_rows
 from binlake.spark.rules import table_rows
 from binlake.spark.rules.arrow_buffers import ints
 from binlake.spark.rules.engine import images, last_touches
 from binlake.spark.rules.table_rows import read_changes
-from binlake.spark.rules.typed_arrow import typed_column
+from binlake.spark.state.starts import AsOf
 
 #: A table's new change rows the driver computes at most; more go to Spark.
 DRIVER_ROWS = 50_000
@@ -301,15 +300,5 @@ def _typed_rows(texts: list, plan: dict) -> pa.Table:
     """A table's columns of exact text typed as its layout says, in key
     order (every column's, keyless), as Spark writes a whole table."""
     layout, key = plan["layout"], qualified(plan["database"], plan["table"])
-    names = [c["key"] for c in layout["columns"]]
-    return sorted_by(pa.Table.from_arrays(
-        [typed_column(column, c, key) for column, c in zip(texts, layout["columns"])],
-        names=names), layout["primary_key"] or names)
-
-
-def _with_table_types(schema: pa.Schema, uri: str) -> pa.Schema:
-    """`schema` with the types the Delta table at `uri` has for its columns."""
-    from deltalake import DeltaTable
-    held = pa.schema(DeltaTable(uri).schema().to_arrow())
-    return pa.schema([held.field(f.name).with_nullable(f.nullable)
-                      if f.name in held.names else f for f in schema])
+    return sorted_by(table_rows.typed(texts, layout, key),
+                     layout["primary_key"] or [c["key"] for c in layout["columns"]])
