@@ -27,8 +27,8 @@ from binlake.spark.commits.change_files import ChangeFiles, sources_of
 from binlake.spark.commits.delta import row_count
 from binlake.spark.commits.table_commits import RowFiles, TableCommits, partition_by, sorted_by
 from binlake.spark.commits.table_jobs import (APPENDED, CARRIED, MERGED, REBUILT, REWRITTEN,
-                                              carries, history_job, new_job, run_job,
-                                              stage)
+                                              carries, history_job, increment_kind, new_job,
+                                              run_job, stage)
 from binlake.spark.plans.history import inside
 from binlake.spark.plans.layouts import qualified
 from binlake.spark.read.partitioned import SNAPSHOT_FILES, parquet_rows
@@ -75,8 +75,8 @@ class DriverTables:
                 if not (inserts_only and self._staged_inserts(plan, mine, "appended")):
                     left.append(plan)
                 continue
-            kind = APPENDED if inserts_only else MERGED if plan["primary_key"] else REWRITTEN
-            jobs.append(new_job(self.commits, self.changes, kind, plan, mine))
+            jobs.append(new_job(self.commits, self.changes, increment_kind(plan, inserts_only),
+                                plan, mine))
         for job in jobs:
             run_job(job)
             stage(self.commits, job)

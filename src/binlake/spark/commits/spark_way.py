@@ -24,8 +24,8 @@ from pyspark.sql import functions as F
 from binlake.spark.commits.change_files import ChangeFiles, by_table, sources_of
 from binlake.spark.commits.table_commits import TABLES, TableCommits
 from binlake.spark.commits.table_jobs import (APPENDED, CARRIED, MERGED, REBUILT, REWRITTEN,
-                                              TableJob, carries, history_job, new_job,
-                                              run_job, stage)
+                                              TableJob, carries, history_job, increment_kind,
+                                              new_job, run_job, stage)
 from binlake.spark.state.starts import AsOf
 
 
@@ -59,8 +59,8 @@ class SparkTables:
             if not any(source in found for source in sources):
                 continue  # nothing new
             inserts = all(found[s].inserts_only for s in sources if s in found)
-            kind = APPENDED if inserts else MERGED if plan["primary_key"] else REWRITTEN
-            jobs.append(self.job(kind, plan, self.changes.of(files, sources)))
+            jobs.append(self.job(increment_kind(plan, inserts), plan,
+                                 self.changes.of(files, sources)))
         if jobs:
             kinds = [job.kind for job in jobs]
             self.commits.log(f"tables: appending to {kinds.count(APPENDED)}, merging into "

@@ -71,6 +71,13 @@ def history_job(commits: TableCommits, changes: ChangeFiles, plan: dict, files: 
                    folder=commits.folder(os.path.join(HISTORY_FOLDER, key)))
 
 
+def increment_kind(plan: dict, inserts_only: bool) -> str:
+    """What new changes make of a table whose definition did not change:
+    rows appended (inserts only), a keyed table's net changes merged, a
+    keyless table's copies merged."""
+    return APPENDED if inserts_only else MERGED if plan["primary_key"] else REWRITTEN
+
+
 def stage(commits: TableCommits, job: TableJob) -> None:
     """A job's rows, written, staged to be committed as its kind says."""
     if job.kind == MERGED:

@@ -56,6 +56,9 @@ class Images:
         self.rows = rows  # the changes themselves, in no order
         self.rank = commit_rank(rows)  # each one's place in commit order
         self.op = _plain(rows.column("op"))
+        #: which changes add a row (INSERTS), which delete one: the rules ask often
+        self.inserts = truths(pc.is_in(self.op, value_set=texts(list(INSERTS))))
+        self.deletes = equal_to(self.op, "d")
         self.file, self.pos = _plain(rows.column("file")), _plain(rows.column("pos"))
         self.before, self.after = before, after
         self.before_absent, self.after_absent = before_absent, after_absent
@@ -264,8 +267,7 @@ def touches(found: Images, primary: list[int]):
     whether the touch sets the key, the change it is of, its order: a
     change's clear before its set), in no particular order."""
     n = len(found)
-    inserts = truths(pc.is_in(found.op, value_set=texts(list(INSERTS))))
-    deletes = equal_to(found.op, "d")
+    inserts, deletes = found.inserts, found.deletes
     old = [found.before[i] for i in primary]
     new = [pc.coalesce(found.after[i], found.before[i]) for i in primary]
     moved = np.zeros(n, dtype=bool)
@@ -313,9 +315,8 @@ def multiset(found: Images) -> tuple[list[pa.Array], np.ndarray]:
     """A keyless table's changes per distinct row: its texts per column and
     the copies added (negative: removed), without the rows they leave as
     they were."""
-    inserts = truths(pc.is_in(found.op, value_set=texts(list(INSERTS))))
-    minus = np.flatnonzero(~inserts)
-    plus = np.flatnonzero(~equal_to(found.op, "d"))
+    minus = np.flatnonzero(~found.inserts)
+    plus = np.flatnonzero(~found.deletes)
     columns = [pa.concat_arrays([found.before[i].take(ints(minus)),
                                  found.after[i].take(ints(plus))])
                for i in range(len(found.after))]

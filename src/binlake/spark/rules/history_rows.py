@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from binlake.spark.rules.columns import CLOSES, VALID_FROM, VALID_TO
-from binlake.spark.rules.arrow_buffers import equal_to, flags, ints, numbers
+from binlake.spark.rules.arrow_buffers import flags, ints, numbers
 from binlake.spark.rules.engine import codes, images, last_of, touches
 from binlake.spark.rules.refused import HISTORY_PARTIAL, refused_at
 from binlake.spark.rules.table_rows import typed
@@ -30,7 +30,7 @@ def history_versions(changes: pa.Table, plan: dict, table: str) -> pa.Table:
     stops)."""
     found = images(changes, plan)
     layout, primary = plan["layout"], plan["primary_key"]
-    partial = found.absent("after") & ~equal_to(found.op, "d")
+    partial = found.absent("after") & ~found.deletes
     if partial.any():
         raise refused_at(found.where(found.first(partial)), table, HISTORY_PARTIAL)
     keys, sets, change, order = touches(found, primary)

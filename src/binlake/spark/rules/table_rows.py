@@ -288,8 +288,7 @@ def _key_layout(plan: dict) -> dict:
 def _folded(found: Images, primary: list[int]) -> bool:
     """The changes need the fold in commit order: an image that sets only
     some columns of a row, or one without its key."""
-    deletes = truths(pc.equal(found.op, texts(["d"])[0]))
-    if (found.absent("after") & ~deletes).any():
+    if (found.absent("after") & ~found.deletes).any():
         return True
     return any(found.before_absent[i].any() for i in primary)
 
@@ -299,10 +298,8 @@ def _multiset(found: Images, table: str):
     multiset), refused where an image leaves a column out: a partial after
     image, or a before image by which the server found the row by a key
     binlake does not know (a UNIQUE NOT NULL key)."""
-    inserts = truths(pc.is_in(found.op, value_set=texts(["c", "r"])))
-    deletes = truths(pc.equal(found.op, texts(["d"])[0]))
-    partial_after = found.absent("after") & ~deletes
-    unknown_key = found.absent("before") & ~inserts
+    partial_after = found.absent("after") & ~found.deletes
+    unknown_key = found.absent("before") & ~found.inserts
     if partial_after.any() or unknown_key.any():
         first = found.first(partial_after | unknown_key)
         # A before image that names no row is the cause where both are partial.
