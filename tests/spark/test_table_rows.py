@@ -1,8 +1,8 @@
 """binlake.spark.rules.table_rows and the rules under it (engine, fold,
 typed_arrow), which the driver and Spark's tasks both run: every value of
-every column type of the truth workload typed as the change feed's
-Catalyst casts type it, a value no Spark type holds refused in the same
-words; a keyed table's net changes, a keyless table's copies; both ways
+every column type of the truth workload typed in a Spark job (the change
+feed's Arrow UDFs) as in the driver, a value no Spark type holds refused
+in the same words; a keyed table's net changes, a keyless table's copies; both ways
 calling the same functions. (Whole lakes built both ways: test_increments.py.)"""
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ from binlake.schema.ddl import ColumnSpec  # noqa: E402
 from binlake.spark.plans.conversions import text_of, unconverted  # noqa: E402
 from binlake.spark.plans.layouts import ddl_layout_column  # noqa: E402
 from binlake.spark.plans.conversions import server_value  # noqa: E402
-from binlake.spark.plans.typed import (carry_way, spark_of_arrow, typed_columns,  # noqa: E402
-                                       with_temporals)
+from binlake.spark.plans.typed import carry_way, spark_of_arrow, with_temporals  # noqa: E402
+from binlake.spark.rules.tables import typed_columns  # noqa: E402
 
 DB = "binlake_test"
 INT = ColumnSpec("v", "INT")

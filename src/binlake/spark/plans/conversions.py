@@ -4,10 +4,8 @@ Strategy: one rule, on exact text. `server_value` takes the text of a value
 as its old column held it (the binlog's exact text, or the text of the
 value a Delta table holds: Spark's cast to string, or `text_of` in the
 driver) and gives the exact text of what the server converted it to; the
-new column's typing (binlake.spark.plans.typed.from_text, and its driver twin)
-does the rest. Both engines call this one function: the driver value by
-value (binlake.spark.rules.typed_arrow.converted), Spark through a UDF
-(binlake.spark.plans.typed.server_column), so the rule exists once.
+new column's typing (binlake.spark.rules.typed_arrow) does the rest, value
+by value (typed_arrow.converted), in the driver or in Spark's tasks alike.
 
 The conversions, as MariaDB 10.11 makes them under a lax sql_mode (a strict
 one refuses an ALTER that would lose a value, and then they change

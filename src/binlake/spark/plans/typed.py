@@ -1,8 +1,8 @@
-"""Spark types of MySQL columns, and the casts from the exact text of binlake.spark.read.exact.
+"""Spark types of MySQL columns (their values typed from the exact text of
+binlake.spark.read.exact by binlake.spark.rules.typed_arrow, in whichever
+engine).
 
-Strategy: a layout column (binlake.spark.plans.layouts) gives one Spark type and
-one expression that turns its text (from a `before`/`after` map) into that
-type. DECIMALs wider than 38 digits are kept as text.
+Strategy: a layout column (binlake.spark.plans.layouts) gives one Spark type. DECIMALs wider than 38 digits are kept as text.
 
 Temporals (TEMPORALS, chosen when a lake starts): "typed" (the default)
 gives DATE, DATETIME and TIMESTAMP the Spark types below, and a value no
@@ -31,7 +31,6 @@ column is carried; binlake.spark.rules.typed_arrow.converted does it).
 
 from __future__ import annotations
 
-from pyspark.sql import Column, functions as F
 from pyspark.sql import types as S
 
 from binlake.charsets import BINARY_COLLATION
@@ -150,32 +149,6 @@ def spark_of_arrow(held) -> S.DataType | None:
     return next((spark() for spark, arrow in _SIMPLE_ARROW.items() if arrow(pa) == held), None)
 
 
-def from_text(text: Column, column: dict, table: str = "") -> Column:
-    """`text` (a string column of exact text) as the column's Spark type
-    (of `table`, as a refusal names it)."""
-    target = spark_type(column)
-    kind = column["type"]
-    if isinstance(target, S.StringType):
-        return text
-    if isinstance(target, S.BinaryType):
-        return F.unbase64(text)
-    if isinstance(target, (S.DateType, S.TimestampType, S.TimestampNTZType)):
-        # MySQL's year 0 is no Spark date (Spark would read it as 1 BC).
-        held = F.when(~text.startswith("0000-"), text)
-        if isinstance(target, S.TimestampType):
-            # The text is UTC; say so, whatever the session time zone is.
-            held = F.concat(held, F.lit("Z"))
-        typed = held.try_cast(target)
-        before, after = _unheld_words(table, column, target.simpleString())
-        reason = F.concat(F.lit(before), text, F.lit(after))
-        return refuse(text.isNotNull() & typed.isNull(), typed, reason, target)
-    if isinstance(target, S.ArrayType):
-        if kind == T.MYSQL_TYPE_VECTOR:
-            return F.from_json(text, target)
-        return F.when(text == "", F.array().cast(target)).otherwise(F.split(text, ",", -1))
-    return text.try_cast(target)
-
-
 #: Carried as it is (`carry_way`); converted by the server's rule (`server_column`).
 SAME, CONVERT = "same", "convert"
 
@@ -200,33 +173,6 @@ def carry_way(was: dict | None, held: S.DataType | None, column: dict) -> str | 
 
 def refused_value(table: str, column: dict, text: str, kind: str) -> str:
     """Why `text` of `column` is refused: its type `kind` cannot hold it."""
-    before, after = _unheld_words(table, column, kind)
-    return before + text + after
-
-
-def _unheld_words(table: str, column: dict, kind: str) -> tuple[str, str]:
-    """The words around a value no Spark `kind` holds, in its refusal."""
     name = column["key"].replace("`", "``")
-    return (f"{table}: column `{name}`: '",
-            f"' is no Spark {kind} (a zero date, a zero month or day, or year 0)"
-            + forward(TEMPORALS_AS_TEXT))
-
-
-def refuse(condition: Column, value: Column, reason: Column,
-           kind: str | S.DataType = "array<string>") -> Column:
-    """`value` (of Spark type `kind`), or the job fails with `reason` where
-    `condition` holds."""
-    failed = F.raise_error(F.concat(F.lit(REFUSED), reason)).cast(kind)
-    return F.when(condition, failed).otherwise(value)
-
-
-def typed_columns(layout: dict, image: Column, by_position: bool = False) -> list[Column]:
-    """One typed column per table column, from a map of exact text by column
-    key (or, `by_position`, an array of it in column order)."""
-    table = f"{layout['database']}.{layout['table']}"
-    return [from_text(image[i if by_position else c["key"]], c, table).alias(c["key"])
-            for i, c in enumerate(layout["columns"])]
-
-
-def table_struct(layout: dict) -> S.StructType:
-    return S.StructType([S.StructField(c["key"], spark_type(c)) for c in layout["columns"]])
+    return (f"{table}: column `{name}`: '{text}' is no Spark {kind} (a zero date, a zero "
+            "month or day, or year 0)" + forward(TEMPORALS_AS_TEXT))

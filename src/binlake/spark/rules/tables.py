@@ -15,8 +15,7 @@ from binlake.spark.read.batches import TableFilter, load_schema_option
 from binlake.spark.plans.history import follow_ranges
 from binlake.spark.plans.layouts import latest_layouts, qualified
 from binlake.spark.read.ranges import Split, expand_inputs, number_files
-from binlake.spark.plans.typed import (typed_columns,
-                                 with_temporals)
+from binlake.spark.plans.typed import spark_type, with_temporals
 
 #: Ops that add a row: an insert ("c"), a snapshot's row ("r", as Debezium's read).
 INSERTS = ("c", "r")
@@ -54,12 +53,11 @@ def table_changes(spark, path, db: str, table: str, schema=None, temporals: str 
 
 def typed_change_feed(changes: DataFrame, layout: dict) -> DataFrame:
     """The changes view's rows of one table as its change data feed: each
-    image a row, typed by Catalyst's casts (binlake.spark.plans.typed.
-    from_text), not by Arrow in a task as the lake's tables are
-    (binlake.spark.rules.typed_arrow): a query's filter then runs before
-    the casts, so a value no Spark type holds (a zero date) fails only the
-    queries that read it. tests/spark/test_table_rows.py holds the two
-    typings equal."""
+    image a row, each column typed by the lake's own typing
+    (binlake.spark.rules.typed_arrow.typed_column) in a scalar Arrow UDF,
+    which Spark evaluates where the column is read: a query's filter on
+    other columns runs before it, so a value no Spark type holds (a zero
+    date) fails only the queries that read it, in one line."""
     images = F.explode(
         F.when(F.col("op").isin(*INSERTS), F.array(_image("insert", "after")))
          .when(F.col("op") == "d", F.array(_image("delete", "before")))
@@ -73,6 +71,24 @@ def typed_change_feed(changes: DataFrame, layout: dict) -> DataFrame:
             F.col("pos").alias("_pos"), F.col("row_index").alias("_row_index"),
             F.col("gtid").alias("_gtid"), F.col("xid").alias("_xid")]
     return exploded.select(*typed_columns(layout, F.col("_image.row")), *meta)
+
+
+def typed_columns(layout: dict, image: Column) -> list[Column]:
+    """One typed column per table column, from a map of exact text by
+    column key: a text column as it is, any other typed by `typing`."""
+    from pyspark.sql import types as S
+    table = f"{layout['database']}.{layout['table']}"
+    return [(image[c["key"]] if isinstance(spark_type(c), S.StringType)
+             else typing(c, table)(image[c["key"]])).alias(c["key"])
+            for c in layout["columns"]]
+
+
+def typing(column: dict, table: str):
+    """A scalar Arrow UDF typing a column's texts as the lake does."""
+    def typed(texts):
+        from binlake.spark.rules.typed_arrow import typed_column
+        return typed_column(texts, column, table)
+    return F.arrow_udf(typed, spark_type(column))
 
 
 def _image(change_type: str, side: str) -> Column:
