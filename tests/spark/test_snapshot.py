@@ -503,3 +503,33 @@ def test_a_request_taken_after_a_killed_run_is_kept(mariadb, tmp_path, monkeypat
         assert main(command, said, err) == 0, err.getvalue()
         assert sorted(table_rows_of(lake, "asked.t")) == [
             (1, "a"), (2, "not in the binlog"), (3, "c")], said.getvalue()
+
+
+@pytest.mark.parametrize("create", ["CREATE TABLE again.t (n INT, s VARCHAR(10))",
+                                    "CREATE TABLE again.t (n INT PRIMARY KEY, s VARCHAR(10))"])
+def test_a_table_read_anew_twice_at_one_binlog_position_holds_the_second_read(
+        spark, mariadb, tmp_path, create):
+    """Found by the randomized check (a follower SIGKILLed after it read a
+    table anew, the request then made again): no write between the two
+    reads, so both chunks sort at one binlog position, and a keyless
+    table held every row twice. Now a read anew starts after the chunks
+    of earlier reads (ChunkPlace.start): the table holds the second read's
+    rows, a row deleted unlogged between the reads gone with them."""
+    from binlake.testing.randomized import run_pipeline_once
+    with MariaDBServer(tmp_path / "server", server_id=47) as server:
+        server.execute("CREATE DATABASE again")
+        server.execute(create)
+        server.execute("INSERT INTO again.t VALUES (1, 'a'), (2, 'b')")
+        lake = tmp_path / "lake"
+        assert run_pipeline_once(server, lake, options=["--tables", "again.*"])[0] == 0
+        server.execute("INSERT INTO again.t VALUES (3, 'c')")
+        options = ["--tables", "again.*", "--snapshot-tables", "again.t"]
+        assert run_pipeline_once(server, lake, options=options)[0] == 0
+        connection = server.connect("again")  # unlogged: the binlog position stays
+        with connection.cursor() as cursor:
+            cursor.execute("SET SESSION sql_log_bin = 0")
+            cursor.execute("DELETE FROM again.t WHERE n = 2")
+        connection.close()
+        status, error = run_pipeline_once(server, lake, options=options)
+        assert status == 0, error
+        assert sorted(table_rows_of(lake, "again.t")) == [(1, "a"), (3, "c")]

@@ -33,8 +33,8 @@ from binlake.spark.plans.history import inside
 from binlake.spark.plans.layouts import qualified
 from binlake.spark.read.partitioned import SNAPSHOT_FILES, parquet_rows
 from binlake.spark.rules import table_rows
-from binlake.spark.rules.arrow_buffers import ints
-from binlake.spark.rules.engine import images, last_touches
+from binlake.spark.rules.arrow_buffers import flags, ints
+from binlake.spark.rules.engine import after_start, images, last_touches
 from binlake.spark.rules.table_rows import read_changes
 from binlake.spark.state.starts import AsOf
 
@@ -147,12 +147,8 @@ class DriverTables:
 
         def typed(path: str):
             read = pq.read_table(path, columns=["commit_key", "after"])
-            at = read.column("commit_key").combine_chunks()
-            seq, pos = at.field("file_seq"), at.field("pos")
-            lo_seq, lo_pos = stretch["after"]
-            inside = pc.or_(pc.greater(seq, lo_seq),
-                            pc.and_(pc.equal(seq, lo_seq), pc.greater(pos, lo_pos)))
-            after = read.column("after").combine_chunks().filter(inside)
+            later = after_start(read.column("commit_key").combine_chunks(), stretch["after"])
+            after = read.column("after").combine_chunks().filter(flags(later))
             if not len(after):
                 return None  # (changes of the table before its CREATE: another table)
             if np.diff(after.offsets.to_numpy()).min() < len(stretch["sources"]):
@@ -215,7 +211,8 @@ class DriverTables:
             """A chunk's rows, typed, but the touched keys' (None: none in the stretch)."""
             read = pq.read_table(path, columns=["commit_key", "after"])
             first = read.column("commit_key")[0].as_py() if read.num_rows else None
-            if first is None or not inside(stretch, (first["file_seq"], first["pos"])):
+            if first is None or not inside(stretch, (first["file_seq"], first["pos"],
+                                                      first["sub"])):
                 return None  # a chunk from before a TRUNCATE: its rows are gone
             texts = _chunk_columns(read.column("after").combine_chunks(), stretch["sources"])
             if len(touched):

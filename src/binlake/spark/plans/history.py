@@ -166,9 +166,16 @@ def table_plans(history: Schema, layouts: dict, order: PositionOrder, before=Non
 
 
 def inside(stretch: dict, at: tuple) -> bool:
-    """A change at `at` ((file_seq, pos)) is in the stretch's span of the binlog."""
+    """A change at `at` ((file_seq, pos), or (file_seq, pos, sub): its
+    commit_key's) is in the stretch's span of the binlog. A stretch of a
+    table read anew starts at (file_seq, pos, sub): among the chunks at one
+    place, after those of an earlier read (rules.engine.after_start is the
+    rule on whole columns)."""
     hi_seq, hi_pos = stretch["before"]
-    return tuple(at) > tuple(stretch["after"]) and (hi_seq is None or tuple(at) < (hi_seq, hi_pos))
+    after, at = tuple(stretch["after"]), tuple(at)
+    later = at[:2] > after[:2] or (len(after) > 2 and len(at) > 2 and at[:2] == after[:2]
+                                   and at[2] > after[2])
+    return later and (hi_seq is None or at[:2] < (hi_seq, hi_pos))
 
 
 def stretch_at(plan: dict, source: tuple, at: tuple) -> dict | None:

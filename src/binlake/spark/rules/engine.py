@@ -120,13 +120,27 @@ def stretch_index(changes: pa.Table, plan: dict) -> np.ndarray:
     table = changes.column("table").combine_chunks()
     found = np.full(len(seq), -1, dtype=np.int64)
     for i, s in enumerate(plan["stretches"]):
-        (lo_seq, lo_pos), (hi_seq, hi_pos) = s["after"], s["before"]
+        hi_seq, hi_pos = s["before"]
         mine = (equal_to(database, s["database"]) & equal_to(table, s["table"])
-                & ((seq > lo_seq) | ((seq == lo_seq) & (pos > lo_pos))))
+                & after_start(key, s["after"]))
         if hi_seq is not None:
             mine &= (seq < hi_seq) | ((seq == hi_seq) & (pos < hi_pos))
         found[mine & (found < 0)] = i
     return found
+
+
+def after_start(key: pa.StructArray, after) -> np.ndarray:
+    """Which changes (their commit_key) come after a stretch's start
+    `after`: (file_seq, pos), or (file_seq, pos, sub) where a table read
+    anew starts among chunks at one place, after those of an earlier read
+    (binlake.spark.state.progress.ChunkPlace.start; plans.history.inside
+    is the rule for one change)."""
+    seq, pos = numbers(key.field("file_seq")), numbers(key.field("pos"))
+    lo_seq, lo_pos = after[0], after[1]
+    later = (seq > lo_seq) | ((seq == lo_seq) & (pos > lo_pos))
+    if len(after) > 2:
+        later |= (seq == lo_seq) & (pos == lo_pos) & (numbers(key.field("sub")) > after[2])
+    return later
 
 
 def images(changes: pa.Table, plan: dict) -> Images:

@@ -230,7 +230,8 @@ def progressed(progress: SnapshotProgress, reads: list[ChunkRead]) -> SnapshotPr
     (binlake.spark.state.progress: a table read anew starts at its first)."""
     return progress.chunks_read([
         (f"{read.chunk.database}.{read.chunk.table}", _key_json(read.chunk.through), read.rows,
-         ChunkPlace(read.point.file, read.point.pos, read.point.time)) for read in reads])
+         ChunkPlace(read.point.file, read.point.pos, read.point.time, read.chunk.number))
+         for read in reads])
 
 
 def _key_json(values) -> list | None:

@@ -38,12 +38,19 @@ class ChunkPlace:
     file: str
     pos: int
     time: str | None = None
+    number: int | None = None  #: the chunk's number in the snapshot (not saved)
 
     @property
-    def start(self) -> tuple[int, int]:
-        """Just before the place, in the lake's numbering (file_seq, pos): a
-        chunk's rows sort at pos - 1 (binlake.spark.snapshot.server_rows)."""
-        return (name_sequence(self.file), self.pos - 2)
+    def start(self) -> tuple:
+        """Just before the chunk's rows, in the lake's numbering: they sort
+        at (file_seq, pos - 1, number + 1) (binlake.spark.snapshot.server_rows:
+        sub = the chunk's number + 1), so after (file_seq, pos - 1, number),
+        as do no rows of an earlier read at the same place (a table read
+        anew twice at one binlog position); without a number (a place
+        loaded from the manifest) (file_seq, pos - 2)."""
+        if self.number is None:
+            return (name_sequence(self.file), self.pos - 2)
+        return (name_sequence(self.file), self.pos - 1, self.number)
 
 
 @dataclass(frozen=True)
@@ -58,7 +65,8 @@ class TableProgress:
     after: list | None = None
     done: bool = False
     rows: int = 0
-    since: tuple[int, int] | None = None  #: (file_seq, pos): read anew, its rows start there
+    #: (file_seq, pos[, sub]): read anew, its rows start after it (ChunkPlace.start)
+    since: tuple | None = None
     last_chunk: ChunkPlace | None = None
 
     @property
@@ -106,9 +114,9 @@ class TableProgress:
         _check(data.get("after") is None or isinstance(data["after"], list),
                "a table's 'after' is not a list")
         since, last = data.get("since"), data.get("last_chunk")
-        _check(since is None or (isinstance(since, list) and len(since) == 2
+        _check(since is None or (isinstance(since, list) and len(since) in (2, 3)
                                  and all(isinstance(v, int) for v in since)),
-               "a table's 'since' is not [file_seq, pos]")
+               "a table's 'since' is not [file_seq, pos] or [file_seq, pos, sub]")
         _check(last is None or (isinstance(last, dict) and isinstance(last.get("file"), str)
                                 and isinstance(last.get("pos"), int)),
                "a table's 'last_chunk' is not {file, pos, time}")
