@@ -66,7 +66,7 @@ def main() -> int:
     from pyspark.sql import SparkSession
 
     import binlake.spark
-    from binlake.testing.randomized import Run, read_script
+    from binlake.testing.randomized import Outcome, Run, read_script
     from spark.randomized_oracle import capture, compare, compare_captured
 
     spark = (SparkSession.builder.master("local[2]").appName("bench_randomized")
@@ -80,8 +80,7 @@ def main() -> int:
         range(args.first_seed, args.first_seed + args.seeds))
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="bench-randomized-"))
     started = time.monotonic()
-    steps = checks = statements = rejected = as_of_reads = kills = 0
-    findings = []
+    total = Outcome(0)
     for seed in seeds:
         folder = workdir / f"seed-{seed}"
         shutil.rmtree(folder, ignore_errors=True)
@@ -93,27 +92,18 @@ def main() -> int:
             outcome = run.run(0, script=read_script(Path(args.script).read_text()), setup=False)
         else:
             outcome = run.run(args.steps)
-        steps, checks = steps + outcome.steps, checks + outcome.checks
-        as_of_reads += outcome.as_of_reads
-        kills += outcome.kills
-        statements, rejected = statements + outcome.statements, rejected + outcome.rejected
-        findings += outcome.findings
-        print(f"seed {seed}{' (--history, --as-of)' if history else ''}: {outcome.steps} steps, "
-              f"{outcome.checks} checks ({outcome.as_of_reads} --as-of, {outcome.kills} "
-              "killed runs before), "
-              f"{outcome.statements} statements ({outcome.rejected} rejected by the server), "
+        total.add(outcome)
+        print(f"seed {seed}{' (--history, --as-of)' if history else ''}: {outcome.summary()}, "
               f"{len(outcome.findings)} finding(s), {outcome.seconds:.1f} s", flush=True)
         for finding in outcome.findings:
             print(finding.report(), flush=True)
         if not args.workdir and not outcome.findings:
             shutil.rmtree(folder, ignore_errors=True)
     seconds = time.monotonic() - started
-    print(f"\n{len(seeds)} seeds, {steps} steps, {checks} checks ({as_of_reads} --as-of, "
-          f"{kills} killed runs before), "
-          f"{statements} statements "
-          f"({rejected} rejected by the server): {len(findings)} finding(s) "
+    findings = total.findings
+    print(f"\n{len(seeds)} seeds, {total.summary()}: {len(findings)} finding(s) "
           f"({len({f.seed for f in findings})} seed(s)) in {seconds:.0f} s "
-          f"({seconds / max(steps, 1):.2f} s a step); work in {workdir}")
+          f"({seconds / max(total.steps, 1):.2f} s a step); work in {workdir}")
     spark.stop()
     return 1 if findings else 0
 

@@ -19,26 +19,31 @@ from .truth import _columns, canonical_rows, typed_rows
 SHOWN = 6  #: rows shown of each side of a difference
 
 
-def capture(server) -> tuple[dict, dict]:
-    """The server's tables now: their rows and their columns."""
-    return expected_final_state(server, DATABASE), _columns(server)
+def capture(server, selected=None) -> tuple[dict, dict, list]:
+    """The server's tables now: their rows and their columns; and the names
+    of those the run selected (--tables; None: all), which the lake must
+    hold. A table left out may be held, as the lake last held it."""
+    rows = expected_final_state(server, DATABASE)
+    return rows, _columns(server), sorted(rows if selected is None else selected)
 
 
-def compare(lake: Path, server) -> list[str]:
-    """The lake's tables against the server's now; each table's change data
-    feed replayed against it; where the lake keeps history (--history),
-    each history table's open versions against the table."""
-    return compare_captured(Path(lake) / "tables", capture(server),
+def compare(lake: Path, server, selected=None) -> list[str]:
+    """The lake's tables against the server's now (those the run selected);
+    each table's change data feed replayed against it; where the lake keeps
+    history (--history), each history table's open versions against the
+    table."""
+    return compare_captured(Path(lake) / "tables", capture(server, selected),
                             history=Path(lake) / "history")
 
 
 def compare_captured(folder: Path, captured: tuple, history: Path | None = None) -> list[str]:
     """The Delta tables in `folder` against `captured` (`capture`'s)."""
-    expected, columns = captured
+    every, columns, selected = captured
+    expected = {table: rows for table, rows in every.items() if table in selected}
     held = sorted(p.name for p in folder.iterdir()) if folder.exists() else []
     wanted = sorted(f"{DATABASE}.{table}" for table in expected)
     differences = []
-    if held != wanted:
+    if not set(wanted) <= set(held) <= {f"{DATABASE}.{table}" for table in every}:
         differences.append(f"tables/ holds {held}, the server {wanted}")
     for table, rows in sorted(expected.items()):
         name = f"{DATABASE}.{table}"

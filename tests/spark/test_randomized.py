@@ -43,10 +43,7 @@ def test_a_random_workload_keeps_the_lake_equal_to_the_server(spark, mariadb, se
     outcome = Run(seed, tmp_path, compare, history=history,
                   as_of=(capture, compare_captured) if history else None).run(STEPS)
     print(f"randomized: seed {seed}{' (--history, --as-of)' if history else ''}, "
-          f"{outcome.steps} steps, {outcome.checks} checks ({outcome.as_of_reads} --as-of, "
-          f"{outcome.kills} killed runs before), "
-          f"{outcome.statements} statements ({outcome.rejected} rejected by the server), "
-          f"{outcome.seconds:.0f} s (repeat with BINLAKE_RANDOM_SEED={seed} "
+          f"{outcome.summary()}, {outcome.seconds:.0f} s (repeat with BINLAKE_RANDOM_SEED={seed} "
           f"BINLAKE_RANDOM_STEPS={STEPS})")
     assert not outcome.findings, "\n\n".join(f.report() for f in outcome.findings)
 
@@ -65,13 +62,13 @@ def test_the_oracle_sees_a_row_the_binlog_does_not_hold(spark, mariadb, tmp_path
     """Not vacuous: a row written with sql_log_bin=0 is a finding that names
     the seed, the step, the statements and the row (SELECT * has it, the
     lake cannot)."""
-    def unlogged_then_compare(lake, server):
+    def unlogged_then_compare(lake, server, selected=None):
         connection = server.connect(DATABASE)
         with connection.cursor() as cursor:
             cursor.execute("SET SESSION sql_log_bin = 0")
             cursor.execute("INSERT INTO keyless (n) VALUES (99)")
         connection.close()
-        return compare(lake, server)
+        return compare(lake, server, selected)
     outcome = Run(5, tmp_path, unlogged_then_compare, engine="driver").run(
         1, script=[["INSERT INTO keyless (n, s) VALUES (1, 'a'), (1, 'a')"]])
     (finding,) = outcome.findings

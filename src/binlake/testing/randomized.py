@@ -1,7 +1,7 @@
 """Seeded random workloads against a private MariaDB, the lake checked against
 the server after every few steps (issue 46, item 7).
 
-Strategy: `Workload(seed)` holds its own model of three tables (each column's
+Strategy: `Workload(seed)` holds its own model of four tables (each column's
 name, type family, width, nullability and DEFAULT) and a `random.Random(seed)`;
 `step()` picks one action and returns its SQL, drawn from the model alone, so
 the statements (and where the checks fall) depend on the seed only, never on
@@ -11,6 +11,9 @@ the server's answers. The tables:
 - `uniq`: no primary key, a UNIQUE key of one NOT NULL INT column (never a
   prefix key: D4 is known);
 - `keyless`: no key at all (a multiset);
+- `parted`: INT PRIMARY KEY, PARTITION BY HASH on the server, and
+  partitioned in the lake by a TINYINT NOT NULL column `g` of values 0..3
+  (`--partition-by`, PARTITION_BY, on every run), which no DDL touches;
 
 each with an INT, a VARCHAR, a DECIMAL, a DATETIME and a TEXT or BLOB column
 to begin with. The actions: a multi-row INSERT (a random subset of the
@@ -51,10 +54,20 @@ history table's open versions to its table. With `as_of` (the oracle's
 capture and compare), each check's server state is kept with its binlog
 position, and a third of the checks (a generator of their own) also build
 the tables of an earlier check with `--as-of FILE:POS` from the lake's
-copies and compare them with what the server held then. A fifth of the
-checks (a generator of their own) begin with `binlake pipeline -R` in a
-process of its own, SIGKILLed at a random moment of its first seconds:
-the check's own run must then complete the work it left. A
+copies and compare them with what the server held then (a point before a
+table was read anew is refused in one line, as it must be, and counted).
+Each check also draws, from a generator of lake events (`draw_plan`, so
+the statements never depend on them), what comes with its run
+(`CheckPlan`): a fifth begin with `binlake pipeline -R` (half of them
+`-R --follow`) in a process of its own, SIGKILLed at a random moment of
+its first seconds, whose work the check's own run must complete; a tenth
+each: the server stopped cleanly or SIGKILLed and started again before
+the run (it is durable against its own crash, as production servers
+are); a table read anew by the run (`--snapshot-tables`); a table left
+out of the run (`--tables` naming the others: the lake's copy of it is
+not compared, and the next run selects it again and reads it anew); and
+a table built again from changes/ after the run (`--rebuild`, from the
+lake's copies), the lake compared again. A
 run that fails or refuses, or any difference, ends the run with a
 `Finding`: the seed, the step, the statements since the last check and the
 differences, and how to repeat it (the seed and step count: the same
@@ -71,8 +84,12 @@ from typing import Callable
 
 DATABASE = "binlake_test"
 IMAGES = ("FULL", "MINIMAL", "NOBLOB")
-#: The share of checks that begin with a run SIGKILLed within KILL_WITHIN seconds.
-KILLED_SHARE, KILL_WITHIN = 0.2, 1.5
+#: The share of checks that begin with a run SIGKILLed within KILL_WITHIN
+#: seconds (a follower, --follow: FOLLOW_KILL_WITHIN).
+KILLED_SHARE, KILL_WITHIN, FOLLOW_KILL_WITHIN = 0.2, 1.5, 6.0
+#: The share of checks each other event comes with (a server restart, a
+#: table read anew, a table left out, a rebuild: CheckPlan).
+EVENT_SHARE = 0.1
 INT_TYPES = ("tinyint", "smallint", "int", "bigint")
 INT_RANGE = {"tinyint": 127, "smallint": 32767, "int": 2**31 - 1, "bigint": 2**63 - 1}
 TEXT_TYPES = ("text", "mediumtext")
@@ -92,6 +109,8 @@ class Column:
     default: str | None = None  #: SQL text of the DEFAULT, None for none
     key: bool = False
     floor: object = None  #: the narrowest size it ever had: values stay inside it
+    #: the lake's partition column (--partition-by): no DDL touches it, its values few
+    pinned: bool = False
 
     def sql_type(self) -> str:
         if self.family == "int":
@@ -118,6 +137,15 @@ class Table:
     name: str
     layout: str  #: keyed, uniq, keyless
     columns: list[Column]
+    partitions: int = 0  #: the server's PARTITION BY HASH of the key into this many
+
+    @property
+    def pinned(self) -> Column | None:
+        return next((c for c in self.columns if c.pinned), None)
+
+    def alterable(self) -> list[Column]:
+        """The columns DDL may drop, rename or convert."""
+        return [c for c in self.columns if not c.key and not c.pinned]
 
     @property
     def key(self) -> Column | None:
@@ -129,7 +157,10 @@ class Table:
             parts.append(f"PRIMARY KEY (`{self.key.name}`)")
         elif self.layout == "uniq":
             parts.append(f"UNIQUE KEY uk (`{self.key.name}`)")
-        return f"CREATE TABLE `{self.name}` ({', '.join(parts)}) DEFAULT CHARSET=utf8mb4"
+        partitioned = (f" PARTITION BY HASH (`{self.key.name}`) PARTITIONS {self.partitions}"
+                       if self.partitions else "")
+        return (f"CREATE TABLE `{self.name}` ({', '.join(parts)}) DEFAULT CHARSET=utf8mb4"
+                + partitioned)
 
 
 #: Defects the randomized check found and that are not fixed yet (each
@@ -184,6 +215,10 @@ class Workload:
             Table("uniq", "uniq", [Column("u", "int", "int", key=True, nullable=False),
                                    *self._first_columns(blob=True)]),
             Table("keyless", "keyless", self._first_columns(blob=self.rng.random() < 0.5)),
+            Table("parted", "keyed", [Column("id", "int", "int", key=True, nullable=False),
+                                      Column("g", "int", "tinyint", nullable=False,
+                                             default="0", pinned=True),
+                                      *self._first_columns(blob=False)], partitions=3),
         ]
         for table in self.tables:
             for column in table.columns:
@@ -317,6 +352,8 @@ class Workload:
     def value(self, column: Column, null: bool = True) -> str:
         if column.key:
             return str(self.rng.randint(0, 80))
+        if column.pinned:
+            return str(self.rng.randint(0, 3))
         if null and column.nullable and self.rng.random() < 0.12:
             return "NULL"
         rng, family = self.rng, column.family
@@ -368,7 +405,7 @@ class Workload:
             return self.insert()
         self.altered.add(table.name)
         options = [self.add_column, self.modify_column, self.rename_column]
-        if sum(1 for c in table.columns if not c.key) > 2:
+        if len(table.alterable()) > 2:
             options.append(self.drop_column)
         return options[self.rng.randrange(len(options))](table)
 
@@ -405,21 +442,20 @@ class Workload:
         return [f"ALTER TABLE `{table.name}` ADD COLUMN {column.definition()}{where}"]
 
     def drop_column(self, table: Table) -> list[str]:
-        column = self.rng.choice([c for c in table.columns if not c.key])
+        column = self.rng.choice(table.alterable())
         table.columns.remove(column)
         return [f"ALTER TABLE `{table.name}` DROP COLUMN `{column.name}`"]
 
     def rename_column(self, table: Table) -> list[str]:
-        column = self.rng.choice([c for c in table.columns if not c.key]
-                                 or table.columns)
+        column = self.rng.choice(table.alterable() or [table.key])
         old, column.name = column.name, self._new_name()
         return [f"ALTER TABLE `{table.name}` RENAME COLUMN `{old}` TO `{column.name}`"]
 
     def modify_column(self, table: Table) -> list[str]:
-        convertible = [c for c in table.columns if not c.key and c.family in CONVERTIBLE]
+        convertible = [c for c in table.alterable() if c.family in CONVERTIBLE]
         if self.lax and convertible and self.rng.random() < 0.5:
             return self.convert_column(table, self.rng.choice(convertible))
-        widenable = [c for c in table.columns if self._wider(c) is not None]
+        widenable = [c for c in table.columns if not c.pinned and self._wider(c) is not None]
         if not widenable:
             return self.add_column(table)
         column = self.rng.choice(widenable)
@@ -537,30 +573,109 @@ class Outcome:
     steps: int = 0
     checks: int = 0
     as_of_reads: int = 0
+    as_of_refused: int = 0  #: points before a table read anew, refused as they must be
     kills: int = 0
+    restarts: int = 0
+    rebuilds: int = 0
     statements: int = 0
     rejected: int = 0
     findings: list[Finding] = field(default_factory=list)
     log: list[Executed] = field(default_factory=list)
     seconds: float = 0.0
 
+    def summary(self) -> str:
+        return (f"{self.steps} steps, {self.checks} checks ({self.as_of_reads} --as-of "
+                f"({self.as_of_refused} refused before a table read anew), "
+                f"{self.kills} killed runs before, {self.restarts} server restarts, "
+                f"{self.rebuilds} rebuilds), {self.statements} statements "
+                f"({self.rejected} rejected by the server)")
 
-def pipeline_argv(server, out: Path, history: bool = False) -> list[str]:
+    def add(self, other: "Outcome") -> None:
+        """`other`'s counts and findings added to these (a bench's totals)."""
+        for name in ("steps", "checks", "as_of_reads", "as_of_refused", "kills", "restarts", "rebuilds",
+                     "statements", "rejected", "seconds"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.findings += other.findings
+
+
+#: The lake's partitioning of the partitioned table (--partition-by, on every run).
+PARTITION_BY = f"{DATABASE}.parted=g"
+
+
+@dataclass
+class CheckPlan:
+    """What a check does besides its run, drawn from the Run's generator of
+    lake events (never the workload's: the statements stay the seed's)."""
+    restart: str | None = None   #: "clean" or "killed": the server stopped and started again
+    killed: str | None = None    #: "run" or "follow": a run SIGKILLed before the check's own
+    snapshot: str | None = None  #: a table the run reads anew (--snapshot-tables)
+    left_out: str | None = None  #: a table the run does not select (--tables, the others)
+    rebuild: str | None = None   #: a table built again from changes/ after (--rebuild)
+
+    def lines(self, step: int) -> list[Executed]:
+        """The plan as lines of a finding's report (comments: not statements)."""
+        said = {"restart": f"the server {'SIGKILLed' if self.restart == 'killed' else 'stopped'}"
+                           " and started again",
+                "killed": f"binlake pipeline -R{' --follow' if self.killed == 'follow' else ''}"
+                          " SIGKILLed in its first seconds",
+                "snapshot": f"the run with --snapshot-tables {DATABASE}.{self.snapshot}",
+                "left_out": f"the run with --tables leaving {DATABASE}.{self.left_out} out",
+                "rebuild": f"then binlake pipeline --rebuild {DATABASE}.{self.rebuild} "
+                           "from changes/"}
+        return [Executed(step, f"-- {line}") for name, line in said.items()
+                if getattr(self, name)]
+
+    def options(self, tables: list[str], partitioned: bool) -> list[str]:
+        """The check's run's options (and its killed run's)."""
+        options = ["--partition-by", PARTITION_BY] if partitioned else []
+        if self.snapshot:
+            options += ["--snapshot-tables", f"{DATABASE}.{self.snapshot}"]
+        if self.left_out:
+            options += ["--tables", ",".join(f"{DATABASE}.{t}" for t in tables
+                                             if t != self.left_out)]
+        return options
+
+
+def draw_plan(events: random.Random, tables: list[str]) -> CheckPlan:
+    """Each event with its share of the checks (KILLED_SHARE, the others
+    EVENT_SHARE), the table it names drawn among the workload's."""
+    plan = CheckPlan()
+    if events.random() < EVENT_SHARE:
+        plan.restart = events.choice(["clean", "killed"])
+    if events.random() < KILLED_SHARE:
+        plan.killed = events.choice(["run", "follow"])
+    for name in ("snapshot", "left_out", "rebuild"):
+        if events.random() < EVENT_SHARE:
+            setattr(plan, name, events.choice(tables))
+    return plan
+
+
+def pipeline_argv(server, out: Path, history: bool = False, options=()) -> list[str]:
     """`binlake pipeline -R` as tests/spark/test_follow.py runs it, once to the server's end."""
     return ["pipeline", "-R", "--out", str(out), "-h", "127.0.0.1", "-P", str(server.port),
-            "-u", "root", *(["--history"] if history else []), "binlog.000001"]
+            "-u", "root", *(["--history"] if history else []), *options, "binlog.000001"]
 
 
-def run_pipeline_once(server, out: Path, history: bool = False) -> tuple[int, str]:
-    return _binlake(pipeline_argv(server, out, history))
+def run_pipeline_once(server, out: Path, history: bool = False, options=()) -> tuple[int, str]:
+    return _binlake(pipeline_argv(server, out, history, options))
+
+
+def copies(lake: Path) -> list[str]:
+    """The lake's byte-exact copies of the server's binlogs."""
+    return sorted(str(path) for path in (lake / "_binlake" / "binlogs").iterdir()
+                  if path.name.startswith("binlog."))
 
 
 def run_as_of(lake: Path, point: str, then: Path) -> tuple[int, str]:
     """`binlake pipeline --as-of POINT --as-of-out THEN` over the lake's copies."""
-    copies = sorted(str(path) for path in (lake / "_binlake" / "binlogs").iterdir()
-                    if path.name.startswith("binlog."))
     return _binlake(["pipeline", "--out", str(lake), "--as-of", point, "--as-of-out", str(then),
-                     *copies])
+                     *copies(lake)])
+
+
+def run_rebuild(lake: Path, table: str) -> tuple[int, str]:
+    """`binlake pipeline --rebuild DB.TABLE` over the lake's copies: from changes/."""
+    return _binlake(["pipeline", "--out", str(lake), "--rebuild", f"{DATABASE}.{table}",
+                     *copies(lake)])
 
 
 def _binlake(argv: list[str]) -> tuple[int, str]:
@@ -581,10 +696,10 @@ class Run:
     """One seed on its own fresh server: `run(steps)` executes and checks."""
 
     def __init__(self, seed: int, workdir: Path,
-                 compare: Callable[[Path, object], list[str]], server_id: int = 46,
+                 compare: Callable[..., list[str]], server_id: int = 46,
                  log: Callable[[str], None] | None = None, keep_going: bool = False,
                  engine: str = "random", avoid=frozenset(KNOWN), history: bool = False,
-                 as_of: tuple | None = None):
+                 as_of: tuple | None = None, events: bool = True):
         self.seed, self.workdir, self.compare = seed, Path(workdir), compare
         self.server_id, self.log = server_id, log or (lambda message: None)
         self.keep_going = keep_going
@@ -592,12 +707,17 @@ class Run:
         self.avoid = avoid
         #: --history on every run (whole row images only: it refuses partial ones)
         self.history = history
-        #: (capture(server), compare_captured(tables folder, captured)): each check's
-        #: server state kept, and an earlier one read back by --as-of now and then
+        #: (capture(server, tables), compare_captured(tables folder, captured)): each
+        #: check's server state kept, and an earlier one read back by --as-of now and then
         self.as_of, self.points = as_of, random.Random(f"{seed} as-of")
-        #: a fifth of the checks begin with a run SIGKILLed at a random moment
-        self.kills = random.Random(f"{seed} kill")
+        #: what checks do besides their runs (CheckPlan); none unless `events`
+        self.events = random.Random(f"{seed} lake") if events else None
         self.captured: list[tuple[int, str, object]] = []
+        self.workload: Workload | None = None
+        #: each table's last check that read it anew (--snapshot-tables; selected
+        #: again after a run left it out): --as-of refuses points before it
+        self.read_anew: dict[str, int] = {}
+        self.left_out: str | None = None  #: the table the last run left out
 
     def _engine(self) -> str:
         drawn = "spark" if self.engines.random() < 1 / 3 else "driver"
@@ -612,8 +732,16 @@ class Run:
         started = time.monotonic()
         outcome = Outcome(self.seed)
         workload = Workload(self.seed, self.avoid, ("FULL",) if self.history else IMAGES)
+        self.workload, self.tables = workload, [t.name for t in workload.tables]
+        if script is not None:  # a repro: its statements and checks alone
+            self.events = None
+        self.partitioned = setup  # the workload's partitioned table exists
         lake = self.workdir / "lake"
-        with MariaDBServer(self.workdir / "server", server_id=self.server_id) as server:
+        # Durable against its own crash as a production server is (the
+        # tests' servers are not: their redo log is written once a second),
+        # so that a SIGKILLed server holds every transaction its binlog does.
+        with MariaDBServer(self.workdir / "server", server_id=self.server_id,
+                           extra={"innodb_flush_log_at_trx_commit": 2}) as server:
             server.execute(f"CREATE DATABASE {DATABASE}")
             self.connection = None
             self._session(server)
@@ -642,11 +770,17 @@ class Run:
         return outcome
 
     def _session(self, server) -> None:
+        """A new connection, in the workload's session settings (a restart's
+        reconnection keeps the row image and sql_mode the workload chose)."""
         if self.connection is not None:
             self.connection.close()
         self.connection = server.connect(DATABASE)
         with self.connection.cursor() as cursor:
             cursor.execute("SET SESSION time_zone = '+00:00'")
+            if self.workload is not None:
+                cursor.execute(f"SET SESSION binlog_row_image = '{self.workload.image}'")
+                if self.workload.lax:
+                    cursor.execute("SET SESSION sql_mode = ''")
 
     def _execute(self, server, step: int, statement: str, outcome: Outcome) -> Executed:
         import pymysql
@@ -666,43 +800,83 @@ class Run:
 
     def _check(self, server, lake: Path, step: int, since: list[Executed],
                outcome: Outcome) -> Path:
-        from binlake.spark.commits import driver_way
         outcome.checks += 1
-        if self.kills.random() < KILLED_SHARE:
-            self._killed_run(server, lake, step, outcome)
-        before = tables_bytes(lake)
-        engine = self._engine()
-        held, driver_way.DRIVER_ROWS = driver_way.DRIVER_ROWS, (
-            -1 if engine == "spark" else driver_way.DRIVER_ROWS)
-        try:
-            status, error = run_pipeline_once(server, lake, self.history)
-        finally:
-            driver_way.DRIVER_ROWS = held
-        self.log(f"seed {self.seed} step {step}: pipeline ({engine}) {status}"
-                 + (f" {error}" if status else ""))
+        plan = draw_plan(self.events, self.tables) if self.events else CheckPlan()
+        since = since + plan.lines(step)
+        if plan.restart:
+            self._restart(server, plan.restart, step, outcome)
+        options = plan.options(self.tables, self.partitioned)
+        if plan.killed:
+            self._killed_run(server, lake, step, outcome, options, plan.killed == "follow")
+        selected = [t for t in self.tables if t != plan.left_out]
+        status, error, engine = self._pipeline(server, lake, step, options)
         if status != 0:
-            kind = "refused" if "nothing was applied" in error else "failed"
-            differences = [f"binlake pipeline ({engine}) ended {status}: {error}"]
-            if tables_bytes(lake) != before:
-                differences.append("and tables/ changed although the run failed")
-            outcome.findings.append(Finding(self.seed, step, since, differences, kind))
-            # Continue from a fresh lake: everything from the server's first binlog again.
-            fresh = self.workdir / f"lake-{outcome.checks}"
-            return fresh
-        differences = self.compare(lake, server)
+            return self._failed(lake, step, since, outcome, engine, status, error)
+        for table in {plan.snapshot, self.left_out} - {None, plan.left_out}:
+            self.read_anew[table] = step
+        self.left_out = plan.left_out
+        differences = self.compare(lake, server, selected)
+        if not differences and plan.rebuild:
+            status, error = run_rebuild(lake, plan.rebuild)
+            outcome.rebuilds += 1
+            self.log(f"seed {self.seed} step {step}: --rebuild {plan.rebuild} {status}"
+                     + (f" {error}" if status else ""))
+            if status != 0:
+                return self._failed(lake, step, since, outcome, "--rebuild", status, error)
+            # the rebuild's run selects every table again (no --tables)
+            differences = [f"after --rebuild {plan.rebuild}: {line}"
+                           for line in self.compare(lake, server, self.tables)]
+            selected = self.tables
         if differences:
             differences.insert(0, f"(the tables computed by the {engine})")
             outcome.findings.append(Finding(self.seed, step, since, differences))
         elif self.as_of is not None:
-            differences = self._as_of(server, lake, step, outcome)
+            differences = self._as_of(server, lake, step, outcome, selected)
             if differences:
                 outcome.findings.append(Finding(self.seed, step, since, differences))
         return lake
 
-    def _killed_run(self, server, lake: Path, step: int, outcome: Outcome) -> None:
-        """`binlake pipeline -R` in a process of its own, SIGKILLed (its
-        JVM and Python workers too) within its first KILL_WITHIN seconds:
-        the check's run that follows must complete what it left."""
+    def _pipeline(self, server, lake: Path, step: int, options: list) -> tuple[int, str, str]:
+        """The check's run, by the engine drawn for it."""
+        from binlake.spark.commits import driver_way
+        engine = self._engine()
+        held, driver_way.DRIVER_ROWS = driver_way.DRIVER_ROWS, (
+            -1 if engine == "spark" else driver_way.DRIVER_ROWS)
+        try:
+            status, error = run_pipeline_once(server, lake, self.history, options)
+        finally:
+            driver_way.DRIVER_ROWS = held
+        self.log(f"seed {self.seed} step {step}: pipeline ({engine}) {status}"
+                 + (f" {error}" if status else ""))
+        return status, error, engine
+
+    def _failed(self, lake: Path, step: int, since: list, outcome: Outcome, engine: str,
+                status: int, error: str) -> Path:
+        """A run that failed or refused: a finding; the checks go on from a
+        fresh lake (everything from the server's first binlog again)."""
+        kind = "refused" if "nothing was applied" in error else "failed"
+        differences = [f"binlake pipeline ({engine}) ended {status}: {error}"]
+        outcome.findings.append(Finding(self.seed, step, since, differences, kind))
+        return self.workdir / f"lake-{outcome.checks}"
+
+    def _restart(self, server, how: str, step: int, outcome: Outcome) -> None:
+        """The server stopped cleanly or SIGKILLed, and started again; the
+        workload's session reconnected in its settings."""
+        if self.connection is not None:
+            self.connection.close()
+            self.connection = None
+        server.kill() if how == "killed" else server.stop()
+        server.start()
+        self._session(server)
+        outcome.restarts += 1
+        self.log(f"seed {self.seed} step {step}: the server restarted ({how})")
+
+    def _killed_run(self, server, lake: Path, step: int, outcome: Outcome, options: list,
+                    follow: bool) -> None:
+        """`binlake pipeline -R` (or `-R --follow`) in a process of its own,
+        SIGKILLed (its JVM and Python workers too) within its first
+        KILL_WITHIN seconds (a follower: FOLLOW_KILL_WITHIN): the check's run
+        that follows must complete what it left."""
         import os
         import signal
         import subprocess
@@ -711,26 +885,30 @@ class Run:
         source = str(Path(binlake.__file__).resolve().parents[1])
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
             [source, *filter(None, [os.environ.get("PYTHONPATH")])])}
-        process = subprocess.Popen(
-            [sys.executable, "-m", "binlake", *pipeline_argv(server, lake, self.history)],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True)
-        after = self.kills.uniform(0, KILL_WITHIN)
+        argv = pipeline_argv(server, lake, self.history, [*options, *(["--follow"] if follow
+                                                                      else [])])
+        process = subprocess.Popen([sys.executable, "-m", "binlake", *argv], env=env,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   start_new_session=True)
+        after = self.events.uniform(0, FOLLOW_KILL_WITHIN if follow else KILL_WITHIN)
         try:
             process.wait(timeout=after)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
             outcome.kills += 1
-            self.log(f"seed {self.seed} step {step}: a run SIGKILLed after {after:.1f} s")
+            self.log(f"seed {self.seed} step {step}: a {'follower' if follow else 'run'} "
+                     f"SIGKILLed after {after:.1f} s")
 
-    def _as_of(self, server, lake: Path, step: int, outcome: Outcome) -> list[str]:
-        """This check's server state kept (its binlog position, its tables);
-        a third of the time the tables of an earlier check built by --as-of
-        from the lake's copies, against what the server held then."""
+    def _as_of(self, server, lake: Path, step: int, outcome: Outcome,
+               selected: list[str]) -> list[str]:
+        """This check's server state kept (its binlog position, the tables
+        its run selected); a third of the time the tables of an earlier
+        check built by --as-of from the lake's copies, against what the
+        server held then."""
         capture, compare_captured = self.as_of
         file, pos = server.query("SHOW MASTER STATUS")[0][:2]
-        self.captured.append((step, f"{file}:{pos}", capture(server)))
+        self.captured.append((step, f"{file}:{pos}", capture(server, selected)))
         if len(self.captured) < 2 or self.points.random() >= 1 / 3:
             return []
         then_step, point, held = self.points.choice(self.captured[:-1])
@@ -740,6 +918,10 @@ class Run:
                  + (f" {error}" if status else ""))
         outcome.as_of_reads += 1
         if status != 0:
+            if any(anew > then_step and f"--as-of {point}: {DATABASE}.{table} was read by the "
+                   "lock-free snapshot" in error for table, anew in self.read_anew.items()):
+                outcome.as_of_refused += 1  # a point before the table's rows: refused, rightly
+                return []
             return [f"binlake pipeline --as-of {point} (the server at step {then_step}) "
                     f"ended {status}: {error}"]
         return [f"--as-of {point} (the server at step {then_step}): {line}"
