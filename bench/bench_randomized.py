@@ -50,7 +50,8 @@ def main() -> int:
                                          "the workload's own), a check at each `-- check`")
     parser.add_argument("--history", choices=("odd", "all", "none"), default="odd",
                         help="seeds that keep --history (whole row images only) and read "
-                             "earlier checks back with --as-of (default: odd seeds)")
+                             "earlier checks back with --as-of (default: odd seeds); the "
+                             "others run a replica and fail over to it")
     args = parser.parse_args()
 
     from binlake.testing.randomized import KNOWN
@@ -87,7 +88,8 @@ def main() -> int:
         history = args.history == "all" or (args.history == "odd" and seed % 2 == 1)
         run = Run(seed, folder, compare, keep_going=args.keep_going, engine=args.engine,
                   avoid=() if args.known_too else KNOWN, history=history,
-                  as_of=(capture, compare_captured) if history else None)
+                  as_of=(capture, compare_captured) if history else None,
+                  failover=not history)
         if args.script:
             outcome = run.run(0, script=read_script(Path(args.script).read_text()), setup=False)
         else:

@@ -38,10 +38,12 @@ def seeds() -> list[int]:
 @pytest.mark.parametrize("seed", seeds())
 def test_a_random_workload_keeps_the_lake_equal_to_the_server(spark, mariadb, seed, tmp_path):
     """Odd seeds keep history (--history: whole row images only) and read
-    earlier checks back with --as-of."""
+    earlier checks back with --as-of; even ones run a replica beside the
+    server and fail over to it at a check drawn as the lake's events are."""
     history = seed % 2 == 1
     outcome = Run(seed, tmp_path, compare, history=history,
-                  as_of=(capture, compare_captured) if history else None).run(STEPS)
+                  as_of=(capture, compare_captured) if history else None,
+                  failover=not history).run(STEPS)
     print(f"randomized: seed {seed}{' (--history, --as-of)' if history else ''}, "
           f"{outcome.summary()}, {outcome.seconds:.0f} s (repeat with BINLAKE_RANDOM_SEED={seed} "
           f"BINLAKE_RANDOM_STEPS={STEPS})")

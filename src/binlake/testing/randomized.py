@@ -75,8 +75,10 @@ statements and checks up to that step).
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import random
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,6 +89,12 @@ IMAGES = ("FULL", "MINIMAL", "NOBLOB")
 #: The share of checks that begin with a run SIGKILLed within KILL_WITHIN
 #: seconds (a follower, --follow: FOLLOW_KILL_WITHIN).
 KILLED_SHARE, KILL_WITHIN, FOLLOW_KILL_WITHIN = 0.2, 1.5, 6.0
+#: Both servers' settings: durable against their own crash as production
+#: servers are (the tests' servers are not: their redo log is written once
+#: a second), so that a SIGKILLed server holds every transaction its binlog
+#: does; MariaDB GTIDs in strict mode, a replica logging what it applies.
+SERVER_SETTINGS = {"innodb_flush_log_at_trx_commit": 2, "gtid_strict_mode": 1,
+                   "log_slave_updates": 1}
 #: The share of checks each other event comes with (a server restart, a
 #: table read anew, a table left out, a rebuild: CheckPlan).
 EVENT_SHARE = 0.1
@@ -576,6 +584,7 @@ class Outcome:
     as_of_refused: int = 0  #: points before a table read anew, refused as they must be
     kills: int = 0
     restarts: int = 0
+    failovers: int = 0
     rebuilds: int = 0
     statements: int = 0
     rejected: int = 0
@@ -587,12 +596,14 @@ class Outcome:
         return (f"{self.steps} steps, {self.checks} checks ({self.as_of_reads} --as-of "
                 f"({self.as_of_refused} refused before a table read anew), "
                 f"{self.kills} killed runs before, {self.restarts} server restarts, "
+                f"{self.failovers} failovers, "
                 f"{self.rebuilds} rebuilds), {self.statements} statements "
                 f"({self.rejected} rejected by the server)")
 
     def add(self, other: "Outcome") -> None:
         """`other`'s counts and findings added to these (a bench's totals)."""
-        for name in ("steps", "checks", "as_of_reads", "as_of_refused", "kills", "restarts", "rebuilds",
+        for name in ("steps", "checks", "as_of_reads", "as_of_refused", "kills", "restarts",
+                     "failovers", "rebuilds",
                      "statements", "rejected", "seconds"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.findings += other.findings
@@ -606,6 +617,7 @@ PARTITION_BY = f"{DATABASE}.parted=g"
 class CheckPlan:
     """What a check does besides its run, drawn from the Run's generator of
     lake events (never the workload's: the statements stay the seed's)."""
+    failover: bool = False       #: the primary SIGKILLed, its replica promoted (GTIDs)
     restart: str | None = None   #: "clean" or "killed": the server stopped and started again
     killed: str | None = None    #: "run" or "follow": a run SIGKILLed before the check's own
     snapshot: str | None = None  #: a table the run reads anew (--snapshot-tables)
@@ -614,7 +626,8 @@ class CheckPlan:
 
     def lines(self, step: int) -> list[Executed]:
         """The plan as lines of a finding's report (comments: not statements)."""
-        said = {"restart": f"the server {'SIGKILLed' if self.restart == 'killed' else 'stopped'}"
+        said = {"failover": "the primary SIGKILLed, its replica promoted: the server now",
+                "restart": f"the server {'SIGKILLed' if self.restart == 'killed' else 'stopped'}"
                            " and started again",
                 "killed": f"binlake pipeline -R{' --follow' if self.killed == 'follow' else ''}"
                           " SIGKILLed in its first seconds",
@@ -639,7 +652,7 @@ class CheckPlan:
 def draw_plan(events: random.Random, tables: list[str]) -> CheckPlan:
     """Each event with its share of the checks (KILLED_SHARE, the others
     EVENT_SHARE), the table it names drawn among the workload's."""
-    plan = CheckPlan()
+    plan = CheckPlan(failover=events.random() < EVENT_SHARE)
     if events.random() < EVENT_SHARE:
         plan.restart = events.choice(["clean", "killed"])
     if events.random() < KILLED_SHARE:
@@ -661,9 +674,10 @@ def run_pipeline_once(server, out: Path, history: bool = False, options=()) -> t
 
 
 def copies(lake: Path) -> list[str]:
-    """The lake's byte-exact copies of the server's binlogs."""
+    """The lake's byte-exact copies of the server's binlogs (after a
+    failover, the new server's too: `failoverN~binlog.NNNNNN`)."""
     return sorted(str(path) for path in (lake / "_binlake" / "binlogs").iterdir()
-                  if path.name.startswith("binlog."))
+                  if re.fullmatch(r"(failover\d+~)?binlog\.\d+", path.name))
 
 
 def run_as_of(lake: Path, point: str, then: Path) -> tuple[int, str]:
@@ -699,7 +713,7 @@ class Run:
                  compare: Callable[..., list[str]], server_id: int = 46,
                  log: Callable[[str], None] | None = None, keep_going: bool = False,
                  engine: str = "random", avoid=frozenset(KNOWN), history: bool = False,
-                 as_of: tuple | None = None, events: bool = True):
+                 as_of: tuple | None = None, events: bool = True, failover: bool = False):
         self.seed, self.workdir, self.compare = seed, Path(workdir), compare
         self.server_id, self.log = server_id, log or (lambda message: None)
         self.keep_going = keep_going
@@ -712,6 +726,8 @@ class Run:
         self.as_of, self.points = as_of, random.Random(f"{seed} as-of")
         #: what checks do besides their runs (CheckPlan); none unless `events`
         self.events = random.Random(f"{seed} lake") if events else None
+        #: a replica beside the server, promoted at a check drawn as the events are
+        self.failover = failover
         self.captured: list[tuple[int, str, object]] = []
         self.workload: Workload | None = None
         #: each table's last check that read it anew (--snapshot-tables; selected
@@ -737,26 +753,33 @@ class Run:
             self.events = None
         self.partitioned = setup  # the workload's partitioned table exists
         lake = self.workdir / "lake"
-        # Durable against its own crash as a production server is (the
-        # tests' servers are not: their redo log is written once a second),
-        # so that a SIGKILLed server holds every transaction its binlog does.
-        with MariaDBServer(self.workdir / "server", server_id=self.server_id,
-                           extra={"innodb_flush_log_at_trx_commit": 2}) as server:
+        with contextlib.ExitStack() as servers:
+            server = servers.enter_context(MariaDBServer(
+                self.workdir / "server", server_id=self.server_id, extra=SERVER_SETTINGS))
+            self.server, self.replica = server, None
+            if self.failover and script is None:
+                self.replica = servers.enter_context(MariaDBServer(
+                    self.workdir / "replica", server_id=self.server_id + 1,
+                    extra=SERVER_SETTINGS))
+                self.replica.execute(
+                    f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={server.port}, "
+                    "MASTER_USER='root', MASTER_USE_GTID=slave_pos")
+                self.replica.execute("START SLAVE")
             server.execute(f"CREATE DATABASE {DATABASE}")
             self.connection = None
-            self._session(server)
+            self._session()
             since: list[Executed] = []
             for statement in workload.setup() if setup else []:
-                since.append(self._execute(server, 0, statement, outcome))
+                since.append(self._execute(0, statement, outcome))
             total = len(script) if script is not None else steps
             next_check = 1 if script is not None else workload.check_every()
             for step in range(1, total + 1):
                 statements = script[step - 1] if script is not None else workload.step()
                 for statement in statements:
-                    since.append(self._execute(server, step, statement, outcome))
+                    since.append(self._execute(step, statement, outcome))
                 outcome.steps = step
                 if step == next_check or step == total:
-                    lake = self._check(server, lake, step, since, outcome)
+                    lake = self._check(lake, step, since, outcome)
                     workload.checked()
                     for finding in outcome.findings:
                         finding.scripted = script is not None
@@ -769,12 +792,13 @@ class Run:
         outcome.seconds = time.monotonic() - started
         return outcome
 
-    def _session(self, server) -> None:
-        """A new connection, in the workload's session settings (a restart's
-        reconnection keeps the row image and sql_mode the workload chose)."""
+    def _session(self) -> None:
+        """A new connection to the server (the primary), in the workload's
+        session settings (a restart's or failover's reconnection keeps the
+        row image and sql_mode the workload chose)."""
         if self.connection is not None:
             self.connection.close()
-        self.connection = server.connect(DATABASE)
+        self.connection = self.server.connect(DATABASE)
         with self.connection.cursor() as cursor:
             cursor.execute("SET SESSION time_zone = '+00:00'")
             if self.workload is not None:
@@ -782,13 +806,13 @@ class Run:
                 if self.workload.lax:
                     cursor.execute("SET SESSION sql_mode = ''")
 
-    def _execute(self, server, step: int, statement: str, outcome: Outcome) -> Executed:
+    def _execute(self, step: int, statement: str, outcome: Outcome) -> Executed:
         import pymysql
         done = Executed(step, statement)
         outcome.log.append(done)
         outcome.statements += 1
         if statement == "NEW SESSION":
-            self._session(server)
+            self._session()
             return done
         try:
             with self.connection.cursor() as cursor:
@@ -798,13 +822,18 @@ class Run:
             outcome.rejected += 1
         return done
 
-    def _check(self, server, lake: Path, step: int, since: list[Executed],
-               outcome: Outcome) -> Path:
+    def _check(self, lake: Path, step: int, since: list[Executed], outcome: Outcome) -> Path:
         outcome.checks += 1
         plan = draw_plan(self.events, self.tables) if self.events else CheckPlan()
+        plan.failover = plan.failover and self.replica is not None
+        if not (lake / "_binlake" / "manifest.json").exists():
+            plan.snapshot = None  # a new lake reads every table: nothing to read anew
         since = since + plan.lines(step)
+        if plan.failover:
+            self._fail_over(step, outcome)
         if plan.restart:
-            self._restart(server, plan.restart, step, outcome)
+            self._restart(plan.restart, step, outcome)
+        server = self.server
         options = plan.options(self.tables, self.partitioned)
         if plan.killed:
             self._killed_run(server, lake, step, outcome, options, plan.killed == "follow")
@@ -859,17 +888,36 @@ class Run:
         outcome.findings.append(Finding(self.seed, step, since, differences, kind))
         return self.workdir / f"lake-{outcome.checks}"
 
-    def _restart(self, server, how: str, step: int, outcome: Outcome) -> None:
+    def _restart(self, how: str, step: int, outcome: Outcome) -> None:
         """The server stopped cleanly or SIGKILLed, and started again; the
         workload's session reconnected in its settings."""
         if self.connection is not None:
             self.connection.close()
             self.connection = None
-        server.kill() if how == "killed" else server.stop()
-        server.start()
-        self._session(server)
+        self.server.kill() if how == "killed" else self.server.stop()
+        self.server.start()
+        self._session()
         outcome.restarts += 1
         self.log(f"seed {self.seed} step {step}: the server restarted ({how})")
+
+    def _fail_over(self, step: int, outcome: Outcome) -> None:
+        """The primary SIGKILLed once its replica holds every transaction,
+        the replica promoted (its binlog holds them under their GTIDs, in
+        files of its own): the workload and the lake's runs go on there."""
+        position = self.server.query("SELECT @@gtid_binlog_pos")[0][0]
+        waited = self.replica.query("SELECT MASTER_GTID_WAIT(%s, 60)", (position,))[0][0]
+        if waited != 0:
+            raise RuntimeError(f"the replica did not reach {position} in 60 s")
+        if self.connection is not None:
+            self.connection.close()
+            self.connection = None
+        self.server.kill()
+        self.replica.execute("STOP SLAVE")
+        self.replica.execute("RESET SLAVE ALL")
+        self.server, self.replica = self.replica, None
+        self._session()
+        outcome.failovers += 1
+        self.log(f"seed {self.seed} step {step}: failed over to the replica")
 
     def _killed_run(self, server, lake: Path, step: int, outcome: Outcome, options: list,
                     follow: bool) -> None:

@@ -171,7 +171,9 @@ def request_snapshot(out: str, patterns: str, option: str = "--snapshot-tables")
     start); the request's path. `option`: what a refusal names."""
     import uuid
     if not os.path.isfile(_path(out, MANIFEST)):
-        raise ValueError(f"{option}: {out} is not a lake yet (no _binlake/manifest.json)")
+        raise ValueError(f"{option}: {out} is not a lake yet (no _binlake/manifest.json): "
+                         "a new lake reads every table it selects (from a snapshot with "
+                         "--snapshot-from); ask once it has run")
     if not TableFilter(patterns).patterns:
         raise ValueError(f"{option}: name the tables (db.table patterns)")
     where = _path(out, REQUESTS)
