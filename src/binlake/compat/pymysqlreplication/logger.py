@@ -1,0 +1,4 @@
+"""The logger python-mysql-replication logs to (named `pymysqlreplication`)."""
+import logging
+
+logger = logging.getLogger("pymysqlreplication")
