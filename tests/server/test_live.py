@@ -386,6 +386,34 @@ def test_a_token_taken_on_a_primary_continues_on_its_replica(server, tmp_path):
             assert taken + rest == list(range(1, 151)), other.settings
 
 
+def test_a_token_on_a_server_lacking_its_last_transactions_is_refused(server, tmp_path):
+    """An asynchronous failover: the promoted replica lacks the token's last
+    transactions and has written its own since, their sequence numbers
+    below the token's. Continued by GTID (in strict mode, so that no case
+    the server's lax mode lets through skips a transaction), the server
+    refuses in one error (1236) instead of skipping its own."""
+    with MariaDBServer(tmp_path / "replica", server_id=2,
+                       extra={"log_slave_updates": "ON"}) as replica:
+        replica.execute(f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={server.port}, "
+                        "MASTER_USER='root', MASTER_USE_GTID=slave_pos")
+        replica.execute("START SLAVE")
+        write(server, 1, 20)
+        gtid = server.query("SELECT @@gtid_binlog_pos")[0][0]
+        replica.execute(f"SELECT MASTER_GTID_WAIT('{gtid}', 60)")
+        replica.execute("STOP SLAVE")
+        write(server, 21, 5)                 # never reaches the replica
+        stream = binlake.stream("127.0.0.1", server.port, "root", "", stop_never=False,
+                                file="binlog.000001", schema=False)
+        assert list(stream.transactions())
+        token = stream.resume_token
+        replica.execute("RESET SLAVE ALL")
+        write(replica, 100, 2)               # the promoted replica's own: seq below the token's
+        with pytest.raises(binlake.ReplicationError) as raised:
+            list(binlake.stream("127.0.0.1", replica.port, "root", "", stop_never=False,
+                                schema=False, resume=str(token)).changes())
+    assert "\n" not in str(raised.value) and "1236" in str(raised.value), raised.value
+
+
 def test_a_rows_event_over_16_mb_prints_from_the_server_as_from_the_file(mariadbd, tmp_path):
     """Default output (BINLOG blocks) of a 20 MB rows event, read over the
     wire (packets of 16 MB continued), equals the file's, byte for byte."""

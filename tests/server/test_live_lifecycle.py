@@ -19,7 +19,8 @@ import pytest
 
 import binlake
 from binlake.testing.mariadb import MariaDBServer
-from server.live_helpers import connection_args, start_backup, wait_for_copies, write
+from server.live_helpers import (connection_args, kill_dump_threads, start_backup,
+                                 wait_for_copies, write)
 
 pytestmark = pytest.mark.server
 
@@ -211,3 +212,44 @@ def test_a_second_backup_beside_the_first_is_refused_and_the_first_goes_on(serve
         first.communicate(timeout=30)
     for path in server.binlog_files()[:-1]:
         assert (prefix / path.name).read_bytes() == path.read_bytes(), path.name
+
+
+def test_a_gtid_start_reconnected_before_its_first_event_goes_on_by_the_gtid(server):
+    """Begun at @@gtid_binlog_pos of a server with history, the dump thread
+    killed before any event: the new connection asks by the GTID again (by
+    the file it would get every earlier transaction of it from offset 4)."""
+    write(server, 1, 12)
+    gtid = server.query("SELECT @@gtid_binlog_pos")[0][0]
+    stream = binlake.stream("127.0.0.1", server.port, "root", "", gtid=gtid, schema=False,
+                            heartbeat=0.5)
+    reconnects = []
+    stream.source.options.on_reconnect = lambda error, attempt: reconnects.append(error)
+    got = []
+    thread = threading.Thread(target=lambda: got.extend(stream.transactions()), daemon=True)
+    thread.start()
+    wait_until(lambda: server.query("SHOW PROCESSLIST") and any(
+        row[4] == "Binlog Dump" for row in server.query("SHOW PROCESSLIST")))
+    assert kill_dump_threads(server) >= 1
+    wait_until(lambda: reconnects)
+    server.execute("INSERT INTO shop.items (id, name) VALUES (1000, 'after the reconnect')")
+    wait_until(lambda: got)
+    time.sleep(1.5)                     # nothing more may come
+    stream.close()
+    thread.join(10)
+    assert [[c.after["id"] for c in t.changes] for t in got] == [[1000]]
+
+
+def test_a_token_resumed_with_nothing_new_stays_where_it_was(server):
+    """A token taken at the end of the binlog, resumed without waiting and
+    nothing new: no transaction, and the same token (the format description
+    the server sends first ends no transaction: a token never moves back)."""
+    write(server, 1, 12)
+    stream = binlake.stream("127.0.0.1", server.port, "root", "", stop_never=False, schema=False)
+    assert list(stream.transactions())
+    token = stream.resume_token
+    again = binlake.stream("127.0.0.1", server.port, "root", "", stop_never=False, schema=False,
+                           resume=token)
+    assert list(again.transactions()) == []
+    assert again.resume_token == token
+    assert [c for c in binlake.stream("127.0.0.1", server.port, "root", "", stop_never=False,
+                                      schema=False, resume=str(token)).changes()] == []

@@ -233,9 +233,10 @@ class LiveSource:
             _OPEN_IDS[o.server_id] += 1
         self._first_connect = False
         self.mysql_gtid_dump = mysql_set is not None
-        # A first connection may be skipped ahead to its start; a new one
-        # continues exactly where the last left off (MySQL GTID dumps excepted).
-        self.positioning = self.mysql_gtid_dump or (
+        # A first connection may be skipped ahead to its start, as may one
+        # by GTID; a new one by position continues exactly where the last
+        # left off.
+        self.positioning = self.mysql_gtid_dump or gtid is not None or (
             self._file is None and (file is None or position > 4))
 
     def _check_server(self, connection: ReplicaConnection) -> None:
@@ -272,7 +273,11 @@ class LiveSource:
             return file, position
         mysql_state = o.resume_gtid is not None and ":" in o.resume_gtid
         if o.resume_gtid and connection.is_mariadb and not mysql_state:
+            # Strict: where this server lacks the token's last transactions
+            # (an asynchronous failover), the server refuses (error 1236)
+            # instead of going on from its own lower sequence numbers.
             o.mariadb_gtid, o.file, o.position = o.resume_gtid, None, 4
+            o.gtid_strict_mode = True
             return None, 4
         if o.resume_gtid and not connection.is_mariadb and mysql_state:
             # COM_BINLOG_DUMP_GTID: every transaction not in the set
@@ -341,6 +346,10 @@ class LiveSource:
         file = self._file
         if self._next_name is not None:
             return self._next_name, 4
+        if self.positioning and self.options.file is None and self.options.mariadb_gtid:
+            # Begun by a MariaDB GTID and still before its first event: the
+            # server skips by the GTID again; by file it would give from 4.
+            return None, 4
         if file is not None:
             return file.name, file.resume_at
         return self.options.file, self.options.position
@@ -919,10 +928,19 @@ class LiveStream:
         # (file, position) after the last transaction given, and MariaDB's
         # GTID state there, per domain
         self._mark = _commit_mark()
+        #: the token the stream resumed from, if it did (without its schema)
+        self._resumed_from: ResumeToken | None = None
 
     @property
     def resume_token(self) -> ResumeToken | None:
         after = self._mark.after
+        start = self._resumed_from
+        if start is not None and (after is None or (
+                after[0] == start.file and after[1] <= start.position)):
+            # Nothing past the token resumed from (the format description
+            # the server sends first, at offset 4, ends no transaction of
+            # ours): a token never moves back.
+            return start
         if after is None:
             return None
         identity = self.source.server_identity or {}
@@ -1040,4 +1058,7 @@ def stream(host: str | None = None, port: int | None = None, user: str | None = 
                           on_warning=lambda text: warnings.warn(text, RuntimeWarning, 2),
                           origin_server_id=token.server_id if token else None,
                           resume_gtid=token.gtid if token else None)
-    return LiveStream(options, {"schema": schema, **reader_options})
+    live = LiveStream(options, {"schema": schema, **reader_options})
+    if token is not None:
+        live._resumed_from = replace(token, schema=None)
+    return live
