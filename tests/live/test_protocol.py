@@ -73,3 +73,20 @@ def test_command_layouts():
     packet = binlog_dump_gtid_packet("", 4, 9, 0, data)
     assert packet == (struct.pack("<HII", BINLOG_THROUGH_GTID, 9, 0)
                       + struct.pack("<QI", 4, len(data)) + data)
+
+
+def test_every_private_pymysql_member_binlake_uses_is_there():
+    """PyMySQL has no replication or compression API, so binlake speaks
+    those through members that are not its public API. pyproject pins
+    the versions having them all (`_current_timeout` came in 1.2.1); a
+    release that renames one fails here, not in a user's run."""
+    import inspect
+
+    import pymysql.connections
+    methods = ("_execute_command", "_read_ok_packet", "_force_close", "_request_authentication",
+               "_read_packet", "_read_bytes", "_write_bytes", "_create_ssl_ctx", "connect")
+    assert all(callable(getattr(pymysql.connections.Connection, m, None)) for m in methods)
+    source = inspect.getsource(pymysql.connections)
+    for attribute in ("_sock", "_next_seq_id", "_current_timeout", "_read_timeout"):
+        assert f"self.{attribute} = " in source, attribute
+    assert "defer_connect" in inspect.signature(pymysql.connections.Connection).parameters

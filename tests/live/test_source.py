@@ -6,7 +6,10 @@ through lost connections, repeats and mid-file starts; a gap is an error.
 The script is cut from the bundled sample binlogs (MariaDB 10.11, CRC32)."""
 from __future__ import annotations
 
+import os
 import random
+import threading
+import time
 import struct
 from pathlib import Path
 
@@ -316,3 +319,92 @@ def test_a_mysql_stream_begun_mid_file_has_no_gtid_state_until_a_file_begins():
     assert {gtid for file, gtid in seen if file == path.name} == {None}
     after = [gtid for file, gtid in seen if file == "next.000001"]
     assert after and all(after)
+
+
+@pytest.fixture
+def silent_server():
+    """A TCP port that accepts connections and never says a word (a server
+    hung before its handshake, a proxy to nowhere)."""
+    import socket
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    accepted = []
+    stop = threading.Event()
+
+    def accept():
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                accepted.append(listener.accept()[0])
+            except OSError:
+                continue
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield listener.getsockname()[1]
+    stop.set()
+    thread.join(5)
+    for sock in accepted:
+        sock.close()
+    listener.close()
+
+
+def test_a_server_silent_in_its_handshake_is_an_error_within_the_read_timeout(silent_server):
+    started = time.monotonic()
+    with pytest.raises(ReplicationError, match="cannot connect"):
+        list(binlake.stream("127.0.0.1", silent_server, "root", "", stop_never=False,
+                            schema=False, read_timeout=1.0, file="binlog.000001"))
+    assert time.monotonic() - started < 10
+
+
+def test_close_wakes_a_connection_still_in_its_handshake(silent_server):
+    """Without a read timeout the handshake would wait SETUP_TIMEOUT (30 s):
+    close() from another thread ends the stream at once, without an error."""
+    stream = binlake.stream("127.0.0.1", silent_server, "root", "", schema=False, heartbeat=0,
+                            file="binlog.000001")
+    outcome = []
+
+    def consume():
+        try:
+            outcome.append(list(stream))
+        except Exception as exc:  # noqa: BLE001 - what it was is the test's
+            outcome.append(exc)
+    thread = threading.Thread(target=consume, daemon=True)
+    thread.start()
+    time.sleep(0.5)
+    started = time.monotonic()
+    stream.close()
+    thread.join(5)
+    assert not thread.is_alive() and time.monotonic() - started < 2
+    assert outcome == [[]]
+
+
+def test_binlakes_own_registration_is_known_by_its_whole_process_id():
+    """The report host names the process (the report port's 16 bits cannot:
+    pid_max is 4194304 under systemd): a live process's registration is
+    kept, a dead one's taken over, another program's never."""
+    import subprocess
+    import sys
+    from binlake.live.source import REPORT_HOST_PREFIX, _own_dead_registration, report_host
+    assert report_host() == f"{REPORT_HOST_PREFIX}{os.getpid()}"
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert not _own_dead_registration(f"{REPORT_HOST_PREFIX}{child.pid}", 65535)
+    finally:
+        child.kill()
+        child.wait()
+    assert _own_dead_registration(f"{REPORT_HOST_PREFIX}{child.pid}", 65535)
+    gone = next(pid for pid in range(4_194_000, 4_194_300) if not _alive(pid))
+    assert _own_dead_registration(f"{REPORT_HOST_PREFIX}{gone}", 65535)
+    for other in ("replica1", f"{REPORT_HOST_PREFIX}x", REPORT_HOST_PREFIX.rstrip("/")):
+        assert not _own_dead_registration(other, 65535)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True

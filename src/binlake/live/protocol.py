@@ -4,8 +4,9 @@ Strategy: PyMySQL makes the connection (TCP or Unix socket, TLS, every
 authentication plugin it knows, caching_sha2_password among them); this
 module then speaks the replication commands on that connection (through
 PyMySQL's `_execute_command`, `_read_ok_packet`, `_sock` and `_force_close`,
-which are not its public API: pyproject.toml pins the versions tested,
->=1.1,<1.3) and reads the dump's packets itself, straight from the socket into one buffer: each packet
+which are not its public API: pyproject.toml pins the versions that have
+every one binlake uses, >=1.2.1,<1.3, and tests/live/test_protocol.py
+names them all) and reads the dump's packets itself, straight from the socket into one buffer: each packet
 is `00` + one event's bytes, `FE` (end of the last binlog, when the dump was
 asked not to wait) or `FF` (the server's error). Nothing here decodes an
 event: `binlake.live.source` places the events in the server's files, and the
@@ -65,6 +66,9 @@ MARIA_SLAVE_CAPABILITY_MINE = 4
 
 #: A packet of this length continues in the next one.
 MAX_PACKET_LEN = 0xFFFFFF
+#: Seconds the handshake and each set-up query may wait for the server when
+#: no read timeout is given (PyMySQL's default is to wait for ever).
+SETUP_TIMEOUT = 30.0
 
 #: Client error codes of a lost connection (errmsg.h) and server codes that
 #: end a connection which a new one may continue: killed, shutting down,
@@ -211,8 +215,17 @@ class ReplicaConnection:
         settings = dict(self.settings)
         requirement = settings.pop("_binlake_tls", None)
         compression = settings.pop("_binlake_compression", None)
+        # The handshake and the set-up queries wait for the server no longer
+        # than the dump would (a server that accepts and then says nothing
+        # must not hang a run for ever); the dump sets its own below.
+        for timeout in ("read_timeout", "write_timeout"):
+            settings.setdefault(timeout, self.read_timeout or SETUP_TIMEOUT)
         try:
-            self.connection = connect(settings, compression, preferred_tls_context())
+            # Made first, connected after: `close()` from another thread can
+            # then wake a handshake that waits.
+            self.connection = connect({**settings, "defer_connect": True}, compression,
+                                      preferred_tls_context())
+            self.connection.connect()
             require_tls(self.connection, requirement)
         except pymysql.err.MySQLError as exc:
             raise self._error(exc, "cannot connect") from None
@@ -408,7 +421,7 @@ class ReplicaConnection:
         """Close the connection, from any thread: shutting the socket down
         first wakes a read blocked on it (closing alone would not)."""
         connection, self.connection = self.connection, None
-        sock = self._sock
+        sock = self._sock or getattr(connection, "_sock", None)   # (the latter: connecting)
         if sock is not None:
             try:
                 sock.shutdown(socket.SHUT_RDWR)

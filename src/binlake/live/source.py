@@ -112,6 +112,7 @@ class LiveSource:
         self.options = options
         self._connection_class = connection_class   # tests script a server with their own
         self._connection: ReplicaConnection | None = None
+        self._connecting: ReplicaConnection | None = None   # being set up
         self._file: LiveFile | None = None
         self._next_name: str | None = None      # the file the server moved on to
         self._ended = False
@@ -179,9 +180,10 @@ class LiveSource:
         if not self._closed.is_set() and not self._first_connect:
             _OPEN_IDS[self.options.server_id] -= 1
         self._closed.set()
-        connection, self._connection = self._connection, None
-        if connection is not None:
-            connection.close()
+        for connection in (self._connection, self._connecting):
+            if connection is not None:
+                connection.close()
+        self._connection = None
 
     # Connecting --------------------------------------------------------------------
     def _connect(self, file: str | None, position: int) -> None:
@@ -190,8 +192,12 @@ class LiveSource:
         # then, unless one is given (a lost connection is noticed by TCP).
         timeout = o.read_timeout or (3 * o.heartbeat + 5 if o.heartbeat else None)
         connection = self._connection_class(o.settings, server_id=o.server_id, heartbeat=o.heartbeat,
-                                            read_timeout=timeout, report_host=REPORT_HOST)
+                                            read_timeout=timeout, report_host=report_host())
+        self._connecting = connection          # close() wakes its set-up
         try:
+            if self._closed.is_set():
+                connection.close()
+                return
             connection.connect()
             self.server_version = connection.server_version
             identity = connection.identity()
@@ -224,7 +230,11 @@ class LiveSource:
                 connection.request(file or "", position if file else 4, non_block=non_block)
         except BaseException:
             connection.close()
+            if self._closed.is_set():  # closed while connecting: the end, not an error
+                return None
             raise
+        finally:
+            self._connecting = None
         if self._closed.is_set():  # closed while connecting
             connection.close()
             return
@@ -245,7 +255,7 @@ class LiveSource:
         (the server would drop that replica's connection for ours). A
         registration of binlake's own that outlived its process (the server
         has not yet noticed a SIGKILLed run's connection is gone) is taken
-        over: binlake registers as REPORT_HOST, with its process id as port."""
+        over: binlake registers as `report_host()`, which names its process."""
         if str(connection.variable("log_bin")) not in ("1", "ON"):
             raise ReplicationError(self.where, 0, "the server does not write a binlog "
                                    "(log_bin is OFF): it cannot be read as a primary")
@@ -257,7 +267,7 @@ class LiveSource:
             return
         for server_id, host, port in replicas:
             if server_id == self.options.server_id \
-                    and not _own_dead_registration(host, port, server_id):
+                    and not _own_dead_registration(host, server_id):
                 raise ReplicationError(self.where, 0, f"server id {server_id} is already used by "
                                        f"the replica {host}:{port} (SHOW SLAVE HOSTS); connecting "
                                        "with it would disconnect that replica: choose another "
@@ -433,27 +443,35 @@ class LiveSource:
                                    "its binlog file (no artificial rotate)")
 
 
-#: How binlake registers with the server (COM_REGISTER_SLAVE's report host;
-#: its report port is the process id): a registration of binlake's own is
-#: recognised by it.
-REPORT_HOST = f"binlake@{socket.gethostname()}"
+#: How binlake registers with the server: COM_REGISTER_SLAVE's report host
+#: is this prefix and the process id (`report_host`), so that a
+#: registration of binlake's own is recognised by it. (The report port is
+#: 16 bits: a process id past 65535, systemd's pid_max is 4194304, does
+#: not fit there.)
+REPORT_HOST_PREFIX = f"binlake@{socket.gethostname()}/"
+
+
+def report_host() -> str:
+    """This process's report host (made per call: a forked child has its own id)."""
+    return f"{REPORT_HOST_PREFIX}{os.getpid()}"
 
 
 #: Replica ids of the streams of this process that are open (registered).
 _OPEN_IDS: Counter = Counter()
 
 
-def _own_dead_registration(host: str, port: int, server_id: int) -> bool:
+def _own_dead_registration(host: str, server_id: int) -> bool:
     """Whether a replica the server lists is binlake's own that outlived
     its reader: a run of this machine whose process is gone (SIGKILLed: the
     server keeps it until it notices), or a stream of this process that was
     closed (the server drops it a moment later)."""
-    if host != REPORT_HOST or port <= 0:
+    pid = host[len(REPORT_HOST_PREFIX):]
+    if not host.startswith(REPORT_HOST_PREFIX) or not pid.isdigit() or int(pid) <= 0:
         return False
-    if port == os.getpid():
+    if int(pid) == os.getpid():
         return not _OPEN_IDS[server_id]
     try:
-        os.kill(port, 0)
+        os.kill(int(pid), 0)
     except ProcessLookupError:
         return True
     except OSError:  # alive, another user's
