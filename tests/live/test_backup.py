@@ -95,7 +95,9 @@ def test_a_backup_of_another_server_is_refused(tmp_path):
 
 @pytest.mark.parametrize("option", [["--stop-position", "900"], ["--database", "shop"],
                                     ["--start-gtid", "0-1-5"],
-                                    ["--stop-datetime", "2030-01-01 00:00:00"]])
+                                    ["--stop-datetime", "2030-01-01 00:00:00"],
+                                    ["--start-position", "900"],
+                                    ["--exclude-gtids", "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5"]])
 def test_options_a_copy_cannot_honour_are_refused_in_one_line(option, tmp_path):
     err = io.StringIO()
     status = main(["dump", "-R", "-h", "127.0.0.1", "-P", "1", "--raw", "-r", f"{tmp_path}/",

@@ -22,6 +22,7 @@ NOT_WITH_RAW = {
     "ignore_domain_ids": "--ignore-domain-ids", "include_gtids": "--include-gtids",
     "offset": "--offset", "start_gtids": "--start-gtid", "stop_gtids": "--stop-gtid",
     "database": "--database", "table": "--table", "rewrite_db": "--rewrite-db",
+    "exclude_gtids": "--exclude-gtids",
 }
 
 
@@ -32,6 +33,10 @@ def run_raw(args, selection, text_filters, err) -> int:
         return ExitStatus.USAGE
     given = {**vars(selection.options), **text_filters}
     refused = [option for field, option in NOT_WITH_RAW.items() if given.get(field)]
+    if given.get("start_position") not in (None, 4):
+        # A copy is the server's file from its first byte: the next run asks
+        # the server for the copy's size, which must fall between events.
+        refused.insert(0, "--start-position")
     if refused:
         err.write(f"binlake dump: --raw copies the server's binlogs whole: {', '.join(refused)} "
                   "cannot apply to a copy (read the copies with them instead)\n")
