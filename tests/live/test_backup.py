@@ -86,6 +86,45 @@ def test_a_backup_continues_with_its_last_copy_by_number(tmp_path):
         "binlog.1000000", len(data), len(data))
 
 
+def test_old_copies_removed_are_forgotten_and_the_backup_goes_on_after_them(tmp_path):
+    """Copies rotated away (closed ones whose files are gone) are not copied
+    again: the next run continues with the last copy there, and the
+    manifest forgets them (it holds what the folder holds)."""
+    prefix = str(tmp_path) + "/"
+    manifest = BackupManifest(prefix)
+    data = SAMPLE.read_bytes()
+    names = [f"binlog.00000{n}" for n in range(1, 5)]
+    for name in names:
+        (tmp_path / name).write_bytes(data)
+        manifest.record(name, len(data), closed=name != names[-1])
+    for name in names[:2]:
+        os.remove(tmp_path / name)
+    again = BackupManifest(prefix)
+    assert resume_point(prefix, names[0], 4, again, name_sequence) == (
+        names[-1], len(data), len(data))
+    assert sorted(BackupManifest(prefix).copies) == names[2:]
+
+
+def test_a_backup_whose_copies_were_all_removed_goes_on_with_the_next_binlog(tmp_path):
+    prefix = str(tmp_path) + "/"
+    manifest = BackupManifest(prefix)
+    for name in ("binlog.000008", "binlog.000009"):
+        manifest.record(name, 1000, closed=True)     # copied whole, then moved away
+    assert resume_point(prefix, "binlog.000001", 4, BackupManifest(prefix), name_sequence) == (
+        "binlog.000010", 4, 0)
+    assert BackupManifest(prefix).copies == {}
+
+
+def test_an_fsync_with_nothing_new_does_not_rewrite_the_manifest(tmp_path, monkeypatch):
+    manifest = BackupManifest(str(tmp_path) + "/")
+    saves = []
+    monkeypatch.setattr(manifest, "_save", lambda: saves.append(1))
+    for _ in range(3):
+        manifest.record("binlog.000001", 500, closed=False)
+    manifest.record("binlog.000001", 700, closed=False)
+    assert len(saves) == 2
+
+
 def test_a_backup_of_another_server_is_refused(tmp_path):
     manifest = BackupManifest(str(tmp_path) + "/")
     manifest.identify({"server_id": 1, "server_uuid": None})

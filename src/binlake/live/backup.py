@@ -25,7 +25,10 @@ the server re-sends the copy's format description first, and a server whose
 file of that name is another (a failover to another server, a recreated
 binlog) is refused before anything is written, as is one of another
 server id or UUID than the manifest's. A backup without a manifest (an
-earlier binlake's) is walked from the first copy once.
+earlier binlake's) is walked from the first copy once. A closed copy
+whose file is gone was removed on purpose (old copies rotated away): the
+backup goes on after it and the manifest forgets it, so the manifest holds
+what the folder holds, and an fsync with nothing new rewrites nothing.
 
 Rule: nothing is ever written but whole events in file order; a reader of a
 copy cut short by a crash sees the IN_USE flag and reports the tail as the
@@ -37,6 +40,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import struct
 import threading
 import zlib
@@ -246,8 +250,30 @@ class BackupManifest:
 
     def record(self, name: str, end: int, closed: bool) -> None:
         with self._lock:
-            self.copies[name] = {"end": end, "closed": closed}
+            entry = {"end": end, "closed": closed}
+            if self.copies.get(name) == entry:
+                return                    # (an fsync with nothing new: no rewrite)
+            if name not in self.copies:   # a new copy: the removed ones go (bounded)
+                self._forget(self.removed())
+            self.copies[name] = entry
             self._save()
+
+    def removed(self) -> list[str]:
+        """Copies the server closed whose files are gone: removed on purpose
+        (old copies rotated away), never to be copied again."""
+        folder = self.path[:-len(".binlake-backup.json")]
+        return [name for name, copy in self.copies.items()
+                if copy.get("closed") and not os.path.exists(folder + name)]
+
+    def forget(self, names: list[str]) -> None:
+        with self._lock:
+            if self._forget(names):
+                self._save()
+
+    def _forget(self, names: list[str]) -> bool:
+        for name in names:
+            del self.copies[name]
+        return bool(names)
 
     def identify(self, server: dict) -> None:
         """The server this backup is of (refused where it is another's)."""
@@ -277,6 +303,11 @@ def resume_point(prefix: str, name: str, position: int, manifest: BackupManifest
     re-sends its format description, checked against the copy's, and moves
     on to the next file). The manifest names that copy and how much of it is
     whole; without one the copies are walked from `name` by their ROTATEs."""
+    removed = sorted(manifest.removed(), key=lambda copy: numbered(copy) or -1)
+    manifest.forget(removed)
+    if removed and not manifest.copies and (numbered(removed[-1]) or -1) >= (numbered(name) or -1):
+        # Every copy removed (kept elsewhere): on from the file after the last.
+        name, position = following(removed[-1]), 4
     first = numbered(name) or -1
     recorded = sorted((copy for copy in manifest.copies if (numbered(copy) or -1) >= first),
                       key=lambda copy: numbered(copy) or -1)
@@ -304,6 +335,15 @@ def resume_point(prefix: str, name: str, position: int, manifest: BackupManifest
             name = state.next_file
             continue
         return name, state.local_end, state.local_end
+
+
+def following(name: str) -> str:
+    """The binlog the server writes after `name` (binlog.000041 -> binlog.000042)."""
+    match = re.search(r"(\d+)$", name)
+    if not match:
+        raise ValueError(f"{name!r}: not a numbered binlog name")
+    digits = match.group(1)
+    return name[:match.start()] + str(int(digits) + 1).zfill(len(digits))
 
 
 def lock(prefix: str):
