@@ -1,10 +1,13 @@
 """The same python-mysql-replication-shaped code (rows events, every value
 touched) reading live row changes through binlake's drop-in and through
-python-mysql-replication itself, same private MariaDB, same run.
+python-mysql-replication itself, and binlake.stream's own changes loop
+(every value touched alike), same private MariaDB, same run.
 
-    python bench/bench_compat.py --real-python /tmp/pmrvenv/bin/python [--rows 400000]
+    python bench/bench_compat.py --real-python /tmp/pmrvenv/bin/python [--rows 400000] [--repeat 3]
 
 (`--real-python`: an interpreter with mysql-replication installed.)
+Targets (issue 47): the drop-in >= 10x python-mysql-replication's rows/s,
+binlake.stream >= 20x.
 """
 
 from __future__ import annotations
@@ -14,6 +17,19 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+STREAM = r'''
+import sys, time
+import binlake
+start, rows = time.perf_counter(), 0
+stream = binlake.stream("127.0.0.1", int(sys.argv[1]), "root", "", file="binlog.000001",
+                        stop_never=False)
+for change in stream.changes():
+    for value in (change.after or change.before).values():
+        pass
+    rows += 1
+print(rows, time.perf_counter() - start)
+'''
 
 READER = r'''
 import sys, time
@@ -51,22 +67,30 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--real-python", required=True)
     parser.add_argument("--rows", type=int, default=400_000)
+    parser.add_argument("--repeat", type=int, default=1, help="measure all three this many times")
     args = parser.parse_args()
     from binlake.testing.mariadb import MariaDBServer
     with tempfile.TemporaryDirectory(prefix="bench-compat-") as work:
         with MariaDBServer(Path(work)) as server:
             _load(server, args.rows)
-            results = {}
-            for name, python in (("python-mysql-replication", args.real_python),
-                                 ("binlake drop-in", sys.executable)):
-                mode = "dropin" if python == sys.executable else "real"
-                out = subprocess.run([python, "-c", READER, str(server.port), mode],
-                                     capture_output=True, text=True, check=True).stdout.split()
-                rows, seconds = int(out[0]), float(out[1])
-                results[name] = rows / seconds
-                print(f"{name:26} {rows} rows in {seconds:.2f} s: {rows / seconds:,.0f} rows/s")
-    ratio = results["binlake drop-in"] / results["python-mysql-replication"]
-    print(f"drop-in / python-mysql-replication: {ratio:.1f}x")
+            runs = (("python-mysql-replication", args.real_python, READER, "real"),
+                    ("binlake drop-in", sys.executable, READER, "dropin"),
+                    ("binlake.stream", sys.executable, STREAM, "stream"))
+            for attempt in range(args.repeat):
+                if args.repeat > 1:
+                    print(f"run {attempt + 1} of {args.repeat}")
+                results = {}
+                for name, python, code, mode in runs:
+                    out = subprocess.run([python, "-c", code, str(server.port), mode],
+                                         capture_output=True, text=True, check=True).stdout.split()
+                    rows, seconds = int(out[0]), float(out[1])
+                    results[name] = rows / seconds
+                    print(f"{name:26} {rows} rows in {seconds:.2f} s: {rows / seconds:,.0f} rows/s")
+                peer = results["python-mysql-replication"]
+                print(f"drop-in / python-mysql-replication: {results['binlake drop-in'] / peer:.1f}x"
+                      " (target 10x)")
+                print(f"binlake.stream / python-mysql-replication: "
+                      f"{results['binlake.stream'] / peer:.1f}x (target 20x)")
     return 0
 
 

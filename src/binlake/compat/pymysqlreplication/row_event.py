@@ -18,15 +18,20 @@ from __future__ import annotations
 import datetime  # noqa: F401 - upstream's star-import exports it (its suite relies on that)
 import decimal  # noqa: F401
 import struct  # noqa: F401
+from itertools import chain, repeat
+from operator import is_, itemgetter
 
 import pymysql  # noqa: F401 - exported by star-import, as upstream's suite expects
 
+from binlake import core
 from binlake.compat.pymysqlreplication.bitmap import BitCount, BitGet  # noqa: F401
 from binlake.compat.pymysqlreplication.column import Column
 from binlake.compat.pymysqlreplication.constants import BINLOG, FIELD_TYPE, NONE_SOURCE
 from binlake.compat.pymysqlreplication.event import BinLogEvent
 from binlake.compat.pymysqlreplication.json_binary import pmr_json
 from binlake.compat.pymysqlreplication.table import Table
+from binlake.read.rows import (PRE_GA_ROWS_EVENTS, LazyRowData, bitmap_bytes, checked_table,
+                               native_columns, native_failure)
 
 _COLUMN_NAME_CACHE: dict = {}
 
@@ -37,6 +42,7 @@ def _temporal_none(source):
         if isinstance(value, str):
             return None, source
         return value, None
+    convert.converts = (str,)   # binlake's MysqlTemporal text is a str
     return convert
 
 
@@ -74,6 +80,7 @@ def _strict_text(column):
             return value.decode(column.character_set_name if column.character_set_name != "utf8"
                                 else "utf-8", "ignore" if ignore_errors else "strict"), None
         return value, None
+    convert.converts = (bytes, bytearray)
     return convert
 
 
@@ -97,6 +104,9 @@ def _converter(column: Column):
     if t in (T.VARCHAR, T.STRING, T.VAR_STRING, T.BLOB) and column.charset_id not in (63, None):
         return _strict_text(column)
     return None
+
+
+_BEFORE, _AFTER = itemgetter(0), itemgetter(1)
 
 
 class RowsEvent(BinLogEvent):
@@ -146,7 +156,13 @@ class RowsEvent(BinLogEvent):
             return []
         plan = _plan(table)
         ignore = self._ignore_decode_errors
-        return [self._row(plan, before, after, ignore) for before, after in self._binlake.rows()]
+        images = _native_images(self._binlake, plan)
+        if images is None:   # binlake's own rows (no native core, a huge event)
+            keyed = [(before, after) for before, after in self._binlake.rows()]
+            return [self._row(plan, before, after, ignore, False) for before, after in keyed]
+        if not plan.whole(self._binlake):   # columns left out of the images
+            return [self._row(plan, before, after, ignore, True) for before, after in images]
+        return self._rows_whole(plan, images, ignore)
 
     def _dump(self):
         print(f"Table: {self.schema}.{self.table}")
@@ -160,31 +176,128 @@ class RowsEvent(BinLogEvent):
             print(f"* {label}{key} : {value}{suffix}")
 
 
-def _plan(table: Table) -> list:
-    """[(upstream name, binlake key, converter, accepts ignore_errors)] per column, cached."""
-    plan = table.__dict__.get("_plan")
-    if plan is None:
-        plan = []
+class _Plan:
+    """How a table's rows become upstream's: per column (upstream name,
+    binlake key, converter, whether it takes ignore_errors, the value
+    classes it converts or None for every value), made once per table map.
+
+    Rows are decoded by binlake's native core straight into dicts keyed by
+    upstream's names (a `RowLayout` of the table map with those keys, kept
+    with binlake's other per-map data): an image of every column is then
+    already upstream's `values`, and only the columns that need it are
+    visited, a whole rows event at a time (`_convert_whole`)."""
+
+    __slots__ = ("columns", "names", "getters", "full", "count")
+
+    def __init__(self, table: Table):
+        self.columns = []
         for i, column in enumerate(table.columns):
             name = column.name or f"UNKNOWN_COL{i}"
             key = column.name if column.name else f"@{i + 1}"
             convert = _converter(column)
-            plan.append((name, key, convert, convert is not None
-                         and convert.__name__ == "convert" and column.charset_id is not None
-                         and column.type in (FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING,
-                                             FIELD_TYPE.VAR_STRING, FIELD_TYPE.BLOB)))
-        table.__dict__["_plan"] = plan
+            text = convert is not None and convert.__name__ == "convert" \
+                and column.charset_id is not None and column.type in _TEXT_TYPES
+            self.columns.append((name, key, convert, text,
+                                 getattr(convert, "converts", None)))
+        self.names = tuple(c[0] for c in self.columns)
+        self.getters = [itemgetter(name) for name in self.names]
+        self.count = len(self.columns)
+        self.full = (1 << self.count) - 1
+
+    def whole(self, event) -> bool:
+        """Whether every image of `event` holds every column of the table."""
+        after = event.columns_present_after
+        return event.width == self.count and event.columns_present == self.full \
+            and (after is None or after == self.full)
+
+
+_TEXT_TYPES = (FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING, FIELD_TYPE.VAR_STRING, FIELD_TYPE.BLOB)
+
+
+def _plan(table: Table) -> _Plan:
+    plan = table.__dict__.get("_plan")
+    if plan is None:
+        plan = table.__dict__["_plan"] = _Plan(table)
     return plan
 
 
-def _values(plan: list, image: dict | None, ignore: bool) -> tuple[dict, dict]:
-    """(values, none_sources) of one row image, every column named."""
+def _native_images(event, plan: _Plan):
+    """[(before, after)] of a binlake rows event, decoded by the native core
+    with upstream's names as keys; None where binlake's own `rows()` is the
+    way (no native core, a huge event read through a window, no table map)."""
+    native = core.native()
+    data = event.rows_data
+    table = event.table
+    if native is None or table is None or data.__class__ is LazyRowData \
+            or len(table.columns) != plan.count:
+        return None
+    code = event.header.type_code
+    shape = ("pmr rows", plan.names, code, event.columns_present,
+             event.columns_present_after, event.width)
+    call = table.cache.get(shape)
+    if call is None:
+        checked_table(event)
+        layout = table.cache.get(("pmr layout", plan.names))
+        if layout is None:
+            layout = table.cache[("pmr layout", plan.names)] = native.RowLayout(
+                table.database, table.table, native_columns(table, list(plan.names)))
+        call = table.cache[shape] = (
+            layout.decode_rows, event.operation,
+            bitmap_bytes(event.columns_present, event.width),
+            bitmap_bytes(event.columns_present_after, event.width), event.is_partial,
+            code in PRE_GA_ROWS_EVENTS)
+    decode, operation, before, after, partial, pre_ga = call
+    try:
+        return decode(operation, data, before, after, partial, pre_ga)
+    except native.RowDecodeError as exc:
+        raise native_failure(event, exc) from exc.__cause__
+
+
+def _convert_whole(plan: _Plan, images: list, ignore: bool):
+    """Convert in place images that hold every column (keyed by upstream's
+    names) into upstream's values; their none sources, one dict per image,
+    or None when no image has any. A column is visited value by value only
+    where its values need it: a NULL in it, or a value of a class its
+    converter changes (`converts`, for isinstance; every value without it)."""
+    if not images:
+        return None
+    nulls = any(map(is_, chain.from_iterable(map(dict.values, images)), repeat(None)))
+    sources = None
+    for (name, _key, convert, text, converts), getter in zip(plan.columns, plan.getters):
+        if convert is None:
+            if not nulls or not any(map(is_, map(getter, images), repeat(None))):
+                continue
+        elif converts is not None:
+            kinds = set(map(type, map(getter, images)))
+            if _NONE_TYPE not in kinds and not any(issubclass(kind, converts) for kind in kinds):
+                continue
+        for index, value in enumerate(map(getter, images)):
+            if value is None:
+                if sources is None:
+                    sources = [{} for _ in images]
+                sources[index][name] = NONE_SOURCE.NULL
+            elif convert is not None and (converts is None or isinstance(value, converts)):
+                value, source = convert(value, ignore) if text else convert(value)
+                images[index][name] = value
+                if source is not None:
+                    if sources is None:
+                        sources = [{} for _ in images]
+                    sources[index][name] = source
+    return sources
+
+
+_NONE_TYPE = type(None)
+
+
+def _values(plan: _Plan, image: dict | None, ignore: bool, by_name: bool) -> tuple[dict, dict]:
+    """(values, none_sources) of one row image, every column named (an image
+    keyed by upstream's names with `by_name`, else by binlake's keys)."""
     values, sources = {}, {}
     if image is None:
         return values, sources
     missing = _MISSING
-    for name, key, convert, text in plan:
-        value = image.get(key, missing)
+    for name, key, convert, text, _converts in plan.columns:
+        value = image.get(name if by_name else key, missing)
         if value is missing:
             values[name] = None
             sources[name] = NONE_SOURCE.COLS_BITMAP
@@ -204,12 +317,22 @@ def _values(plan: list, image: dict | None, ignore: bool) -> tuple[dict, dict]:
 _MISSING = object()
 
 
+def _rows_of(images: list, sources) -> list:
+    if sources is None:
+        return [{"values": values, "none_sources": {}} for values in images]
+    return [{"values": values, "none_sources": found} for values, found in zip(images, sources)]
+
+
 class WriteRowsEvent(RowsEvent):
     """Rows inserted: each row is {"values": {...}, "none_sources": {...}}."""
 
-    def _row(self, plan, before, after, ignore):
-        values, sources = _values(plan, after, ignore)
+    def _row(self, plan, before, after, ignore, by_name):
+        values, sources = _values(plan, after, ignore, by_name)
         return {"values": values, "none_sources": sources}
+
+    def _rows_whole(self, plan, pairs, ignore):
+        images = list(map(_AFTER, pairs))
+        return _rows_of(images, _convert_whole(plan, images, ignore))
 
     def _dump(self):
         super()._dump()
@@ -222,9 +345,13 @@ class WriteRowsEvent(RowsEvent):
 class DeleteRowsEvent(RowsEvent):
     """Rows deleted: each row is {"values": {...}, "none_sources": {...}}."""
 
-    def _row(self, plan, before, after, ignore):
-        values, sources = _values(plan, before, ignore)
+    def _row(self, plan, before, after, ignore, by_name):
+        values, sources = _values(plan, before, ignore, by_name)
         return {"values": values, "none_sources": sources}
+
+    def _rows_whole(self, plan, pairs, ignore):
+        images = list(map(_BEFORE, pairs))
+        return _rows_of(images, _convert_whole(plan, images, ignore))
 
     _dump = WriteRowsEvent._dump
 
@@ -232,11 +359,21 @@ class DeleteRowsEvent(RowsEvent):
 class UpdateRowsEvent(RowsEvent):
     """Rows changed: {"before_values", "after_values"} and their none sources."""
 
-    def _row(self, plan, before, after, ignore):
-        before_values, before_sources = _values(plan, before, ignore)
-        after_values, after_sources = _values(plan, after, ignore)
+    def _row(self, plan, before, after, ignore, by_name):
+        before_values, before_sources = _values(plan, before, ignore, by_name)
+        after_values, after_sources = _values(plan, after, ignore, by_name)
         return {"before_values": before_values, "before_none_sources": before_sources,
                 "after_values": after_values, "after_none_sources": after_sources}
+
+    def _rows_whole(self, plan, pairs, ignore):
+        befores, afters = list(map(_BEFORE, pairs)), list(map(_AFTER, pairs))
+        before_sources = _convert_whole(plan, befores, ignore)
+        after_sources = _convert_whole(plan, afters, ignore)
+        return [{"before_values": before, "before_none_sources": before_found or {},
+                 "after_values": after, "after_none_sources": after_found or {}}
+                for before, after, before_found, after_found
+                in zip(befores, afters, before_sources or repeat(None),
+                       after_sources or repeat(None))]
 
     def _dump(self):
         super()._dump()
