@@ -20,7 +20,7 @@ from binlake.live.source import LiveOptions, LiveSource, ResumeToken
 from corpus.manifest import corpus_files
 from binlake.live.protocol import ReplicationError
 from scripted_server import (RawPacket, ScriptedServer, artificial_rotate, events_of,
-                             heartbeat, packet, resent_description)
+                             heartbeat, packet, resent_description, with_crc)
 
 SAMPLES = Path(binlake.__file__).parent / "sample_data"
 FILES = [SAMPLES / "binlog.000001", SAMPLES / "binlog.000002"]
@@ -408,3 +408,21 @@ def _alive(pid: int) -> bool:
     except OSError:
         return True
     return True
+
+
+def test_another_servers_file_of_the_same_name_after_a_reconnect_is_refused():
+    """Two servers with one server id behind one address (MySQL's default
+    id is 1; Galera nodes): the format description the new connection
+    sends again is compared with the one read, not dropped; another
+    file's (begun at another time) stops the stream, not a byte spliced."""
+    from binlake.live.source import ServerChanged
+    first = events_of(FILES[0])
+    cut = len(first) // 2
+    other = bytearray(first[0][1][:-4])
+    struct.pack_into("<I", other, 0, struct.unpack_from("<I", other, 0)[0] + 7)  # begun later
+    server = ScriptedServer(
+        [artificial_rotate("binlog.000001"), *[e for _, e in first[:cut]], lost()],
+        [artificial_rotate("binlog.000001", first[cut][0]),
+         resent_description(with_crc(other)), *[e for _, e in first[cut:]]])
+    with pytest.raises(ServerChanged, match="another binlog.000001"):
+        copies(source(server))

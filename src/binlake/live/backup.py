@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from binlake.atomic import fsync_directory, replaced
 from binlake.constants import BINLOG_MAGIC, EventType as E, LogEventFlag
 from binlake.errors import BinlogError, ChecksumMismatch, CorruptEvent
+from binlake.live.source import same_description
 
 _HEADER = struct.Struct("<IBIIIH")
 #: the format description's flags byte: after the magic, at FLAGS_OFFSET (17) of its header
@@ -58,9 +59,6 @@ _FDE = int(E.FORMAT_DESCRIPTION_EVENT)
 _ROTATE = int(E.ROTATE_EVENT)
 _STOP = int(E.STOP_EVENT)
 FSYNC_EVERY = 1.0  # seconds
-#: The format description's `created` time, in its body (ST_CREATED_OFFSET:
-#: after the binlog version and the 50-byte server version)
-CREATED_AT = 2 + 50
 
 
 @dataclass
@@ -116,16 +114,6 @@ def description_of(path: str) -> bytes | None:
         if len(head) < 23 or head[:4] != BINLOG_MAGIC or head[4 + 4] != _FDE:
             return None
         return head[4:] + handle.read(int.from_bytes(head[4 + 9:4 + 13], "little") - 19)
-
-
-def same_description(copied: bytes, sent: bytes) -> bool:
-    """Whether the server's format description is that of the copy: equal
-    but for what the server changes when it re-sends one for a start inside
-    the file (log_pos, the IN_USE flag, the `created` time it zeroes so that
-    a replica does not take it for a restart) and so the checksum."""
-    def stable(raw: bytes) -> bytes:
-        return raw[:13] + raw[19:19 + CREATED_AT] + raw[19 + CREATED_AT + 4:-4]
-    return len(copied) == len(sent) and stable(copied) == stable(sent)
 
 
 def _fde_checksums(raw: bytes) -> bool:

@@ -707,6 +707,13 @@ class LiveFile:
                         self.format_description = raw
                         queue.append((4, raw))
                         self._queued_end = 4 + len(raw)
+                    elif self.format_description is not None \
+                            and not same_description(self.format_description, raw):
+                        raise ServerChanged(source.where, self.resume_at, (
+                            f"the server now answering has another {self.name} (its format "
+                            "description is not the one read: another server with the same "
+                            "server id, or the binlog made anew): its positions do not "
+                            "continue the ones read; stopped"), retryable=False)
                     continue
                 if pos == 4:
                     self.format_description = raw
@@ -815,6 +822,23 @@ def widened(position: int, near: int) -> int:
     elif near - found > 1 << 31:
         found += 1 << 32
     return max(found, 0)
+
+
+#: The format description's `created` time, in its body (ST_CREATED_OFFSET:
+#: after the binlog version and the 50-byte server version)
+CREATED_AT = 2 + 50
+
+
+def same_description(had: bytes, sent: bytes) -> bool:
+    """Whether the format description a server sends is that of the file
+    read (or copied) before: equal but for what the server changes when it
+    re-sends one for a start inside the file (log_pos, the IN_USE flag, the
+    `created` time it zeroes so that a replica does not take it for a
+    restart) and so the checksum. Its header's time (when the file was
+    begun) and server id tell two servers' files of one name apart."""
+    def stable(raw: bytes) -> bytes:
+        return raw[:13] + raw[19:19 + CREATED_AT] + raw[19 + CREATED_AT + 4:-4]
+    return len(had) == len(sent) and stable(had) == stable(sent)
 
 
 def _fde_has_checksum(raw: bytes) -> bool:
