@@ -18,9 +18,14 @@ import sys
 import tempfile
 from pathlib import Path
 
+#: Each script's clock starts after its imports, the libraries' dependencies
+#: included: python-mysql-replication imports PyMySQL with itself; binlake
+#: imports PyMySQL and its DDL parser (sqlglot) where first used, so they
+#: are imported first here too, as a long-running stream has them.
 STREAM = r'''
 import sys, time
 import binlake
+import pymysql, binlake.schema.ddl
 start, rows = time.perf_counter(), 0
 stream = binlake.stream("127.0.0.1", int(sys.argv[1]), "root", "", file="binlog.000001",
                         stop_never=False)
@@ -35,6 +40,7 @@ READER = r'''
 import sys, time
 if sys.argv[2] == "dropin":
     import binlake.compat
+    import binlake.schema.ddl
     binlake.compat.install_as_pymysqlreplication()
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent

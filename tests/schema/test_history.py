@@ -261,3 +261,21 @@ def test_dump_json_names_columns_from_the_schema_and_the_stream(corpus, tmp_path
     status, out, _ = run_cli("dump", "--format", "json", str(path))
     rows = [r for line in out.splitlines() for e in [json.loads(line)] for r in e.get("rows", ())]
     assert all(set(r["after"] or r["before"]) == {"@1", "@2", "@3"} for r in rows)
+
+
+def test_rebased_holds_the_tables_as_of_a_point_each_at_seed():
+    """What a stream goes on with on another server: the tables as they were,
+    none of its versions placed at one of this server's positions."""
+    schema = history("CREATE TABLE t (a INT PRIMARY KEY, b VARCHAR(5))",
+                     "ALTER TABLE t ADD c INT FIRST",
+                     "CREATE TABLE gone (x INT)",
+                     "DROP TABLE gone",
+                     "ALTER TABLE t DROP b")
+    rebased = schema.rebased(("binlog.000001", 450))
+    assert rebased.columns("db", "t") == ["c", "a", "b"] and rebased.primary_key("db", "t") == ["a"]
+    assert rebased.columns("db", "gone") is None
+    assert [v.position for versions in rebased.versions.values() for v in versions] == [SEED]
+    # the new server's statements follow, whatever their positions
+    rebased.apply("ALTER TABLE t DROP c", "db", ("binlog.000001", 120))
+    assert rebased.columns("db", "t") == ["a", "b"]
+    assert rebased.at(("binlog.000001", 130)).columns("db", "t") == ["a", "b"]

@@ -66,3 +66,66 @@ def wait_for_copies(server, prefix: Path, timeout: float = 60,
             backup.send_signal(signal.SIGINT)
         said = "; its stderr: " + backup.communicate(timeout=30)[1].decode(errors="replace")
     raise AssertionError(f"the backup did not catch up with {missing}{said}")
+
+
+class SwitchingProxy:
+    """A TCP address in front of a server that can be pointed at another
+    (`switch`), dropping the connections it carries: a failover behind one
+    address (a virtual IP, a load balancer) as a client sees it."""
+
+    def __init__(self, port: int):
+        import socket
+        import threading
+        self.target = port
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self._carried: list = []
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+        while True:
+            try:
+                client = self._listener.accept()[0]
+            except OSError:
+                return
+            try:
+                server = socket.create_connection(("127.0.0.1", self.target))
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._carried += [client, server]
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(source, sink) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        for sock in (source, sink):
+            try:
+                sock.shutdown(2)
+            except OSError:
+                pass
+
+    def switch(self, port: int) -> None:
+        import socket
+        self.target = port
+        with self._lock:
+            carried, self._carried = self._carried, []
+        for sock in carried:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+
+    def close(self) -> None:
+        self._listener.close()
+        self.switch(self.target)

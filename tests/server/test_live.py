@@ -414,6 +414,50 @@ def test_a_token_on_a_server_lacking_its_last_transactions_is_refused(server, tm
     assert "\n" not in str(raised.value) and "1236" in str(raised.value), raised.value
 
 
+def test_transactions_go_on_after_a_failover_behind_the_address(server, tmp_path):
+    """The address the stream follows moves from the primary to its
+    replica, promoted (a virtual IP): `transactions()` goes on by the
+    token's GTID state on the new server, each transaction once, the one
+    cut off by the switch given whole; its tokens then name the new server."""
+    from server.live_helpers import SwitchingProxy
+    with MariaDBServer(tmp_path / "replica", server_id=2,
+                       extra={"log_slave_updates": "ON"}) as replica:
+        replica.execute(f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={server.port}, "
+                        "MASTER_USER='root', MASTER_USE_GTID=slave_pos")
+        replica.execute("START SLAVE")
+        proxy = SwitchingProxy(server.port)
+        stream = binlake.stream("127.0.0.1", proxy.port, "root", "", file="binlog.000001",
+                                heartbeat=0.5)
+        got, tokens = [], []
+
+        def consume():
+            for transaction in stream.transactions():
+                got.extend(int(c.after["id"]) for c in transaction.changes if c.op == "insert")
+                tokens.append(transaction.resume_token)
+        thread = threading.Thread(target=consume, daemon=True)
+        with pytest.warns(RuntimeWarning, match="going on by GTID"):
+            thread.start()
+            write(server, 1, 40)
+            gtid = server.query("SELECT @@gtid_binlog_pos")[0][0]
+            replica.execute(f"SELECT MASTER_GTID_WAIT('{gtid}', 60)")
+            deadline = time.monotonic() + 30
+            while len(got) < 10:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            replica.execute("STOP SLAVE")
+            replica.execute("RESET SLAVE ALL")
+            proxy.switch(replica.port)          # the primary is gone from the address
+            write(replica, 41, 10)
+            deadline = time.monotonic() + 60
+            while len(got) < 50 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            stream.close()
+            thread.join(10)
+        proxy.close()
+    assert got == list(range(1, 51))
+    assert tokens[0].server_id == 1 and tokens[-1].server_id == 2
+
+
 def test_a_rows_event_over_16_mb_prints_from_the_server_as_from_the_file(mariadbd, tmp_path):
     """Default output (BINLOG blocks) of a 20 MB rows event, read over the
     wire (packets of 16 MB continued), equals the file's, byte for byte."""

@@ -970,23 +970,50 @@ class LiveStream:
         # (file, position) after the last transaction given, and MariaDB's
         # GTID state there, per domain
         self._mark = _commit_mark()
-        #: the token the stream resumed from, if it did (without its schema)
+        #: the token the stream resumed from (or went on from after a
+        #: failover), without its schema, and the mark's place then
         self._resumed_from: ResumeToken | None = None
+        self._after_at_start = None
 
     @property
     def resume_token(self) -> ResumeToken | None:
         after = self._mark.after
         start = self._resumed_from
-        if start is not None and (after is None or (
-                after[0] == start.file and after[1] <= start.position)):
+        identity = self.source.server_identity or {}
+        if start is not None and (after == self._after_at_start or (
+                identity.get("server_id", start.server_id) == start.server_id
+                and after[0] == start.file and after[1] <= start.position)):
             # Nothing past the token resumed from (the format description
             # the server sends first, at offset 4, ends no transaction of
             # ours): a token never moves back.
             return start
         if after is None:
             return None
-        identity = self.source.server_identity or {}
         return ResumeToken(*after, self._gtid_state(after[0]), identity.get("server_id"))
+
+    def _failed_over(self, changed: ServerChanged) -> bool:
+        """Go on after a failover behind the address (another server answers
+        a reconnect): from the resume token, by its GTID state in strict mode
+        on the new server (`LiveSource._start_on`), the schema history as of
+        the token carried over (`Schema.rebased`: the new server's positions
+        do not continue the old one's). False where the stream cannot: not
+        following (stop_never), or no GTID state to go by."""
+        token = self.resume_token
+        options = self.source.options
+        if not options.stop_never or token is None or not token.gtid:
+            return False
+        if options.on_warning is not None:
+            options.on_warning(f"{changed}; going on by GTID {token.gtid} from {token}")
+        if self._schema is not None:
+            self._schema = self._schema.rebased((token.file, token.position))
+            self.reader_options["schema"] = self._schema
+        self.source.close()
+        self.source = LiveSource(replace(
+            options, file=token.file, position=token.position, mariadb_gtid=None,
+            mysql_gtid_set=None, origin_server_id=token.server_id, resume_gtid=token.gtid),
+            self.source.connection_class)
+        self._resumed_from, self._after_at_start = token, self._mark.after
+        return True
 
     def _gtid_state(self, file: str) -> str | None:
         """The GTID state after the last transaction given, in `file`.
@@ -1030,12 +1057,24 @@ class LiveStream:
     def transactions(self):
         """Each committed transaction with its changes and resume token.
         Statements and events outside transactions (DDL, rotations) move
-        the token past them too, without a Transaction of their own."""
+        the token past them too, without a Transaction of their own.
+        Following (stop_never), it goes on after a failover behind the
+        address by the token's GTID state (`_failed_over`); `changes()`,
+        which may have handed out part of a transaction, stops there with
+        ServerChanged instead."""
         from binlake.records import transaction_groups
-        for group in transaction_groups(self.source, **self.reader_options):
-            self._passed(group)
-            if group.changes:
-                yield Transaction(group.gtid, group.changes, self.resume_token)
+        while True:
+            try:
+                for group in transaction_groups(self.source, **self.reader_options):
+                    self._passed(group)
+                    if group.changes:
+                        yield Transaction(group.gtid, group.changes, self.resume_token)
+                return
+            except ServerChanged as changed:
+                # A transaction cut off by the failover was not handed out:
+                # it comes again whole from the new server.
+                if not self._failed_over(changed):
+                    raise
 
     def changes(self):
         """Every row change, in order, as it is read; `resume_token` moves

@@ -258,6 +258,24 @@ class Schema:
                     snapshot.tables[key] = kept[-1].definition
         return snapshot
 
+    def rebased(self, position: tuple) -> Schema:
+        """The tables as they were just before `position`, each one version
+        at SEED: what a stream goes on with on another server (a failover),
+        whose binlog positions do not continue this server's, so none of
+        them may be compared with one of these."""
+        now = self.at(position)
+        rebased = Schema()
+        rebased.database_charsets = dict(now.database_charsets)
+        for key, versions in now.versions.items():
+            last = versions[-1]
+            if last.dropped:
+                continue
+            rebased.versions[key] = [replace(last, position=SEED, origins=None,
+                                             renamed_from=None)]
+            if last.definition is not None:
+                rebased.tables[key] = last.definition
+        return rebased
+
     def lineage(self, key: tuple, before=None) -> list[Stretch] | None:
         """Where the rows of table `key` come from, latest first, as of the
         point where `before(version)` stops being true (default: the end): renamed columns keep their values, dropped ones
