@@ -1124,13 +1124,14 @@ def stream(host: str | None = None, port: int | None = None, user: str | None = 
     settings = default_settings(host, port, user, password, socket, defaults_file,
                                 ssl_ca=ssl_ca, ssl_cert=ssl_cert, ssl_key=ssl_key,
                                 ssl_mode=ssl_mode, compress=compress or None)
-    if schema is None and (file is not None or gtid is not None):
+    seeded_from_server = schema is None and (file is not None or gtid is not None)
+    if seeded_from_server:
         from binlake.connection.settings import ServerAddress
         from binlake.schema.seeds import schema_from_server
-        schema = schema_from_server(
-            ServerAddress(host, port, user, password, socket, defaults_file, ssl_ca, ssl_cert,
-                          ssl_key, ssl_mode, compress=compress or None),
-            unless_reading_from=(file, position) if gtid is None else None)
+        address = ServerAddress(host, port, user, password, socket, defaults_file, ssl_ca,
+                                ssl_cert, ssl_key, ssl_mode, compress=compress or None)
+        schema = schema_from_server(address, unless_reading_from=(file, position)
+                                    if gtid is None else None)
     mysql_set = gtid if gtid is not None and ":" in gtid else None
     options = LiveOptions(settings, file=file, position=position,
                           mariadb_gtid=None if mysql_set else gtid, mysql_gtid_set=mysql_set,
@@ -1139,7 +1140,50 @@ def stream(host: str | None = None, port: int | None = None, user: str | None = 
                           on_warning=lambda text: warnings.warn(text, RuntimeWarning, 2),
                           origin_server_id=token.server_id if token else None,
                           resume_gtid=token.gtid if token else None)
+    if token is not None and seeded_from_server and schema is not None:
+        from binlake.schema.seeds import logs_column_names
+        if not logs_column_names(address):
+            _refuse_ddl_since(options, token, schema)
     live = LiveStream(options, {"schema": schema, **reader_options})
     if token is not None:
         live._resumed_from = replace(token, schema=None)
     return live
+
+
+def _refuse_ddl_since(options: LiveOptions, token: ResumeToken, seed) -> None:
+    """A token without its schema history, resumed on a server whose binlog
+    does not name columns, is named by the server's tables as they are now
+    (`seed`). That is exact unless DDL changed one of them since the token's
+    point: the rows before it would be named by the later definition, and
+    the statement applied again on top of it. So the binlogs from the token
+    to the end are read first, their DDL applied to a copy of the seed by
+    the history's own rules; the first that changes the column names of a
+    table the seed holds refuses the resume, in one line, before anything
+    is handed out (a CREATE of a table the seed has as created is none)."""
+    from binlake.read.reader import BinlogReader
+    from binlake.schema.ddl import might_change_tables
+    from binlake.schema.history import Schema
+    scratch = Schema.from_json(seed.to_json())
+    probe = LiveSource(replace(options, file=token.file, position=token.position,
+                               stop_never=False, to_last_log=True, on_warning=None))
+    try:
+        for event in BinlogReader(probe, schema=False):
+            statement = getattr(event, "query", None)
+            if not statement or not might_change_tables(statement):
+                continue
+            # Names are what a seed gives rows (types come with each table map).
+            held = {key: scratch.columns(*key) for key in scratch.tables}
+            where = (os.path.basename(event.header.file), event.header.pos)
+            scratch.apply(statement, getattr(event, "database", None) or None, where)
+            changed = sorted(".".join(key) for key, names in held.items()
+                             if scratch.columns(*key) != names)
+            if changed:
+                raise ReplicationError(probe.where, 0, (
+                    f"the resume token {token} carries no schema history, this server's binlog "
+                    f"does not name columns (binlog_row_metadata is not FULL), and "
+                    f"{statement.split()[0].upper()} at {where[0]}:{where[1]} changed "
+                    f"{', '.join(changed)} since: rows before it cannot be named as they were. "
+                    "Resume with the stream's checkpoint().to_json(), or give schema="),
+                    retryable=False)
+    finally:
+        probe.close()

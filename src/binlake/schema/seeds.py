@@ -86,6 +86,22 @@ def schema_from_server(address: ServerAddress, *,
     return parse_schema(text)
 
 
+def logs_column_names(address: ServerAddress) -> bool:
+    """Whether the server's table maps carry column names
+    (binlog_row_metadata=FULL: MySQL 8.0+, MariaDB 10.5+), so that rows are
+    named by the binlog itself, whatever a seed says."""
+    connection = connect(address)
+    import pymysql
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT @@GLOBAL.binlog_row_metadata")
+            return str(cursor.fetchone()[0]).upper() == "FULL"
+    except pymysql.err.MySQLError:  # older servers: no such variable, no names
+        return False
+    finally:
+        connection.close()
+
+
 def load_seed(path: str | None = None, address: ServerAddress | None = None) -> Schema | None:
     """The seed schema of `--schema PATH` and/or `--schema-from` (None: neither):
     the file's tables as it names them, the server's for every other table."""
