@@ -25,7 +25,7 @@ from pathlib import Path
 STREAM = r'''
 import sys, time
 import binlake
-import pymysql, binlake.schema.ddl
+import pymysql, sqlglot
 start, rows = time.perf_counter(), 0
 stream = binlake.stream("127.0.0.1", int(sys.argv[1]), "root", "", file="binlog.000001",
                         stop_never=False)
@@ -40,7 +40,7 @@ READER = r'''
 import sys, time
 if sys.argv[2] == "dropin":
     import binlake.compat
-    import binlake.schema.ddl
+    import sqlglot
     binlake.compat.install_as_pymysqlreplication()
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent
