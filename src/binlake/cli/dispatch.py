@@ -26,6 +26,7 @@ COMMANDS = {
     "schema": "Print the schema history: every table's columns after each DDL statement",
     "pipeline": "Run the Spark pipeline: events, changes and rebuilt tables as Parquet",
     "maintain": "Compact and vacuum the Delta tables of a pipeline's output",
+    "status": "Show where a lake's follower stands: lag, rows per table, times, counts",
 }
 
 

@@ -43,6 +43,7 @@ import os
 import re
 import struct
 import threading
+import time
 import zlib
 from dataclasses import dataclass
 
@@ -148,9 +149,10 @@ class CopyWriter:
     arrives (a write marks the copy dirty; the timer clears the mark before
     its fsync, so a write during an fsync is synced by the next)."""
 
-    def __init__(self, path: str, keep: int, on_synced=None):
+    def __init__(self, path: str, keep: int, on_synced=None, on_fsync=None):
         self.path = path
         self.on_synced = on_synced  #: on_synced(size, closed) after each fsync
+        self.on_fsync = on_fsync    #: on_fsync(seconds, bytes made durable): a follower's metrics
         self.closed = False
         created = not os.path.exists(path)
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -159,6 +161,7 @@ class CopyWriter:
         os.ftruncate(self.fd, keep)        # what follows the last whole event goes
         os.lseek(self.fd, keep, os.SEEK_SET)
         self.size = keep
+        self._durable = keep
         self._dirty = threading.Event()
         self._closing = threading.Event()
         self._failure: OSError | None = None
@@ -193,7 +196,11 @@ class CopyWriter:
     def sync(self) -> None:
         self._dirty.clear()
         size, closed = self.size, self.closed  # what this fsync makes durable
+        began = time.monotonic()
         os.fsync(self.fd)
+        if self.on_fsync is not None:
+            self.on_fsync(time.monotonic() - began, max(0, size - self._durable))
+        self._durable = max(self._durable, size)
         if self.on_synced is not None:
             self.on_synced(size, closed)
 
@@ -388,11 +395,11 @@ class ArrivalCheck:
 
 
 def copy_file(live_file, prefix: str, keep: int, resume_at: int,
-              manifest: BackupManifest | None = None) -> CopyWriter:
+              manifest: BackupManifest | None = None, on_fsync=None) -> CopyWriter:
     """Write one LiveFile into its copy: after `keep` bytes already there
     (server bytes before `resume_at` are not written again, and the format
     description the server sends must be the copy's), each event checked
-    first; each fsync recorded in `manifest`."""
+    first; each fsync recorded in `manifest` (and told `on_fsync`: CopyWriter)."""
     path = prefix + live_file.name
     copied = description_of(path) if keep else None
     record = None if manifest is None else (
@@ -420,11 +427,12 @@ def copy_file(live_file, prefix: str, keep: int, resume_at: int,
                         "anew): nothing was written; back it up into another --result-file"))
                 continue
             if writer is None:
-                writer = CopyWriter(path, keep, record)
+                writer = CopyWriter(path, keep, record, on_fsync)
             writer.write(data)
         if writer is None and (live_file.closed_by_server or not os.path.exists(path)
                                or os.path.getsize(path) != keep):
-            writer = CopyWriter(path, keep, record)  # a cut tail goes, an empty file is made
+            # a cut tail goes, an empty file is made
+            writer = CopyWriter(path, keep, record, on_fsync)
         if live_file.closed_by_server:
             writer.closed_by_server()
     finally:
@@ -434,7 +442,7 @@ def copy_file(live_file, prefix: str, keep: int, resume_at: int,
 
 
 def copy_all(source, prefix: str, manifest: BackupManifest, name: str, position: int,
-             keep: int) -> None:
+             keep: int, on_fsync=None) -> None:
     """Every binlog `source` (a LiveSource started at `name`, `position`:
     `resume_point`'s) sends, copied in turn; the server checked to be the
     manifest's at the first file and at each reconnect's."""
@@ -443,7 +451,7 @@ def copy_all(source, prefix: str, manifest: BackupManifest, name: str, position:
             manifest.identify(source.server_identity)
         resumed = live_file.name == name
         copy_file(live_file, prefix, keep if resumed else 0, position if resumed else 4,
-                  manifest)
+                  manifest, on_fsync)
         name = None
 
 
@@ -451,10 +459,11 @@ class Copier:
     """`copy_all` in a thread of its own, for a reader of the copies beside
     it (the follower, the Spark streaming source): holds the folder's lock
     from its creation to `close()`; `failure` is what ended the copying
-    (None while it goes on, or when `close()` ended it)."""
+    (None while it goes on, or when `close()` ended it); `on_fsync`: CopyWriter's."""
 
-    def __init__(self, source, prefix: str, numbered):
+    def __init__(self, source, prefix: str, numbered, on_fsync=None):
         self.source, self.prefix, self.numbered = source, prefix, numbered
+        self.on_fsync = on_fsync
         os.makedirs(os.path.dirname(prefix) or ".", exist_ok=True)
         self._guard = lock(prefix)
         self.backup = BackupManifest(prefix)
@@ -474,7 +483,8 @@ class Copier:
 
         def copy() -> None:
             try:
-                copy_all(self.source, self.prefix, self.backup, file, position, keep)
+                copy_all(self.source, self.prefix, self.backup, file, position, keep,
+                         self.on_fsync)
             except BaseException as exc:  # noqa: BLE001 - the reader's to raise
                 self.failure = exc
             finally:

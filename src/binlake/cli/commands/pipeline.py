@@ -153,6 +153,15 @@ def add_arguments(parser) -> None:
                            "lake are then the server's, with every change since. Without -R "
                            "the request is left in DIR for its running follower (or its next "
                            "start). Tables --tables newly selects are read so by themselves")
+    live.add_argument("--metrics-port", type=int, default=None, metavar="PORT",
+                      help="with -R: serve the follower's figures (lag, bytes behind, rows "
+                           "per table, micro-batch and fsync times, snapshot progress, "
+                           "reconnects, failovers, refusals) as OpenMetrics / Prometheus text "
+                           "at http://HOST:PORT/metrics; 0 picks a free port (status.json's "
+                           "metrics.endpoint says which). Needs binlake[metrics]")
+    live.add_argument("--metrics-host", default="127.0.0.1", metavar="HOST",
+                      help="the address --metrics-port listens on (default 127.0.0.1: this "
+                           "machine only)")
     add_replica_arguments(live)
 
 
@@ -177,6 +186,19 @@ def run(args, out, err) -> int:
         err.write("binlake pipeline: --follow follows a live server: add -R and its "
                   "connection options\n")
         return ExitStatus.USAGE
+    if args.metrics_port is not None:
+        from binlake.spark.run.metrics import NEEDS_EXTRA, available
+        if not args.remote:
+            err.write("binlake pipeline: --metrics-port serves a follower's figures: add -R "
+                      "(and --follow)\n")
+            return ExitStatus.USAGE
+        if not available():
+            err.write(f"binlake pipeline: {NEEDS_EXTRA}\n")
+            return ExitStatus.USAGE
+        if not 0 <= args.metrics_port <= 65535:
+            err.write(f"binlake pipeline: --metrics-port {args.metrics_port}: a port is 0 "
+                      "(any free one) to 65535\n")
+            return ExitStatus.USAGE
     if args.rebuild and args.as_of:
         err.write("binlake pipeline: --as-of builds every table anew in a folder of its own: "
                   "not with --rebuild\n")
@@ -306,7 +328,9 @@ def _follow(args, spark, schema, out, err, log) -> int:
                                             "verify_checksums": args.verify_checksums}),
                         log=lambda message: log(("\n" if terminal else "") + message),
                         on_status=show, address=address, snapshot=args.snapshot_from,
-                        chunk_rows=args.chunk_rows)
+                        chunk_rows=args.chunk_rows,
+                        metrics_address=None if args.metrics_port is None
+                        else (args.metrics_host, args.metrics_port))
     signals = []
 
     def stop(signum, frame) -> None:

@@ -52,7 +52,11 @@ first SIGTERM or Ctrl-C) ends the follower after the micro-batch in
 flight; the copier's fatal error ends it the same way, then is raised.
 What the follower writes under _binlake/ itself (its status, a manifest
 placing the lake or recording tables read anew, the requests taken) goes
-through binlake.spark.state.store, the state's one writer.
+through binlake.spark.state.store, the state's one writer. Its figures for
+an operator (lag, backlog, rows per table, micro-batch and fsync times,
+snapshot progress, reconnects, failovers, refusals) are kept where its
+status is built, in the status's FollowMetrics (binlake.spark.run.metrics),
+written with it and served to a scraper with `metrics_address`.
 """
 
 from __future__ import annotations
@@ -65,10 +69,11 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from binlake.atomic import durable_size
-from binlake.spark.read.failover import FAILOVER_PREFIX, copies_prefix
+from binlake.spark.read.failover import FAILOVER_PREFIX, copies_prefix, current_epoch
 from binlake.spark.read.ranges import name_sequence
 from binlake.spark.run.follow_anew import TablesAnew
 from binlake.spark.run.follow_failover import NextServer
+from binlake.spark.run.metrics import FollowMetrics, lag_after, serve
 from binlake.spark.run.pipeline import PipelineResult, run_pipeline
 from binlake.spark.run.session import LazySession
 from binlake.spark.run.staging import recover_lake
@@ -107,6 +112,7 @@ class FollowStatus:
     snapshot_rows: int = 0             #: rows the lock-free snapshot has put in the lake
     snapshot_tables_left: int = 0      #: keyed tables it has yet to finish
     snapshot_read: int = 0             #: rows its rounds read in this process (some again)
+    metrics: FollowMetrics = field(default_factory=FollowMetrics, repr=False)
     _rates: deque = field(default_factory=deque, repr=False)
 
     def counted(self, result: PipelineResult, now: float) -> None:
@@ -130,7 +136,8 @@ class FollowStatus:
                 "tables_committed": self.tables_committed, "error": self.error,
                 "snapshot_rows": self.snapshot_rows,
                 "snapshot_tables_left": self.snapshot_tables_left,
-                "snapshot_read": self.snapshot_read, "updated": time.time()}
+                "snapshot_read": self.snapshot_read, "metrics": self.metrics.to_json(),
+                "updated": time.time()}
 
     def line(self) -> str:
         where = f"{self.lake[0]} at {self.lake[1]}" if self.lake else "nothing yet"
@@ -150,12 +157,14 @@ class Follower:
     after each one. `address` (a ServerAddress of the server `source`
     reads) is where the lock-free snapshot reads: `snapshot` starts a new
     lake from it, in chunks of `chunk_rows` rows, `round_chunks` a round
-    (default: two per core); a restart continues one unfinished."""
+    (default: two per core); a restart continues one unfinished.
+    `metrics_address` ((host, port), port 0: any) serves the status's
+    figures to a scraper while the follower runs (binlake.spark.run.metrics)."""
 
     def __init__(self, spark, out: str, source, start: str | None, *,
                  pipeline_options: dict | None = None, log=None, on_status=None,
                  address=None, snapshot: bool = False, chunk_rows: int | None = None,
-                 round_chunks: int | None = None):
+                 round_chunks: int | None = None, metrics_address: tuple | None = None):
         self.spark, self.out, self.source = spark, os.path.abspath(out), source
         self.start = start
         self.address, self.snapshot = address, snapshot
@@ -165,6 +174,10 @@ class Follower:
         self.on_status = on_status
         self.prefix = folder_path(self.out, BINLOGS) + os.sep
         self.status = FollowStatus(server=source.where)
+        self.metrics, self.metrics_address = self.status.metrics, metrics_address
+        # Counted in the source's options: a source made anew (`anew`) keeps them.
+        source.options.on_reconnect = self.metrics.counting_reconnects(
+            source.options.on_reconnect)
         self._stop = threading.Event()          # stop() was called, or the copier ended
         self._requested = threading.Event()     # stop() was called
         self._copier = None
@@ -185,17 +198,26 @@ class Follower:
 
     def run(self) -> FollowStatus:
         """Follow until `stop()` or a failure (raised after the lake is left whole)."""
-        make_folder(self.out, BINLOGS)
-        with lake_lock(self.out):
-            # A killed run's writes undone before the follower records
-            # anything (tables read anew): else a later recovery undoes both.
-            recover_lake(self.out, self.log)
-            while self._follow_one_server():
-                # Another server answers at the address (a failover behind
-                # it): followed as at a start, with a source of its own.
-                self.log(f"{self.source.where}: another server answers: following it on")
-                self.source = self.source.anew()
-                self._stop.clear()
+        # Bound first: a port taken is refused before anything is written.
+        endpoint = serve(self.metrics, *self.metrics_address) if self.metrics_address else None
+        try:
+            make_folder(self.out, BINLOGS)
+            with lake_lock(self.out):
+                if endpoint is not None:
+                    self.log(f"metrics: {endpoint.url}")
+                    self._write_status()  # the port it picked, said at once
+                # A killed run's writes undone before the follower records
+                # anything (tables read anew): else a later recovery undoes both.
+                recover_lake(self.out, self.log)
+                while self._follow_one_server():
+                    # Another server answers at the address (a failover behind
+                    # it): followed as at a start, with a source of its own.
+                    self.log(f"{self.source.where}: another server answers: following it on")
+                    self.source = self.source.anew()
+                    self._stop.clear()
+        finally:
+            if endpoint is not None:
+                endpoint.close()
         return self.status
 
     def _follow_one_server(self) -> bool:
@@ -204,12 +226,15 @@ class Follower:
         from binlake.live.backup import Copier
         from binlake.live.source import ServerChanged
         try:
+            before = current_epoch(self.prefix)
             epoch, placing = self._next_server.moved(self.source)
         except Exception as exc:
-            self.status.state, self.status.error = "failed", str(exc)
-            self._write_status()
+            self._failed(exc)
             raise
-        self._copier = Copier(self.source, copies_prefix(self.prefix, epoch), name_sequence)
+        if epoch > before:
+            self.metrics.failed_over()
+        self._copier = Copier(self.source, copies_prefix(self.prefix, epoch), name_sequence,
+                              on_fsync=self.metrics.copy_fsynced)
         # The lake's name of this server's binlogs, for the chunks' positions.
         self._names_in_lake = FAILOVER_PREFIX.format(epoch) if epoch else ""
         try:
@@ -283,12 +308,21 @@ class Follower:
         try:
             self._follow()
         except BaseException as exc:
-            interrupted = isinstance(exc, KeyboardInterrupt)
-            self.status.state = "interrupted" if interrupted else "failed"
-            self.status.error = None if interrupted else str(exc) or type(exc).__name__
-            self._write_status()
+            self._failed(exc)
             raise
         self.status.state = "stopped"
+        self._write_status()
+
+    def _failed(self, exc: BaseException) -> None:
+        """The status of a follower ended by `exc`; a refusal counted (a
+        ValueError of binlake's: the lake left as it was, one line)."""
+        if isinstance(exc, KeyboardInterrupt):
+            self.status.state, self.status.error = "interrupted", None
+        else:
+            self.status.state, self.status.error = "failed", str(exc) or type(exc).__name__
+            if isinstance(exc, ValueError) \
+                    and type(exc).__module__.split(".")[0] not in ("pyspark", "py4j"):
+                self.metrics.refused()
         self._write_status()
 
     def _follow(self) -> None:
@@ -322,6 +356,7 @@ class Follower:
         snapshot is done, or the follower stops meanwhile (the round is read
         again by the next start)."""
         progress = load_manifest(self.out).chunks
+        self.metrics.snapshot_progress(progress, self._estimate)
         self.status.snapshot_tables_left = len(snapshot_reading(progress))
         if not self.status.snapshot_tables_left:
             if self._stop_when_snapshotted:
@@ -358,6 +393,10 @@ class Follower:
                 return None
         return folder, progressed(progress, reads)
 
+    def _estimate(self, tables: list) -> dict:
+        from binlake.spark.snapshot.snapshot import estimated_rows
+        return estimated_rows(self.address, tables) if self.address is not None else {}
+
     def _warnings(self, message: str) -> None:
         if message.startswith("warning"):
             self.log(message)
@@ -367,6 +406,8 @@ class Follower:
         if result.segments or result.tables_rebuilt:
             self.status.counted(result, now)
             self.status.last_batch_seconds = seconds
+            self.metrics.micro_batch(seconds, lag_after(result.segments, now) if result.segments
+                                     else None, result.table_changes)
             if seconds > SLOW_BATCH_SECONDS:  # worth a line: it is how far behind the lake fell
                 work = ", ".join(f"{how} {', '.join(tables)}"
                                  for how, tables in result.table_work.items() if tables)
@@ -378,6 +419,7 @@ class Follower:
             self.status.lake = (name, entry.end)
         self.status.received = _last_copy(self.prefix)
         self.status.behind_seconds = _behind(self.prefix, files, now)
+        self.metrics.backlog(self.status.behind_seconds, _bytes_behind(self.prefix, files))
         self._write_status()
 
     def _write_status(self) -> None:
@@ -414,6 +456,18 @@ def _last_copy(prefix: str) -> tuple | None:
     if not names:
         return None
     return names[-1], os.path.getsize(prefix + names[-1])
+
+
+def _bytes_behind(prefix: str, files: dict) -> int:
+    """Bytes the copies hold past the lake's end (from its newest binlog on)."""
+    last = max((entry.file_seq for entry in files.values()), default=None)
+    total = 0
+    for name in _copies(prefix):
+        if last is not None and name_sequence(name) < last:
+            continue
+        entry = files.get(name)
+        total += max(0, os.path.getsize(prefix + name) - (entry.end if entry else 4))
+    return total
 
 
 def _behind(prefix: str, files: dict, now: float) -> float:

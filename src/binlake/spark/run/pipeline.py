@@ -96,6 +96,7 @@ class PipelineResult:
     segments: list = field(default_factory=list)   #: [Split] read by this run
     events: int = 0                                #: rows appended to events/
     changes: int = 0                               #: rows appended to changes/
+    table_changes: dict = field(default_factory=dict)  #: "db.table" -> rows appended to changes/
     tables: dict = field(default_factory=dict)     #: "db.table" -> rows in tables/
     tables_rebuilt: bool = False                   #: tables/ was brought in step
     table_work: dict = field(default_factory=dict)  #: "appended"|"merged"|"rebuilt" -> [tables]
@@ -219,7 +220,7 @@ class Run:
 
     def append(self, segments: list, options: dict, manifest: Manifest, history, **more):
         return stage_and_commit(self.spark, self.out, segments, options, manifest, history,
-                                self.log, self.undo, **more)
+                                self.log, self.undo, counted=self.result.table_changes, **more)
 
 
 def _run_in(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitions, schema,

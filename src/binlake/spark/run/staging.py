@@ -39,10 +39,12 @@ VIEW_PARTITIONS = [("events", EVENT_PARTITIONS), ("changes", CHANGE_PARTITIONS)]
 
 def stage_and_commit(spark, out: str, segments: list, options: dict, manifest: Manifest,
                      history, log, undo: RunUndo, snapshot_folder: str | None = None,
-                     read_in: str = "auto", views: tuple = ("events", "changes")):
+                     read_in: str = "auto", views: tuple = ("events", "changes"),
+                     counted: dict | None = None):
     """Read the segments, stage `views` (and a snapshot's rows), then commit
     them with `manifest` as their run; returns (the manifest committed,
-    events, changes written)."""
+    events, changes written). `counted` ("db.table" -> changes) is added
+    each table's changes written (the follower's metrics)."""
     staging = clear_folder(out, STAGING, make=True)
     if snapshot_folder:
         os.replace(snapshot_folder, os.path.join(staging, "snapshot"))
@@ -70,6 +72,8 @@ def stage_and_commit(spark, out: str, segments: list, options: dict, manifest: M
                      for folder, _, names in os.walk(os.path.join(staging, "changes"))
                      for name in names if name.endswith(".parquet"))
     manifest = manifest.staging(written)
+    if counted is not None:
+        _count_by_table(os.path.join(staging, "changes"), written, counted)
     # What the manifest will name is on disk before it is (the snapshot's
     # files are under changes/ by now).
     fsync_files([path for view in ("events", "changes")
@@ -77,6 +81,20 @@ def stage_and_commit(spark, out: str, segments: list, options: dict, manifest: M
     stage_state(out, manifest, history)
     _commit_staging(out, undo)
     return manifest, events, changes
+
+
+def _count_by_table(changes: str, written: list, counted: dict) -> None:
+    """Each table's rows in the change files `written` (paths under
+    `changes`, partitioned database=/table=/date=), from their footers: one
+    count for the driver's files and Spark's alike."""
+    import pyarrow.parquet as pq
+    from binlake.spark.read.partitioned import unescape_partition_value
+    for path in written:
+        parts = dict(part.split("=", 1) for part in path.split(os.sep)[:-1] if "=" in part)
+        name = ".".join(unescape_partition_value(parts.get(key, "")) or ""
+                        for key in ("database", "table"))
+        rows = pq.ParquetFile(os.path.join(changes, path)).metadata.num_rows
+        counted[name] = counted.get(name, 0) + rows
 
 
 def _read_in_driver(spark, segments: list, read_in: str) -> bool:

@@ -137,3 +137,11 @@ def _estimated_rows(connection, database: str, table: str) -> int:
                        "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s", (database, table))
         found = cursor.fetchone()
     return int(found[0] or 0) if found else 0
+
+
+def estimated_rows(address, tables: list[tuple[str, str]]) -> dict[str, int]:
+    """{"db.table": the rows the server's statistics give it} for the
+    (database, table) pairs `tables`: what a follower's metrics put a
+    table's snapshot progress against."""
+    with _session(address) as connection:
+        return {f"{db}.{table}": _estimated_rows(connection, db, table) for db, table in tables}

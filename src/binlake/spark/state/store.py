@@ -165,6 +165,16 @@ def write_status(out: str, status: dict) -> None:
         json.dump(status, handle, indent=1)
 
 
+def load_status(out: str) -> dict | None:
+    """The follower's last status (`write_status`), None where it has written
+    none (written whole or not at all: no half file is read)."""
+    try:
+        with open(_path(out, STATUS)) as handle:
+            return json.load(handle)
+    except FileNotFoundError:
+        return None
+
+
 def request_snapshot(out: str, patterns: str, option: str = "--snapshot-tables") -> str:
     """Leave a request to read the tables `patterns` selects anew in the lake
     `out`, for its follower (taken between micro-batches, or at its next
@@ -251,5 +261,5 @@ __all__ = ["FOLDERS", "STAGING", "SNAPSHOT", "SNAPSHOT_ROUND", "TABLES_NEW", "BI
            "has_state", "make_state_dir", "folder_path", "make_folder", "clear_folder",
            "load_manifest", "save_manifest", "load_schema_history", "stage_state",
            "has_staged_state", "install_staged_state", "save_snapshot_seed", "save_server_seed",
-           "write_status", "request_snapshot", "requests", "read_request", "set_aside_request",
+           "write_status", "load_status", "request_snapshot", "requests", "read_request", "set_aside_request",
            "remove_request", "lake_lock"]
