@@ -158,6 +158,17 @@ def test_the_endpoint_and_the_status_follow_what_the_follower_does(mariadb, tmp_
     assert "reconnects 1, failovers 0, refusals 0" in text, text
     assert f"metrics: {url} (served while the follower ran)" in text, text
 
+    # another server at the address, of another history: refused, counted
+    with MariaDBServer(tmp_path / "other", server_id=42) as other:
+        refused = subprocess.run(
+            [sys.executable, "-m", "binlake", "pipeline", "-R", "--out", str(lake), "-h",
+             "127.0.0.1", "-P", str(other.port), "-u", "root"],
+            capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 1 and "not server id 41" in refused.stderr, refused.stderr
+    figures = status(lake)["metrics"]
+    assert status(lake)["state"] == "failed" and figures["refusals"] == 1, figures
+    assert figures["failovers"] == 0 and figures["endpoint"] is None
+
 
 def test_metrics_port_is_refused_without_the_extra_or_a_server(tmp_path, monkeypatch):
     from binlake.spark.run import metrics
