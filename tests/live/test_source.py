@@ -426,3 +426,53 @@ def test_another_servers_file_of_the_same_name_after_a_reconnect_is_refused():
          resent_description(with_crc(other)), *[e for _, e in first[cut:]]])
     with pytest.raises(ServerChanged, match="another binlog.000001"):
         copies(source(server))
+
+
+def test_a_mysql_binlog_is_read_on_past_4_gib_by_the_8_byte_position():
+    """COM_BINLOG_DUMP's position has 4 bytes: past 4 GiB in one binlog a
+    MySQL server is asked by COM_BINLOG_DUMP_GTID (8 bytes) with no GTID
+    to leave out, and the events (their 32-bit log_pos wrapped) are placed
+    at their 64-bit offsets."""
+    first = events_of(FILES[0])
+    start = (5 << 30) + first[10][0]          # the same events, 5 GiB further on
+
+    def moved(raw: bytes) -> bytes:
+        event = bytearray(raw[:-4])
+        end = struct.unpack_from("<I", event, 13)[0]
+        struct.pack_into("<I", event, 13, (end + (5 << 30)) & 0xFFFFFFFF)
+        return with_crc(event)
+    server = ScriptedServer([artificial_rotate("binlog.000001", start),
+                             resent_description(first[0][1]),
+                             *[moved(e) for _, e in first[10:]]], mariadb=False)
+    events = list(binlake.open(source(server, position=start, to_last_log=False)))
+    assert server.requests == [("binlog.000001", start)]
+    assert server.gtid_sets == [bytes(8)]        # the empty set: nothing left out
+    assert [e.header.pos for e in events[1:]] == [pos + (5 << 30) for pos, _ in first[10:]]
+
+
+def test_a_mariadb_token_past_4_gib_goes_on_by_its_gtid_placed_at_its_position():
+    """MariaDB's COM_BINLOG_DUMP cannot ask past 4 GiB: a token there is
+    continued by its GTID state (the server skips to it), the events placed
+    at their 64-bit offsets from the token's position; a reconnect there by
+    position is refused with PositionPast4GiB, which a stream's
+    transactions() goes on from by the token (LiveStream._failed_over)."""
+    from binlake.live.source import PositionPast4GiB
+    first = events_of(FILES[0])
+    start = (5 << 30) + first[10][0]
+
+    def moved(raw: bytes) -> bytes:
+        event = bytearray(raw[:-4])
+        end = struct.unpack_from("<I", event, 13)[0]
+        struct.pack_into("<I", event, 13, (end + (5 << 30)) & 0xFFFFFFFF)
+        return with_crc(event)
+    script = [artificial_rotate("binlog.000001"), first[0][1], *[moved(e) for _, e in first[10:]]]
+    server = ScriptedServer(script)
+    live = source(server, position=start, to_last_log=False, origin_server_id=1,
+                  resume_gtid="0-1-5")
+    events = list(binlake.open(live))
+    assert server.requests == [("", 4)]              # by GTID, no file named
+    assert [e.header.pos for e in events[1:]] == [pos + (5 << 30) for pos, _ in first[10:]]
+    lost_then = ScriptedServer([*script[:10], lost()], [])
+    with pytest.raises(PositionPast4GiB, match="past 4 GiB"):
+        list(binlake.open(source(lost_then, position=start, to_last_log=False,
+                                 origin_server_id=1, resume_gtid="0-1-5", retries=1)))

@@ -101,6 +101,11 @@ class ServerChanged(ReplicationError):
     failover behind one address): its positions are not the ones read."""
 
 
+class PositionPast4GiB(ReplicationError):
+    """A MariaDB binlog read past 4 GiB, where a dump by position cannot
+    ask (its 4-byte position): a stream goes on by GTID."""
+
+
 class LiveSource:
     """The server's binlogs, in order, each a `LiveFile` (iterate once).
 
@@ -226,6 +231,20 @@ class LiveSource:
                 from binlake.live.protocol import encode_gtid_set
                 connection.request(file or "", position if file else 4, non_block=non_block,
                                    mysql_gtid_set=encode_gtid_set(mysql_set))
+            elif connection.is_mariadb and file and position > 0xFFFFFFFF:
+                raise PositionPast4GiB(self.where, position, (
+                    f"{file} is read past 4 GiB, where MariaDB's COM_BINLOG_DUMP cannot ask "
+                    "by position: go on by GTID (binlake.stream(gtid=...), or a resume token "
+                    "with its GTID state)"))
+            elif not connection.is_mariadb and position > 0xFFFFFFFF:
+                # Past 4 GiB in one binlog: COM_BINLOG_DUMP's position has 4
+                # bytes, COM_BINLOG_DUMP_GTID's 8; with no GTID to leave out
+                # it goes on exactly there (MySQL needs GTID_MODE=ON for it,
+                # else it says so). MariaDB has no such command: a stream
+                # there goes on by GTID (`binlake.stream(gtid=...)`).
+                from binlake.live.protocol import encode_gtid_set
+                connection.request(file, position, non_block=non_block,
+                                   mysql_gtid_set=encode_gtid_set(""))
             else:
                 connection.request(file or "", position if file else 4, non_block=non_block)
         except BaseException:
@@ -280,6 +299,12 @@ class LiveSource:
         being one server's; refused where the token has none to go by."""
         o = self.options
         if o.origin_server_id is None or identity["server_id"] == o.origin_server_id:
+            if position > 0xFFFFFFFF and connection.is_mariadb and o.resume_gtid \
+                    and ":" not in o.resume_gtid:
+                # Past 4 GiB, where MariaDB's COM_BINLOG_DUMP cannot ask: by
+                # the token's GTID state, the events placed from its position.
+                o.mariadb_gtid = o.resume_gtid
+                return None, position
             return file, position
         mysql_state = o.resume_gtid is not None and ":" in o.resume_gtid
         if o.resume_gtid and connection.is_mariadb and not mysql_state:
@@ -721,7 +746,11 @@ class LiveFile:
                 raise ReplicationError(self.name, self.offset, f"event of type {type_code} "
                                        "without a position (log_pos 0) in the dump")
             queued_end = self.queued_end
-            pos = widened(pos, queued_end)
+            # (near where it started, for a start inside the file: its
+            # offset may be past 4 GiB, the 32-bit log_pos wrapped; the
+            # format description is at 4 whatever the start)
+            if not (type_code == _FDE and pos == 4):
+                pos = widened(pos, max(queued_end, self.resume_at))
             if pos != queued_end:
                 if pos < queued_end:
                     continue        # sent again after a reconnect: already had
@@ -736,7 +765,10 @@ class LiveFile:
             queue.append((pos, raw))
             self._recent_limit = max(self._recent_limit, RECENT_BYTES + len(raw))
             self._last_type = type_code
-            self.resume_at = self._queued_end = pos + len(raw)
+            self._queued_end = pos + len(raw)
+            # (the format description before a start inside the file is not
+            # where the server's events continue)
+            self.resume_at = max(self.resume_at, self._queued_end)
             if type_code == _ROTATE or type_code == _STOP:
                 self.closed_by_server = True
         if len(queue) > had:
@@ -991,20 +1023,21 @@ class LiveStream:
             return None
         return ResumeToken(*after, self._gtid_state(after[0]), identity.get("server_id"))
 
-    def _failed_over(self, changed: ServerChanged) -> bool:
+    def _failed_over(self, changed: ReplicationError) -> bool:
         """Go on after a failover behind the address (another server answers
-        a reconnect): from the resume token, by its GTID state in strict mode
-        on the new server (`LiveSource._start_on`), the schema history as of
-        the token carried over (`Schema.rebased`: the new server's positions
-        do not continue the old one's). False where the stream cannot: not
-        following (stop_never), or no GTID state to go by."""
+        a reconnect), or past 4 GiB of a MariaDB binlog (a reconnect cannot
+        ask there by position): from the resume token, by its GTID state
+        (`LiveSource._start_on`; in strict mode on a new server, the schema
+        history as of the token carried over, `Schema.rebased`: the new
+        server's positions do not continue the old one's). False where the
+        stream cannot: not following (stop_never), or no GTID state to go by."""
         token = self.resume_token
         options = self.source.options
         if not options.stop_never or token is None or not token.gtid:
             return False
-        if options.on_warning is not None:
+        if options.on_warning is not None and isinstance(changed, ServerChanged):
             options.on_warning(f"{changed}; going on by GTID {token.gtid} from {token}")
-        if self._schema is not None:
+        if self._schema is not None and isinstance(changed, ServerChanged):
             self._schema = self._schema.rebased((token.file, token.position))
             self.reader_options["schema"] = self._schema
         self.source.close()
@@ -1070,9 +1103,9 @@ class LiveStream:
                     if group.changes:
                         yield Transaction(group.gtid, group.changes, self.resume_token)
                 return
-            except ServerChanged as changed:
-                # A transaction cut off by the failover was not handed out:
-                # it comes again whole from the new server.
+            except (ServerChanged, PositionPast4GiB) as changed:
+                # A transaction cut off there was not handed out: it comes
+                # again whole, by the token's GTID state.
                 if not self._failed_over(changed):
                     raise
 
