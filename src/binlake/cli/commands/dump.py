@@ -185,7 +185,7 @@ def _dump_text(args, files, selection, text_filters, out, err, schema) -> int:
                 return
             printer.begin_file(path) if path is not None else printer.end_file()
         for index, event, verdict in _events_to_print(args, files, selection, err, printer,
-                                                      on_file, schema):
+                                                      on_file, schema, bar):
             bar.update(event)
             before_start = index == 0 and start and event.header.pos < start
             if row_format is not None and not before_start \
@@ -276,10 +276,11 @@ def _left_open(event) -> bool:
             and bool(header.flags & LogEventFlag.LOG_EVENT_BINLOG_IN_USE_F))
 
 
-def _events_to_print(args, files, selection, err, printer, on_file, schema):
+def _events_to_print(args, files, selection, err, printer, on_file, schema, bar):
     """`selected_events` for the Python printer; with no selection, default
     reading options and printing options it supports, each file is first
-    offered to the native printer, which prints it whole or leaves it here."""
+    offered to the native printer, which prints it whole or leaves it here
+    (the progress `bar` told of it once printed)."""
     o = selection.options
     start, stop = o.start_position, o.stop_position
     live = hasattr(files, "on_wait")
@@ -298,6 +299,7 @@ def _events_to_print(args, files, selection, err, printer, on_file, schema):
     for path in files:
         if printer.native_ready() and os.path.isfile(path) \
                 and printer.print_file_natively(path, reader.LARGE_EVENT_BYTES, start, stop):
+            bar.file_done(path)
             if printer.gtid_check is not None and printer.gtid_check.failed:
                 return
             continue

@@ -4,13 +4,13 @@ encryption, unknown) in python-mysql-replication's shape, from binlake's.
 Strategy: as in event.py, binlake decoded the event; here its fields are
 renamed. A QUERY's status variables come from binlake's dict (keyed by the
 server's `Q_*` names) into upstream's attribute names; its statement is
-re-read from the bytes the server sent (event.py `_statement_bytes`) and
+re-read from the bytes the server sent (_base.py `_statement_bytes`) and
 decoded as upstream decodes it: UTF-8, undecodable bytes as `\\xNN`.
 """
 
 from __future__ import annotations
 
-from binlake.compat.pymysqlreplication.event import BinLogEvent, _statement_bytes
+from binlake.compat.pymysqlreplication._base import BinLogEvent, _statement_bytes
 
 #: binlake's status variable -> upstream's attribute(s)
 _STATUS_ATTRS = {

@@ -51,8 +51,10 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import dataclass, field
 
+from binlake.progress import on_terminal
 from binlake.spark.commits.lake import TABLES, tables_in_step
 from binlake.spark.plans.history import follow_ranges
 from binlake.spark.plans.layouts import find_layouts
@@ -217,10 +219,75 @@ class Run:
     undo: RunUndo
     log: object
     result: PipelineResult = field(default_factory=PipelineResult)
+    #: a progress bar on stderr while the driver reads (a terminal's, and
+    #: not the follower's micro-batches: it has a status line of its own)
+    show_progress: bool = False
 
     def append(self, segments: list, options: dict, manifest: Manifest, history, **more):
-        return stage_and_commit(self.spark, self.out, segments, options, manifest, history,
-                                self.log, self.undo, counted=self.result.table_changes, **more)
+        if not self.show_progress or not segments:
+            return stage_and_commit(self.spark, self.out, segments, options, manifest, history,
+                                    self.log, self.undo, counted=self.result.table_changes,
+                                    **more)
+        reading = _ReadingBar(segments, more.get("views", ("events", "changes")))
+        try:
+            return stage_and_commit(self.spark, self.out, segments, options, manifest, history,
+                                    reading.log(self.log), self.undo,
+                                    counted=self.result.table_changes, progress=reading,
+                                    **more)
+        finally:
+            reading.close()
+
+
+class _ReadingBar:
+    """The bytes of a run's new ranges read in the driver, once per view
+    (events/, then changes/), and the rows written per second: told of each
+    batch (staging's `progress`), a batch's last `pos` is how far it read."""
+
+    def __init__(self, segments: list, views: tuple):
+        from binlake.progress import bar
+        self._starts, total = {}, 0
+        for split in segments:
+            self._starts[split] = total
+            end = split.end if split.end is not None else _size(split.path)
+            total += max(0, end - split.start)
+        self._each = total
+        self._views = {view: index * total for index, view in enumerate(views)}
+        self.bar = bar(total * len(views), sys.stderr, "binlake pipeline")
+
+    def __call__(self, view: str, split, batch) -> None:
+        if not batch.num_rows:
+            return
+        self.bar.count_rows(batch.num_rows)
+        pos = batch.column("pos")[batch.num_rows - 1].as_py()
+        self.bar.advance_to(self._views.get(view, 0) + self._starts.get(split, 0)
+                            + max(0, pos - split.start))
+
+    def log(self, log):
+        """`log`, its line written where the bar was (drawn again after)."""
+        def cleared(message: str) -> None:
+            self.bar.clear()
+            log(message)
+        return cleared
+
+    def close(self) -> None:
+        self.bar.advance_to(self._each * len(self._views))
+        self.bar.close()
+
+
+def _snapshot_bar(stream):
+    """A bar per table of a snapshot's rows, of the server's estimate (~N),
+    on a terminal (binlake.spark.snapshot.snapshot's `progress`); else None."""
+    if not on_terminal(stream):
+        return None
+    from binlake.progress import bar
+    return lambda estimate, desc: bar(estimate, stream, desc, unit="rows", estimate=True)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def _run_in(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitions, schema,
@@ -242,7 +309,8 @@ def _run_in(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_parti
     options.update({k: str(v) for k, v in (reader_options or {}).items()})
     if tables:
         options["tables"] = tables
-    run = Run(spark, out, TableFilter(tables), options, undo, log)
+    run = Run(spark, out, TableFilter(tables), options, undo, log,
+              show_progress=read_limits is None and on_terminal(sys.stderr))
     files = number_files(expand_inputs(inputs), require_names=True)
     if read_limits is not None:
         files = [(path, seq) for path, seq in files if os.path.basename(path) in read_limits]
@@ -364,7 +432,7 @@ def _take_snapshot(address, wanted, out: str, schema: str | None, chunk_rows, ch
     folder = clear_folder(out, SNAPSHOT)
     point, ddl, chunks = take_snapshot(address, wanted, folder, file_seq_of=name_sequence,
                                        chunk_rows=chunk_rows or CHUNK_ROWS, chunked=chunked,
-                                       log=log)
+                                       log=log, progress=_snapshot_bar(sys.stderr))
     seed = parse_schema(ddl)
     if schema:
         seed = filled_in(load_schema(schema), seed)

@@ -40,11 +40,13 @@ VIEW_PARTITIONS = [("events", EVENT_PARTITIONS), ("changes", CHANGE_PARTITIONS)]
 def stage_and_commit(spark, out: str, segments: list, options: dict, manifest: Manifest,
                      history, log, undo: RunUndo, snapshot_folder: str | None = None,
                      read_in: str = "auto", views: tuple = ("events", "changes"),
-                     counted: dict | None = None):
+                     counted: dict | None = None, progress=None):
     """Read the segments, stage `views` (and a snapshot's rows), then commit
     them with `manifest` as their run; returns (the manifest committed,
     events, changes written). `counted` ("db.table" -> changes) is added
-    each table's changes written (the follower's metrics)."""
+    each table's changes written (the follower's metrics). `progress(view,
+    split, batch)` is told of each batch read in the driver (the bar of
+    binlake.spark.run.pipeline)."""
     staging = clear_folder(out, STAGING, make=True)
     if snapshot_folder:
         os.replace(snapshot_folder, os.path.join(staging, "snapshot"))
@@ -54,7 +56,8 @@ def stage_and_commit(spark, out: str, segments: list, options: dict, manifest: M
         pass
     elif _read_in_driver(spark, segments, read_in):
         for view, parts in chosen:
-            written[view] = _write_in_driver(segments, options, staging, view, parts, log)
+            written[view] = _write_in_driver(segments, options, staging, view, parts, log,
+                                             progress)
     else:
         from binlake.spark.read.source import register
         register(spark)  # only here: registering a Python data source takes a second
@@ -111,7 +114,7 @@ def _read_in_driver(spark, segments: list, read_in: str) -> bool:
 
 
 def _write_in_driver(segments: list, options: dict, staging: str, view: str, parts: tuple,
-                     log) -> int:
+                     log, progress=None) -> int:
     """One view of the ranges, decoded here and written as Spark's layout
     (binlake.spark.read.partitioned)."""
     from binlake.spark.read.batches import change_batches, event_batches
@@ -121,6 +124,8 @@ def _write_in_driver(segments: list, options: dict, staging: str, view: str, par
     for split in segments:
         for batch in batches(split, options):
             sink.write(batch)
+            if progress is not None:
+                progress(view, split, batch)
     rows = sink.close()
     log(f"{view}: {rows} rows from {len(segments)} range(s)")
     return rows

@@ -40,13 +40,15 @@ from binlake.spark.state.progress import SnapshotProgress, TableProgress
 
 
 def take_snapshot(address, wanted, folder: str, *, file_seq_of, chunk_rows: int = CHUNK_ROWS,
-                  chunked: bool = False, log=None
+                  chunked: bool = False, log=None, progress=None
                   ) -> tuple[SnapshotPoint, str, SnapshotProgress | None]:
     """Read every table `wanted(db, table)` selects into Parquet files of the
     changes view under `folder` (partitioned as changes/); returns the
     point, the tables' DDL text, and with `chunked` the progress of the
     lock-free snapshot of the keyed tables, which this read leaves out.
-    `file_seq_of(name)` numbers a binlog file as the pipeline does."""
+    `file_seq_of(name)` numbers a binlog file as the pipeline does.
+    `progress(estimate, "db.table")`: a bar (binlake.progress) for each
+    table read here, given its rows as they are written."""
     log = log or (lambda message: None)
     with _session(address) as connection:
         with connection.cursor() as cursor:
@@ -63,9 +65,16 @@ def take_snapshot(address, wanted, folder: str, *, file_seq_of, chunk_rows: int 
             if (database, table, key) in keyed:
                 continue
             rows = 0
+            bar = (progress(_estimated_rows(connection, database, table),
+                            f"snapshot {database}.{table}") if progress else None)
             for names, columns in _chunks(connection, database, table, key, chunk_rows):
-                rows += writer.write(database, table, names, columns, point,
-                                     file_seq_of(point.file), writer.rows)
+                written = writer.write(database, table, names, columns, point,
+                                       file_seq_of(point.file), writer.rows)
+                rows += written
+                if bar is not None:
+                    bar.add(written)
+            if bar is not None:
+                bar.close()
             log(f"snapshot: {database}.{table}: {rows} rows")
         connection.commit()
     progress = None
