@@ -241,12 +241,15 @@ def native_columns(table, keys=None) -> list:
              key, c.enum_values, c.set_values) for c, key in zip(table.columns, keys)]
 
 
-def native_layout(table, native):
-    """The native core's layout of a table map, built once per equal map."""
-    layout = table.cache.get("native")
+def native_layout(table, native, keys: tuple | None = None):
+    """The native core's layout of a table map, built once per equal map
+    (and per `keys`, the names its rows are keyed by instead of the columns'
+    own: binlake.compat's)."""
+    cached = "native" if keys is None else ("native", keys)
+    layout = table.cache.get(cached)
     if layout is None:
-        layout = table.cache["native"] = native.RowLayout(table.database, table.table,
-                                                          native_columns(table))
+        layout = table.cache[cached] = native.RowLayout(
+            table.database, table.table, native_columns(table, list(keys) if keys else None))
     return layout
 
 
@@ -258,20 +261,23 @@ def bitmap_bytes(bits: int | None, width: int) -> bytes | None:
     return bits.to_bytes(max(width + 7, bits.bit_length() + 7) // 8, "little")
 
 
-def _native_rows(native, event: RowsEvent, data: bytes) -> list:
+def native_rows(native, event: RowsEvent, data: bytes, keys: tuple | None = None) -> list:
+    """The rows of `data` (the event's rows, or a window of them) decoded by
+    the native core, each image a dict keyed by the columns' keys (or by
+    `keys`, see native_layout)."""
     # The call's arguments but the data depend only on the table map and the
     # event's type and bitmaps: made once per table and shape, kept with the
     # table's other derived data (a small transaction's one rows event would
     # otherwise spend as long preparing the call as decoding its row).
     table = event.table
     code = event.header.type_code
-    shape = ("native rows", code, event.columns_present, event.columns_present_after,
+    shape = ("native rows", keys, code, event.columns_present, event.columns_present_after,
              event.width)
     call = table.cache.get(shape) if table is not None else None
     if call is None:
         table = checked_table(event)
         call = table.cache[shape] = (
-            native_layout(table, native).decode_rows, event.operation,
+            native_layout(table, native, keys).decode_rows, event.operation,
             bitmap_bytes(event.columns_present, event.width),
             bitmap_bytes(event.columns_present_after, event.width), event.is_partial,
             code in PRE_GA_ROWS_EVENTS)
@@ -317,7 +323,7 @@ def decode_rows(event: RowsEvent) -> list:
         return list(iter_rows(event))
     native = core.native()
     if native is not None:
-        return _native_rows(native, event, data)
+        return native_rows(native, event, data)
     pair = _pair_decoder(event)
     buf = event.rows_data
     end = len(buf)
@@ -347,7 +353,7 @@ def iter_rows(event: RowsEvent):
         # held rows are decoded whole (a bad row: none of them come out), so
         # a plain iterator over them: no generator frame per event
         native = core.native()
-        return iter(decode_rows(event) if native is None else _native_rows(native, event, data))
+        return iter(decode_rows(event) if native is None else native_rows(native, event, data))
     return _iter_window_rows(event)
 
 

@@ -30,8 +30,7 @@ from binlake.compat.pymysqlreplication.constants import BINLOG, FIELD_TYPE, NONE
 from binlake.compat.pymysqlreplication.event import BinLogEvent
 from binlake.compat.pymysqlreplication.json_binary import pmr_json
 from binlake.compat.pymysqlreplication.table import Table
-from binlake.read.rows import (PRE_GA_ROWS_EVENTS, LazyRowData, bitmap_bytes, checked_table,
-                               native_columns, native_failure)
+from binlake.read.rows import LazyRowData, native_rows
 
 _COLUMN_NAME_CACHE: dict = {}
 
@@ -231,26 +230,7 @@ def _native_images(event, plan: _Plan):
     if native is None or table is None or data.__class__ is LazyRowData \
             or len(table.columns) != plan.count:
         return None
-    code = event.header.type_code
-    shape = ("pmr rows", plan.names, code, event.columns_present,
-             event.columns_present_after, event.width)
-    call = table.cache.get(shape)
-    if call is None:
-        checked_table(event)
-        layout = table.cache.get(("pmr layout", plan.names))
-        if layout is None:
-            layout = table.cache[("pmr layout", plan.names)] = native.RowLayout(
-                table.database, table.table, native_columns(table, list(plan.names)))
-        call = table.cache[shape] = (
-            layout.decode_rows, event.operation,
-            bitmap_bytes(event.columns_present, event.width),
-            bitmap_bytes(event.columns_present_after, event.width), event.is_partial,
-            code in PRE_GA_ROWS_EVENTS)
-    decode, operation, before, after, partial, pre_ga = call
-    try:
-        return decode(operation, data, before, after, partial, pre_ga)
-    except native.RowDecodeError as exc:
-        raise native_failure(event, exc) from exc.__cause__
+    return native_rows(native, event, data, plan.names)
 
 
 def _convert_whole(plan: _Plan, images: list, ignore: bool):
