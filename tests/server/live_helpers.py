@@ -3,6 +3,7 @@ options, killing the server's dump threads, a `dump -R --raw --stop-never`
 backup process and waiting for it to catch up."""
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
@@ -129,3 +130,16 @@ class SwitchingProxy:
     def close(self) -> None:
         self._listener.close()
         self.switch(self.target)
+
+
+@contextlib.contextmanager
+def gtid_replica(primary, workdir: Path, server_id: int = 2):
+    """A private MariaDB replicating `primary` by GTID (log_slave_updates:
+    its binlog holds the primary's transactions), started."""
+    from binlake.testing.mariadb import MariaDBServer
+    with MariaDBServer(workdir, server_id=server_id,
+                       extra={"log_slave_updates": "ON"}) as replica:
+        replica.execute(f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={primary.port}, "
+                        "MASTER_USER='root', MASTER_USE_GTID=slave_pos")
+        replica.execute("START SLAVE")
+        yield replica

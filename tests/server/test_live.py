@@ -19,7 +19,7 @@ import pytest
 
 import binlake
 from binlake.testing.mariadb import MariaDBServer
-from server.live_helpers import (connection_args, kill_dump_threads, start_backup,
+from server.live_helpers import (connection_args, gtid_replica, kill_dump_threads, start_backup,
                                  wait_for_copies, write)
 from server.replay import replay, run_binlake, snapshot
 
@@ -357,11 +357,7 @@ def test_a_token_taken_on_a_primary_continues_on_its_replica(server, tmp_path):
     (every domain, from BINLOG_GTID_POS where the stream began): on the
     primary it continues by position, on a replica of the same replication
     domain by GTID; no transaction lost, none repeated."""
-    with MariaDBServer(tmp_path / "replica", server_id=2,
-                       extra={"log_slave_updates": "ON"}) as replica:
-        replica.execute(f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={server.port}, "
-                        "MASTER_USER='root', MASTER_USE_GTID=slave_pos")
-        replica.execute("START SLAVE")
+    with gtid_replica(server, tmp_path / "replica") as replica:
         write(server, 1, 100)
         taken, token = [], None
         stream = binlake.stream("127.0.0.1", server.port, "root", "", stop_never=False,
@@ -392,11 +388,7 @@ def test_a_token_on_a_server_lacking_its_last_transactions_is_refused(server, tm
     below the token's. Continued by GTID (in strict mode, so that no case
     the server's lax mode lets through skips a transaction), the server
     refuses in one error (1236) instead of skipping its own."""
-    with MariaDBServer(tmp_path / "replica", server_id=2,
-                       extra={"log_slave_updates": "ON"}) as replica:
-        replica.execute(f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={server.port}, "
-                        "MASTER_USER='root', MASTER_USE_GTID=slave_pos")
-        replica.execute("START SLAVE")
+    with gtid_replica(server, tmp_path / "replica") as replica:
         write(server, 1, 20)
         gtid = server.query("SELECT @@gtid_binlog_pos")[0][0]
         replica.execute(f"SELECT MASTER_GTID_WAIT('{gtid}', 60)")
@@ -420,11 +412,7 @@ def test_transactions_go_on_after_a_failover_behind_the_address(server, tmp_path
     token's GTID state on the new server, each transaction once, the one
     cut off by the switch given whole; its tokens then name the new server."""
     from server.live_helpers import SwitchingProxy
-    with MariaDBServer(tmp_path / "replica", server_id=2,
-                       extra={"log_slave_updates": "ON"}) as replica:
-        replica.execute(f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={server.port}, "
-                        "MASTER_USER='root', MASTER_USE_GTID=slave_pos")
-        replica.execute("START SLAVE")
+    with gtid_replica(server, tmp_path / "replica") as replica:
         proxy = SwitchingProxy(server.port)
         stream = binlake.stream("127.0.0.1", proxy.port, "root", "", file="binlog.000001",
                                 heartbeat=0.5)

@@ -14,7 +14,25 @@ from binlake.compat.pymysqlreplication.constants.CHARSET import charset_by_id
 _BINARY = 63
 
 
-class Column:
+class Fields:
+    """Upstream's Column and Table: their public attributes are their
+    `data`, by which they compare and serialize."""
+
+    @property
+    def data(self):
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+
+    def __eq__(self, other):
+        return self.data == other.data
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    def serializable_data(self):
+        return self.data
+
+
+class Column(Fields):
     """Definition of a column (attributes as python-mysql-replication sets them)."""
 
     def __init__(self, *args, **kwargs):
@@ -45,18 +63,6 @@ class Column:
                 data["collation_name"] = charset.collation
         return cls(**data)
 
-    def __eq__(self, other):
-        return self.data == other.data
-
-    def __ne__(self, other):
-        return not self.__eq__(other)
-
-    def serializable_data(self):
-        return self.data
-
-    @property
-    def data(self):
-        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
 
 
 def _text(value) -> str:

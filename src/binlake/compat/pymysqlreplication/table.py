@@ -1,7 +1,9 @@
 """A table as python-mysql-replication keeps it in `BinLogStreamReader.table_map`."""
 
+from binlake.compat.pymysqlreplication.column import Fields
 
-class Table:
+
+class Table(Fields):
     def __init__(self, table_id, schema, table, columns, primary_key=None,
                  column_name_flag=False):
         if primary_key is None:
@@ -10,16 +12,3 @@ class Table:
         self.__dict__.update({"table_id": table_id, "schema": schema, "table": table,
                               "columns": columns, "primary_key": primary_key,
                               "column_name_flag": column_name_flag})
-
-    @property
-    def data(self):
-        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
-
-    def __eq__(self, other):
-        return self.data == other.data
-
-    def __ne__(self, other):
-        return not self.__eq__(other)
-
-    def serializable_data(self):
-        return self.data
