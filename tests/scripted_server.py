@@ -116,6 +116,9 @@ class ScriptedServer:
             def registered_replicas(self):
                 return []
 
+            def dump_threads(self):
+                return 0
+
             def query(self, sql, args=None):
                 if sql.strip().upper() == "SHOW BINARY LOGS":
                     return list(server.binary_logs)

@@ -253,3 +253,36 @@ def test_a_token_resumed_with_nothing_new_stays_where_it_was(server):
     assert again.resume_token == token
     assert [c for c in binlake.stream("127.0.0.1", server.port, "root", "", stop_never=False,
                                       schema=False, resume=str(token)).changes()] == []
+
+
+def test_a_reader_that_does_not_register_is_warned_of(server):
+    """mariadb-binlog --stop-never does not register (SHOW SLAVE HOSTS does
+    not list it, nor its server id): binlake cannot check the id it uses,
+    so it says a reader is there that it would disconnect if their ids
+    were one."""
+    import shutil
+    import warnings
+    tool = shutil.which("mariadb-binlog") or shutil.which("mysqlbinlog")
+    if tool is None:
+        pytest.skip("no mariadb-binlog")
+    reader = subprocess.Popen([tool, "-R", "-h", "127.0.0.1", "-P", str(server.port), "-u",
+                               "root", "--stop-never", "binlog.000001"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: any(str(row[4]).startswith("Binlog Dump")
+                               for row in server.query("SHOW PROCESSLIST")))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            list(binlake.stream("127.0.0.1", server.port, "root", "", stop_never=False,
+                                schema=False, server_id=4242).changes())
+        said = [str(w.message) for w in caught if "without registering" in str(w.message)]
+        assert len(said) == 1 and "server id 4242" in said[0], [str(w.message) for w in caught]
+    finally:
+        reader.kill()
+        reader.wait()
+    kill_dump_threads(server)       # (an idle dump outlives its reader until it writes)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        list(binlake.stream("127.0.0.1", server.port, "root", "", stop_never=False,
+                            schema=False, server_id=4242).changes())
+    assert not [w for w in caught if "without registering" in str(w.message)]

@@ -293,6 +293,16 @@ class ReplicaConnection:
             return [(int(row[0]), str(row[1]), int(row[2])) for row in rows]
         return None
 
+    def dump_threads(self) -> int | None:
+        """The binlog dumps the server runs for its readers that this account
+        sees (SHOW PROCESSLIST's "Binlog Dump" commands: all of them with the
+        PROCESS privilege, else its own), None where it may not ask."""
+        try:
+            rows = self.query("SHOW PROCESSLIST")
+        except ReplicationError:
+            return None
+        return sum(1 for row in rows if str(row[4]).startswith("Binlog Dump"))
+
     def register(self) -> None:
         self._command(COM_REGISTER_SLAVE, register_slave_packet(
             self.server_id, self.report_host, report_port=os.getpid()))

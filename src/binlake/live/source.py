@@ -291,6 +291,15 @@ class LiveSource:
                                        f"the replica {host}:{port} (SHOW SLAVE HOSTS); connecting "
                                        "with it would disconnect that replica: choose another "
                                        "with --connection-server-id")
+        readers = connection.dump_threads()
+        if readers is not None and readers > len(replicas):
+            # A reader that does not register (mysqlbinlog --stop-never) is
+            # not listed, nor its server id: if it is ours, the server drops
+            # it for us. Said, since it cannot be checked.
+            self._warn(f"{self.where}: {readers - len(replicas)} binlog reader(s) connected "
+                       "without registering (mysqlbinlog --stop-never?): one using server id "
+                       f"{self.options.server_id} would be disconnected by this one; choose "
+                       "another with --connection-server-id if so")
 
     def _start_on(self, connection: ReplicaConnection, identity: dict, file, position):
         """Where a resumed stream starts on this server: the token's position
