@@ -115,14 +115,51 @@ def test_a_backup_whose_copies_were_all_removed_goes_on_with_the_next_binlog(tmp
     assert BackupManifest(prefix).copies == {}
 
 
-def test_an_fsync_with_nothing_new_does_not_rewrite_the_manifest(tmp_path, monkeypatch):
-    manifest = BackupManifest(str(tmp_path) + "/")
-    saves = []
-    monkeypatch.setattr(manifest, "_save", lambda: saves.append(1))
+def test_the_manifest_appends_a_line_per_change_and_nothing_for_no_change(tmp_path):
+    prefix = str(tmp_path) + "/"
+    manifest = BackupManifest(prefix)
+    manifest.identify({"server_id": 1, "server_uuid": None})   # a new backup: its snapshot
+    snapshot = (tmp_path / ".binlake-backup.json").read_bytes()
     for _ in range(3):
         manifest.record("binlog.000001", 500, closed=False)
     manifest.record("binlog.000001", 700, closed=False)
-    assert len(saves) == 2
+    journal = (tmp_path / ".binlake-backup.journal").read_text().splitlines()
+    assert len(journal) == 2                                   # appended, not rewritten
+    assert (tmp_path / ".binlake-backup.json").read_bytes() == snapshot
+    again = BackupManifest(prefix)
+    assert again.copies == {"binlog.000001": {"end": 700, "closed": False}}
+    assert again.server == {"server_id": 1, "server_uuid": None}
+
+
+def test_a_torn_journal_line_ends_the_journal_and_a_full_one_is_folded(tmp_path, monkeypatch):
+    prefix = str(tmp_path) + "/"
+    manifest = BackupManifest(prefix)
+    manifest.identify({"server_id": 1, "server_uuid": None})
+    manifest.record("binlog.000001", 500, closed=False)
+    with open(tmp_path / ".binlake-backup.journal", "ab") as journal:
+        journal.write(b'{"copy": "binlog.000001", "end": 9')   # a kill mid-line
+    again = BackupManifest(prefix)
+    assert again.copies == {"binlog.000001": {"end": 500, "closed": False}}
+    again.record("binlog.000001", 800, closed=True)
+    assert BackupManifest(prefix).copies == {"binlog.000001": {"end": 800, "closed": True}}
+    monkeypatch.setattr(BackupManifest, "JOURNAL_LINES", 5)
+    folded = BackupManifest(prefix)
+    for end in range(900, 920):
+        folded.record("binlog.000002", end, closed=False)
+    assert len((tmp_path / ".binlake-backup.journal").read_text().splitlines()) <= 5
+    assert BackupManifest(prefix).copies["binlog.000002"] == {"end": 919, "closed": False}
+
+
+def test_a_kill_between_the_snapshot_and_emptying_the_journal_replays_nothing_twice(tmp_path):
+    prefix = str(tmp_path) + "/"
+    manifest = BackupManifest(prefix)
+    manifest.identify({"server_id": 1, "server_uuid": None})
+    manifest.record("binlog.000001", 500, closed=False)
+    kept = (tmp_path / ".binlake-backup.journal").read_bytes()
+    manifest.record("binlog.000001", 600, closed=False)
+    manifest._snapshot()                                       # folded...
+    (tmp_path / ".binlake-backup.journal").write_bytes(kept)   # ...but not emptied: the kill
+    assert BackupManifest(prefix).copies == {"binlog.000001": {"end": 600, "closed": False}}
 
 
 def test_a_backup_of_another_server_is_refused(tmp_path):

@@ -13,9 +13,10 @@ sends it, is set while the file is being written and cleared once its
 ROTATE or STOP event arrives (the server does the same when it closes the
 file; the flag is outside the event's checksum).
 
-Resuming: a small manifest beside the copies (`PREFIX.binlake-backup.json`,
-written atomically after each fsync) records the server's identity and how
-much of each copy is whole and on disk. A run continues with the last copy:
+Resuming: a small manifest beside the copies (`PREFIX.binlake-backup.json`
+and its journal, a line appended after each fsync: `BackupManifest`)
+records the server's identity and how much of each copy is whole and on
+disk. A run continues with the last copy:
 only its tail after the recorded end is checked (event lengths and CRC32s),
 whatever follows its last intact event (a half-written event after a
 SIGKILL or a power cut) is cut off, and the dump asks for that copy at that
@@ -225,33 +226,74 @@ class CopyWriter:
 class BackupManifest:
     """`PREFIX.binlake-backup.json`: the server's identity and, per copy, the
     bytes that are whole and fsynced (`end`) and whether the server closed
-    it. Written atomically (binlake.atomic) by whichever thread fsynced."""
+    it; and `PREFIX.binlake-backup.journal`, what changed since, appended.
 
-    FORMAT = 1
+    A change (a copy's fsynced end, every second while the server writes; a
+    copy forgotten; the server's identity) is one line appended to the
+    journal and one fsync, numbered; the snapshot, written atomically
+    (binlake.atomic), holds the number of the last line it includes, so a
+    kill between writing it and emptying the journal replays nothing twice,
+    and a line torn by a kill is the end of the journal. The snapshot is
+    written when the backup is new and when the journal has grown to
+    JOURNAL_LINES: the manifest's cost per change does not grow with it."""
+
+    FORMAT = 2
+    #: Lines the journal grows to before they are folded into the snapshot.
+    JOURNAL_LINES = 1000
 
     def __init__(self, prefix: str):
         self.path = prefix + ".binlake-backup.json"
+        self.journal = prefix + ".binlake-backup.journal"
         self.server: dict | None = None
         self.copies: dict = {}
         self._lock = threading.Lock()
+        self._number = 0               # of the last change, in the snapshot or the journal
+        self._lines = 0                # in the journal
         try:
             with open(self.path) as handle:
                 data = json.load(handle)
         except FileNotFoundError:
             return
-        if data.get("format") != self.FORMAT:
+        if data.get("format") not in (1, self.FORMAT):  # (1: before the journal)
             raise ValueError(f"{self.path}: a backup manifest of format {data.get('format')}")
         self.server, self.copies = data.get("server"), data.get("copies") or {}
+        self._number = data.get("number", 0)
+        self._replay()
+
+    def _replay(self) -> None:
+        try:
+            with open(self.journal, "rb") as handle:
+                lines = handle.read().split(b"\n")
+        except FileNotFoundError:
+            return
+        for line in lines:
+            try:
+                change = json.loads(line)
+            except ValueError:          # torn by a kill (or the empty last piece)
+                break
+            self._lines += 1
+            if change["number"] > self._number:
+                self._apply(change)
+        if self._lines and lines[-1]:   # a torn line: folded away before appending
+            self._snapshot()
+
+    def _apply(self, change: dict) -> None:
+        self._number = change["number"]
+        if "copy" in change:
+            self.copies[change["copy"]] = {"end": change["end"], "closed": change["closed"]}
+        elif "forget" in change:
+            for name in change["forget"]:
+                self.copies.pop(name, None)
+        else:
+            self.server = change["server"]
 
     def record(self, name: str, end: int, closed: bool) -> None:
         with self._lock:
-            entry = {"end": end, "closed": closed}
-            if self.copies.get(name) == entry:
-                return                    # (an fsync with nothing new: no rewrite)
+            if self.copies.get(name) == {"end": end, "closed": closed}:
+                return                    # (an fsync with nothing new: nothing to say)
             if name not in self.copies:   # a new copy: the removed ones go (bounded)
                 self._forget(self.removed())
-            self.copies[name] = entry
-            self._save()
+            self._change({"copy": name, "end": end, "closed": closed})
 
     def removed(self) -> list[str]:
         """Copies the server closed whose files are gone: removed on purpose
@@ -262,13 +304,11 @@ class BackupManifest:
 
     def forget(self, names: list[str]) -> None:
         with self._lock:
-            if self._forget(names):
-                self._save()
+            self._forget(names)
 
-    def _forget(self, names: list[str]) -> bool:
-        for name in names:
-            del self.copies[name]
-        return bool(names)
+    def _forget(self, names: list[str]) -> None:
+        if names:
+            self._change({"forget": sorted(names)})
 
     def identify(self, server: dict) -> None:
         """The server this backup is of (refused where it is another's)."""
@@ -281,13 +321,38 @@ class BackupManifest:
                             f"this backup is of the server with {key} {self.server[key]}, and "
                             f"this server's is {server[key]}: nothing was written; back it up "
                             "into another --result-file")
-            self.server = {**(self.server or {}), **server}
-            self._save()
+            merged = {**(self.server or {}), **server}
+            if merged != self.server or not os.path.exists(self.path):
+                self._change({"server": merged})
 
-    def _save(self) -> None:
+    def _change(self, change: dict) -> None:
+        """One change, applied, then made durable: the snapshot for a new
+        backup (its file names the backup: binlake.spark.read.failover) or
+        a full journal, else a line appended and fsynced."""
+        self._apply({**change, "number": self._number + 1})
+        if not os.path.exists(self.path) or self._lines >= self.JOURNAL_LINES:
+            self._snapshot()
+            return
+        line = json.dumps({**change, "number": self._number}, sort_keys=True) + "\n"
+        fd = os.open(self.journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if self._lines == 0:
+            fsync_directory(self.journal)  # the journal's name, durable before its first line
+        self._lines += 1
+
+    def _snapshot(self) -> None:
         with replaced(self.path) as handle:
-            json.dump({"format": self.FORMAT, "server": self.server, "copies": self.copies},
-                      handle, indent=1, sort_keys=True)
+            json.dump({"format": self.FORMAT, "number": self._number, "server": self.server,
+                       "copies": self.copies}, handle, indent=1, sort_keys=True)
+        if self._lines:
+            with open(self.journal, "r+b") as handle:  # (its lines are in the snapshot now)
+                handle.truncate(0)
+                os.fsync(handle.fileno())
+            self._lines = 0
 
 
 def resume_point(prefix: str, name: str, position: int, manifest: BackupManifest,
