@@ -478,6 +478,34 @@ def test_a_plain_token_after_ddl_is_named_right_or_refused(mariadbd, tmp_path, m
             assert "\n" not in str(refused.value) and "checkpoint()" in str(refused.value)
 
 
+def test_a_plain_token_with_the_streams_history_file_names_rows_as_they_were(mariadbd,
+                                                                            tmp_path):
+    """`history=`: the stream keeps its schema history in a file; a plain
+    token resumed with it names each row as the server had its table then,
+    across a column swap, on a server whose binlog names no columns."""
+    with MariaDBServer(tmp_path / "server", binlog_row_metadata="MINIMAL") as server:
+        server.execute("CREATE DATABASE d")
+        server.execute("CREATE TABLE d.t (id INT PRIMARY KEY, a INT, b INT)")
+        kept = str(tmp_path / "history.json")
+        stream = binlake.stream("127.0.0.1", server.port, "root", "", stop_never=False,
+                                history=kept)
+        assert list(stream.transactions()) == []
+        token = str(stream.resume_token)
+        server.execute("INSERT INTO d.t VALUES (1, 10, 20)")
+        server.execute("ALTER TABLE d.t RENAME COLUMN a TO z, RENAME COLUMN b TO a")
+        server.execute("ALTER TABLE d.t RENAME COLUMN z TO b")
+        server.execute("INSERT INTO d.t VALUES (2, 30, 40)")
+        resumed = binlake.stream("127.0.0.1", server.port, "root", "", stop_never=False,
+                                 resume=token, history=kept)
+        rows = [dict(c.after) for c in resumed.changes()]
+        assert rows == [{"id": 1, "a": 10, "b": 20}, {"id": 2, "b": 30, "a": 40}]
+        later = str(resumed.resume_token)            # the history saved through the swap
+        server.execute("INSERT INTO d.t VALUES (3, 50, 60)")
+        assert [dict(c.after) for c in binlake.stream(
+            "127.0.0.1", server.port, "root", "", stop_never=False, resume=later,
+            history=kept).changes()] == [{"id": 3, "b": 50, "a": 60}]
+
+
 def test_a_rows_event_over_16_mb_prints_from_the_server_as_from_the_file(mariadbd, tmp_path):
     """Default output (BINLOG blocks) of a 20 MB rows event, read over the
     wire (packets of 16 MB continued), equals the file's, byte for byte."""

@@ -1015,9 +1015,27 @@ class LiveStream:
         #: failover), without its schema, and the mark's place then
         self._resumed_from: ResumeToken | None = None
         self._after_at_start = None
+        #: `keep_history`'s file, and the history's generation saved there
+        self._history_path: str | None = None
+        self._history_saved = None
+
+    def keep_history(self, path: str) -> None:
+        """Keep the schema history in `path` (`binlake.stream(history=)`):
+        saved now and whenever a token is taken after DDL, so that every
+        token handed out has its point's history there."""
+        self._history_path, self._history_saved = path, None
+        self._save_history()
+
+    def _save_history(self) -> None:
+        # (the history itself too: a failover goes on with a rebased one)
+        now = (id(self._schema), self._schema.generation) if self._history_path else None
+        if now is not None and now != self._history_saved:
+            self._schema.save(self._history_path)
+            self._history_saved = now
 
     @property
     def resume_token(self) -> ResumeToken | None:
+        self._save_history()
         after = self._mark.after
         start = self._resumed_from
         identity = self.source.server_identity or {}
@@ -1142,7 +1160,7 @@ def stream(host: str | None = None, port: int | None = None, user: str | None = 
            resume=None, file: str | None = None, position: int = 4, gtid: str | None = None,
            stop_never: bool = True, server_id: int = DEFAULT_SERVER_ID, heartbeat: float = 5.0,
            read_timeout: float | None = None, schema=None, compress: bool = False,
-           **reader_options) -> LiveStream:
+           history: str | None = None, **reader_options) -> LiveStream:
     """Follow a live MySQL or MariaDB server as a replica.
 
     Where to start: `resume` (a token, its text, or a checkpoint's
@@ -1153,8 +1171,12 @@ def stream(host: str | None = None, port: int | None = None, user: str | None = 
     the end of the last binlog. Column names: the DDL in the stream, seeded
     by a checkpoint's schema history, else, when the stream does not start
     at the server's first binlog, by the server's tables as they are now
-    (`schema=` seeds otherwise; False: none). `compress`: the compressed
-    protocol (zlib) when the server offers it, as mysqlbinlog -C."""
+    (`schema=` seeds otherwise; False: none). `history`: a file the stream
+    keeps its schema history in (saved whenever a token is taken after DDL):
+    given again with a plain token, the resumed stream names every column
+    as the server had it at the token, as a checkpoint's does. `compress`:
+    the compressed protocol (zlib) when the server offers it, as
+    mysqlbinlog -C."""
     token = None
     if resume is not None:
         token = (resume if isinstance(resume, ResumeToken) else ResumeToken.from_json(resume)
@@ -1163,6 +1185,9 @@ def stream(host: str | None = None, port: int | None = None, user: str | None = 
         if schema is None and token.schema is not None:  # the history of the token's point
             from binlake.schema.history import Schema
             schema = Schema.from_json(token.schema)
+        elif schema is None and history is not None and os.path.exists(history):
+            from binlake.schema.history import load_schema
+            schema = load_schema(history).at((token.file, token.position))
     settings = default_settings(host, port, user, password, socket, defaults_file,
                                 ssl_ca=ssl_ca, ssl_cert=ssl_cert, ssl_key=ssl_key,
                                 ssl_mode=ssl_mode, compress=compress or None)
@@ -1189,6 +1214,8 @@ def stream(host: str | None = None, port: int | None = None, user: str | None = 
     live = LiveStream(options, {"schema": schema, **reader_options})
     if token is not None:
         live._resumed_from = replace(token, schema=None)
+    if history is not None and live._schema is not None:
+        live.keep_history(history)
     return live
 
 
