@@ -42,14 +42,27 @@ class ChangeFiles:
 
     def __init__(self, root: str):
         self.root = root
+        #: files of changes/ by (database, table), per file list asked of
+        #: (`of`: a run asks it once per table, of the same few lists)
+        self._grouped: dict = {}
 
     def rows(self, tables: set) -> int:
         """Change rows of these (database, table) pairs (at least their rows)."""
         return sum(parquet_rows(self._folder(db, table)) for db, table in tables)
 
     def of(self, files: list[str], tables: set) -> list[str]:
-        """The `files` of changes/ that hold these (database, table) pairs."""
-        return [path for path in files if partition_of(path, self.root) in tables]
+        """The `files` of changes/ that hold these (database, table) pairs,
+        in their order."""
+        listed = tuple(files)
+        grouped = self._grouped.get(listed)
+        if grouped is None:
+            if len(self._grouped) > 8:
+                self._grouped.clear()
+            grouped = self._grouped[listed] = {}
+            for index, path in enumerate(listed):
+                grouped.setdefault(partition_of(path, self.root), []).append(index)
+        found = sorted(index for table in tables for index in grouped.get(table, ()))
+        return [listed[index] for index in found]
 
     def all_of(self, tables: set) -> list[str]:
         """Every file of changes/ holding these (database, table) pairs."""

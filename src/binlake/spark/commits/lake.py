@@ -51,6 +51,7 @@ only after every table committed.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -205,6 +206,7 @@ def _stage(lake: "_Ways", manifest: Manifest, by_key: dict, signatures: dict,
             if runs:
                 groups.setdefault(runs, []).append(plan)
 
+        @functools.lru_cache(maxsize=None)   # (most tables ask of one run)
         def new_files(done: int) -> list:
             return _new_files(manifest, out, done)
         for runs, group in groups.items():

@@ -16,6 +16,7 @@ is refused in one line (binlake.spark.rules.refused).
 
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
@@ -38,8 +39,10 @@ from binlake.spark.rules.typed_arrow import (converted, hashable, typed_column,
 
 # -- the changes -----------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=1 << 16)
 def partition_of(path: str, root: str) -> tuple[str, str]:
-    """(database, table) of a file of changes/ (its Hive partition folders)."""
+    """(database, table) of a file of changes/ (its Hive partition folders;
+    kept: a run asks it of each file once per table it brings in step)."""
     parts = dict(part.split("=", 1) for part in
                  os.path.relpath(os.path.dirname(path), root).split(os.sep))
     return unescape_partition_value(parts["database"]), unescape_partition_value(parts["table"])
