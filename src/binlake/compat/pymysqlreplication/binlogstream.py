@@ -58,13 +58,17 @@ class ReportSlave:
 
 def _connection_class(reader: "BinLogStreamReader"):
     """binlake's replica connection with upstream's session: no check that
-    the replica id is free (a new dump with an id in use takes over, as the
-    server decides), upstream's report values, @slave_uuid."""
+    the replica id is free nor warning of other readers (a new dump with an
+    id in use takes over, as the server decides), upstream's report values,
+    @slave_uuid."""
     from binlake.live.protocol import ReplicaConnection, register_slave_packet
 
     class Connection(ReplicaConnection):
         def registered_replicas(self):
             return []
+
+        def dump_threads(self):
+            return None                 # (nor a word of other readers: upstream says none)
 
         def prepare(self, **kwargs):
             super().prepare(**kwargs)
