@@ -159,6 +159,12 @@ def add_arguments(parser) -> None:
                            "reconnects, failovers, refusals) as OpenMetrics / Prometheus text "
                            "at http://HOST:PORT/metrics; 0 picks a free port (status.json's "
                            "metrics.endpoint says which). Needs binlake[metrics]")
+    live.add_argument("--keep-binlogs", default=None, metavar="DURATION",
+                      help="with -R: keep each copy of a server's binlog in DIR/_binlake/binlogs/ "
+                           "this long (30m, 12h, 1d; default 1d) once the server closed it and "
+                           "the lake has read all of it into every view and table; then it is "
+                           "removed (never the newest). 0: as soon as it is read. What would "
+                           "need a removed copy is refused in one line")
     live.add_argument("--metrics-host", default="127.0.0.1", metavar="HOST",
                       help="the address --metrics-port listens on (default 127.0.0.1: this "
                            "machine only)")
@@ -185,6 +191,10 @@ def run(args, out, err) -> int:
     if args.follow and not args.remote:
         err.write("binlake pipeline: --follow follows a live server: add -R and its "
                   "connection options\n")
+        return ExitStatus.USAGE
+    if args.keep_binlogs is not None and not args.remote:
+        err.write("binlake pipeline: --keep-binlogs bounds a follower's copies: add -R "
+                  "(binlake maintain --keep-binlogs removes them between runs)\n")
         return ExitStatus.USAGE
     if args.metrics_port is not None:
         from binlake.spark.run.metrics import NEEDS_EXTRA, available
@@ -293,6 +303,7 @@ def _follow(args, spark, schema, out, err, log) -> int:
 
     from binlake.cli.commands.selection import live_source
     from binlake.spark.run.follow import Follower
+    from binlake.spark.state.copies import DEFAULT_KEEP, parse_duration
     refused = [option for name, option in NOT_WITH_REMOTE.items() if getattr(args, name)]
     if refused or len(args.inputs) > 1:
         err.write("binlake pipeline: -R reads one server from one binlog's name on"
@@ -305,6 +316,7 @@ def _follow(args, spark, schema, out, err, log) -> int:
     args.files, args.short_form = args.inputs, True
     args.to_last_log, args.stop_never = True, args.follow
     try:
+        keep = parse_duration(args.keep_binlogs or DEFAULT_KEEP)
         source = live_source(args, err)
         # The snapshot's connections, Spark tasks' too: the password given once.
         address = replace(server_address(args, for_schema=False),
@@ -330,7 +342,7 @@ def _follow(args, spark, schema, out, err, log) -> int:
                         on_status=show, address=address, snapshot=args.snapshot_from,
                         chunk_rows=args.chunk_rows,
                         metrics_address=None if args.metrics_port is None
-                        else (args.metrics_host, args.metrics_port))
+                        else (args.metrics_host, args.metrics_port), keep_binlogs=keep)
     signals = []
 
     def stop(signum, frame) -> None:

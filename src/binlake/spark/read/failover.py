@@ -94,6 +94,12 @@ def lake_gtid_state(manifest, folder: str) -> dict[int, tuple[int, int]] | GtidS
     files = sorted(manifest.files.items(), key=lambda item: item[1].file_seq)
     for index in range(len(files) - 1, -1, -1):
         name, entry = files[index]
+        if not os.path.exists(os.path.join(folder, name)):
+            # (the newest copy is never removed: binlake.spark.state.copies)
+            raise FailoverRefused(
+                f"the lake's GTID state is read from its copy of {name}, which was removed "
+                "(--keep-binlogs): start a new lake from the new server with binlake pipeline "
+                "-R --snapshot-from --out NEWDIR; nothing was changed")
         state, listed = gtids_in(os.path.join(folder, name), entry.end)
         if not listed:
             continue  # no GTID list in its read part: the one before it says more

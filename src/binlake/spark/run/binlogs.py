@@ -5,8 +5,9 @@ Strategy: the manifest records, per file, how far it has been read (always
 a transaction boundary found by the header scan) and a fingerprint of its
 format description (`fingerprint`). `new_segments` scans each input from
 there and gives the byte ranges not read yet; `catch_up` gives the ranges
-read before to read again for tables `--tables` newly selects. Both refuse
-in one line, before anything is written, what would make the lake silently
+read before to read again for tables `--tables` newly selects (refused,
+naming --snapshot-tables, where the follower removed those copies:
+binlake.spark.state.copies). Both refuse in one line, before anything is written, what would make the lake silently
 wrong: a binlog older than those read or after one never read (by number,
 and by the name the previous file's ROTATE gives), a file that is not the
 one read before under its name. A run may be held to a length per file
@@ -95,10 +96,14 @@ def new_segments(files, manifest: Manifest, warnings: list, limits: dict | None 
             raise ValueError(f"{path} is not the {name} read before (its format description "
                              "differs): use a new output directory")
         start = known.end if known else FIRST_EVENT
+        stop = None if limits is None else limits[name]
+        if known is None and stop is not None and stop <= FIRST_EVENT:
+            # A copy the copier has just begun (its magic not on disk for
+            # sure, or nothing yet: an empty file cannot be mapped): a later run's.
+            continue
         if os.path.getsize(path) < start:
             raise ValueError(f"{path} is shorter than the {start} bytes read before: "
                              "use a new output directory")
-        stop = None if limits is None else limits[name]
         found = scan(path, start=start, stop=stop)
         if found.framing is None:
             warnings.append(f"{path}: {found.stopped}, skipped")
@@ -151,6 +156,14 @@ def catch_up(files, manifest: Manifest, wanted: TableFilter) -> list:
     if missing:
         where = (missing[0] if len(missing) == 1
                  else f"{missing[0]} to {missing[-1]} ({len(missing)} files)")
+        if any(manifest.files[name].copy_removed for name in missing):
+            # The follower removed its copies (binlake.spark.state.copies):
+            # the server's tables are read anew instead.
+            raise ValueError(f"{subject} selects tables this lake has not read from {where}, "
+                             "whose copies were removed (--keep-binlogs): read them anew from "
+                             "the server with binlake pipeline --out DIR --snapshot-tables "
+                             "PATTERNS (MariaDB), or use a new output directory (nothing was "
+                             "changed)")
         raise ValueError(f"{subject} selects tables this lake has not read from {where}: give "
                          f"{'it' if len(missing) == 1 else 'them'} again with the new binlogs, "
                          "or use a new output directory (nothing was changed)")

@@ -57,6 +57,12 @@ an operator (lag, backlog, rows per table, micro-batch and fsync times,
 snapshot progress, reconnects, failovers, refusals) are kept where its
 status is built, in the status's FollowMetrics (binlake.spark.run.metrics),
 written with it and served to a scraper with `metrics_address`.
+
+Bounded storage: between micro-batches (after each, and every
+COPIES_EVERY_SECONDS besides) the copies the lake needs no more
+and older than `keep_binlogs` are removed (binlake.spark.state.copies:
+closed by the server, not the newest, read whole by the views and the
+tables), recorded in the manifest first.
 """
 
 from __future__ import annotations
@@ -78,6 +84,7 @@ from binlake.spark.run.pipeline import PipelineResult, run_pipeline
 from binlake.spark.run.session import LazySession
 from binlake.spark.run.staging import recover_lake
 from binlake.spark.snapshot.chunks import plan_round, progressed, read_round
+from binlake.spark.state.copies import remove_old_copies
 from binlake.spark.state.progress import snapshot_reading
 from binlake.spark.state.store import (BINLOGS, SNAPSHOT_ROUND, clear_folder, folder_path,
                                        lake_lock, load_manifest, make_folder, write_status)
@@ -91,6 +98,8 @@ SLOW_BATCH_SECONDS = 5.0
 ROUND_RETRIES = 10
 #: The window rows/s is measured over.
 RATE_WINDOW_SECONDS = 10.0
+#: How often an idle follower looks for copies aged past --keep-binlogs.
+COPIES_EVERY_SECONDS = 60.0
 _HEADER_TIMESTAMP = struct.Struct("<I")
 
 
@@ -159,12 +168,15 @@ class Follower:
     lake from it, in chunks of `chunk_rows` rows, `round_chunks` a round
     (default: two per core); a restart continues one unfinished.
     `metrics_address` ((host, port), port 0: any) serves the status's
-    figures to a scraper while the follower runs (binlake.spark.run.metrics)."""
+    figures to a scraper while the follower runs (binlake.spark.run.metrics).
+    `keep_binlogs`: seconds a copy the lake has read whole is kept (None:
+    every copy kept; binlake.spark.state.copies)."""
 
     def __init__(self, spark, out: str, source, start: str | None, *,
                  pipeline_options: dict | None = None, log=None, on_status=None,
                  address=None, snapshot: bool = False, chunk_rows: int | None = None,
-                 round_chunks: int | None = None, metrics_address: tuple | None = None):
+                 round_chunks: int | None = None, metrics_address: tuple | None = None,
+                 keep_binlogs: float | None = None):
         self.spark, self.out, self.source = spark, os.path.abspath(out), source
         self.start = start
         self.address, self.snapshot = address, snapshot
@@ -185,6 +197,7 @@ class Follower:
         self._stop_when_snapshotted = False
         self._round_failures = 0                # in a row
         self._synced: dict = {}                 # copy's name -> bytes this process fsynced
+        self.keep_binlogs, self._copies_checked = keep_binlogs, float("-inf")
         # The next server after a failover (its catch-up: a run over the old
         # server's copies), and the tables read anew.
         self._next_server = NextServer(self.out, self.prefix, self.log, self._stop,
@@ -344,11 +357,28 @@ class Follower:
                 began = time.monotonic()
                 result = self._run(log=log, snapshot_round=chunks)
                 self._report(result, time.monotonic() - began)
+                self._remove_copies(True)
+            else:
+                self._remove_copies(False)
             if stopping:
                 break
             self._stop.wait(POLL_SECONDS)
         if self._copier.failure is not None and not self._requested.is_set():
             raise self._copier.failure
+
+    def _remove_copies(self, read: bool) -> None:
+        """Copies the lake needs no more removed: after each micro-batch
+        (`read`), and every COPIES_EVERY_SECONDS besides (a copy ageing
+        past --keep-binlogs). A failure to remove is a warning."""
+        now = time.monotonic()
+        if self.keep_binlogs is None or (not read and now < self._copies_checked
+                                         + COPIES_EVERY_SECONDS):
+            return
+        self._copies_checked = now
+        try:
+            remove_old_copies(self.out, self.keep_binlogs)
+        except OSError as exc:
+            self.log(f"warning: copies not removed: {exc}")
 
     def _snapshot_round(self) -> tuple | None:
         """(folder, progress) of the lock-free snapshot's next round, read and

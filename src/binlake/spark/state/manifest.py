@@ -2,8 +2,8 @@
 
 Strategy: a `Manifest` is immutable; each step of a run that changes the
 lake's state is a method that returns the next manifest (`choosing`,
-`from_snapshot`, `reading`, `staging`, `tables_mixed`, `tables_built`), and
-`write_manifest` is the one place a manifest reaches the disk: as JSON
+`from_snapshot`, `reading`, `staging`, `copies_removed`, `tables_mixed`,
+`tables_built`), and `write_manifest` is the one place a manifest reaches the disk: as JSON
 written to a temporary file, fsynced, then renamed over the old one, so a
 reader sees the old state or the new, never part of one. Its one caller
 is binlake.spark.state.store, the one writer of the lake's state: a run
@@ -14,8 +14,10 @@ before this module have, read the same way.
 What it holds:
     files      each binlog read: its number, where it was read up to (always
                a transaction boundary), a fingerprint of its format
-               description, the name its ROTATE gives the next file, and up
-               to where changes/ holds it for each table selection (--tables)
+               description, the name its ROTATE gives the next file, up
+               to where changes/ holds it for each table selection (--tables),
+               and whether the follower's copy of it was removed
+               (binlake.spark.state.copies: --keep-binlogs)
     layouts    each table's last table-map layout (binlake.spark.plans.layouts)
     run        the number of the last run that appended to changes/
     pending    the change files of each run that tables/ has yet to take in
@@ -64,6 +66,8 @@ class FileRead:
     fingerprint: str               #: of its format description (pipeline.fingerprint)
     next: str | None = None        #: the file its ROTATE names
     held: tuple[Held, ...] | None = None  #: None: a lake from before selections were kept
+    #: The follower's copy of it was removed (recorded before the file goes).
+    copy_removed: bool = False
 
     def holding(self, patterns, end: int) -> "FileRead":
         """This file once read up to `end` for the tables `patterns` select."""
@@ -78,6 +82,8 @@ class FileRead:
             data["next"] = self.next
         if self.held is not None:
             data["tables"] = [[list(held.patterns), held.end] for held in self.held]
+        if self.copy_removed:
+            data["copy_removed"] = True
         return data
 
     @classmethod
@@ -85,7 +91,8 @@ class FileRead:
         held = data.get("tables")
         return cls(data["file_seq"], data.get("path", ""), data["end"], data["fingerprint"],
                    data.get("next"),
-                   None if held is None else tuple(Held(tuple(p), end) for p, end in held))
+                   None if held is None else tuple(Held(tuple(p), end) for p, end in held),
+                   bool(data.get("copy_removed")))
 
 
 @dataclass(frozen=True)
@@ -182,6 +189,11 @@ class Manifest:
         run = self.run + 1
         return replace(self, run=run, pending={**self.pending, run: tuple(written)})
 
+    def copies_removed(self, names) -> "Manifest":
+        """The follower's copies of the binlogs `names` (read whole) removed."""
+        return replace(self, files={**self.files, **{
+            name: replace(self.files[name], copy_removed=True) for name in names}})
+
     def tables_mixed(self, partition_by: dict) -> "Manifest":
         """tables/ about to hold tables of two points until this run ends."""
         return replace(self, tables=TablesState(partition_by=partition_by, mixed=True))
@@ -206,7 +218,8 @@ class Manifest:
         """`entry` (the file `name` read up to its end) read for the tables
         `patterns` selects too: what changes/ held of it before is kept."""
         before = self.holds(name, patterns) if name in self.files else ()
-        return replace(entry, held=before).holding(patterns, entry.end)
+        removed = name in self.files and self.files[name].copy_removed  # (a file given again)
+        return replace(entry, held=before, copy_removed=removed).holding(patterns, entry.end)
 
     def floor_of(self, file_seq: int) -> SnapshotFloor | None:
         """Where the lake starts in the binlogs of the server whose file is

@@ -27,8 +27,9 @@ cleared here, their contents being the writers' own: a run's staged views
 the snapshot's rows (snapshot/, snapshot-round/:
 binlake.spark.snapshot.snapshot), the tables' staging (tables.new/:
 binlake.spark.commits.lake), the follower's copies of the server's binlogs
-(binlogs/: binlake.live.backup). A run's undo record (undo/) is
-binlake.spark.state.run_undo's, which puts back the state files it kept.
+(binlogs/: binlake.live.backup; removed here, `remove_copies`, once the
+lake needs them no more: binlake.spark.state.copies). A run's undo record
+(undo/) is binlake.spark.state.run_undo's, which puts back the state files it kept.
 """
 
 from __future__ import annotations
@@ -98,6 +99,25 @@ def clear_folder(out: str, name: str, *, make: bool = False, strict: bool = Fals
     if make:
         os.makedirs(path)
     return path
+
+
+def remove_copies(out: str, manifest: Manifest, names) -> None:
+    """The follower's copies `names` (under binlogs/) removed, `manifest`
+    (marking them removed: Manifest.copies_removed) saved first: a kill
+    between the two leaves copies the manifest says are gone, which the
+    next pass removes again (binlake.spark.state.copies), never a copy gone
+    that the manifest says is there. A copy gone already is no error; the
+    backup's own manifest forgets a closed copy whose file is gone
+    (binlake.live.backup.BackupManifest.removed)."""
+    save_manifest(out, manifest)
+    folder = folder_path(out, BINLOGS)
+    for name in names:
+        try:
+            os.remove(os.path.join(folder, name))
+        except FileNotFoundError:
+            pass
+    if names:
+        fsync_directory(os.path.join(folder, names[0]))
 
 
 # -- the manifest and the schema history ---------------------------------------------------
@@ -259,7 +279,7 @@ def lake_lock(out: str):
 
 __all__ = ["FOLDERS", "STAGING", "SNAPSHOT", "SNAPSHOT_ROUND", "TABLES_NEW", "BINLOGS",
            "has_state", "make_state_dir", "folder_path", "make_folder", "clear_folder",
-           "load_manifest", "save_manifest", "load_schema_history", "stage_state",
+           "remove_copies", "load_manifest", "save_manifest", "load_schema_history", "stage_state",
            "has_staged_state", "install_staged_state", "save_snapshot_seed", "save_server_seed",
            "write_status", "load_status", "request_snapshot", "requests", "read_request", "set_aside_request",
            "remove_request", "lake_lock"]
