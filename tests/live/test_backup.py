@@ -181,3 +181,21 @@ def test_options_a_copy_cannot_honour_are_refused_in_one_line(option, tmp_path):
     assert status == 2
     assert err.getvalue().count("\n") == 1 and option[0] in err.getvalue()
     assert os.listdir(tmp_path) == []  # nothing connected to, nothing written
+
+
+def test_a_copy_begun_after_the_last_recorded_one_is_kept_not_written_anew(tmp_path):
+    """Killed after the server's ROTATE began the next copy but before its
+    first fsync was recorded: the backup goes on at that copy's whole part
+    (a reader beside the copier may have read it), not from its start."""
+    prefix = str(tmp_path) + "/"
+    manifest = BackupManifest(prefix)
+    data = SAMPLE.read_bytes()
+    (tmp_path / "binlog.000001").write_bytes(data)
+    manifest.record("binlog.000001", len(data), closed=True)
+    second = (SAMPLE.parent / "binlog.000002").read_bytes()[:-40]    # the open copy, unrecorded
+    (tmp_path / "binlog.000002").write_bytes(second + b"\x00" * 5)   # and a torn tail
+    assert resume_point(prefix, "binlog.000001", 4, BackupManifest(prefix), name_sequence)[0] \
+        == "binlog.000002"
+    name, position, keep = resume_point(prefix, "binlog.000001", 4, BackupManifest(prefix),
+                                        name_sequence)
+    assert 4 < keep == position <= len(second)

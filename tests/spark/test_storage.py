@@ -240,13 +240,9 @@ def test_a_follower_keeps_only_the_copies_it_has_yet_to_read_through_kills(serve
             next_batch()
             server.flush_logs()
             if round_ in (1, 3):
-                # Not in the second after a copy begins: a follower killed then
-                # may find the copy rewritten from its start (a known bug of
-                # the copier's restart, with or without removals: issue 48).
-                next_batch()
-                time.sleep(1.2)
-                # anywhere: in a micro-batch, in a removal, waiting
-                time.sleep(rng.uniform(0.0, 0.6))
+                # anywhere: in the second after a copy begins (before its
+                # first fsync is recorded), in a micro-batch, in a removal
+                time.sleep(rng.uniform(0.0, 1.8))
                 follower.send_signal(signal.SIGKILL)
                 follower.wait()
                 follower = start()

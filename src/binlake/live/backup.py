@@ -249,6 +249,7 @@ class BackupManifest:
         self._lock = threading.Lock()
         self._number = 0               # of the last change, in the snapshot or the journal
         self._lines = 0                # in the journal
+        self._torn = False             # its last line was cut by a kill
         try:
             with open(self.path) as handle:
                 data = json.load(handle)
@@ -274,8 +275,9 @@ class BackupManifest:
             self._lines += 1
             if change["number"] > self._number:
                 self._apply(change)
-        if self._lines and lines[-1]:   # a torn line: folded away before appending
-            self._snapshot()
+        # A torn last line is folded away by the writer before it appends
+        # (`_change`); a reader (the lake's, beside the copier) never writes.
+        self._torn = bool(lines[-1])
 
     def _apply(self, change: dict) -> None:
         self._number = change["number"]
@@ -330,7 +332,7 @@ class BackupManifest:
         backup (its file names the backup: binlake.spark.read.failover) or
         a full journal, else a line appended and fsynced."""
         self._apply({**change, "number": self._number + 1})
-        if not os.path.exists(self.path) or self._lines >= self.JOURNAL_LINES:
+        if not os.path.exists(self.path) or self._lines >= self.JOURNAL_LINES or self._torn:
             self._snapshot()
             return
         line = json.dumps({**change, "number": self._number}, sort_keys=True) + "\n"
@@ -348,11 +350,11 @@ class BackupManifest:
         with replaced(self.path) as handle:
             json.dump({"format": self.FORMAT, "number": self._number, "server": self.server,
                        "copies": self.copies}, handle, indent=1, sort_keys=True)
-        if self._lines:
+        if self._lines or self._torn:
             with open(self.journal, "r+b") as handle:  # (its lines are in the snapshot now)
                 handle.truncate(0)
                 os.fsync(handle.fileno())
-            self._lines = 0
+            self._lines, self._torn = 0, False
 
 
 def resume_point(prefix: str, name: str, position: int, manifest: BackupManifest,
@@ -381,17 +383,25 @@ def resume_point(prefix: str, name: str, position: int, manifest: BackupManifest
     elif recorded:
         last = recorded[-1]
         state = inspect_copy(prefix + last, manifest.copies[last]["end"])
-        if state.usable:
+        begun_after = following(last) if manifest.copies[last].get("closed") else None
+        if state.usable and not (begun_after and os.path.exists(prefix + begun_after)):
             return last, state.local_end, state.local_end
+        if state.usable:
+            # A copy begun after the last one recorded (a kill before its
+            # first fsync was recorded): walked on from its start, its whole
+            # part kept, never written anew under a reader that has read it.
+            name, position = begun_after, 4
+    walked = set()
     while True:
         path = prefix + name
+        walked.add(name)
         if not os.path.exists(path):
             return name, position, 0
         state = inspect_copy(path)
         if not state.usable:
             return name, position, 0    # nothing usable: write the copy anew
-        if state.last_type == _ROTATE and state.next_file \
-                and os.path.exists(prefix + state.next_file):
+        if state.last_type == _ROTATE and state.next_file not in walked \
+                and state.next_file and os.path.exists(prefix + state.next_file):
             name = state.next_file
             continue
         return name, state.local_end, state.local_end
