@@ -56,6 +56,7 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Mapping
 from typing import NamedTuple
 
 from binlake.spark.commits.change_files import CarriedFrom, ChangeFiles, by_table, sources_of
@@ -70,6 +71,7 @@ from binlake.spark.plans.layouts import qualified
 from binlake.spark.plans.refusals import refusal_line
 from binlake.spark.plans.typed import spark_type
 from binlake.spark.rules.refused import refused
+from binlake.spark.rules.table_rows import partition_of
 from binlake.spark.state.manifest import Manifest, TablesState
 from binlake.spark.state.starts import AsOf
 
@@ -120,11 +122,15 @@ def update_tables(spark, out: str, plans: list, manifest: Manifest, *, as_of: As
     commits = TableCommits(tables_dir, staged, os.path.join(out, HISTORY), run, through, log)
     changes = ChangeFiles(os.path.join(out, "changes"))
     lake = _Ways(SparkTables(spark, commits, changes), DriverTables(commits, changes), commits)
+    pending = _new_files(manifest, out, 0)
     try:
-        _refuse_before_staging(by_key, changes, _new_files(manifest, out, 0),
-                               os.path.join(out, "events"))
+        _refuse_before_staging(by_key, changes, pending, os.path.join(out, "events"))
+        # The tables some pending change file is of: the others, their plan
+        # the same, have nothing to take in (a run costs what it changes,
+        # not how many tables the lake holds).
+        touched = {partition_of(path, changes.root) for path in pending}
         _stage(lake, manifest, by_key, signatures, in_step, as_of, out, tables_dir,
-               tables_mixed, fresh)
+               tables_mixed, touched, fresh)
         if history and as_of is None:
             _stage_histories(lake, manifest, by_key, signatures, out)
     except Exception as exc:
@@ -148,11 +154,32 @@ def update_tables(spark, out: str, plans: list, manifest: Manifest, *, as_of: As
         commits.drop_all_but({key for key, plan in by_key.items() if plan["primary_key"]}
                              | left(commits.history_dir), commits.history_dir)
     shutil.rmtree(staged, ignore_errors=True)
-    counts = {key: row_count(os.path.join(tables_dir, key)) for key in sorted(by_key)}
+    counts = RowCounts(tables_dir, sorted(by_key))
     kept = left(tables_dir)
     plans = {**{key: signature for key, signature in (state.plans if state else {}).items()
                 if key in kept}, **signatures}
     return counts, TablesState(through, plans, as_of.describe() if as_of else None), commits.work
+
+
+class RowCounts(Mapping):
+    """{"db.table": rows} of the tables a run brought in step, each read from
+    its log when first asked (a follower asks none; a run's summary all)."""
+
+    def __init__(self, tables_dir: str, keys: list):
+        self._tables_dir, self._keys, self._found = tables_dir, list(keys), {}
+
+    def __getitem__(self, key: str) -> int:
+        if key not in self._found:
+            if key not in self._keys:
+                raise KeyError(key)
+            self._found[key] = row_count(os.path.join(self._tables_dir, key))
+        return self._found[key]
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
 
 
 def _refuse_before_staging(by_key: dict, changes: ChangeFiles, new: list, events: str) -> None:
@@ -179,7 +206,7 @@ def tables_in_step(state: TablesState | None, tables_dir: str) -> bool:
 
 def _stage(lake: "_Ways", manifest: Manifest, by_key: dict, signatures: dict,
            in_step: bool, as_of, out: str, tables_dir: str, tables_mixed,
-           fresh: set = frozenset()) -> None:
+           touched: set, fresh: set = frozenset()) -> None:
     """Every table's next version written to the staging folder, none
     committed: a change refused on the way leaves every table as it was."""
     if not in_step:
@@ -197,6 +224,9 @@ def _stage(lake: "_Ways", manifest: Manifest, by_key: dict, signatures: dict,
                     rebuild.append(plan)
                 else:
                     carried[key] = (plan, source)
+                continue
+            if not sources_of(plan) & touched \
+                    and os.path.isdir(os.path.join(tables_dir, key, "_delta_log")):
                 continue
             done = committed_run(os.path.join(tables_dir, key), key)
             if done is None:
