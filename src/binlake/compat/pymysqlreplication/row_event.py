@@ -303,15 +303,18 @@ def _rows_of(images: list, sources) -> list:
     return [{"values": values, "none_sources": found} for values, found in zip(images, sources)]
 
 
-class WriteRowsEvent(RowsEvent):
-    """Rows inserted: each row is {"values": {...}, "none_sources": {...}}."""
+class _OneImageRowsEvent(RowsEvent):
+    """Rows of one image each (`_image`: 0 the before image, 1 the after):
+    each row is {"values": {...}, "none_sources": {...}}."""
+
+    _image = 1
 
     def _row(self, plan, before, after, ignore, by_name):
-        values, sources = _values(plan, after, ignore, by_name)
+        values, sources = _values(plan, (before, after)[self._image], ignore, by_name)
         return {"values": values, "none_sources": sources}
 
     def _rows_whole(self, plan, pairs, ignore):
-        images = list(map(_AFTER, pairs))
+        images = list(map(_AFTER if self._image else _BEFORE, pairs))
         return _rows_of(images, _convert_whole(plan, images, ignore))
 
     def _dump(self):
@@ -322,18 +325,16 @@ class WriteRowsEvent(RowsEvent):
             self._dump_values(row["values"], row["none_sources"])
 
 
-class DeleteRowsEvent(RowsEvent):
+class WriteRowsEvent(_OneImageRowsEvent):
+    """Rows inserted: each row is {"values": {...}, "none_sources": {...}}."""
+
+    _image = 1
+
+
+class DeleteRowsEvent(_OneImageRowsEvent):
     """Rows deleted: each row is {"values": {...}, "none_sources": {...}}."""
 
-    def _row(self, plan, before, after, ignore, by_name):
-        values, sources = _values(plan, before, ignore, by_name)
-        return {"values": values, "none_sources": sources}
-
-    def _rows_whole(self, plan, pairs, ignore):
-        images = list(map(_BEFORE, pairs))
-        return _rows_of(images, _convert_whole(plan, images, ignore))
-
-    _dump = WriteRowsEvent._dump
+    _image = 0
 
 
 class UpdateRowsEvent(RowsEvent):
