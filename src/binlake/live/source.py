@@ -737,17 +737,7 @@ class LiveFile:
                 source.last_event_time = timestamp
             if type_code == _FDE:
                 if pos is None:     # re-sent for a mid-file start: log_pos 0
-                    if self.offset <= 4 and not queue:
-                        self.format_description = raw
-                        queue.append((4, raw))
-                        self._queued_end = 4 + len(raw)
-                    elif self.format_description is not None \
-                            and not same_description(self.format_description, raw):
-                        raise ServerChanged(source.where, self.resume_at, (
-                            f"the server now answering has another {self.name} (its format "
-                            "description is not the one read: another server with the same "
-                            "server id, or the binlog made anew): its positions do not "
-                            "continue the ones read; stopped"), retryable=False)
+                    self._resent_description(raw, queue)
                     continue
                 if pos == 4:
                     self.format_description = raw
@@ -784,6 +774,23 @@ class LiveFile:
             source._progress(self._queued_end)
             return True
         return bool(queue)
+
+    def _resent_description(self, raw: bytes, queue) -> None:
+        """The format description a server sends for a start inside the file:
+        the file's own where nothing was read yet; else compared with the
+        one read (another server of the same id behind the address, or the
+        binlog made anew, would splice two histories)."""
+        if self.offset <= 4 and not queue:
+            self.format_description = raw
+            queue.append((4, raw))
+            self._queued_end = 4 + len(raw)
+        elif self.format_description is not None \
+                and not same_description(self.format_description, raw):
+            raise ServerChanged(self.source.where, self.resume_at, (
+                f"the server now answering has another {self.name} (its format description "
+                "is not the one read: another server with the same server id, or the binlog "
+                "made anew): its positions do not continue the ones read; stopped"),
+                retryable=False)
 
     def _remember(self, start: int, data: bytes) -> None:
         """Keep the bytes given lately: the text printer re-reads each event
