@@ -439,7 +439,7 @@ class Follower:
             self.metrics.micro_batch(seconds, lag_after(result.segments, now) if result.segments
                                      else None, result.table_changes)
             if seconds > SLOW_BATCH_SECONDS:  # worth a line: it is how far behind the lake fell
-                work = ", ".join(f"{how} {', '.join(tables)}"
+                work = ", ".join(f"{how} {_named(tables)}"
                                  for how, tables in result.table_work.items() if tables)
                 self.log(f"micro-batch {self.status.micro_batches} took {seconds:.1f} s: "
                          f"{result.changes} changes; tables {work or 'unchanged'}")
@@ -517,3 +517,10 @@ def _behind(prefix: str, files: dict, now: float) -> float:
             (timestamp,) = _HEADER_TIMESTAMP.unpack(handle.read(4))
         return max(0.0, now - timestamp)
     return 0.0
+
+
+def _named(tables: list, shown: int = 5) -> str:
+    """A few of `tables` by name, and how many more (a line per slow
+    micro-batch, whatever the lake holds)."""
+    more = len(tables) - shown
+    return ", ".join(sorted(tables)[:shown]) + (f" and {more} more" if more > 0 else "")
