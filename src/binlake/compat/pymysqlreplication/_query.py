@@ -45,16 +45,21 @@ def _status_vars(self, status: dict) -> None:
         self.mts_accessed_db_names = [n.encode() for n in status["Q_UPDATED_DB_NAMES"]]
 
 
+def _query_header(self, event) -> None:
+    """The post-header QUERY and EXECUTE_LOAD_QUERY share, upstream's names."""
+    self.slave_proxy_id = event.thread_id
+    self.execution_time = event.exec_time
+    self.schema = event.database.encode("utf-8")
+    self.schema_length = len(self.schema)
+    self.error_code = event.error_code
+    self.status_vars_length = None
+
+
 class QueryEvent(BinLogEvent):
     """A statement (`query`, str) in its default database (`schema`, bytes as upstream)."""
 
     def _fill(self, event, ctx):
-        self.slave_proxy_id = event.thread_id
-        self.execution_time = event.exec_time
-        self.schema = event.database.encode("utf-8")
-        self.schema_length = len(self.schema)
-        self.error_code = event.error_code
-        self.status_vars_length = None
+        _query_header(self, event)
         _status_vars(self, event.status_vars)
         raw = _statement_bytes(event.query, self.packet.raw)
         self.query = raw.decode("utf-8", "backslashreplace")
@@ -77,12 +82,7 @@ class BeginLoadQueryEvent(BinLogEvent):
 
 class ExecuteLoadQueryEvent(BinLogEvent):
     def _fill(self, event, ctx):
-        self.slave_proxy_id = event.thread_id
-        self.execution_time = event.exec_time
-        self.schema = event.database.encode("utf-8")
-        self.schema_length = len(self.schema)
-        self.error_code = event.error_code
-        self.status_vars_length = None
+        _query_header(self, event)
         self.file_id = event.file_id
         self.start_pos = event.fn_pos_start
         self.end_pos = event.fn_pos_end
