@@ -407,13 +407,21 @@ def resume_point(prefix: str, name: str, position: int, manifest: BackupManifest
         return name, state.local_end, state.local_end
 
 
+#: A binlog name's number: its last digits (binlog.000042, binlog.000042.gz).
+_NUMBER = re.compile(r"\d+(?=\D*$)")
+
+
+def numbered(name: str, seq: int) -> str:
+    """`name` with its number replaced by `seq`, as wide."""
+    return _NUMBER.sub(lambda digits: str(seq).zfill(len(digits.group())), name)
+
+
 def following(name: str) -> str:
     """The binlog the server writes after `name` (binlog.000041 -> binlog.000042)."""
-    match = re.search(r"(\d+)$", name)
+    match = _NUMBER.search(name)
     if not match:
         raise ValueError(f"{name!r}: not a numbered binlog name")
-    digits = match.group(1)
-    return name[:match.start()] + str(int(digits) + 1).zfill(len(digits))
+    return numbered(name, int(match.group()) + 1)
 
 
 def lock(prefix: str):

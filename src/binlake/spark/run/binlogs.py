@@ -20,9 +20,9 @@ before its session starts, from the manifest alone.
 from __future__ import annotations
 
 import os
-import re
 import zlib
 
+from binlake.live.backup import numbered
 from binlake.read.scan import read_framing, scan
 from binlake.spark.read.batches import TableFilter
 from binlake.spark.read.ranges import (
@@ -198,18 +198,12 @@ def _refuse_holes(files, manifest: Manifest) -> None:
         if after // FAILOVER_FILES != before // FAILOVER_FILES:
             continue  # the next server's binlogs: the failover's floor says where they go on
         if after != before + 1:
-            first, last = (_numbered(named[after], (before + 1) % FAILOVER_FILES),
-                           _numbered(named[after], (after - 1) % FAILOVER_FILES))
+            first, last = (numbered(named[after], (before + 1) % FAILOVER_FILES),
+                           numbered(named[after], (after - 1) % FAILOVER_FILES))
             missing = (f"{first} was" if first == last else f"{first} to {last} were")
             raise ValueError(f"{named[after]} follows {named[before]}, but {missing} never read: "
                              "nothing was changed; give " + ("it" if first == last else "them")
                              + " too")
-
-
-def _numbered(name: str, seq: int) -> str:
-    """`name` with its number (its last digits: binlog.000042, binlog.000042.gz)
-    replaced by `seq`."""
-    return re.sub(r"\d+(?=\D*$)", lambda digits: str(seq).zfill(len(digits.group())), name)
 
 
 def _refuse_other_successors(entries: dict) -> None:
