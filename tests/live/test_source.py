@@ -455,7 +455,7 @@ def test_a_mariadb_token_past_4_gib_goes_on_by_its_gtid_placed_at_its_position()
     continued by its GTID state (the server skips to it), the events placed
     at their 64-bit offsets from the token's position; a reconnect there by
     position is refused with PositionPast4GiB, which a stream's
-    transactions() goes on from by the token (LiveStream._failed_over)."""
+    transactions() goes on from by the token (LiveStream.failed_over)."""
     from binlake.live.source import PositionPast4GiB
     first = events_of(FILES[0])
     start = (5 << 30) + first[10][0]

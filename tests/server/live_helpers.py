@@ -72,12 +72,16 @@ def wait_for_copies(server, prefix: Path, timeout: float = 60,
 class SwitchingProxy:
     """A TCP address in front of a server that can be pointed at another
     (`switch`), dropping the connections it carries: a failover behind one
-    address (a virtual IP, a load balancer) as a client sees it."""
+    address (a virtual IP, a load balancer) as a client sees it. `hold_after(n)`
+    passes n more bytes from the server, then none until the switch: a
+    server lost in the middle of what it was sending."""
 
     def __init__(self, port: int):
         import socket
         import threading
         self.target = port
+        self._allowance: int | None = None     # bytes the server may still send (None: any)
+        self._switched = threading.Event()
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
         self._carried: list = []
@@ -99,13 +103,23 @@ class SwitchingProxy:
                 continue
             with self._lock:
                 self._carried += [client, server]
-            for a, b in ((client, server), (server, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+            for a, b, downstream in ((client, server, False), (server, client, True)):
+                threading.Thread(target=self._pump, args=(a, b, downstream), daemon=True).start()
 
-    @staticmethod
-    def _pump(source, sink) -> None:
+    def hold_after(self, n: int) -> None:
+        self._switched.clear()
+        self._allowance = n
+
+    def _pump(self, source, sink, downstream: bool) -> None:
         try:
             while data := source.recv(65536):
+                if downstream and self._allowance is not None:
+                    with self._lock:
+                        data, self._allowance = data[:self._allowance], \
+                            max(0, self._allowance - len(data))
+                    if not data:
+                        self._switched.wait()
+                        break
                 sink.sendall(data)
         except OSError:
             pass
@@ -118,6 +132,8 @@ class SwitchingProxy:
     def switch(self, port: int) -> None:
         import socket
         self.target = port
+        self._allowance = None
+        self._switched.set()
         with self._lock:
             carried, self._carried = self._carried, []
         for sock in carried:

@@ -446,6 +446,73 @@ def test_transactions_go_on_after_a_failover_behind_the_address(server, tmp_path
     assert tokens[0].server_id == 1 and tokens[-1].server_id == 2
 
 
+def test_dump_R_stop_never_goes_on_after_a_failover_rolling_back_the_cut_transaction(
+        server, mariadbd, tmp_path):
+    """`dump -R --stop-never` through an address that moves from the
+    primary to its promoted replica while a large transaction is half
+    received: the half printed is closed by a ROLLBACK, the dump goes on by
+    the GTID state after the last whole transaction, the cut one comes again
+    whole; the text replayed into a new server gives the replica's tables."""
+    import os
+    import subprocess
+    import sys
+    from server.live_helpers import SwitchingProxy
+    output = tmp_path / "follow.sql"
+    with gtid_replica(server, tmp_path / "replica") as replica:
+        proxy = SwitchingProxy(server.port)
+        command = [sys.executable, "-m", "binlake", "dump", "-R", "-h", "127.0.0.1",
+                   "-P", str(proxy.port), "-u", "root", "--password=", "--stop-never",
+                   "--heartbeat-period", "0.5", "-r", str(output), "binlog.000001"]
+        follower = subprocess.Popen(command, stderr=subprocess.PIPE,
+                                    env={**os.environ, "TZ": "UTC"})
+
+        def printed(text: bytes, timeout: float = 30) -> None:
+            deadline = time.monotonic() + timeout
+            while not (output.exists() and text in output.read_bytes()):
+                if follower.poll() is not None:
+                    raise AssertionError(follower.communicate()[1].decode())
+                assert time.monotonic() < deadline, text
+                time.sleep(0.1)
+        try:
+            write(server, 1, 20)
+            last = server.query("SELECT @@gtid_binlog_pos")[0][0]
+            printed(f"GTID {last} trans".encode())
+            proxy.hold_after(6000)                  # the server is lost inside the next one
+            connection = server.connect("shop")
+            with connection.cursor() as cursor:
+                cursor.execute("BEGIN")
+                for part in range(20):
+                    cursor.executemany("INSERT INTO items (id, name) VALUES (%s, %s)",
+                                       [(1000 + 50 * part + i, "y" * 30) for i in range(50)])
+                cursor.execute("COMMIT")
+            connection.close()
+            cut = server.query("SELECT @@gtid_binlog_pos")[0][0]
+            replica.execute(f"SELECT MASTER_GTID_WAIT('{cut}', 60)")
+            printed(f"GTID {cut} trans".encode())   # its start, and some of its rows
+            time.sleep(0.5)
+            assert b"ROLLBACK /* added by binlake */" not in output.read_bytes()
+            replica.execute("STOP SLAVE")
+            replica.execute("RESET SLAVE ALL")
+            proxy.switch(replica.port)
+            write(replica, 2000, 10)
+            printed(f"GTID {replica.query('SELECT @@gtid_binlog_pos')[0][0]} trans".encode())
+            time.sleep(0.5)
+        finally:
+            follower.send_signal(signal.SIGINT)
+            _, err = follower.communicate(timeout=30)
+            proxy.close()
+        expected = snapshot(replica, "shop")
+    assert follower.returncode == 130, err.decode()
+    assert b"going on by GTID" in err, err.decode()
+    text = output.read_bytes()
+    assert text.count(f"GTID {cut} trans".encode()) == 2      # cut, then again whole
+    assert text.count(b"ROLLBACK /* added by binlake */") == 1
+    with MariaDBServer(tmp_path / "replayed", server_id=3) as target:
+        replay(target, text)
+        assert snapshot(target, "shop") == expected
+    assert len(expected["items"]) == 19 + 1000 + 9   # (each write() deletes one)
+
+
 @pytest.mark.parametrize("metadata", ["FULL", "MINIMAL"])
 def test_a_plain_token_after_ddl_is_named_right_or_refused(mariadbd, tmp_path, metadata):
     """A token without its schema history names rows by the server's tables

@@ -94,6 +94,9 @@ class LiveOptions:
     #: state (`resume_gtid`, MariaDB), never its position
     origin_server_id: int | None = None
     resume_gtid: str | None = None
+    #: A commit mark fed from the bytes as they arrive (live/boundaries.py),
+    #: for readers that do not group transactions themselves (`dump -R`)
+    commit_mark: object = None
 
 
 class ServerChanged(ReplicationError):
@@ -140,6 +143,11 @@ class LiveSource:
         #: called before the source waits for the server with nothing at
         #: hand (a follower's output flushed then: it lags no event behind)
         self.on_wait = None
+        #: where transactions end, read off the bytes (`LiveOptions.commit_mark`)
+        self.commits = None
+        if options.commit_mark is not None:
+            from binlake.live.boundaries import RawCommits
+            self.commits = RawCommits(options.commit_mark)
 
     def anew(self) -> "LiveSource":
         """A source of the same options (a copy of them), not started yet."""
@@ -717,6 +725,8 @@ class LiveFile:
             if run is not None:    # the common case: ordinary events, many at a time
                 data, _, last_type, timestamp = run
                 queue.append((self._queued_end, data))
+                if source.commits is not None:
+                    source.commits.feed(self.name, self._queued_end, data)
                 self._recent_limit = max(self._recent_limit, RECENT_BYTES + len(data))
                 self._last_type = last_type
                 self.resume_at = self._queued_end = self._queued_end + len(data)
@@ -762,6 +772,8 @@ class LiveFile:
             if type_code == _PREVIOUS_GTIDS:
                 source.note_previous_gtids(self.name, raw)
             queue.append((pos, raw))
+            if source.commits is not None:
+                source.commits.feed(self.name, pos, raw)
             self._recent_limit = max(self._recent_limit, RECENT_BYTES + len(raw))
             self._last_type = type_code
             self._queued_end = pos + len(raw)
@@ -780,6 +792,8 @@ class LiveFile:
         the file's own where nothing was read yet; else compared with the
         one read (another server of the same id behind the address, or the
         binlog made anew, would splice two histories)."""
+        if self.source.commits is not None:
+            self.source.commits.describe(self.name, raw)
         if self.offset <= 4 and not queue:
             self.format_description = raw
             queue.append((4, raw))
@@ -1008,16 +1022,22 @@ class LiveStream:
     as files. `resume_token` is where a later `binlake.stream(resume=...)`
     continues: after the last whole transaction handed out."""
 
-    def __init__(self, options: LiveOptions, reader_options: dict):
+    def __init__(self, options: LiveOptions, reader_options: dict,
+                 commits_from_bytes: bool = False):
+        """`commits_from_bytes`: the resume token moves on as the bytes
+        arrive (live/boundaries.py), for a caller that reads the source's
+        events itself (`dump -R --stop-never`), not `transactions()`."""
         from binlake.records import _history
+        # (file, position) after the last transaction given, and MariaDB's
+        # GTID state there, per domain
+        self._mark = _commit_mark()
+        if commits_from_bytes:
+            options = replace(options, commit_mark=self._mark)
         self.source = LiveSource(options)
         # The history the reader follows in place: checkpoints take it as of their point.
         self._schema = _history(reader_options.get("schema"))
         self.reader_options = {**reader_options,
                                "schema": False if self._schema is None else self._schema}
-        # (file, position) after the last transaction given, and MariaDB's
-        # GTID state there, per domain
-        self._mark = _commit_mark()
         #: the token the stream resumed from (or went on from after a
         #: failover), without its schema, and the mark's place then
         self._resumed_from: ResumeToken | None = None
@@ -1057,7 +1077,7 @@ class LiveStream:
             return None
         return ResumeToken(*after, self._gtid_state(after[0]), identity.get("server_id"))
 
-    def _failed_over(self, changed: ReplicationError) -> bool:
+    def failed_over(self, changed: ReplicationError) -> bool:
         """Go on after a failover behind the address (another server answers
         a reconnect), or past 4 GiB of a MariaDB binlog (a reconnect cannot
         ask there by position): from the resume token, by its GTID state
@@ -1067,7 +1087,9 @@ class LiveStream:
         stream cannot: not following (stop_never), or no GTID state to go by."""
         token = self.resume_token
         options = self.source.options
-        if not options.stop_never or token is None or not token.gtid:
+        commits = self.source.commits
+        if not options.stop_never or token is None or not token.gtid \
+                or (commits is not None and commits.unknown_gtids):
             return False
         if options.on_warning is not None and isinstance(changed, ServerChanged):
             options.on_warning(f"{changed}; going on by GTID {token.gtid} from {token}")
@@ -1126,7 +1148,7 @@ class LiveStream:
         Statements and events outside transactions (DDL, rotations) move
         the token past them too, without a Transaction of their own.
         Following (stop_never), it goes on after a failover behind the
-        address by the token's GTID state (`_failed_over`); `changes()`,
+        address by the token's GTID state (`failed_over`); `changes()`,
         which may have handed out part of a transaction, stops there with
         ServerChanged instead."""
         from binlake.records import transaction_groups
@@ -1140,7 +1162,7 @@ class LiveStream:
             except (ServerChanged, PositionPast4GiB) as changed:
                 # A transaction cut off there was not handed out: it comes
                 # again whole, by the token's GTID state.
-                if not self._failed_over(changed):
+                if not self.failed_over(changed):
                     raise
 
     def changes(self):

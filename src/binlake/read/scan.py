@@ -23,6 +23,7 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+import uuid
 import zlib
 from array import array
 from dataclasses import dataclass, field
@@ -258,7 +259,6 @@ def _walk(buf, size: int, framing: Framing, result: ScanResult, pos: int) -> Non
     v1 = framing.binlog_version == 1
     unpack = (_HEADER_V1 if v1 else _HEADER).unpack_from
     min_header = OLD_HEADER_LEN if v1 else LOG_EVENT_MINIMAL_HEADER_LEN
-    header_len = framing.header_length
     permutation = framing.permutation
     positions, types, timestamps = result.positions, result.types, result.timestamps
     boundaries = result.boundaries
@@ -295,7 +295,6 @@ def _walk(buf, size: int, framing: Framing, result: ScanResult, pos: int) -> Non
             result.descriptions += 1
             if pos != 4:  # a relay log's second description reframes what follows
                 framing = _fde_framing(buf, pos, length)
-                header_len = framing.header_length
         elif code in QUERY_EVENTS:
             kind = _query_kind(buf, pos, length, code, framing)
             if kind == OTHER:
@@ -304,18 +303,14 @@ def _walk(buf, size: int, framing: Framing, result: ScanResult, pos: int) -> Non
                 boundaries.append(pos)
             state.step(code, kind)
         elif code in ROWS_EVENTS:
-            stmt_end = False
-            if not state.explicit:
-                flags_at = pos + header_len + framing.table_id_width(code)
-                stmt_end = bool(_U16(buf, flags_at)[0] & STMT_END_F)
-            state.step(code, stmt_end=stmt_end)
+            state.step(code, stmt_end=not state.explicit and _statement_ends(buf, pos, code,
+                                                                             framing))
         elif code == E.START_ENCRYPTION_EVENT:  # what follows is ciphertext
             pos += length
             result.stopped = f"encrypted from {pos}"
             break
         elif code == E.GTID_EVENT:
-            standalone = bool(buf[pos + header_len + 12] & FL_STANDALONE)
-            state.step(code, standalone=standalone)
+            state.step(code, standalone=_standalone(buf, pos, framing))
         else:
             state.step(code)
         pos += length
@@ -323,6 +318,47 @@ def _walk(buf, size: int, framing: Framing, result: ScanResult, pos: int) -> Non
             closed_end = pos
     result.end = pos
     result.closed_end = closed_end
+
+
+def raw_step(state: TransactionState, buf, pos: int, length: int, code: int,
+             framing: Framing) -> None:
+    """`state.step` for the event at `pos` from its bytes, as the walk
+    steps (a live reader's events as they arrive: live/boundaries.py)."""
+    if code in QUERY_EVENTS:
+        state.step(code, _query_kind(buf, pos, length, code, framing))
+    elif code in ROWS_EVENTS:
+        state.step(code, stmt_end=not state.explicit and _statement_ends(buf, pos, code, framing))
+    elif code == E.GTID_EVENT:
+        state.step(code, standalone=_standalone(buf, pos, framing))
+    else:
+        state.step(code)
+
+
+def _statement_ends(buf, pos: int, code: int, framing: Framing) -> bool:
+    """A rows event's STMT_END_F (after its table id in the post-header)."""
+    flags_at = pos + framing.header_length + framing.table_id_width(code)
+    return bool(_U16(buf, flags_at)[0] & STMT_END_F)
+
+
+def _standalone(buf, pos: int, framing: Framing) -> bool:
+    """A MariaDB GTID event's FL_STANDALONE (flags2, after seq_no and domain_id)."""
+    return bool(buf[pos + framing.header_length + 12] & FL_STANDALONE)
+
+
+def gtid_text(buf, pos: int, code: int, framing: Framing) -> str | None:
+    """The GTID a GTID event at `pos` names, as the reader writes it:
+    MariaDB's DOMAIN-SERVER-SEQ (seq_no, domain_id; the server id is the
+    header's), MySQL's UUID:GNO (after the flags byte); None for the
+    anonymous and tagged ones (a tagged GTID's fields are serialized)."""
+    body = pos + framing.header_length
+    if code == E.GTID_EVENT:
+        seq_no, domain = struct.unpack_from("<QI", buf, body)
+        server_id = struct.unpack_from("<I", buf, pos + 5)[0]
+        return f"{domain}-{server_id}-{seq_no}"
+    if code == E.GTID_LOG_EVENT:
+        sid = uuid.UUID(bytes=bytes(buf[body + 1:body + 17]))
+        return f"{sid}:{struct.unpack_from('<q', buf, body + 17)[0]}"
+    return None
 
 
 def _query_kind(buf, pos: int, length: int, code: int, framing: Framing) -> str:

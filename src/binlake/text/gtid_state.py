@@ -152,6 +152,16 @@ class GtidStateValidator:
         record.last = gtid
         return False
 
+    def went_on_from(self, state: str) -> None:
+        """The dump went on by this GTID state after a failover ("D-S-N,..."):
+        each domain it names was last seen there (a transaction cut off by
+        the failover comes again whole, not out of order)."""
+        for gtid in state.split(","):
+            domain, server_id, seq_no = map(int, gtid.split("-"))
+            record = self._domains.get(domain)
+            if record is not None:
+                record.last = (domain, server_id, seq_no)
+
     def report(self) -> tuple[list[str], bool]:
         """(lines, whether they are errors): what the domains' state says."""
         if not self.active:

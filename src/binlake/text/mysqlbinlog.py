@@ -272,6 +272,11 @@ class TextPrinter:
         self._silent_until = None   # (a file left whole to this printer at its end)
         self.write("DELIMITER ;\n")
 
+    def roll_back_cut(self) -> None:
+        """Close a transaction the server's stream cut off (a failover: it
+        comes again whole from the next server), as mysqlbinlog closes its output."""
+        self.write("ROLLBACK /* added by binlake */;\n")
+
     def end(self) -> None:
         lines = ["# End of log file\n"]
         if self._printed_mysql_gtid:

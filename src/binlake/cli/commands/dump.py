@@ -24,8 +24,9 @@ from binlake.text.jsonable import event_json
 from binlake.text.mysqlbinlog import TextError, TextOptions, TextPrinter
 from binlake.cli.commands.common import add_input_arguments, add_schema_arguments, reader_options, report, seed_history
 from binlake.cli.commands.selection import (add_selection_arguments, flush_when_waiting,
-                                            open_inputs, open_output, progress_bar,
-                                            selected_events, selection_options, write_native)
+                                            followed_server, open_inputs, open_output,
+                                            progress_bar, selected_events, selection_options,
+                                            write_native)
 
 
 #: MySQL's --server-id-bits range
@@ -132,8 +133,14 @@ def run(args, out, err) -> int:
     schema, status = seed_history(args, "binlake dump", err)
     if schema is None:
         return status
+    # Text following a server for ever goes on after a failover (`_across_failovers`).
+    following = None
     try:
-        files, cleanup = open_inputs(args, err, selection)
+        if args.remote and args.stop_never and args.format != "json" and not args.flashback:
+            following = followed_server(args, err, selection, schema)
+            files, cleanup = following.source, following.close
+        else:
+            files, cleanup = open_inputs(args, err, selection)
     except ValueError as exc:
         err.write(f"binlake dump: {exc}\n")
         return ExitStatus.USAGE
@@ -142,12 +149,13 @@ def run(args, out, err) -> int:
             if args.format == "json":
                 flush_when_waiting(files, target)
                 return _dump_json(args, files, selection, target, err, schema)
-            return _dump_text(args, files, selection, text_filters, target, err, schema)
+            return _dump_text(args, files, selection, text_filters, target, err, schema,
+                              following)
     finally:
         cleanup()
 
 
-def _dump_text(args, files, selection, text_filters, out, err, schema) -> int:
+def _dump_text(args, files, selection, text_filters, out, err, schema, following=None) -> int:
     options = TextOptions(base64_output=args.base64_output, verbose=args.verbose,
                           short_form=args.short_form, hexdump=args.hexdump,
                           print_row_count=args.print_row_count,
@@ -184,8 +192,10 @@ def _dump_text(args, files, selection, text_filters, out, err, schema) -> int:
             if stopped_hard or check.failed:
                 return
             printer.begin_file(path) if path is not None else printer.end_file()
-        for index, event, verdict in _events_to_print(args, files, selection, err, printer,
-                                                      on_file, schema, bar):
+        events = (_events_to_print(args, files, selection, err, printer, on_file, schema, bar)
+                  if following is None else
+                  _across_failovers(args, following, selection, err, printer, on_file, bar, out))
+        for index, event, verdict in events:
             bar.update(event)
             before_start = index == 0 and start and event.header.pos < start
             if row_format is not None and not before_start \
@@ -304,6 +314,31 @@ def _events_to_print(args, files, selection, err, printer, on_file, schema, bar)
                 return
             continue
         yield from selected_events(args, [path], selection, err, on_file=on_file, schema=schema)
+
+
+def _across_failovers(args, stream, selection, err, printer, on_file, bar, out):
+    """`_events_to_print` of a followed server (-R --stop-never) that goes
+    on after a failover behind its address, as the lake's follower does: by
+    the GTID state after the last whole transaction printed
+    (`LiveStream.failed_over`). A transaction the old server's stream cut
+    off is closed by a ROLLBACK, as mysqlbinlog closes its output, and comes
+    again whole from the new server."""
+    from binlake.live.source import ServerChanged
+    while True:
+        try:
+            yield from _events_to_print(args, stream.source, selection, err, printer, on_file,
+                                        stream.reader_options["schema"], bar)
+            return
+        except ServerChanged as changed:
+            cut = stream.source.commits.cut
+            if not stream.failed_over(changed):
+                raise
+            if cut:
+                printer.roll_back_cut()
+            if ":" not in stream.resume_token.gtid:    # (MariaDB's checks)
+                printer.gtid_check.validator.went_on_from(stream.resume_token.gtid)
+            selection.options.start_position = None    # (the new server starts by GTID)
+            flush_when_waiting(stream.source, printer, out)
 
 
 def _live_events_to_print(args, source, selection, err, printer, on_file, schema):

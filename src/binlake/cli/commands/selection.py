@@ -141,6 +141,16 @@ def open_inputs(args, err, selection: EventSelection | None = None):
     return source, source.close
 
 
+def followed_server(args, err, selection: EventSelection, schema):
+    """-R --stop-never's server as a LiveStream whose resume token moves on
+    as the bytes arrive (`commits_from_bytes`): the events are read from its
+    `source`, and after a failover behind the address `failed_over` goes on
+    by the GTID state there. Raises ValueError on a bad command line."""
+    from binlake.live.source import LiveStream
+    return LiveStream(live_options(args, err, selection), {"schema": schema},
+                      commits_from_bytes=True)
+
+
 def flush_when_waiting(files, *outputs) -> None:
     """A live server's output flushed whenever the read waits for the
     server (each output's `flush()`, in order): a follower's reader sees
@@ -150,8 +160,14 @@ def flush_when_waiting(files, *outputs) -> None:
 
 
 def live_source(args, err, selection: EventSelection | None = None):
-    """The LiveSource of -R and its options (mysqlbinlog's meanings)."""
-    from binlake.live.source import DEFAULT_SERVER_ID, LiveOptions, LiveSource
+    """The LiveSource of -R."""
+    from binlake.live.source import LiveSource
+    return LiveSource(live_options(args, err, selection))
+
+
+def live_options(args, err, selection: EventSelection | None = None):
+    """The LiveOptions of -R (mysqlbinlog's meanings)."""
+    from binlake.live.source import DEFAULT_SERVER_ID, LiveOptions
     from binlake.connection.settings import connection_settings
     from binlake.cli.commands.common import server_address
     if len(args.files) > 1:
@@ -167,7 +183,7 @@ def live_source(args, err, selection: EventSelection | None = None):
         raise ValueError("--start-position with -R needs the binlog's name")
     quiet = getattr(args, "short_form", False)
     progress = None if quiet else live_progress(err)
-    return LiveSource(LiveOptions(
+    return LiveOptions(
         settings=connection_settings(server_address(args, for_schema=False)),
         file=file, position=options.start_position or 4,
         mariadb_gtid=start_gtid if file is None else None,
@@ -178,7 +194,7 @@ def live_source(args, err, selection: EventSelection | None = None):
         on_progress=progress,
         on_reconnect=lambda error, attempt: err.write(
             f"binlake: warning: {error}; reconnecting (attempt {attempt})\n"),
-        on_warning=lambda text: err.write(f"binlake: warning: {text}\n")))
+        on_warning=lambda text: err.write(f"binlake: warning: {text}\n"))
 
 
 def live_progress(err):
