@@ -406,11 +406,13 @@ def test_a_token_on_a_server_lacking_its_last_transactions_is_refused(server, tm
     assert "\n" not in str(raised.value) and "1236" in str(raised.value), raised.value
 
 
-def test_transactions_go_on_after_a_failover_behind_the_address(server, tmp_path):
+@pytest.mark.parametrize("read", ["transactions", "changes"])
+def test_a_stream_goes_on_after_a_failover_behind_the_address(server, tmp_path, read):
     """The address the stream follows moves from the primary to its
     replica, promoted (a virtual IP): `transactions()` goes on by the
     token's GTID state on the new server, each transaction once, the one
-    cut off by the switch given whole; its tokens then name the new server."""
+    cut off by the switch given whole; its tokens then name the new server.
+    `changes()` too, the switch falling between transactions."""
     from server.live_helpers import SwitchingProxy
     with gtid_replica(server, tmp_path / "replica") as replica:
         proxy = SwitchingProxy(server.port)
@@ -419,6 +421,12 @@ def test_transactions_go_on_after_a_failover_behind_the_address(server, tmp_path
         got, tokens = [], []
 
         def consume():
+            if read == "changes":
+                for change in stream.changes():
+                    if change.op == "insert":
+                        got.append(int(change.after["id"]))
+                        tokens.append(stream.resume_token)
+                return
             for transaction in stream.transactions():
                 got.extend(int(c.after["id"]) for c in transaction.changes if c.op == "insert")
                 tokens.append(transaction.resume_token)

@@ -1148,9 +1148,7 @@ class LiveStream:
         Statements and events outside transactions (DDL, rotations) move
         the token past them too, without a Transaction of their own.
         Following (stop_never), it goes on after a failover behind the
-        address by the token's GTID state (`failed_over`); `changes()`,
-        which may have handed out part of a transaction, stops there with
-        ServerChanged instead."""
+        address by the token's GTID state (`failed_over`)."""
         from binlake.records import transaction_groups
         while True:
             try:
@@ -1168,9 +1166,39 @@ class LiveStream:
     def changes(self):
         """Every row change, in order, as it is read; `resume_token` moves
         past each transaction once all its changes have been handed out
-        (at the next request, before anything more is read)."""
+        (at the next request, before anything more is read). Following
+        (stop_never), it goes on after a failover behind the address as
+        `transactions()` does when the switch fell between transactions;
+        one that cut off a transaction some of whose changes were handed
+        out stops with ServerChanged (going on would hand them out twice)."""
         from binlake.records import changes
-        return changes(self.source, on_commit_fields=self._mark, **self.reader_options)
+        if not self.source.options.stop_never:
+            return changes(self.source, on_commit_fields=self._mark, **self.reader_options)
+        return self._changes_across_failovers()
+
+    def _changes_across_failovers(self):
+        from binlake.records import changes
+        last = None     # the last change handed out, on this server
+        while True:
+            try:
+                for last in changes(self.source, on_commit_fields=self._mark,
+                                    **self.reader_options):
+                    yield last
+                return
+            except (ServerChanged, PositionPast4GiB) as changed:
+                if (last is not None and not self._past(last)) or not self.failed_over(changed):
+                    raise
+                last = None
+
+    def _past(self, change) -> bool:
+        """Whether the token is past `change`'s transaction (it was handed out whole)."""
+        after = self._mark.after
+        if after is None:
+            return False
+        if after[0] == change.file:
+            return after[1] >= change.next_pos
+        # (one server's binlogs: a name's number grows, and may grow a digit)
+        return (len(after[0]), after[0]) > (len(change.file), change.file)
 
     def close(self) -> None:
         self.source.close()
