@@ -192,10 +192,12 @@ def _dump_text(args, files, selection, text_filters, out, err, schema, following
             if stopped_hard or check.failed:
                 return
             printer.begin_file(path) if path is not None else printer.end_file()
-        events = (_events_to_print(args, files, selection, err, printer, on_file, schema, bar)
-                  if following is None else
-                  _across_failovers(args, following, selection, err, printer, on_file, bar, out))
-        for index, event, verdict in events:
+        # (the generator is not kept in a name: a `break` frees it at once,
+        # its file's closing lines written before the output's)
+        for index, event, verdict in (
+                _events_to_print(args, files, selection, err, printer, on_file, schema, bar)
+                if following is None else
+                _across_failovers(args, following, selection, err, printer, on_file, bar, out)):
             bar.update(event)
             before_start = index == 0 and start and event.header.pos < start
             if row_format is not None and not before_start \
