@@ -93,7 +93,7 @@ def test_the_manifest_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
 
     def full_disk(*args, **kwargs):
         raise OSError(28, "No space left on device")
-    monkeypatch.setattr(json, "dump", full_disk)
+    monkeypatch.setattr(os, "fsync", full_disk)  # the new file's bytes not on disk
     with pytest.raises(OSError):
         write_manifest(path, first.staging(["p.parquet"]))
     monkeypatch.undo()

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from binlake.charsets import collation_of
 from binlake.constants import ColumnType as T
@@ -104,6 +104,7 @@ class Schema:
         self._positions: set = set()  #: of the statements that made versions
         #: bumped by every new version: what was derived from the tables may be stale
         self.generation = 0
+        self._names = None  #: ((generation, tables), lower-case name -> keys): `_named`
         self._timestamp: int | None = None  #: of the event being followed
         #: default character sets of the databases created in the stream
         self.database_charsets: dict[str, str | None] = {}
@@ -246,17 +247,30 @@ class Schema:
         return unqualified or key
 
     # -- positions ------------------------------------------------------------------------
-    def at(self, position: tuple) -> Schema:
-        """The tables as they were just before `position` (file name, offset)."""
+    def at(self, position: tuple, table: str | None = None) -> Schema:
+        """The tables as they were just before `position` (file name, offset);
+        with `table`, only those of that name (any case, any database):
+        enough to look one up, at a cost that does not grow with the others."""
         snapshot = Schema()
         snapshot.database_charsets = dict(self.database_charsets)
-        for key, versions in self.versions.items():
+        keys = self.versions if table is None else self._named(table)
+        for key in keys:
+            versions = self.versions[key]
             kept = [v for v in versions if v.position < position]
             if kept:
                 snapshot.versions[key] = kept
                 if kept[-1].definition is not None:
                     snapshot.tables[key] = kept[-1].definition
         return snapshot
+
+    def _named(self, table: str) -> list:
+        """The keys of the tables named `table`, in any case, in their order."""
+        if self._names is None or self._names[0] != (self.generation, len(self.versions)):
+            index: dict[str, list] = {}
+            for key in self.versions:
+                index.setdefault(key[1].lower(), []).append(key)
+            self._names = ((self.generation, len(self.versions)), index)
+        return self._names[1].get(table.lower(), [])
 
     def rebased(self, position: tuple) -> Schema:
         """The tables as they were just before `position`, each one version
@@ -444,9 +458,10 @@ class Schema:
         """Written whole, then renamed (`atomic.replaced`): a killed run leaves
         the previous history, never half of a new one."""
         from binlake.atomic import replaced
+        # One line, by json's C encoder (an indented dump is its Python one).
+        text = json.dumps(self.to_json(), separators=(",", ":"))
         with replaced(path, "w", encoding="utf-8") as handle:
-            json.dump(self.to_json(), handle, indent=1)
-            handle.write("\n")
+            handle.write(text + "\n")
 
     @classmethod
     def from_json(cls, data: dict) -> Schema:
@@ -474,13 +489,18 @@ class Schema:
         return schema
 
 
+#: A column definition's fields, as its JSON names them.
+_COLUMN_FIELDS = fields(ColumnSpec)
+
+
 def _version_json(version: Version) -> dict:
     file, pos = version.position
     out = {"file": file, "pos": pos, "statement": version.statement}
     if version.dropped:
         out["dropped"] = True
     if version.definition is not None:
-        out["columns"] = [asdict(c) for c in version.definition.columns]
+        out["columns"] = [{f.name: getattr(c, f.name) for f in _COLUMN_FIELDS}
+                          for c in version.definition.columns]
         out["primary_key"] = list(version.definition.primary_key)
         if version.definition.unique_keys:
             # [name, columns], and the prefix lengths where a part has one

@@ -32,6 +32,7 @@ from urllib.parse import unquote
 
 from binlake.atomic import fsync_files
 from binlake.spark.commits.delta_sync import durable
+from binlake.spark.commits.delta_tables import opened
 from binlake.spark.rules.columns import (CLOSES, COPIES_REMOVED, COPY_ADDED, COPY_OP, DELETED,
                                         NET_COLUMNS, VALID_FROM, VALID_TO)
 
@@ -65,10 +66,9 @@ EXACT_STATS = 1 << 53
 
 def committed_run(uri: str, table: str) -> int | None:
     """The number of the last run whose changes this table holds (None: none)."""
-    from deltalake import DeltaTable
     from deltalake.exceptions import TableNotFoundError
     try:
-        found = DeltaTable(uri).transaction_version(APP_ID.format(table=table))
+        found = opened(uri).transaction_version(APP_ID.format(table=table))
     except TableNotFoundError:
         return None
     return found
@@ -84,7 +84,7 @@ def merge_net_changes(uri: str, table: str, net, keys: list[str], *, run: int,
     beyond every held key (`_beyond_held_keys`). Returns what was done:
     "created", "merged", "appended", or "already" (this run committed it before)."""
     import pyarrow as pa
-    from deltalake import DeltaTable, write_deltalake
+    from deltalake import write_deltalake
 
     if not keys:
         raise ValueError(f"{table}: a MERGE needs the table's primary key")
@@ -98,7 +98,7 @@ def merge_net_changes(uri: str, table: str, net, keys: list[str], *, run: int,
                         configuration=TABLE_PROPERTIES)
         return "created"
     _with_table_properties(uri)
-    target = DeltaTable(uri)
+    target = opened(uri)
     if bounds and _beyond_held_keys(target, bounds):
         _append_new_keys(target, net, commit)
         return "appended"
@@ -134,7 +134,6 @@ def merge_copies(uri: str, table: str, rows, *, run: int, through: dict) -> str:
     change data feed says each copy removed and added (a row whose copies
     went from 2 to 1: both removed, one added). Returns "merged" or
     "already"; nothing to do commits nothing."""
-    from deltalake import DeltaTable
     done = committed_run(uri, table)
     if done is not None and done >= run:
         return "already"
@@ -144,7 +143,7 @@ def merge_copies(uri: str, table: str, rows, *, run: int, through: dict) -> str:
     same = " AND ".join(f"(t.{_quoted(name)} IS NOT DISTINCT FROM s.{_quoted(name)})"
                         for name in names)
     _with_table_properties(uri)
-    (DeltaTable(uri)
+    (opened(uri)
      .merge(rows, f"({op} = '{COPIES_REMOVED}') AND {same}", source_alias="s",
             target_alias="t", commit_properties=_commit_properties(table, run, through))
      .when_matched_delete()
@@ -161,7 +160,6 @@ def merge_history(uri: str, table: str, rows, keys: list[str], *, run: int, thro
     CLOSES row ends the version its key holds open (VALID_TO set to its
     VALID_FROM), the other rows are new versions, inserted; one commit, as
     run number `run`. Returns "merged" or "already"."""
-    from deltalake import DeltaTable
     done = committed_run(uri, table)
     if done is not None and done >= run:
         return "already"
@@ -169,7 +167,7 @@ def merge_history(uri: str, table: str, rows, keys: list[str], *, run: int, thro
     on = " AND ".join([f"t.{_quoted(k)} = s.{_quoted(k)}" for k in keys]
                       + [f"t.{_quoted(VALID_TO[1])} IS NULL", closes])
     names = [name for name in rows.schema.names if name != CLOSES]
-    (DeltaTable(uri)
+    (opened(uri)
      .merge(rows, on, source_alias="s", target_alias="t", merge_schema=True,
             commit_properties=_commit_properties(table, run, through, plan))
      .when_matched_update({_quoted(to): f"s.{_quoted(start)}"
@@ -275,12 +273,11 @@ def rows_under_keys(uri: str, keys):
     partial row image's columns left out are theirs
     (binlake.spark.rules.table_rows.completed)."""
     import pyarrow.dataset as ds
-    from deltalake import DeltaTable
     if not _exists(uri):
         return None
     names = keys.column_names
     # Files whose statistics rule the first key column out are not read.
-    held = DeltaTable(uri).to_pyarrow_dataset().to_table(
+    held = opened(uri).to_pyarrow_dataset().to_table(
         filter=ds.field(names[0]).isin(keys.column(0)))
     return held.join(keys.cast(held.select(names).schema), keys=names, join_type="left semi")
 
@@ -301,7 +298,7 @@ def commit_table(uri: str, table: str, files: list[str], schema, *, run: int,
     one value, the column not in the file (partition_folder)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-    from deltalake import DeltaTable, write_deltalake
+    from deltalake import write_deltalake
     from deltalake.transaction import AddAction
 
     partition_by = list(partition_by)
@@ -317,7 +314,7 @@ def commit_table(uri: str, table: str, files: list[str], schema, *, run: int,
     _allow_timestamp_ntz(uri, schema)
     _with_table_properties(uri)
     commit = _commit_properties(table, run, through, plan, rewritten)
-    if DeltaTable(uri).metadata().partition_columns != partition_by:
+    if opened(uri).metadata().partition_columns != partition_by:
         # Partitioned otherwise (--partition-by changed): Delta's REPLACE, the
         # rows written again by delta-rs under the new partitioning.
         _repartitioned(uri, files, schema, partition_by,
@@ -331,7 +328,7 @@ def commit_table(uri: str, table: str, files: list[str], schema, *, run: int,
         actions.append(AddAction(path, stat.st_size, _partition_values(path, partition_by),
                                  int(stat.st_mtime * 1000), True,
                                  file_stats(pq.ParquetFile(full).metadata)))
-    DeltaTable(uri).create_write_transaction(actions, mode, schema, partition_by=partition_by,
+    opened(uri).create_write_transaction(actions, mode, schema, partition_by=partition_by,
                                              commit_properties=commit)
 
 
@@ -377,10 +374,10 @@ def _allow_timestamp_ntz(uri: str, schema) -> None:
     table may hold only once it declares the `timestampNtz` feature: declared
     when such a column first appears (a table can gain one by ALTER)."""
     import pyarrow as pa
-    from deltalake import DeltaTable, TableFeatures
+    from deltalake import TableFeatures
     if not any(pa.types.is_timestamp(f.type) and f.type.tz is None for f in schema):
         return
-    table = DeltaTable(uri)
+    table = opened(uri)
     if "timestampNtz" not in (table.protocol().writer_features or []):
         table.alter.add_feature(TableFeatures.TimestampWithoutTimezone,
                                 allow_protocol_versions_increase=True)
@@ -388,8 +385,7 @@ def _allow_timestamp_ntz(uri: str, schema) -> None:
 
 def _with_table_properties(uri: str) -> None:
     """TABLE_PROPERTIES on a table made before binlake set them."""
-    from deltalake import DeltaTable
-    table = DeltaTable(uri)
+    table = opened(uri)
     config = table.metadata().configuration
     if any(config.get(name) != value for name, value in TABLE_PROPERTIES.items()):
         table.alter.set_table_properties(TABLE_PROPERTIES)
@@ -468,8 +464,7 @@ def read_table(uri: str):
     run's time would go on that."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-    from deltalake import DeltaTable
-    table = DeltaTable(uri)
+    table = opened(uri)
     schema = pa.schema(table.schema().to_arrow())
     partition_by = table.metadata().partition_columns
     parts = []
@@ -494,8 +489,7 @@ def _in_schema(found, schema, values: dict) -> list:
 
 def row_count(uri: str) -> int:
     """Rows in the table's current version, from its log (no file is read)."""
-    from deltalake import DeltaTable
-    actions = _add_actions(DeltaTable(uri))
+    actions = _add_actions(opened(uri))
     return sum(actions.column("num_records").to_pylist()) if actions.num_rows else 0
 
 
@@ -515,8 +509,7 @@ def through_of(uri: str) -> dict | None:
 def _latest_metadata(uri: str, key: str) -> str | None:
     """`key` of the commit metadata of binlake's latest commit to the table
     (compaction's and vacuum's commits carry none: looked past)."""
-    from deltalake import DeltaTable
-    table = DeltaTable(uri)
+    table = opened(uri)
     for limit in (4, None):
         for entry in table.history(limit):
             if key in entry:

@@ -5,7 +5,10 @@ Strategy: after a run that committed to a table, `after_run` compacts it
 when its files are many and runs a lite vacuum: it deletes only the files
 the log's own remove actions name, once removed longer ago than the
 retention, so its cost follows the log since the last checkpoint, not the
-table's folder, and a version inside the retention stays readable. Files
+table's folder, and a version inside the retention stays readable; a
+process vacuums a table at most every VACUUM_EVERY_SECONDS (a follower
+commits to a table every second or so, and a removed file waits for the
+retention, days, anyway). Files
 no log entry names (written by a run killed before its commit) are left
 to `maintain` (`binlake maintain`): a full vacuum, which lists the whole
 folder and deletes, besides, every file no version holds that is older
@@ -15,7 +18,10 @@ being written for a commit is named by no version yet.
 
 from __future__ import annotations
 
+import time
+
 from binlake.spark.commits.delta_sync import durable
+from binlake.spark.commits.delta_tables import opened
 
 #: A table holding more files than this is compacted after a run that
 #: committed to it (appends and merges add files, run after run).
@@ -25,6 +31,10 @@ TARGET_FILE_BYTES = 128 << 20
 #: Old versions stay readable (time travel) this long; then the files no
 #: later version holds are deleted (Delta's own default: a week).
 RETENTION_HOURS = 7 * 24
+#: A table is lite-vacuumed after a run at most this often by one process.
+VACUUM_EVERY_SECONDS = 600.0
+
+_vacuumed: dict[str, float] = {}  #: table folder -> when this process last vacuumed it
 
 
 @durable
@@ -32,9 +42,12 @@ def after_run(uri: str) -> dict:
     """The table compacted when it holds more than COMPACT_AT_FILES files,
     and lite-vacuumed with RETENTION_HOURS. Returns {"compacted": files
     replaced, "vacuumed": files deleted}."""
-    from deltalake import DeltaTable
-    table = DeltaTable(uri)
+    table = opened(uri)
     compacted = _compacted(table, compact=False)
+    now = time.monotonic()
+    if now - _vacuumed.get(uri, -VACUUM_EVERY_SECONDS) < VACUUM_EVERY_SECONDS:
+        return {"compacted": compacted, "vacuumed": 0}
+    _vacuumed[uri] = now
     vacuumed = table.vacuum(retention_hours=RETENTION_HOURS, dry_run=False,
                             enforce_retention_duration=False, full=False)
     return {"compacted": compacted, "vacuumed": len(vacuumed)}
@@ -48,8 +61,7 @@ def maintain(uri: str, *, compact: bool = False, retention_hours: int = RETENTIO
     last `retention_hours` holds are deleted, files never committed (a run
     killed before its commit) among them. Returns {"compacted": files
     replaced, "vacuumed": files deleted}."""
-    from deltalake import DeltaTable
-    table = DeltaTable(uri)
+    table = opened(uri)
     compacted = _compacted(table, compact)
     vacuumed = table.vacuum(retention_hours=retention_hours, dry_run=False,
                             enforce_retention_duration=False, full=True)

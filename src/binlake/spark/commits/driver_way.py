@@ -15,6 +15,7 @@ binlake.spark.commits.table_commits to commit, as Spark's are.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 from concurrent.futures import ThreadPoolExecutor
@@ -25,7 +26,8 @@ import pyarrow.parquet as pq
 
 from binlake.spark.commits.change_files import ChangeFiles, sources_of
 from binlake.spark.commits.delta import row_count
-from binlake.spark.commits.table_commits import RowFiles, TableCommits, partition_by, sorted_by
+from binlake.spark.commits.table_commits import (RowFiles, TableCommits, partition_by,
+                                                 side_by_side, sorted_by)
 from binlake.spark.commits.table_jobs import (APPENDED, CARRIED, MERGED, REBUILT, REWRITTEN,
                                               carries, history_job, increment_kind, new_job,
                                               run_job, stage)
@@ -77,8 +79,8 @@ class DriverTables:
                 continue
             jobs.append(new_job(self.commits, self.changes, increment_kind(plan, inserts_only),
                                 plan, mine))
-        for job in jobs:
-            run_job(job)
+        side_by_side([functools.partial(run_job, job) for job in jobs])
+        for job in jobs:  # in order: the commits' order, run to run
             stage(self.commits, job)
         if jobs:
             kinds = [job.kind for job in jobs]
@@ -104,8 +106,8 @@ class DriverTables:
                                     as_of=as_of))
             else:
                 left.append(plan)
-        for job in jobs:
-            run_job(job)
+        side_by_side([functools.partial(run_job, job) for job in jobs])
+        for job in jobs:  # in order: the commits' order, run to run
             stage(self.commits, job)
         if jobs:
             self.commits.log(f"tables: {len(jobs)} rebuilt (in the driver)"

@@ -132,7 +132,7 @@ def delta_frame(spark, uri: str, as_of=None):
     import pyarrow as pa
     from deltalake import DeltaTable
     from pyspark.sql.pandas.types import from_arrow_schema
-    delta = DeltaTable(uri)
+    delta = DeltaTable(uri)  # its own: moved to `as_of`
     if as_of is not None:
         delta.load_as_version(as_of)
     schema = from_arrow_schema(pa.schema(delta.schema().to_arrow()))

@@ -19,6 +19,7 @@ import functools
 import os
 import shutil
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -38,6 +39,8 @@ from binlake.spark.rules.columns import VALID_FROM, VALID_TO
 #: 2.5 M-row table: 0.31 s in files of 833,000 rows, bench_lake_state.py),
 #: while files stay large enough for a scan (some 3,800 per billion rows).
 ROWS_PER_FILE = 262_144
+#: Tables committed (and the driver's jobs run) side by side.
+COMMIT_THREADS = 4
 #: The folders of the lake's tables and of their histories (`--history`).
 TABLES, HISTORY = "tables", "history"
 #: How a table's next version came to be, as a run reports it.
@@ -91,10 +94,11 @@ class TableCommits:
 
     # -- committing -------------------------------------------------------------------
     def commit(self) -> None:
-        """Each staged table's next version committed (a table at a time:
-        each commit is atomic, and a rerun completes the ones a kill left)."""
-        for commit in self.pending:
-            commit()
+        """Each staged table's next version committed: each commit is atomic
+        and of a table of its own, so they go side by side (COMMIT_THREADS:
+        most of a commit is delta-rs's and fsync's, which let go of the
+        GIL), and a rerun completes the ones a kill or an error left."""
+        side_by_side(self.pending)
         self.pending = []
 
     def maintain(self) -> None:
@@ -103,7 +107,7 @@ class TableCommits:
         full vacuum is `binlake maintain`'s)."""
         touched = [os.path.join(self.history_dir if how == "history" else self.tables_dir, key)
                    for how, keys in self.work.items() for key in keys]
-        done = [after_run(uri) for uri in touched]
+        done = side_by_side([functools.partial(after_run, uri) for uri in touched])
         compacted = sum(d["compacted"] for d in done)
         if compacted:
             self.log(f"tables: {compacted} small files compacted")
@@ -177,6 +181,19 @@ class TableCommits:
         keys, net = layout["primary_key"], self._staged(key)
         merge_net_changes(os.path.join(self.tables_dir, key), key, net.to_reader(), keys,
                           run=self.run, through=self.through, bounds=key_bounds(net.select(keys)))
+
+
+def side_by_side(calls: list) -> list:
+    """The results of `calls` (each of a table of its own), made by
+    COMMIT_THREADS threads; the first error raised once all have ended."""
+    if len(calls) <= 1:
+        return [call() for call in calls]
+    with ThreadPoolExecutor(COMMIT_THREADS, thread_name_prefix="table commit") as pool:
+        futures = [pool.submit(call) for call in calls]
+    errors = [future.exception() for future in futures if future.exception() is not None]
+    if errors:
+        raise errors[0]
+    return [future.result() for future in futures]
 
 
 class RowFiles:

@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from binlake.spark.commits.change_files import CarriedFrom, ChangeFiles, sources_of
 from binlake.spark.commits.delta import read_table, row_count, rows_under_keys
+from binlake.spark.commits.delta_tables import opened
 from binlake.spark.commits.table_commits import HISTORY as HISTORY_FOLDER
 from binlake.spark.commits.table_commits import RowFiles, TableCommits, partition_by, sorted_by
 from binlake.spark.plans.layouts import qualified
@@ -110,8 +111,7 @@ def carries(plan: dict, source: CarriedFrom, key: str) -> bool:
     if source.uri is None:
         return True
     import pyarrow as pa
-    from deltalake import DeltaTable
-    held = empty_table(pa.schema(DeltaTable(source.uri).schema().to_arrow()))
+    held = empty_table(pa.schema(opened(source.uri).schema().to_arrow()))
     return table_rows.carried(held, plan, source.stretch, key) is not None
 
 
@@ -180,7 +180,6 @@ def _table_types(rows: pa.Table, uri: str | None) -> pa.Table:
     list's item name, say), where there is one."""
     if uri is None or not os.path.isdir(os.path.join(uri, "_delta_log")):
         return rows
-    from deltalake import DeltaTable
-    held = pa.schema(DeltaTable(uri).schema().to_arrow())
+    held = pa.schema(opened(uri).schema().to_arrow())
     return rows.cast(pa.schema([held.field(f.name).with_nullable(f.nullable)
                                 if f.name in held.names else f for f in rows.schema]))

@@ -116,7 +116,7 @@ def find_layouts(splits: Iterable[Split], *, history=None, wanted=None,
             key, order = qualified(database, table), (split.file_seq, pos)
             if key not in found or found[key][0] < order:
                 if history is not None:
-                    table_map = history.at((split.file, pos)).annotate(table_map)
+                    table_map = history.at((split.file, pos), table).annotate(table_map)
                 found[key] = (order, layout_of(table_map))
     return found
 

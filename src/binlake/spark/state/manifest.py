@@ -297,8 +297,11 @@ def read_manifest(path: str, lake: str) -> Manifest:
 def write_manifest(path: str, manifest: Manifest) -> None:
     """The one place a manifest is written: whole, fsynced, renamed over the
     old one and its folder fsynced (binlake.atomic)."""
+    # One line, by json's C encoder (an indented dump is its Python one:
+    # 0.2 s a run for a lake of 1,000 tables).
+    text = json.dumps(manifest.to_json(), sort_keys=True, separators=(",", ":"))
     with replaced(path) as f:
-        json.dump(manifest.to_json(), f, indent=1, sort_keys=True)
+        f.write(text)
 
 
 __all__ = ["Manifest", "FileRead", "Held", "SnapshotFloor", "TablesState", "read_manifest",
