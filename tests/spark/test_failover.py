@@ -26,12 +26,12 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("deltalake")
 
-import pyarrow.parquet as pq  # noqa: E402
 
 import binlake  # noqa: E402
 from binlake.testing.mariadb import MariaDBServer  # noqa: E402
 
 from .test_follow import DB, Writer, lake_rows, server_rows, status, wait_for_batches  # noqa: E402
+from .truth import view_table  # noqa: E402
 
 GTID_SERVER = {"gtid_strict_mode": 1, "log_slave_updates": 1,
                "innodb_flush_log_at_trx_commit": 1}
@@ -159,7 +159,7 @@ def assert_each_change_once(lake, promoted) -> None:
     """changes/ holds each change of the promoted replica's binlog (which
     holds the old primary's transactions too) once, under its GTID: none
     lost, none twice; read from both servers' copies."""
-    changes = pq.read_table(lake / "changes", columns=["gtid", "table", "file"]).to_pylist()
+    changes = view_table(lake, "changes", ["gtid", "table", "file"]).to_pylist()
     held = Counter((row["gtid"], row["table"]) for row in changes)
     sent = Counter((c.gtid, c.table) for c in binlake.changes(
         [str(path) for path in promoted.binlog_files()]) if c.database == DB)

@@ -25,7 +25,8 @@ WRITERS = {"spark/state/store.py", "spark/state/run_undo.py"}
 STATE_DIR = "_binlake"
 #: The lake's state files (and the requests' folder), by name.
 STATE_FILES = {"manifest.json", "schema.json", "schema-from-snapshot.json",
-               "schema-from-server.json", "status.json", "requests", "lock"}
+               "schema-from-server.json", "status.json", "requests", "lock",
+               "compactions.json"}
 #: What writes a state file: the manifest's writer, binlake.atomic's
 #: whole-or-nothing file, a schema history's save.
 WRITING_CALLS = {"write_manifest", "replaced", "save"}

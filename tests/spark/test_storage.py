@@ -189,11 +189,11 @@ def server_rows(server, table: str) -> list:
 
 def assert_each_change_once(server, lake) -> None:
     """changes/ holds each change of the server's binlogs exactly once."""
-    import pyarrow.parquet as pq
-
     import binlake
-    held = [(row["file"], row["pos"], row["row_index"]) for row in pq.read_table(
-        lake / "changes", columns=["file", "pos", "row_index"]).to_pylist()]
+
+    from .truth import view_table
+    held = [(row["file"], row["pos"], row["row_index"]) for row in view_table(
+        lake, "changes", ["file", "pos", "row_index"]).to_pylist()]
     assert len(held) == len(set(held))
     sent = [(os.path.basename(c.file), c.pos, c.row_index)
             for c in binlake.changes([str(p) for p in server.binlog_files()])
@@ -216,10 +216,52 @@ def wait_for(condition, follower, what: str, timeout: float = 60) -> None:
         time.sleep(0.05)
 
 
+#: The follower, its views merged often and soon (a merge of two files, a
+#: replaced file deleted 3 s after): binlake's command with the
+#: constants of binlake.spark.state.compaction set so.
+MERGING_OFTEN = """
+import runpy, sys
+import binlake.spark.run.follow as follow
+import binlake.spark.state.compaction as compaction
+compaction.COMPACT_AT, compaction.RETIRED_SECONDS, follow.COMPACT_EVERY_SECONDS = 2, 3.0, 0.3
+sys.argv[0] = "binlake"
+runpy.run_module("binlake", run_name="__main__")
+"""
+
+
+class ViewReader(threading.Thread):
+    """A reader of changes/ beside the follower: each listing must read
+    without error and hold no change twice."""
+
+    def __init__(self, lake):
+        super().__init__(daemon=True)
+        self.lake, self.reads, self.failures = lake, 0, []
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        from .truth import view_table
+        while not self.done.is_set():
+            if not (self.lake / "changes").is_dir():
+                time.sleep(0.1)
+                continue
+            try:
+                held = view_table(self.lake, "changes", ["file", "pos", "row_index"]).to_pylist()
+            except Exception as exc:  # noqa: BLE001 - a reader's error is a failure
+                self.failures.append(repr(exc))
+                continue
+            keys = [(row["file"], row["pos"], row["row_index"]) for row in held]
+            if len(keys) != len(set(keys)):
+                self.failures.append(f"{len(keys) - len(set(keys))} changes read twice")
+            self.reads += 1
+
+
 def test_a_follower_keeps_only_the_copies_it_has_yet_to_read_through_kills(server, tmp_path):
+    """... and merges the views' small files, a reader beside it reading
+    each change once throughout."""
     lake, rng = tmp_path / "lake", random.Random(3)
     log = open(tmp_path / "follower.log", "ab")
-    command = pipeline(server, lake, "--follow", "--keep-binlogs", "0", "--heartbeat-period", "1")
+    command = [sys.executable, "-c", MERGING_OFTEN, *pipeline(
+        server, lake, "--follow", "--keep-binlogs", "0", "--heartbeat-period", "1")[3:]]
 
     def start():
         return subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
@@ -228,8 +270,9 @@ def test_a_follower_keeps_only_the_copies_it_has_yet_to_read_through_kills(serve
         found = status(lake)
         return found.get("micro_batches", 0) if found.get("state") == "following" else -1
 
-    follower, writer = start(), Writer(server)
+    follower, writer, reader = start(), Writer(server), ViewReader(lake)
     writer.start()
+    reader.start()
     removed_seen = set()
     try:
         def next_batch():
@@ -252,6 +295,10 @@ def test_a_follower_keeps_only_the_copies_it_has_yet_to_read_through_kills(serve
         writer.done.set()
         writer.join()
     assert writer.statements > 50
+    time.sleep(4)  # past a replaced file's grace: deleted, beside the reader
+    reader.done.set()
+    reader.join()
+    assert not reader.failures and reader.reads > 10, reader.failures[:3]
     server.flush_logs()
     newest = os.path.basename(str(server.binlog_files()[-1]))
     # every closed copy read whole by every table goes; the newest stays
@@ -266,6 +313,9 @@ def test_a_follower_keeps_only_the_copies_it_has_yet_to_read_through_kills(serve
         name for name in sorted(manifest.files) if name != newest]
     assert len(manifest.files) >= 6 and removed_seen  # removals happened while it ran
     assert_each_change_once(server, lake)
+    # merges happened, and their replaced files went
+    merged = status(lake)["metrics"]
+    assert merged["view_files_merged"] > 0 and merged["view_files_deleted"] > 0, merged
 
 
 def test_runs_keep_what_the_tables_have_not_taken_and_maintain_removes_the_rest(

@@ -185,3 +185,15 @@ def canonical(value: Any) -> Any:
 def canonical_rows(rows: list[dict]) -> list:
     return sorted((tuple(sorted((k, canonical(v)) for k, v in row.items())) for row in rows),
                   key=repr)
+
+
+def view_table(lake, view: str, columns=None):
+    """A view of the lake (events/ or changes/) as a pyarrow Table, its
+    files as a reader lists them (binlake.spark.lake_files: never a small
+    file beside the merged one that replaced it), partition columns included."""
+    import pyarrow.dataset as ds
+    from binlake.spark import lake_files
+    files = lake_files(str(lake), view)
+    dataset = ds.dataset(files, format="parquet", partitioning="hive",
+                         partition_base_dir=str(Path(lake) / view))
+    return dataset.to_table(columns=columns)

@@ -37,4 +37,31 @@ def read_table(spark, out: str, table: str, as_of=None):
     return spark_table(spark, out, table, as_of)
 
 
-__all__ = ["register", "table_changes", "read_table"]
+def read_changes(spark, out: str):
+    """changes/ of `binlake pipeline --out out` as a DataFrame (its partition
+    columns typed): its files as `lake_files` lists them."""
+    from binlake.spark.run.lake_tables import read_changes as read
+    return read(spark, out)
+
+
+def read_events(spark, out: str):
+    """events/ of `binlake pipeline --out out` as a DataFrame, listed as `read_changes`."""
+    from binlake.spark.run.lake_tables import read_events as read
+    return read(spark, out)
+
+
+def lake_files(out: str, view: str) -> list[str]:
+    """The Parquet files of the lake's `view` ("events" or "changes") a
+    reader reads, for any Parquet reader (DuckDB's read_parquet, Polars'
+    scan_parquet: `hive_partitioning`): never a small file a merged one
+    replaces beside it (binlake.spark.state.compaction), which a glob of
+    the folder may see for some minutes after a merge."""
+    import os
+    from binlake.spark.state.compaction import VIEWS, view_files
+    if view not in VIEWS:
+        raise ValueError(f"view {view!r}: one of {', '.join(VIEWS)}")
+    return view_files(out, os.path.join(out, view))
+
+
+__all__ = ["register", "table_changes", "read_table", "read_changes", "read_events",
+           "lake_files"]

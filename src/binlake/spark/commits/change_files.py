@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 from binlake.spark.plans.layouts import qualified
 from binlake.spark.read.partitioned import escape_partition_value, parquet_rows
 from binlake.spark.rules.table_rows import partition_of
+from binlake.spark.state.compaction import view_files
 
 
 @dataclass(frozen=True)
@@ -41,14 +42,14 @@ class ChangeFiles:
     in step; Spark computes the rows."""
 
     def __init__(self, root: str):
-        self.root = root
+        self.root = os.path.abspath(root)
         #: files of changes/ by (database, table), per file list asked of
         #: (`of`: a run asks it once per table, of the same few lists)
         self._grouped: dict = {}
 
     def rows(self, tables: set) -> int:
         """Change rows of these (database, table) pairs (at least their rows)."""
-        return sum(parquet_rows(self._folder(db, table)) for db, table in tables)
+        return sum(parquet_rows(path) for path in self.all_of(tables))
 
     def of(self, files: list[str], tables: set) -> list[str]:
         """The `files` of changes/ that hold these (database, table) pairs,
@@ -65,10 +66,10 @@ class ChangeFiles:
         return [listed[index] for index in found]
 
     def all_of(self, tables: set) -> list[str]:
-        """Every file of changes/ holding these (database, table) pairs."""
-        folders = [self._folder(db, table) for db, table in tables]
-        return [os.path.join(folder, name) for folder in folders
-                for name in parquet_names(folder)]
+        """Every file of changes/ holding these (database, table) pairs (as a
+        reader lists them: binlake.spark.state.compaction)."""
+        lake = os.path.dirname(self.root)
+        return [path for db, table in tables for path in view_files(lake, self._folder(db, table))]
 
     def inserts_only(self, tables: set) -> bool:
         """Every change of these (database, table) pairs inserts."""

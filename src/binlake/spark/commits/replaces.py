@@ -35,6 +35,7 @@ from binlake.constants import EventType
 from binlake.spark.plans.history import stretch_at, stretch_width
 from binlake.spark.plans.refusals import FULL_IMAGES_THEN_READ_ANEW, forward, named
 from binlake.spark.rules.table_rows import partition_of
+from binlake.spark.state.compaction import view_files
 
 #: Why a REPLACE under partial row images is refused (its table put in for {table}).
 REPLACED_PARTIALLY = (
@@ -144,13 +145,8 @@ def _annotations(events_root: str, files: set, days: set) -> dict:
     found: dict = {}
     for day in sorted(wanted):
         folder = os.path.join(events_root, f"date={day.isoformat()}")
-        if not os.path.isdir(folder):
-            continue
-        for name in sorted(os.listdir(folder)):
-            if not name.endswith(".parquet"):
-                continue
-            read = pq.read_table(os.path.join(folder, name),
-                                 columns=["file", "pos", "gtid", "type_code", "query"])
+        for path in view_files(os.path.dirname(events_root), folder):
+            read = pq.read_table(path, columns=["file", "pos", "gtid", "type_code", "query"])
             read = read.filter(pc.equal(read.column("type_code"),
                                         int(EventType.ANNOTATE_ROWS_EVENT)))
             for row in read.to_pylist():

@@ -62,7 +62,9 @@ Bounded storage: between micro-batches (after each, and every
 COPIES_EVERY_SECONDS besides) the copies the lake needs no more
 and older than `keep_binlogs` are removed (binlake.spark.state.copies:
 closed by the server, not the newest, read whole by the views and the
-tables), recorded in the manifest first.
+tables), recorded in the manifest first; and every COMPACT_EVERY_SECONDS
+the small files of events/ and changes/ are merged, no reader seeing half
+of a merge (binlake.spark.state.compaction).
 """
 
 from __future__ import annotations
@@ -84,6 +86,7 @@ from binlake.spark.run.pipeline import PipelineResult, run_pipeline
 from binlake.spark.run.session import LazySession
 from binlake.spark.run.staging import recover_lake
 from binlake.spark.snapshot.chunks import plan_round, progressed, read_round
+from binlake.spark.state.compaction import COMPACT_EVERY_SECONDS, compact_lake_views
 from binlake.spark.state.copies import remove_old_copies
 from binlake.spark.state.progress import snapshot_reading
 from binlake.spark.state.store import (BINLOGS, SNAPSHOT_ROUND, clear_folder, folder_path,
@@ -157,6 +160,36 @@ class FollowStatus:
                 + snapshot)
 
 
+class StorageUpkeep:
+    """What keeps a follower's storage bounded, between micro-batches: the
+    copies the lake needs no more removed (after each micro-batch that
+    read, and every COPIES_EVERY_SECONDS besides: a copy ageing past
+    --keep-binlogs), and the views' small files merged every
+    COMPACT_EVERY_SECONDS (binlake.spark.state.compaction: a pass starts
+    merges for PASS_SECONDS at most). A failure of either is a warning."""
+
+    def __init__(self, out: str, keep_binlogs: float | None, metrics: FollowMetrics, log):
+        self.out, self.keep_binlogs, self.metrics, self.log = out, keep_binlogs, metrics, log
+        self._copies_checked = float("-inf")
+        self._views_compacted = time.monotonic()  # (a first pass after a first while)
+
+    def between_batches(self, read: bool) -> None:
+        now = time.monotonic()
+        if self.keep_binlogs is not None and (read or now >= self._copies_checked
+                                              + COPIES_EVERY_SECONDS):
+            self._copies_checked = now
+            try:
+                remove_old_copies(self.out, self.keep_binlogs)
+            except OSError as exc:
+                self.log(f"warning: copies not removed: {exc}")
+        if now >= self._views_compacted + COMPACT_EVERY_SECONDS:
+            self._views_compacted = now
+            try:
+                self.metrics.compacted(compact_lake_views(self.out))
+            except OSError as exc:
+                self.log(f"warning: views not compacted: {exc}")
+
+
 class Follower:
     """Follows `source` (a LiveSource, stop_never) into the lake `out`.
 
@@ -197,7 +230,7 @@ class Follower:
         self._stop_when_snapshotted = False
         self._round_failures = 0                # in a row
         self._synced: dict = {}                 # copy's name -> bytes this process fsynced
-        self.keep_binlogs, self._copies_checked = keep_binlogs, float("-inf")
+        self._storage = StorageUpkeep(self.out, keep_binlogs, self.metrics, self.log)
         # The next server after a failover (its catch-up: a run over the old
         # server's copies), and the tables read anew.
         self._next_server = NextServer(self.out, self.prefix, self.log, self._stop,
@@ -347,7 +380,8 @@ class Follower:
                 self._anew.take_requests()
             chunks = None if stopping else self._snapshot_round()
             received = _copies_size(self.prefix)
-            if received != seen or stopping or chunks:
+            read = received != seen or stopping or chunks
+            if read:
                 # What the copies hold now goes in (when stopping too: every
                 # whole transaction received before the stop).
                 seen = received
@@ -357,28 +391,12 @@ class Follower:
                 began = time.monotonic()
                 result = self._run(log=log, snapshot_round=chunks)
                 self._report(result, time.monotonic() - began)
-                self._remove_copies(True)
-            else:
-                self._remove_copies(False)
+            self._storage.between_batches(read=bool(read))
             if stopping:
                 break
             self._stop.wait(POLL_SECONDS)
         if self._copier.failure is not None and not self._requested.is_set():
             raise self._copier.failure
-
-    def _remove_copies(self, read: bool) -> None:
-        """Copies the lake needs no more removed: after each micro-batch
-        (`read`), and every COPIES_EVERY_SECONDS besides (a copy ageing
-        past --keep-binlogs). A failure to remove is a warning."""
-        now = time.monotonic()
-        if self.keep_binlogs is None or (not read and now < self._copies_checked
-                                         + COPIES_EVERY_SECONDS):
-            return
-        self._copies_checked = now
-        try:
-            remove_old_copies(self.out, self.keep_binlogs)
-        except OSError as exc:
-            self.log(f"warning: copies not removed: {exc}")
 
     def _snapshot_round(self) -> tuple | None:
         """(folder, progress) of the lock-free snapshot's next round, read and

@@ -31,6 +31,7 @@ from binlake.spark.run.rebuild import stale_tables
 from binlake.spark.state.progress import snapshot_reading
 from binlake.spark.state.manifest import Manifest
 from binlake.spark.state.starts import refuse_inexact, starting_anew
+from binlake.spark.state.compaction import view_files
 from binlake.spark.state.store import TABLES_NEW, folder_path, save_manifest
 
 if TYPE_CHECKING:
@@ -156,18 +157,24 @@ def _before(point: AsOf | None, order: PositionOrder):
 
 def read_changes(spark, out: str, files: list | None = None):
     """The changes/ dataset (or those `files` of it), with its partition
-    columns typed as written."""
-    schema = spark_ddl(CHANGES) + ", `date` DATE"
-    root = os.path.join(out, "changes")
-    if files is None:
-        return spark.read.schema(schema).parquet(hadoop_literal(root))
-    return (spark.read.schema(schema).option("basePath", root)
-            .parquet(*map(hadoop_literal, files)))
+    columns typed as written: its files as a reader lists them, never half
+    of a merge (binlake.spark.state.compaction)."""
+    return _view(spark, out, "changes", CHANGES, files)
 
 
 def read_events(spark, out: str):
-    schema = spark_ddl(EVENTS) + ", `date` DATE"
-    return spark.read.schema(schema).parquet(hadoop_literal(os.path.join(out, "events")))
+    """The events/ dataset, listed as `read_changes` lists changes/."""
+    return _view(spark, out, "events", EVENTS, None)
+
+
+def _view(spark, out: str, view: str, columns, files: list | None):
+    schema = spark_ddl(columns) + ", `date` DATE"
+    root = os.path.join(out, view)
+    files = view_files(out, root) if files is None else files
+    if not files:
+        return spark.createDataFrame([], schema)
+    return (spark.read.schema(schema).option("basePath", root)
+            .parquet(*map(hadoop_literal, files)))
 
 
 def read_table(out: str, table: str):

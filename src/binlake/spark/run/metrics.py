@@ -111,6 +111,7 @@ class FollowMetrics:
         self.snapshot: dict[str, tuple] = {}   #: "db.table" -> (rows read, rows estimated)
         self._estimates: dict[str, int] = {}
         self.reconnects = self.failovers = self.refusals = 0
+        self.files_merged = self.files_deleted = 0  #: of events/ and changes/
 
     # -- fed by the follower ---------------------------------------------------------------
     def micro_batch(self, seconds: float, lag: float | None, table_rows: dict) -> None:
@@ -156,6 +157,12 @@ class FollowMetrics:
         with self._lock:
             self.refusals += 1
 
+    def compacted(self, done: dict) -> None:
+        """A pass over the views (binlake.spark.state.compaction.compact_views's result)."""
+        with self._lock:
+            self.files_merged += done["merged"]
+            self.files_deleted += done["deleted"]
+
     # -- fed by the copier's and the live source's threads --------------------------------
     def copy_fsynced(self, seconds: float, nbytes: int) -> None:
         """CopyWriter's `on_fsync`: an fsync of a copy took `seconds`, and
@@ -187,7 +194,8 @@ class FollowMetrics:
                     "snapshot": {name: {"read": read, "estimated": estimated}
                                  for name, (read, estimated) in sorted(self.snapshot.items())},
                     "reconnects": self.reconnects, "failovers": self.failovers,
-                    "refusals": self.refusals}
+                    "refusals": self.refusals, "view_files_merged": self.files_merged,
+                    "view_files_deleted": self.files_deleted}
 
     def families(self) -> list:
         """The figures as prometheus-client metric families (its import:
@@ -238,7 +246,11 @@ class FollowMetrics:
                 counter("binlake_failovers", "Other servers followed on at the address "
                         "(the next primary)", self.failovers),
                 counter("binlake_refusals", "Runs or failovers refused in one line, the "
-                        "lake left as it was", self.refusals)]
+                        "lake left as it was", self.refusals),
+                counter("binlake_view_files_merged", "Small files of events/ and changes/ "
+                        "merged into larger ones", self.files_merged),
+                counter("binlake_view_files_deleted", "Files of events/ and changes/ deleted "
+                        "once merged and retired", self.files_deleted)]
         return found
 
 

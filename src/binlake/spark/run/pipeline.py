@@ -75,6 +75,7 @@ from binlake.spark.run.lake_tables import (
 from binlake.spark.run.rebuild import marked_stale
 from binlake.spark.run.session import LazySession, configure_session, spark_session
 from binlake.spark.run.staging import recover_lake, stage_and_commit
+from binlake.spark.state.compaction import compact_lake_views
 from binlake.spark.state.manifest import Manifest, SnapshotFloor
 from binlake.spark.state.run_undo import RunUndo
 from binlake.spark.state.store import (SNAPSHOT, clear_folder, has_state, lake_lock,
@@ -165,16 +166,25 @@ def _surely_spark(inputs, out: str, manifest: Manifest, as_of) -> bool:
 def maintain_lake(out: str, *, retention_hours: int | None = None) -> dict:
     """Every table of the lake compacted and vacuumed whole now (a run
     compacts the tables it committed to when their files are many, and
-    vacuums only the files their log removed); {"db.table":
-    {"compacted": n, "vacuumed": n}}. Holds the lake's lock: never beside a run."""
+    vacuums only the files their log removed), and the small files of
+    events/ and changes/ merged (binlake.spark.state.compaction);
+    {"db.table", and "events/ and changes/" where files were merged or
+    deleted: {"compacted": n, "vacuumed": n}}.
+    Holds the lake's lock: never beside a run."""
     from binlake.spark.commits.delta_upkeep import RETENTION_HOURS, maintain
     folder = os.path.join(out, TABLES)
     if not has_state(out) or not os.path.isdir(folder):
         raise ValueError(f"{out}: no tables of a binlake pipeline here")
     hours = RETENTION_HOURS if retention_hours is None else retention_hours
     with lake_lock(out):
-        return {name: maintain(os.path.join(folder, name), compact=True, retention_hours=hours)
+        done = {name: maintain(os.path.join(folder, name), compact=True, retention_hours=hours)
                 for name in sorted(os.listdir(folder))}
+        # events/ and changes/ merged whole, with no time limit.
+        views = compact_lake_views(out, seconds=float("inf"))
+        if views["merged"] or views["deleted"]:
+            done["events/ and changes/"] = {"compacted": views["merged"],
+                                            "vacuumed": views["deleted"]}
+        return done
 
 
 def _as_of_folder(out: str, as_of_out: str | None) -> str:

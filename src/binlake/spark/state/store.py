@@ -8,6 +8,7 @@
     _binlake/staging/schema.json         a run's next state, staged beside its data
     _binlake/status.json                 where the follower stands
     _binlake/requests/*.json             tables asked to be read anew (--snapshot-tables)
+    _binlake/compactions.json            the merges of small files in events/ and changes/
     _binlake/lock                        the lake's lock, held by a run or a follower
 
 Strategy: every file of the lake's state is written here and nowhere else
@@ -28,7 +29,9 @@ the snapshot's rows (snapshot/, snapshot-round/:
 binlake.spark.snapshot.snapshot), the tables' staging (tables.new/:
 binlake.spark.commits.lake), the follower's copies of the server's binlogs
 (binlogs/: binlake.live.backup; removed here, `remove_copies`, once the
-lake needs them no more: binlake.spark.state.copies). A run's undo record
+lake needs them no more: binlake.spark.state.copies), the merged files of
+the views before they take their place (compacting/:
+binlake.spark.state.compaction). A run's undo record
 (undo/) is binlake.spark.state.run_undo's, which puts back the state files it kept.
 """
 
@@ -53,11 +56,13 @@ STATE_DIR = "_binlake"
 MANIFEST, SCHEMA = "manifest.json", "schema.json"
 SNAPSHOT_SEED, SERVER_SEED = "schema-from-snapshot.json", "schema-from-server.json"
 STATUS, REQUESTS, LOCK = "status.json", "requests", "lock"
-STATE_FILES = (MANIFEST, SCHEMA, SNAPSHOT_SEED, SERVER_SEED, STATUS, REQUESTS, LOCK)
+COMPACTIONS = "compactions.json"
+STATE_FILES = (MANIFEST, SCHEMA, SNAPSHOT_SEED, SERVER_SEED, STATUS, REQUESTS, LOCK,
+               COMPACTIONS)
 #: The folders under _binlake/ that other writers fill.
 STAGING, SNAPSHOT, SNAPSHOT_ROUND = "staging", "snapshot", "snapshot-round"
-TABLES_NEW, BINLOGS = "tables.new", "binlogs"
-FOLDERS = (STAGING, SNAPSHOT, SNAPSHOT_ROUND, TABLES_NEW, BINLOGS)
+TABLES_NEW, BINLOGS, COMPACTING = "tables.new", "binlogs", "compacting"
+FOLDERS = (STAGING, SNAPSHOT, SNAPSHOT_ROUND, TABLES_NEW, BINLOGS, COMPACTING)
 
 
 def _path(out: str, *parts: str) -> str:
@@ -118,6 +123,35 @@ def remove_copies(out: str, manifest: Manifest, names) -> None:
             pass
     if names:
         fsync_directory(os.path.join(folder, names[0]))
+
+
+# -- the views' merges ---------------------------------------------------------------------
+
+_compactions: dict = {}  #: path -> (the file's stat, its records): readers ask often
+
+
+def load_compactions(out: str) -> list[dict]:
+    """The records of the merges of the views' small files
+    (binlake.spark.state.compaction), [] where there are none; read again
+    only when the file changed."""
+    path = _path(out, COMPACTIONS)
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        return []
+    mark = (found.st_ino, found.st_mtime_ns, found.st_size)
+    cached = _compactions.get(path)
+    if cached is None or cached[0] != mark:
+        with open(path, encoding="utf-8") as handle:
+            cached = _compactions[path] = (mark, json.load(handle)["merges"])
+    return cached[1]
+
+
+def save_compactions(out: str, records: list[dict]) -> None:
+    """The merges' records, whole (binlake.atomic.replaced)."""
+    text = json.dumps({"merges": records}, separators=(",", ":"))
+    with replaced(_path(out, COMPACTIONS)) as handle:
+        handle.write(text)
 
 
 # -- the manifest and the schema history ---------------------------------------------------
@@ -278,7 +312,7 @@ def lake_lock(out: str):
 
 
 __all__ = ["FOLDERS", "STAGING", "SNAPSHOT", "SNAPSHOT_ROUND", "TABLES_NEW", "BINLOGS",
-           "has_state", "make_state_dir", "folder_path", "make_folder", "clear_folder",
+           "COMPACTING", "load_compactions", "save_compactions", "has_state", "make_state_dir", "folder_path", "make_folder", "clear_folder",
            "remove_copies", "load_manifest", "save_manifest", "load_schema_history", "stage_state",
            "has_staged_state", "install_staged_state", "save_snapshot_seed", "save_server_seed",
            "write_status", "load_status", "request_snapshot", "requests", "read_request", "set_aside_request",
