@@ -46,9 +46,9 @@ ENV = {**os.environ, "TZ": "UTC", "LC_ALL": "C.UTF-8"}
 DB = "fresh"
 
 
-def follower(server, lake: Path, log) -> subprocess.Popen:
+def follower(server, lake: Path, log, *more: str) -> subprocess.Popen:
     command = [PYTHON, "-m", "binlake", "pipeline", "-R", "--follow", "--out", str(lake),
-               "-h", "127.0.0.1", "-P", str(server.port), "-u", "root", "binlog.000001"]
+               "-h", "127.0.0.1", "-P", str(server.port), "-u", "root", *more, "binlog.000001"]
     return subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=ENV)
 
 

@@ -2,11 +2,13 @@
 throughput figures).
 
     TZ=UTC .venv/bin/python bench/bench_soak.py --mode soak [--seconds 7200] [--rate 1000]
-        [--tables 10] [--sample-seconds 60] > soak.txt
+        [--tables 10] [--sample-seconds 60] [--keep-versions 10m] > soak.txt
     TZ=UTC .venv/bin/python bench/bench_soak.py --mode throughput [--seconds 120]
 
 Strategy. A fresh private MariaDB with `--tables` keyed tables and
-`binlake pipeline -R --follow` as the command (bench_follow.py's). Writers
+`binlake pipeline -R --follow --keep-versions 10m` as the command
+(bench_follow.py's; the tables keep ten minutes of versions, as an
+always-on lake would be told to). Writers
 on 4 connections insert into a table drawn at random; after a COMMIT the
 writer notes the time and the server's binlog position (SHOW MASTER STATUS
 on its own connection: the commit's end or later) in a queue of its own
@@ -244,6 +246,9 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=1000, help="soak: transactions a second")
     parser.add_argument("--tables", type=int, default=10)
     parser.add_argument("--sample-seconds", type=float, default=60)
+    parser.add_argument("--keep-versions", default="10m",
+                        help="the follower's --keep-versions (default 10m: a table committed "
+                             "every second keeps a week of versions otherwise)")
     args = parser.parse_args()
     if args.seconds is None:
         args.seconds = 7200 if args.mode == "soak" else 120
@@ -260,7 +265,7 @@ def main() -> int:
             server.execute(f"CREATE TABLE {DB}.t{n} (id BIGINT PRIMARY KEY, v VARCHAR(8))")
         lake = work / "lake"
         with open(work / "follower.log", "ab") as log:
-            process = follower(server, lake, log)
+            process = follower(server, lake, log, "--keep-versions", args.keep_versions)
             try:
                 first = wait_until(lambda: status(lake).get("micro_batches", 0) >= 1, 600,
                                    "the first micro-batch", process)

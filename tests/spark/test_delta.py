@@ -311,6 +311,37 @@ def test_a_table_made_before_the_change_data_feed_gets_it_at_its_next_merge(tmp_
     assert sorted(row["_change_type"] for row in feed) == ["update_postimage", "update_preimage"]
 
 
+def test_keep_versions_bounds_the_log_and_the_files_a_vacuum_keeps(tmp_path):
+    """--keep-versions: a table committed often keeps its log entries and
+    removed files that long (its checkpoints clean the log, the vacuum
+    after each run the files), not a week."""
+    import os
+    import time
+    from binlake.spark.commits.delta import table_properties
+    from binlake.spark.commits.delta_upkeep import after_run
+    uri = str(tmp_path / "db.t")
+    properties = dict(table_properties(1), **{"delta.checkpointInterval": "5"})
+    vacuumed = 0
+    for run in range(1, 13):
+        merge_net_changes(uri, "db.t", net([(1, f"v{run}")], [False]), ["id"], run=run,
+                          through={}, properties=properties)
+        vacuumed += after_run(uri, every=0.5)["vacuumed"]
+        if run in (4, 8):
+            time.sleep(2)  # the versions before outlive the window
+    config = deltalake.DeltaTable(uri).metadata().configuration
+    assert config["delta.logRetentionDuration"] == "interval 1 seconds"
+    assert config["delta.deletedFileRetentionDuration"] == "interval 1 seconds"
+    log = os.listdir(os.path.join(uri, "_delta_log"))
+    assert "00000000000000000000.json" not in log  # cleaned at a checkpoint
+    assert vacuumed >= 4  # the files only old versions named
+    assert len([n for n in os.listdir(uri) if n.endswith(".parquet")]) <= 12 - 4
+    assert state(uri) == rows([{"id": 1, "name": "v12"}])
+    # a later commit without the choice leaves it as it is
+    merge_net_changes(uri, "db.t", net([(2, "b")], [False]), ["id"], run=13, through={})
+    assert deltalake.DeltaTable(uri).metadata().configuration[
+        "delta.logRetentionDuration"] == "interval 1 seconds"
+
+
 def test_files_delta_rs_writes_carry_statistics_of_every_column(tmp_path):
     """A table binlake creates asks for statistics of all its columns
     (`delta.dataSkippingNumIndexedCols` -1): delta-rs's default is the

@@ -106,3 +106,11 @@ def test_a_manifest_of_another_format_is_refused(tmp_path):
     path.write_text(json.dumps({"format": FORMAT + 1, "files": {}}))
     with pytest.raises(ValueError, match=f"manifest format {FORMAT + 1} is not {FORMAT}"):
         read_manifest(str(path), "lake")
+
+
+def test_keep_versions_is_a_choice_later_runs_keep():
+    chosen = Manifest().choosing("typed", False, 600.0)
+    assert Manifest.from_json(chosen.to_json()).keep_versions == 600.0
+    assert chosen.choosing("typed", False).keep_versions == 600.0  # a run that does not say
+    assert chosen.choosing("typed", False, 60.0).keep_versions == 60.0
+    assert "keep_versions" not in Manifest().to_json()

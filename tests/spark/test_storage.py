@@ -402,3 +402,34 @@ def test_runs_keep_what_the_tables_have_not_taken_and_maintain_removes_the_rest(
     line = refused.stderr.strip()
     assert line.count("\n") == 0 and "whose copies were removed (--keep-binlogs)" in line
     assert "--snapshot-tables" in line, line
+
+
+def test_keep_versions_is_set_on_every_table_and_kept_by_later_runs(tmp_path):
+    """`pipeline --keep-versions 10m`: each table keeps its old versions ten
+    minutes (its log and removed files), and a later run that does not say
+    keeps the choice."""
+    pytest.importorskip("deltalake")
+    import shutil
+
+    import deltalake
+
+    from binlake.cli.commands.pipeline import sample_dir
+    from binlake.cli.dispatch import main
+    incoming, lake = tmp_path / "incoming", tmp_path / "lake"
+    incoming.mkdir()
+    shutil.copy(os.path.join(sample_dir(), "binlog.000001"), incoming)
+    command = ["pipeline", str(incoming), "--out", str(lake), "--temporals", "text"]
+    err = io.StringIO()
+    assert main(command + ["--keep-versions", "10m"], io.StringIO(), err) == 0, err.getvalue()
+    shutil.copy(os.path.join(sample_dir(), "binlog.000002"), incoming)
+    assert main(command, io.StringIO(), err) == 0, err.getvalue()
+    assert load_manifest(str(lake)).keep_versions == 600
+    tables = sorted((lake / "tables").iterdir())
+    assert tables
+    for table in tables:
+        config = deltalake.DeltaTable(str(table)).metadata().configuration
+        assert config["delta.logRetentionDuration"] == "interval 600 seconds", table
+        assert config["delta.deletedFileRetentionDuration"] == "interval 600 seconds"
+    err = io.StringIO()
+    assert main(command + ["--keep-versions", "soon"], io.StringIO(), err) == 1
+    assert err.getvalue().startswith("binlake pipeline: --keep-versions soon: a duration")

@@ -122,6 +122,12 @@ def add_arguments(parser) -> None:
                              "column): readers filtering on it skip the other partitions' "
                              "files. Kept by later runs; a run that names another column "
                              "rewrites the table's rows once, DB.TABLE= ends the partitioning")
+    parser.add_argument("--keep-versions", default=None, metavar="DURATION",
+                        help="how long each table keeps its old versions readable (Delta time "
+                             "travel, its change data feed): their log entries and the files "
+                             "only they name (30m, 12h, 7d; default Delta's week). A follower "
+                             "commits a table it changes every second or so: a shorter window "
+                             "bounds what that leaves on disk. Kept by later runs")
     parser.add_argument("--rebuild", metavar="PATTERNS",
                         help="build these tables (db.table patterns, as --tables takes them) "
                              "again. Without -R: from changes/, as the lake holds them (after "
@@ -187,6 +193,7 @@ def run(args, out, err) -> int:
     from binlake.spark.run.binlogs import unread_bytes
     from binlake.spark.run.pipeline import run_pipeline
     from binlake.spark.run.session import LazySession, local_master, spark_session
+    from binlake.spark.state.copies import parse_duration
 
     if args.follow and not args.remote:
         err.write("binlake pipeline: --follow follows a live server: add -R and its "
@@ -244,6 +251,8 @@ def run(args, out, err) -> int:
     try:
         schema = _schema_path(args)
         snapshot = server_address(args, for_snapshot=True) if args.snapshot_from else None
+        keep_versions = (parse_duration(args.keep_versions, "--keep-versions")
+                         if args.keep_versions else None)
     except (ValueError, OSError) as exc:
         err.write(f"binlake pipeline: {exc}\n")
         return ExitStatus.ERROR
@@ -257,7 +266,7 @@ def run(args, out, err) -> int:
     # Started where the run first needs Spark: a small increment may not.
     spark = LazySession(start, args.master or local_master())
     if args.remote:
-        return _follow(args, spark, schema, out, err, log)
+        return _follow(args, spark, schema, out, err, log, keep_versions)
     try:
         result = run_pipeline(
             spark, inputs, args.out, as_of=args.as_of, as_of_out=args.as_of_out,
@@ -267,7 +276,7 @@ def run(args, out, err) -> int:
             snapshot=snapshot, snapshot_chunk_rows=args.chunk_rows, read_in=args.read_in,
             temporals=temporals,
             history=args.history, partition_by=args.partition_by, rebuild=args.rebuild,
-            log=log)
+            keep_versions=keep_versions, log=log)
     except Exception as exc:  # noqa: BLE001 - whatever failed, as one line
         err.write(f"binlake pipeline: {one_line(exc)}\n")
         return ExitStatus.ERROR
@@ -294,7 +303,7 @@ def run(args, out, err) -> int:
 NOT_WITH_REMOTE = {"as_of": "--as-of", "sample": "--sample"}
 
 
-def _follow(args, spark, schema, out, err, log) -> int:
+def _follow(args, spark, schema, out, err, log, keep_versions: float | None) -> int:
     """-R [--follow]: binlake.spark.run.follow, until the server's last binlog
     ends (-R) or a stop (--follow: SIGTERM, Ctrl-C; a second one interrupts
     the micro-batch in flight, which the next start completes or discards)."""
@@ -335,7 +344,7 @@ def _follow(args, spark, schema, out, err, log) -> int:
                         pipeline_options=dict(
                             schema=schema, tables=args.tables, temporals=args.temporals,
                             history=args.history, partition_by=args.partition_by,
-                            read_in=args.read_in,
+                            read_in=args.read_in, keep_versions=keep_versions,
                             reader_options={"force": args.force_read,
                                             "verify_checksums": args.verify_checksums}),
                         log=lambda message: log(("\n" if terminal else "") + message),

@@ -56,6 +56,25 @@ REWRITTEN = "binlake.rewritten"
 #: MERGE or a reader could skip no file by a later column).
 TABLE_PROPERTIES = {"delta.enableChangeDataFeed": "true",
                     "delta.dataSkippingNumIndexedCols": "-1"}
+#: How long a table keeps old versions readable by default: Delta's own
+#: default for both its log entries and the files only they name (a week).
+KEEP_VERSIONS = None
+
+
+def table_properties(keep_versions: float | None = KEEP_VERSIONS) -> dict:
+    """TABLE_PROPERTIES, and with `keep_versions` (seconds) how long a table
+    keeps old versions readable (time travel, its change data feed): its
+    log entries (delta.logRetentionDuration: cleaned at each checkpoint)
+    and the files only they name (delta.deletedFileRetentionDuration, which
+    the vacuum after a run follows). A follower commits each table it
+    changes every second or so: these bound what that leaves on disk."""
+    if keep_versions is None:
+        return TABLE_PROPERTIES
+    interval = f"interval {max(1, round(keep_versions))} seconds"
+    return {**TABLE_PROPERTIES, "delta.logRetentionDuration": interval,
+            "delta.deletedFileRetentionDuration": interval}
+
+
 #: Longest text a file's statistics carry: a longer min or max is left out
 #: (a prefix would be a valid min but not a valid max).
 STATS_TEXT_CHARS = 32
@@ -76,7 +95,8 @@ def committed_run(uri: str, table: str) -> int | None:
 
 @durable
 def merge_net_changes(uri: str, table: str, net, keys: list[str], *, run: int,
-                      through: dict, bounds: dict | None = None) -> str:
+                      through: dict, bounds: dict | None = None,
+                      properties: dict = TABLE_PROPERTIES) -> str:
     """Apply `net` (one row per key, the table's columns plus NET_COLUMNS)
     to the Delta table at `uri` as run number `run`. `bounds` ({key column:
     (least, greatest)} of `net`, `key_bounds`) let the MERGE read only the
@@ -95,9 +115,9 @@ def merge_net_changes(uri: str, table: str, net, keys: list[str], *, run: int,
     if done is None and not _exists(uri):
         net = net.read_all() if hasattr(net, "read_all") else net
         write_deltalake(uri, _inserted(net), mode="error", commit_properties=commit,
-                        configuration=TABLE_PROPERTIES)
+                        configuration=properties)
         return "created"
-    _with_table_properties(uri)
+    _with_table_properties(uri, properties)
     target = opened(uri)
     if bounds and _beyond_held_keys(target, bounds):
         _append_new_keys(target, net, commit)
@@ -126,7 +146,8 @@ def merge_net_changes(uri: str, table: str, net, keys: list[str], *, run: int,
 
 
 @durable
-def merge_copies(uri: str, table: str, rows, *, run: int, through: dict) -> str:
+def merge_copies(uri: str, table: str, rows, *, run: int, through: dict,
+                 properties: dict = TABLE_PROPERTIES) -> str:
     """Apply `rows` (the table's columns plus COPY_OP) to the keyless table
     at `uri`, a multiset of rows, as run number `run`: one MERGE that
     removes every copy of each COPIES_REMOVED row and adds each COPY_ADDED
@@ -142,7 +163,7 @@ def merge_copies(uri: str, table: str, rows, *, run: int, through: dict) -> str:
     # NULL is a value like another here: a row with NULLs is removed too.
     same = " AND ".join(f"(t.{_quoted(name)} IS NOT DISTINCT FROM s.{_quoted(name)})"
                         for name in names)
-    _with_table_properties(uri)
+    _with_table_properties(uri, properties)
     (opened(uri)
      .merge(rows, f"({op} = '{COPIES_REMOVED}') AND {same}", source_alias="s",
             target_alias="t", commit_properties=_commit_properties(table, run, through))
@@ -285,7 +306,8 @@ def rows_under_keys(uri: str, keys):
 @durable
 def commit_table(uri: str, table: str, files: list[str], schema, *, run: int,
                  through: dict, mode: str = "overwrite", plan: str | None = None,
-                 partition_by: tuple = (), rewritten: str | None = None) -> None:
+                 partition_by: tuple = (), rewritten: str | None = None,
+                 properties: dict = TABLE_PROPERTIES) -> None:
     """Make the Parquet `files` (paths inside `uri`, written by Spark's
     executors: no row passes through here) the whole of the Delta table at
     `uri` (`mode` "overwrite": one atomic commit removes what the table held
@@ -309,10 +331,10 @@ def commit_table(uri: str, table: str, files: list[str], schema, *, run: int,
     schema = pa.schema([field.with_nullable(True) for field in schema],
                        metadata=schema.metadata)
     if not _exists(uri):  # version 0: the schema, no rows
-        write_deltalake(uri, schema.empty_table(), mode="error", configuration=TABLE_PROPERTIES,
+        write_deltalake(uri, schema.empty_table(), mode="error", configuration=properties,
                         partition_by=partition_by or None)
     _allow_timestamp_ntz(uri, schema)
-    _with_table_properties(uri)
+    _with_table_properties(uri, properties)
     commit = _commit_properties(table, run, through, plan, rewritten)
     if opened(uri).metadata().partition_columns != partition_by:
         # Partitioned otherwise (--partition-by changed): Delta's REPLACE, the
@@ -383,12 +405,13 @@ def _allow_timestamp_ntz(uri: str, schema) -> None:
                                 allow_protocol_versions_increase=True)
 
 
-def _with_table_properties(uri: str) -> None:
-    """TABLE_PROPERTIES on a table made before binlake set them."""
+def _with_table_properties(uri: str, properties: dict) -> None:
+    """`properties` (`table_properties`) on a table made before binlake set
+    them, or since given others."""
     table = opened(uri)
     config = table.metadata().configuration
-    if any(config.get(name) != value for name, value in TABLE_PROPERTIES.items()):
-        table.alter.set_table_properties(TABLE_PROPERTIES)
+    if any(config.get(name) != value for name, value in properties.items()):
+        table.alter.set_table_properties(properties)
 
 
 def file_stats(metadata) -> str:

@@ -2,18 +2,20 @@
 and vacuum, after each run and by `binlake maintain`.
 
 Strategy: after a run that committed to a table, `after_run` compacts it
-when its files are many and runs a lite vacuum: it deletes only the files
+when its files are many, and runs a lite vacuum: it deletes only the files
 the log's own remove actions name, once removed longer ago than the
-retention, so its cost follows the log since the last checkpoint, not the
-table's folder, and a version inside the retention stays readable; a
-process vacuums a table at most every VACUUM_EVERY_SECONDS (a follower
-commits to a table every second or so, and a removed file waits for the
-retention, days, anyway). Files
-no log entry names (written by a run killed before its commit) are left
-to `maintain` (`binlake maintain`): a full vacuum, which lists the whole
-folder and deletes, besides, every file no version holds that is older
-than the retention. Run beside no pipeline run (the lake's lock): a file
-being written for a commit is named by no version yet.
+table's retention (its delta.deletedFileRetentionDuration, which
+--keep-versions sets; Delta's week by default), so its cost follows the log
+since the last checkpoint, not the table's folder, and a version inside
+the retention stays readable. A process vacuums a table at most every
+VACUUM_EVERY_SECONDS (a follower commits to a table every second or so),
+and at least twice per retention: a checkpoint drops the remove actions
+older than the retention, and a file they named would be left behind.
+Files no log entry names (written by a run killed before its commit) are
+left to `maintain` (`binlake maintain`): a full vacuum, which lists the
+whole folder and deletes, besides, every file no version holds that is
+older than the retention. Run beside no pipeline run (the lake's lock): a
+file being written for a commit is named by no version yet.
 """
 
 from __future__ import annotations
@@ -31,24 +33,25 @@ TARGET_FILE_BYTES = 128 << 20
 #: Old versions stay readable (time travel) this long; then the files no
 #: later version holds are deleted (Delta's own default: a week).
 RETENTION_HOURS = 7 * 24
-#: A table is lite-vacuumed after a run at most this often by one process.
+#: A table is vacuumed after a run at most this often by one process.
 VACUUM_EVERY_SECONDS = 600.0
 
 _vacuumed: dict[str, float] = {}  #: table folder -> when this process last vacuumed it
 
 
 @durable
-def after_run(uri: str) -> dict:
+def after_run(uri: str, every: float = VACUUM_EVERY_SECONDS) -> dict:
     """The table compacted when it holds more than COMPACT_AT_FILES files,
-    and lite-vacuumed with RETENTION_HOURS. Returns {"compacted": files
+    and lite-vacuumed with the retention it declares (RETENTION_HOURS when
+    it declares none), unless it was `every` seconds ago. Returns {"compacted": files
     replaced, "vacuumed": files deleted}."""
     table = opened(uri)
     compacted = _compacted(table, compact=False)
     now = time.monotonic()
-    if now - _vacuumed.get(uri, -VACUUM_EVERY_SECONDS) < VACUUM_EVERY_SECONDS:
+    if uri in _vacuumed and now - _vacuumed[uri] < every:
         return {"compacted": compacted, "vacuumed": 0}
     _vacuumed[uri] = now
-    vacuumed = table.vacuum(retention_hours=RETENTION_HOURS, dry_run=False,
+    vacuumed = table.vacuum(retention_hours=None, dry_run=False,
                             enforce_retention_duration=False, full=False)
     return {"compacted": compacted, "vacuumed": len(vacuumed)}
 

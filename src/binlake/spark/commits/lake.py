@@ -119,7 +119,8 @@ def update_tables(spark, out: str, plans: list, manifest: Manifest, *, as_of: As
     signatures = {key: plan_signature(plan) for key, plan in by_key.items()}
     in_step = as_of is None and tables_in_step(state, tables_dir)
     shutil.rmtree(staged, ignore_errors=True)
-    commits = TableCommits(tables_dir, staged, os.path.join(out, HISTORY), run, through, log)
+    commits = TableCommits(tables_dir, staged, os.path.join(out, HISTORY), run, through, log,
+                           manifest.keep_versions)
     changes = ChangeFiles(os.path.join(out, "changes"))
     lake = _Ways(SparkTables(spark, commits, changes), DriverTables(commits, changes), commits)
     pending = _new_files(manifest, out, 0)

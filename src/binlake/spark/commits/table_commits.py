@@ -27,8 +27,9 @@ import pyarrow.parquet as pq
 
 from binlake.spark.commits.change_files import parquet_names
 from binlake.spark.commits.delta import (commit_table, merge_copies, merge_history,
-                                         merge_net_changes, partition_folder, key_bounds)
-from binlake.spark.commits.delta_upkeep import after_run
+                                         merge_net_changes, partition_folder, key_bounds,
+                                         table_properties)
+from binlake.spark.commits.delta_upkeep import VACUUM_EVERY_SECONDS, after_run
 from binlake.spark.plans.typed import arrow_type
 from binlake.spark.rules.columns import VALID_FROM, VALID_TO
 
@@ -51,9 +52,14 @@ class TableCommits:
     """One run's staged tables and their queued commits."""
 
     def __init__(self, tables_dir: str, staged: str, history_dir: str, run: int,
-                 through: dict, log):
+                 through: dict, log, keep_versions: float | None = None):
         self.tables_dir, self.staged, self.history_dir = tables_dir, staged, history_dir
         self.run, self.through, self.log = run, through, log
+        #: every table's (--keep-versions: binlake.spark.commits.delta.table_properties)
+        self.properties = table_properties(keep_versions)
+        #: how often a table is vacuumed: at least twice in the time it keeps versions
+        self.vacuum_every = VACUUM_EVERY_SECONDS if keep_versions is None else min(
+            VACUUM_EVERY_SECONDS, keep_versions / 2)
         self.work: dict[str, list[str]] = {way: [] for way in WAYS}
         self.pending: list = []  #: the commits `commit` makes, in order
 
@@ -107,7 +113,8 @@ class TableCommits:
         full vacuum is `binlake maintain`'s)."""
         touched = [os.path.join(self.history_dir if how == "history" else self.tables_dir, key)
                    for how, keys in self.work.items() for key in keys]
-        done = side_by_side([functools.partial(after_run, uri) for uri in touched])
+        done = side_by_side([functools.partial(after_run, uri, self.vacuum_every)
+                             for uri in touched])
         compacted = sum(d["compacted"] for d in done)
         if compacted:
             self.log(f"tables: {compacted} small files compacted")
@@ -141,7 +148,8 @@ class TableCommits:
             os.replace(os.path.join(folder, name), os.path.join(uri, name))
         schema = _parquet_schema(uri, names) or _history_schema(plan["layout"])
         commit_table(uri, history_name(key), names, schema, run=self.run,
-                     through=self.through, mode="overwrite", plan=signature)
+                     through=self.through, mode="overwrite", plan=signature,
+                     properties=self.properties)
 
     def _staged_files(self, key: str, target: str) -> list[str]:
         """Move what Spark wrote for `key` into the table's folder (Spark's
@@ -162,7 +170,7 @@ class TableCommits:
             [written.field(f.name) if f.name in written.names else f
              for f in _arrow_schema(layout)])  # a partition column is in no file
         commit_table(target, key, names, schema, run=self.run, through=self.through, mode=mode,
-                     partition_by=partitions, rewritten=rewritten)
+                     partition_by=partitions, rewritten=rewritten, properties=self.properties)
 
     def _staged(self, key: str) -> pa.Table:
         """The rows staged for `key` (a MERGE's source: one job's file), as a
@@ -174,13 +182,14 @@ class TableCommits:
     def _merge_copies(self, key: str) -> None:
         """MERGE a keyless table's copies removed and added."""
         merge_copies(os.path.join(self.tables_dir, key), key, self._staged(key).to_reader(),
-                     run=self.run, through=self.through)
+                     run=self.run, through=self.through, properties=self.properties)
 
     def _merge(self, key: str, layout: dict) -> None:
         """MERGE the table's net changes into it."""
         keys, net = layout["primary_key"], self._staged(key)
         merge_net_changes(os.path.join(self.tables_dir, key), key, net.to_reader(), keys,
-                          run=self.run, through=self.through, bounds=key_bounds(net.select(keys)))
+                          run=self.run, through=self.through, bounds=key_bounds(net.select(keys)),
+                          properties=self.properties)
 
 
 def side_by_side(calls: list) -> list:

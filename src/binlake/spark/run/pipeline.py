@@ -114,11 +114,14 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
                  snapshot_round: tuple | None = None, read_in: str = "auto",
                  temporals: str | None = None, history: bool = False,
                  partition_by: str | dict | None = None, rebuild: str | None = None,
-                 read_limits: dict | None = None, log=None) -> PipelineResult:
+                 read_limits: dict | None = None, keep_versions: float | None = None,
+                 log=None) -> PipelineResult:
     """`rebuild`: db.table patterns of tables built again from changes/
     (binlake.spark.run.rebuild). `read_limits` ({binlog name: bytes}) holds
     the run to those bytes of the files it names, and to those files: the
-    follower's copies as far as they are on disk for sure."""
+    follower's copies as far as they are on disk for sure. `keep_versions`
+    (seconds): how long the tables keep old versions readable, kept by the
+    runs after that do not say (binlake.spark.commits.delta.table_properties)."""
     if isinstance(spark, LazySession):
         spark.then(configure_session)
     else:
@@ -141,7 +144,7 @@ def run_pipeline(spark, inputs, out: str, *, as_of: str | None = None,
                         snapshot_chunked=snapshot_chunked, snapshot_round=snapshot_round,
                         read_in=read_in, temporals=temporals, keep_history=history,
                         partition_by=parse_partition_by(partition_by), rebuild=rebuild,
-                        read_limits=read_limits, log=log)
+                        read_limits=read_limits, keep_versions=keep_versions, log=log)
         except Exception:  # (Ctrl-C does not wait)
             if isinstance(spark, LazySession):
                 spark.settle()  # the JVM's own start-up lines before the caller's error line
@@ -303,14 +306,15 @@ def _size(path: str) -> int:
 def _run_in(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_partitions, schema,
             tables, reader_options, snapshot, snapshot_chunk_rows, snapshot_chunked,
             snapshot_round, read_in, temporals, keep_history, partition_by, rebuild,
-            read_limits, undo: RunUndo, log) -> PipelineResult:
+            read_limits, keep_versions, undo: RunUndo, log) -> PipelineResult:
     """The run's phases: the lake's choices, a snapshot's rows, the binlogs
     read again for tables newly selected, the new binlogs, then the tables
     (as of a point, or brought in step)."""
     # Tables --rebuild names: built again from changes/ by this run.
     manifest = marked_stale(load_manifest(out), rebuild, TableFilter(tables))
     manifest, temporals, keep_history, partition_by = _choices(manifest, temporals,
-                                                               keep_history, partition_by)
+                                                               keep_history, partition_by,
+                                                               keep_versions)
     if isinstance(spark, LazySession) and _surely_spark(inputs, out, manifest, as_of):
         spark.start_soon()  # the tables need Spark: its JVM starts while the driver reads
     options = {"split_bytes": str(split_bytes)}
@@ -357,7 +361,8 @@ def _run_in(spark, inputs, out: str, *, as_of, as_of_out, split_bytes, min_parti
     return run.result
 
 
-def _choices(manifest: Manifest, temporals, keep_history, partition_by: dict):
+def _choices(manifest: Manifest, temporals, keep_history, partition_by: dict,
+             keep_versions: float | None = None):
     """The lake's choices a run keeps unless it names others: (the manifest
     recording them, temporals, history, partitioning)."""
     # Chosen when the lake starts, kept by the runs that do not say.
@@ -366,7 +371,7 @@ def _choices(manifest: Manifest, temporals, keep_history, partition_by: dict):
         raise ValueError(f"--temporals {temporals}: one of {', '.join(TEMPORALS)}")
     # A history of the rows (--history) once kept is kept by every run.
     keep_history = bool(keep_history or manifest.history)
-    manifest = manifest.choosing(temporals, keep_history)
+    manifest = manifest.choosing(temporals, keep_history, keep_versions)
     # Each table's partitioning, once named, is kept until named again.
     kept = manifest.tables.partition_by if manifest.tables else {}
     partition_by = {key: column for key, column in {**kept, **partition_by}.items() if column}

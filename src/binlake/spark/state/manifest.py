@@ -156,12 +156,17 @@ class Manifest:
     selected_before: tuple[str, ...] | None = None
     #: Where the lake went on after each failover (binlake.spark.read.failover).
     failovers: tuple[SnapshotFloor, ...] = ()
+    #: Seconds the tables keep old versions readable (--keep-versions; None: Delta's week).
+    keep_versions: float | None = None
 
     # -- transitions -------------------------------------------------------------------
 
-    def choosing(self, temporals: str, history: bool) -> "Manifest":
+    def choosing(self, temporals: str, history: bool,
+                 keep_versions: float | None = None) -> "Manifest":
         """The lake's settings as this run keeps them."""
-        return replace(self, temporals=temporals, history=history)
+        return replace(self, temporals=temporals, history=history,
+                       keep_versions=self.keep_versions if keep_versions is None
+                       else keep_versions)
 
     def from_snapshot(self, floor: SnapshotFloor) -> "Manifest":
         """A new lake started from a snapshot: binlogs are read from its point on."""
@@ -262,6 +267,8 @@ class Manifest:
             data["failovers"] = [asdict(floor) for floor in self.failovers]
         if self.selected_before is not None:
             data["tables_selected"] = list(self.selected_before)
+        if self.keep_versions is not None:
+            data["keep_versions"] = self.keep_versions
         return data
 
     @classmethod
@@ -278,6 +285,7 @@ class Manifest:
                    tables=TablesState.from_json(data.get("tables")),
                    chunks=SnapshotProgress.from_json(data.get("chunks")),
                    selected_before=None if selected is None else tuple(selected),
+                   keep_versions=data.get("keep_versions"),
                    failovers=tuple(SnapshotFloor(**floor)
                                    for floor in data.get("failovers") or ()))
 
