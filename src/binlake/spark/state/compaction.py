@@ -14,7 +14,10 @@ table, a day of events), whatever binlogs its rows came from. Left as they
 are: the change files a table has yet to take in (the manifest's pending
 ones, which a run reads by name) and the lock-free snapshot's chunk files
 (a table is built from them as such). A pass stops starting merges after
-PASS_SECONDS: the follower's next micro-batch waits for it.
+PASS_SECONDS, the largest groups first: the follower's next micro-batch
+waits for it (a tenth of its time: a follower of 1,000 one-row
+transactions a second over 10 tables writes some 30 files a second, each
+merged in 2-3 ms).
 
 No half state. A merged file is written under _binlake/compacting/ and
 fsynced; a record {merged file: the files it replaces} is saved (the
@@ -58,7 +61,7 @@ TARGET_FILE_BYTES = 128 << 20
 #: place (a query of the views running longer may find it gone).
 RETIRED_SECONDS = 600.0
 #: How often the follower runs a pass, and how long a pass starts merges for.
-COMPACT_EVERY_SECONDS = 10.0
+COMPACT_EVERY_SECONDS = 5.0
 PASS_SECONDS = 0.5
 #: How a merged file's name begins.
 MERGED_FILES = "part-merged-"
@@ -146,11 +149,13 @@ def _delete_retired(out: str, records: list, now: float) -> int:
     return len(gone)
 
 
-def _candidates(out: str, left: set):
-    """The groups of files to merge, folder by folder of each view."""
-    for view in VIEWS:
-        for _, files in _folders(os.path.join(out, view)):
-            yield from _groups([path for path in files if path not in left])
+def _candidates(out: str, left: set) -> list:
+    """The groups of files to merge, the largest first: a pass that runs out
+    of time leaves the folders with the fewest files, not always the same
+    ones (the last in name order would never be merged)."""
+    groups = [group for view in VIEWS for _, files in _folders(os.path.join(out, view))
+              for group in _groups([path for path in files if path not in left])]
+    return sorted(groups, key=len, reverse=True)
 
 
 def _hidden(name: str) -> bool:
@@ -203,7 +208,7 @@ def _merge(out: str, group: list, staged: str):
     import pyarrow as pa
     import pyarrow.parquet as pq
     try:
-        rows = pa.concat_tables([pq.read_table(path) for path in group],
+        rows = pa.concat_tables([pq.ParquetFile(path).read() for path in group],
                                 promote_options="permissive")
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None
