@@ -43,8 +43,8 @@ _vacuumed: dict[str, float] = {}  #: table folder -> when this process last vacu
 def after_run(uri: str, every: float = VACUUM_EVERY_SECONDS) -> dict:
     """The table compacted when it holds more than COMPACT_AT_FILES files,
     and lite-vacuumed with the retention it declares (RETENTION_HOURS when
-    it declares none), unless it was `every` seconds ago. Returns {"compacted": files
-    replaced, "vacuumed": files deleted}."""
+    it declares none) unless this process did less than `every` seconds
+    ago. Returns {"compacted": files replaced, "vacuumed": files deleted}."""
     table = opened(uri)
     compacted = _compacted(table, compact=False)
     now = time.monotonic()
