@@ -216,14 +216,17 @@ def wait_for(condition, follower, what: str, timeout: float = 60) -> None:
         time.sleep(0.05)
 
 
+#: A replaced file's grace in MERGING_OFTEN: deleted that long after.
+RETIRED_SECONDS = 3.0
 #: The follower, its views merged often and soon (a merge of two files, a
-#: replaced file deleted 3 s after): binlake's command with the
+#: replaced file deleted RETIRED_SECONDS after): binlake's command with the
 #: constants of binlake.spark.state.compaction set so.
-MERGING_OFTEN = """
+MERGING_OFTEN = f"""
 import runpy, sys
 import binlake.spark.run.follow as follow
 import binlake.spark.state.compaction as compaction
-compaction.COMPACT_AT, compaction.RETIRED_SECONDS, follow.COMPACT_EVERY_SECONDS = 2, 3.0, 0.3
+compaction.COMPACT_AT, compaction.RETIRED_SECONDS = 2, {RETIRED_SECONDS}
+follow.COMPACT_EVERY_SECONDS = 0.3
 sys.argv[0] = "binlake"
 runpy.run_module("binlake", run_name="__main__")
 """
@@ -231,7 +234,9 @@ runpy.run_module("binlake", run_name="__main__")
 
 class ViewReader(threading.Thread):
     """A reader of changes/ beside the follower: each listing must read
-    without error and hold no change twice."""
+    without error and hold no change twice. A read that took longer than a
+    replaced file's grace may find one gone: the documented limit (a loaded
+    machine makes a read of hundreds of files slow), not counted."""
 
     def __init__(self, lake):
         super().__init__(daemon=True)
@@ -244,8 +249,13 @@ class ViewReader(threading.Thread):
             if not (self.lake / "changes").is_dir():
                 time.sleep(0.1)
                 continue
+            began = time.monotonic()
             try:
                 held = view_table(self.lake, "changes", ["file", "pos", "row_index"]).to_pylist()
+            except FileNotFoundError as exc:
+                if time.monotonic() - began < RETIRED_SECONDS:
+                    self.failures.append(repr(exc))
+                continue
             except Exception as exc:  # noqa: BLE001 - a reader's error is a failure
                 self.failures.append(repr(exc))
                 continue
