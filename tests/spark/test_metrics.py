@@ -156,6 +156,7 @@ def test_the_endpoint_and_the_status_follow_what_the_follower_does(mariadb, tmp_
     assert "state: stopped" in text, text
     assert f"{DB}.t" in text and f"{int(rows_of(last)):,} rows" in text, text
     assert "reconnects 1, failovers 0, refusals 0" in text, text
+    assert "views: " in text and "small files merged" in text, text
     assert f"metrics: {url} (served while the follower ran)" in text, text
 
     # another server at the address, of another history: refused, counted

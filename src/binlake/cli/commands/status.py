@@ -3,9 +3,9 @@
 Strategy: the follower writes its status whole after each micro-batch
 (`_binlake/status.json`, binlake.spark.state.store); this reads the last one
 and says it in lines: the state, how far behind, what each table took in,
-micro-batch and fsync times (from their histograms' buckets), snapshot
-progress, reconnects, failovers, refusals, and where a scraper finds the
-same figures. Nothing is asked of the follower or the server: a stopped or
+micro-batch and fsync times (from their histograms' buckets), the views'
+merges, snapshot progress, reconnects, failovers, refusals, and where a
+scraper finds the same figures. Nothing is asked of the follower or the server: a stopped or
 killed follower's last status is shown as it was, with its age.
 """
 
@@ -72,6 +72,8 @@ def status_lines(status: dict, now: float) -> list[str]:
     fsyncs = metrics.get("copy_fsync_seconds") or {}
     lines.append(f"copies: {metrics.get('copy_bytes', 0):,} bytes written, "
                  f"{fsyncs.get('count', 0)} fsyncs" + _spread(fsyncs, within))
+    lines.append(f"views: {metrics.get('view_files_merged', 0):,} small files merged, "
+                 f"{metrics.get('view_files_deleted', 0):,} deleted after their grace")
     for name, found in (metrics.get("snapshot") or {}).items():
         goal = found.get("estimated")
         share = f" ({100 * found['read'] / goal:.0f}%)" if goal else ""
