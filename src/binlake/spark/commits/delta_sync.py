@@ -26,6 +26,12 @@ from urllib.parse import unquote
 from binlake.atomic import fsync_files
 
 LOG_DIR = "_delta_log"
+#: The files each table's log removed, as this process made its entries
+#: durable: table folder -> {path in it: the remove's deletionTimestamp
+#: (ms)}. What binlake.spark.commits.delta_upkeep deletes past a short
+#: retention, where a checkpoint may drop a remove action (Delta keeps
+#: them no longer than the retention) before a lite vacuum reads it.
+REMOVED: dict[str, dict[str, int]] = {}
 
 
 def durable(commit):
@@ -61,11 +67,27 @@ def sync_versions(uri: str, *, after: int) -> None:
     if not entries:
         return
     named = [os.path.join(uri, path) for entry in entries for path in files_named(entry)]
+    removed = REMOVED.setdefault(os.path.abspath(uri), {})
+    for entry in entries:
+        removed.update(files_removed(entry))
     fsync_files([path for path in named if os.path.exists(path)], uri)
     written = entries + [os.path.join(log, name) for name in os.listdir(log)
                          if name == "_last_checkpoint" or ".checkpoint." in name
                          and int(name.split(".", 1)[0]) > after]
     fsync_files(written, uri)
+
+
+def files_removed(entry: str) -> dict[str, int]:
+    """{path (relative to the table, decoded): deletionTimestamp (ms)} of the
+    data files a log entry removes."""
+    found = {}
+    with open(entry, encoding="utf-8") as lines:
+        for line in lines:
+            action = json.loads(line) if line.strip() else {}
+            if "remove" in action:
+                remove = action["remove"]
+                found[unquote(remove["path"])] = remove.get("deletionTimestamp") or 0
+    return found
 
 
 def files_named(entry: str) -> list[str]:

@@ -8,9 +8,12 @@ table's retention (its delta.deletedFileRetentionDuration, which
 --keep-versions sets; Delta's week by default), so its cost follows the log
 since the last checkpoint, not the table's folder, and a version inside
 the retention stays readable. A process vacuums a table at most every
-VACUUM_EVERY_SECONDS (a follower commits to a table every second or so),
-and at least twice per retention: a checkpoint drops the remove actions
-older than the retention, and a file they named would be left behind.
+VACUUM_EVERY_SECONDS (a follower commits to a table every second or so).
+A checkpoint drops the remove actions older than the retention, so under a
+short one (--keep-versions) a lite vacuum would leave behind the files
+they named: those are deleted by what the process's own commits removed
+(delta_sync.REMOVED), once past the retention. What a process never saw
+removed (before a restart) is `maintain`'s.
 Files no log entry names (written by a run killed before its commit) are
 left to `maintain` (`binlake maintain`): a full vacuum, which lists the
 whole folder and deletes, besides, every file no version holds that is
@@ -20,9 +23,10 @@ file being written for a commit is named by no version yet.
 
 from __future__ import annotations
 
+import os
 import time
 
-from binlake.spark.commits.delta_sync import durable
+from binlake.spark.commits.delta_sync import REMOVED, durable
 from binlake.spark.commits.delta_tables import opened
 
 #: A table holding more files than this is compacted after a run that
@@ -40,20 +44,44 @@ _vacuumed: dict[str, float] = {}  #: table folder -> when this process last vacu
 
 
 @durable
-def after_run(uri: str, every: float = VACUUM_EVERY_SECONDS) -> dict:
+def after_run(uri: str, every: float = VACUUM_EVERY_SECONDS,
+              keep: float | None = None) -> dict:
     """The table compacted when it holds more than COMPACT_AT_FILES files,
     and lite-vacuumed with the retention it declares (RETENTION_HOURS when
     it declares none) unless this process did less than `every` seconds
-    ago. Returns {"compacted": files replaced, "vacuumed": files deleted}."""
+    ago; with `keep` (--keep-versions, seconds), the files its log removed
+    that long ago deleted too. Returns {"compacted": files replaced,
+    "vacuumed": files deleted}."""
     table = opened(uri)
     compacted = _compacted(table, compact=False)
+    if keep is None:  # the week's remove actions outlive any checkpoint: the vacuum's
+        REMOVED.pop(os.path.abspath(uri), None)
+    deleted = _removed_past(uri, keep) if keep is not None else 0
     now = time.monotonic()
     if uri in _vacuumed and now - _vacuumed[uri] < every:
-        return {"compacted": compacted, "vacuumed": 0}
+        return {"compacted": compacted, "vacuumed": deleted}
     _vacuumed[uri] = now
     vacuumed = table.vacuum(retention_hours=None, dry_run=False,
                             enforce_retention_duration=False, full=False)
-    return {"compacted": compacted, "vacuumed": len(vacuumed)}
+    return {"compacted": compacted, "vacuumed": deleted + len(vacuumed)}
+
+
+def _removed_past(uri: str, keep: float) -> int:
+    """The files the table's log removed more than `keep` seconds ago, as
+    this process committed them (delta_sync.REMOVED), deleted: a short
+    retention's checkpoints drop remove actions a lite vacuum would need."""
+    removed = REMOVED.get(os.path.abspath(uri), {})
+    cutoff = (time.time() - keep) * 1000
+    deleted = 0
+    for path, when in list(removed.items()):
+        if when <= cutoff:
+            try:
+                os.remove(os.path.join(uri, path))
+                deleted += 1
+            except FileNotFoundError:
+                pass
+            del removed[path]
+    return deleted
 
 
 @durable

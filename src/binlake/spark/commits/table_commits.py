@@ -57,6 +57,7 @@ class TableCommits:
         self.run, self.through, self.log = run, through, log
         #: every table's (--keep-versions: binlake.spark.commits.delta.table_properties)
         self.properties = table_properties(keep_versions)
+        self.keep_versions = keep_versions
         #: how often a table is vacuumed: at least twice in the time it keeps versions
         self.vacuum_every = VACUUM_EVERY_SECONDS if keep_versions is None else min(
             VACUUM_EVERY_SECONDS, keep_versions / 2)
@@ -113,8 +114,8 @@ class TableCommits:
         full vacuum is `binlake maintain`'s)."""
         touched = [os.path.join(self.history_dir if how == "history" else self.tables_dir, key)
                    for how, keys in self.work.items() for key in keys]
-        done = side_by_side([functools.partial(after_run, uri, self.vacuum_every)
-                             for uri in touched])
+        done = side_by_side([functools.partial(after_run, uri, self.vacuum_every,
+                                               self.keep_versions) for uri in touched])
         compacted = sum(d["compacted"] for d in done)
         if compacted:
             self.log(f"tables: {compacted} small files compacted")

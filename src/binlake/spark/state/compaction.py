@@ -99,7 +99,7 @@ def compact_views(out: str, manifest: Manifest, *, now: float | None = None,
     for up to `seconds`. Returns {"merged": files replaced, "into": files
     written, "deleted": files deleted}."""
     out = os.path.abspath(out)
-    now = time.time() if now is None else now
+    given, now = now, time.time() if now is None else now
     # Merges whose file never arrived (a pass killed before its rename):
     # their files were never hidden, and stay.
     records = [r for r in load_compactions(out) if os.path.exists(os.path.join(out, r["merged"]))]
@@ -117,7 +117,10 @@ def compact_views(out: str, manifest: Manifest, *, now: float | None = None,
         if merged is not None:
             merges.append(merged)
     fsync_files([staged_path for staged_path, _, _ in merges], staged)
-    save_compactions(out, kept + [{"merged": merged, "replaced": olds, "at": now}
+    # Stamped as the files take their place, not as the pass began: the grace
+    # counts from when a reader may first see a merged file.
+    placed = time.time() if given is None else now
+    save_compactions(out, kept + [{"merged": merged, "replaced": olds, "at": placed}
                                   for _, merged, olds in merges])
     for staged_path, merged, _ in merges:
         os.replace(staged_path, os.path.join(out, merged))
