@@ -265,7 +265,8 @@ class ViewReader(threading.Thread):
             self.reads += 1
 
 
-def test_a_follower_keeps_only_the_copies_it_has_yet_to_read_through_kills(server, tmp_path):
+def test_a_follower_keeps_only_the_copies_it_has_yet_to_read_through_kills(server, tmp_path,
+                                                                           request):
     """... and merges the views' small files, a reader beside it reading
     each change once throughout."""
     lake, rng = tmp_path / "lake", random.Random(3)
@@ -274,7 +275,10 @@ def test_a_follower_keeps_only_the_copies_it_has_yet_to_read_through_kills(serve
         server, lake, "--follow", "--keep-binlogs", "0", "--heartbeat-period", "1")[3:]]
 
     def start():
-        return subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+        process = subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+        # (a failed assertion must not leave a follower running)
+        request.addfinalizer(lambda: process.poll() is None and (process.kill(), process.wait()))
+        return process
 
     def batches() -> int:
         found = status(lake)
