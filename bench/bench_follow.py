@@ -129,7 +129,12 @@ def paced_writer(server, table: str, rate: float, seconds: float, committed: dic
                 committed[key] = time.time()
                 n += connections
         connection.close()
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(connections)]
+    side_by_side(one, connections)
+
+
+def side_by_side(one, count: int) -> None:
+    """`one(index)` for each index below `count`, each in a thread of its own, until all end."""
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(count)]
     for thread in threads:
         thread.start()
     for thread in threads:

@@ -44,7 +44,8 @@ from array import array
 from collections import deque
 from pathlib import Path
 
-from bench_follow import DB, follower, peak_rss_mb, percentile, status, wait_until
+from bench_follow import (DB, follower, peak_rss_mb, percentile, side_by_side, status,
+                          wait_until)
 
 PROBE_EVERY = 0.01  # throughput: seconds between a connection's position probes
 WRITERS = 4
@@ -156,11 +157,7 @@ def write(server, tables: int, seconds: float, tracker: Freshness, counts: list,
                     probed = when
                 n += WRITERS
         connection.close()
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(WRITERS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    side_by_side(one, WRITERS)
     return time.monotonic() - start
 
 
