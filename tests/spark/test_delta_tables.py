@@ -56,3 +56,20 @@ def test_at_most_open_tables_are_kept(tmp_path, monkeypatch):
         rows(uri, [1])
         opened(uri)
     assert [u for u in delta_tables._opened if u in uris] == uris[1:]
+
+
+def test_a_table_is_there_once_its_first_entry_is(tmp_path):
+    """A run killed as it created a table leaves `_delta_log/` with no
+    entry (a commit's temporary file at most): no table, and writing it
+    anew works; a table whose first entries a checkpoint let go is there."""
+    uri = str(tmp_path / "db.t")
+    (tmp_path / "db.t" / "_delta_log").mkdir(parents=True)
+    (tmp_path / "db.t" / "_delta_log" / "_commit_0d1e.json.tmp").write_text("{")
+    assert not delta_tables.exists(uri)
+    rows(uri, [1])
+    assert delta_tables.exists(uri) and ids(opened(uri)) == [1]
+    rows(uri, [2])
+    opened(uri).create_checkpoint()
+    opened(uri).cleanup_metadata()
+    (tmp_path / "db.t" / "_delta_log" / f"{0:020d}.json").unlink()
+    assert delta_tables.exists(uri) and ids(opened(uri)) == [1, 2]

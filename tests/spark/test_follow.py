@@ -93,8 +93,10 @@ def follower_command(server, lake) -> list[str]:
 
 
 def start_follower(server, lake, log):
-    return subprocess.Popen(follower_command(server, lake), stdout=log, stderr=log,
-                            stdin=subprocess.DEVNULL)
+    process = subprocess.Popen(follower_command(server, lake), stdout=log, stderr=log,
+                               stdin=subprocess.DEVNULL)
+    process.log_path = log.name  # for a failed assertion to show what it printed
+    return process
 
 
 def status(lake) -> dict:
@@ -109,7 +111,8 @@ def wait_for_batches(lake, process, count: int, timeout: float = 180) -> None:
     deadline = time.monotonic() + timeout
     first = None
     while time.monotonic() < deadline:
-        assert process.poll() is None, "the follower ended"
+        assert process.poll() is None, (
+            "the follower ended: " + open(getattr(process, "log_path", os.devnull)).read()[-3000:])
         found = status(lake)
         if found.get("state") == "following":
             first = found["micro_batches"] if first is None else first

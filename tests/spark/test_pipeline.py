@@ -216,6 +216,26 @@ def test_a_small_increment_imports_no_pandas(spark, tmp_path):
     assert done.stdout.split() == ["0", "False", "1"], done.stdout + done.stderr
 
 
+def test_a_table_whose_creation_was_killed_is_made_again(spark, tmp_path):
+    """A run killed as delta-rs created a table leaves its `_delta_log/`
+    holding no entry (a commit's temporary file at most): the next run
+    makes the table, rather than failing to open it."""
+    from binlake.cli.commands.pipeline import sample_dir
+    from binlake.spark.commits.lake import _committed_point
+    incoming, lake = sample_lake_then_increment(spark, tmp_path)
+    for table in os.listdir(lake / "tables"):
+        shutil.rmtree(lake / "tables" / table)
+        (lake / "tables" / table / "_delta_log").mkdir(parents=True)
+        (lake / "tables" / table / "_delta_log" / "_commit_5e1f.json.tmp").write_text("{")
+        # where a DDL statement since asks which point the table was committed at
+        assert _committed_point(str(lake / "tables" / table), order=None) is None
+    run_pipeline(spark, [str(incoming)], str(lake))
+    with gzip.open(os.path.join(sample_dir(), "expected_state.json.gz"), "rt") as f:
+        expected = json.load(f)["tables"]
+    for table, rows in expected.items():
+        assert len(table_rows(lake, table)) == len(rows), table
+
+
 def sample_lake_then_increment(spark, tmp_path, **options):
     """A lake of the sample's first binlog, and its last two arrived since:
     (the incoming folder, the lake)."""

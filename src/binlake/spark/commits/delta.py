@@ -32,7 +32,7 @@ from urllib.parse import unquote
 
 from binlake.atomic import fsync_files
 from binlake.spark.commits.delta_sync import durable
-from binlake.spark.commits.delta_tables import opened
+from binlake.spark.commits.delta_tables import exists, opened
 from binlake.spark.rules.columns import (CLOSES, COPIES_REMOVED, COPY_ADDED, COPY_OP, DELETED,
                                         NET_COLUMNS, VALID_FROM, VALID_TO)
 
@@ -112,7 +112,7 @@ def merge_net_changes(uri: str, table: str, net, keys: list[str], *, run: int,
     if done is not None and done >= run:
         return "already"
     commit = _commit_properties(table, run, through)
-    if done is None and not _exists(uri):
+    if done is None and not exists(uri):
         net = net.read_all() if hasattr(net, "read_all") else net
         write_deltalake(uri, _inserted(net), mode="error", commit_properties=commit,
                         configuration=properties)
@@ -201,7 +201,7 @@ def merge_history(uri: str, table: str, rows, keys: list[str], *, run: int, thro
 
 def plan_of(uri: str) -> str | None:
     """The plan signature a history table's latest commit records."""
-    return _latest_metadata(uri, PLAN) if _exists(uri) else None
+    return _latest_metadata(uri, PLAN) if exists(uri) else None
 
 
 def key_bounds(columns) -> dict:
@@ -294,7 +294,7 @@ def rows_under_keys(uri: str, keys):
     partial row image's columns left out are theirs
     (binlake.spark.rules.table_rows.completed)."""
     import pyarrow.dataset as ds
-    if not _exists(uri):
+    if not exists(uri):
         return None
     names = keys.column_names
     # Files whose statistics rule the first key column out are not read.
@@ -330,7 +330,7 @@ def commit_table(uri: str, table: str, files: list[str], schema, *, run: int,
     # which a required one would make unreadable in the change data feed.
     schema = pa.schema([field.with_nullable(True) for field in schema],
                        metadata=schema.metadata)
-    if not _exists(uri):  # version 0: the schema, no rows
+    if not exists(uri):  # version 0: the schema, no rows
         write_deltalake(uri, schema.empty_table(), mode="error", configuration=properties,
                         partition_by=partition_by or None)
     _allow_timestamp_ntz(uri, schema)
@@ -553,11 +553,6 @@ def _commit_properties(table: str, run: int, through: dict, plan: str | None = N
         metadata[REWRITTEN] = rewritten
     return CommitProperties(custom_metadata=metadata,
                             app_transactions=[Transaction(APP_ID.format(table=table), run)])
-
-
-def _exists(uri: str) -> bool:
-    from deltalake import DeltaTable
-    return DeltaTable.is_deltatable(uri)
 
 
 def _quoted(name: str) -> str:

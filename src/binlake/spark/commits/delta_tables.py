@@ -23,6 +23,9 @@ from collections import OrderedDict
 
 from binlake.spark.commits.delta_sync import LOG_DIR
 
+#: The file naming a table's newest checkpoint (Delta's protocol).
+LAST_CHECKPOINT = "_last_checkpoint"
+
 #: Tables kept loaded at most (a lake of more reloads the least recent).
 OPEN_TABLES = 2048
 
@@ -52,6 +55,15 @@ def opened(uri: str):
         while len(_opened) > OPEN_TABLES:
             _opened.popitem(last=False)
     return table
+
+
+def exists(uri: str) -> bool:
+    """Whether a Delta table is at `uri`: its first log entry, or the
+    checkpoint that let the log's first entries go. Not the `_delta_log/`
+    folder: a run killed as it created the table leaves that folder with
+    no entry in it, and no table. Two stats, not a load of the log."""
+    return os.path.isfile(_entry(uri, 0)) \
+        or os.path.isfile(os.path.join(uri, LOG_DIR, LAST_CHECKPOINT))
 
 
 def _entry(uri: str, version: int) -> str:

@@ -61,6 +61,7 @@ from typing import NamedTuple
 
 from binlake.spark.commits.change_files import CarriedFrom, ChangeFiles, by_table, sources_of
 from binlake.spark.commits.delta import committed_run, plan_of, row_count, through_of
+from binlake.spark.commits.delta_tables import exists
 from binlake.spark.commits.driver_way import DriverTables
 from binlake.spark.commits.replaces import partial_replace
 from binlake.spark.commits.spark_way import SparkTables
@@ -227,7 +228,7 @@ def _stage(lake: "_Ways", manifest: Manifest, by_key: dict, signatures: dict,
                     carried[key] = (plan, source)
                 continue
             if not sources_of(plan) & touched \
-                    and os.path.isdir(os.path.join(tables_dir, key, "_delta_log")):
+                    and exists(os.path.join(tables_dir, key)):
                 continue
             done = committed_run(os.path.join(tables_dir, key), key)
             if done is None:
@@ -310,7 +311,7 @@ def carried_from(plan: dict, tables_dir: str, order) -> CarriedFrom | None:
 
 def _committed_point(uri: str, order) -> tuple | None:
     """(file_seq, pos) the Delta table at `uri` was last committed at."""
-    if not os.path.isdir(uri):
+    if not exists(uri):
         return None
     through = through_of(uri)
     if not through:

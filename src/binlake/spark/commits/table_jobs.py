@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from binlake.spark.commits.change_files import CarriedFrom, ChangeFiles, sources_of
 from binlake.spark.commits.delta import read_table, row_count, rows_under_keys
-from binlake.spark.commits.delta_tables import opened
+from binlake.spark.commits.delta_tables import exists, opened
 from binlake.spark.commits.table_commits import HISTORY as HISTORY_FOLDER
 from binlake.spark.commits.table_commits import RowFiles, TableCommits, partition_by, sorted_by
 from binlake.spark.plans.layouts import qualified
@@ -178,7 +178,7 @@ _RULES = {REBUILT: _rebuilt, APPENDED: _appended, MERGED: _merged, REWRITTEN: _r
 def _table_types(rows: pa.Table, uri: str | None) -> pa.Table:
     """`rows` in the types the Delta table at `uri` has for its columns (a
     list's item name, say), where there is one."""
-    if uri is None or not os.path.isdir(os.path.join(uri, "_delta_log")):
+    if uri is None or not exists(uri):
         return rows
     held = pa.schema(opened(uri).schema().to_arrow())
     return rows.cast(pa.schema([held.field(f.name).with_nullable(f.nullable)
