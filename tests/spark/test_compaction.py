@@ -97,6 +97,31 @@ def test_a_pass_merges_small_files_and_each_row_is_read_once(tmp_path):
     assert {view: rows(out, view) for view in ("events", "changes")} == before
 
 
+def test_a_runs_files_are_no_readers_until_it_commits(tmp_path):
+    """A run moves its files into events/ and changes/ before it knows that
+    none of its changes is refused; a refusal or a kill undoes them. A
+    reader leaves them out until the run commits; the run reads them."""
+    from binlake.spark import lake_files
+    from binlake.spark.state.run_undo import RunUndo
+    out = fake_lake(tmp_path, files=2, pending=0)
+    undo = RunUndo.begin(out)
+    added = [os.path.join(out, "events", DAY, "part-run.parquet"),
+             os.path.join(out, "events", "date=2026-12-04", "part-run.parquet")]
+    undo.adding(added)
+    for path in added:
+        small_file(os.path.dirname(path), os.path.basename(path), 1000)
+    before = sorted(os.path.join(out, "events", DAY, f"part-e{n:03d}.parquet") for n in range(2))
+    assert lake_files(out, "events") == before
+    assert view_files(out, os.path.join(out, "events"), in_run=True) == sorted(before + added)
+    undo.forget()  # the run commits: its files are the lake's
+    assert lake_files(out, "events") == sorted(before + added)
+    undo = RunUndo.begin(out)
+    undo.adding([os.path.join(out, "events", DAY, "part-next.parquet")])
+    small_file(os.path.join(out, "events", DAY), "part-next.parquet", 2000)
+    undo.roll_back()  # refused, or killed and recovered: they never were
+    assert lake_files(out, "events") == sorted(before + added)
+
+
 def test_tiers_merge_like_sizes_and_few_files_wait(tmp_path):
     out = fake_lake(tmp_path, files=COMPACT_AT - 1, pending=0)
     assert compact_views(out, load_manifest(out))["merged"] == 0  # fewer than COMPACT_AT

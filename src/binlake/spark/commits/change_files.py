@@ -69,7 +69,7 @@ class ChangeFiles:
         """Every file of changes/ holding these (database, table) pairs (as a
         reader lists them: binlake.spark.state.compaction)."""
         lake = os.path.dirname(self.root)
-        return [path for db, table in tables for path in view_files(lake, self._folder(db, table))]
+        return [path for db, table in tables for path in view_files(lake, self._folder(db, table), in_run=True)]
 
     def inserts_only(self, tables: set) -> bool:
         """Every change of these (database, table) pairs inserts."""

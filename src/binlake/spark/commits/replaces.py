@@ -145,7 +145,7 @@ def _annotations(events_root: str, files: set, days: set) -> dict:
     found: dict = {}
     for day in sorted(wanted):
         folder = os.path.join(events_root, f"date={day.isoformat()}")
-        for path in view_files(os.path.dirname(events_root), folder):
+        for path in view_files(os.path.dirname(events_root), folder, in_run=True):
             read = pq.read_table(path, columns=["file", "pos", "gtid", "type_code", "query"])
             read = read.filter(pc.equal(read.column("type_code"),
                                         int(EventType.ANNOTATE_ROWS_EVENT)))

@@ -45,7 +45,7 @@ import uuid
 from binlake.atomic import fsync_directory, fsync_files
 from binlake.spark.read.partitioned import ROW_GROUP_ROWS, SNAPSHOT_FILES
 from binlake.spark.state.manifest import Manifest
-from binlake.spark.state.run_undo import RunUndo
+from binlake.spark.state.run_undo import RunUndo, uncommitted_files
 from binlake.spark.state.store import (COMPACTING, clear_folder, has_staged_state, lake_lock,
                                        load_compactions, load_manifest, save_compactions)
 
@@ -67,18 +67,23 @@ PASS_SECONDS = 0.5
 MERGED_FILES = "part-merged-"
 
 
-def view_files(out: str, folder: str) -> list[str]:
+def view_files(out: str, folder: str, *, in_run: bool = False) -> list[str]:
     """The Parquet files under `folder` (a view of the lake `out`, or a
-    folder in one) that a reader reads: listed, and then those a merged
-    file it listed replaces left out. Sorted absolute paths."""
+    folder in one) that a reader reads: listed, and then left out those a
+    merged file it listed replaces, and those a run has added but not
+    committed (a refusal or a kill undoes them: binlake.spark.state.run_undo),
+    unless the caller is that run (`in_run`: the lake's own readers, under
+    its lock). Sorted absolute paths."""
     found = [path for _, files in _folders(os.path.abspath(folder)) for path in files]
     if not found:
         return found
-    out, listed, replaced = os.path.abspath(out), set(found), set()
+    out, listed, hidden = os.path.abspath(out), set(found), set()
     for record in load_compactions(out):  # read after the listing: see the strategy
         if os.path.join(out, record["merged"]) in listed:
-            replaced.update(os.path.join(out, old) for old in record["replaced"])
-    return [path for path in found if path not in replaced]
+            hidden.update(os.path.join(out, old) for old in record["replaced"])
+    if not in_run:  # also after the listing: a run's files are recorded before they move in
+        hidden.update(os.path.join(out, path) for path in uncommitted_files(out))
+    return [path for path in found if path not in hidden]
 
 
 def compact_lake_views(out: str, *, seconds: float = PASS_SECONDS, log=None) -> dict:

@@ -136,6 +136,17 @@ class RunUndo:
             json.dump({"added": self.added, "made": self.made}, handle)
 
 
+def uncommitted_files(out: str) -> list[str]:
+    """The files (relative to `out`) the run now open on the lake has moved
+    into it and may yet undo (none: no run is open). A reader leaves them
+    out: until the run commits, they are no part of the lake."""
+    try:
+        with open(os.path.join(out, "_binlake", UNDO, ADDED)) as handle:
+            return json.load(handle)["added"]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
 def _keep(path: str, kept: str) -> None:
     """A link to `path`'s bytes (a copy where links are not had)."""
     try:
@@ -144,4 +155,4 @@ def _keep(path: str, kept: str) -> None:
         shutil.copy2(path, kept)
 
 
-__all__ = ["RunUndo"]
+__all__ = ["RunUndo", "uncommitted_files"]
