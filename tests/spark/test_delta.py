@@ -423,6 +423,7 @@ def test_files_handed_to_a_commit_are_synced_before_the_log_entry_that_names_the
     before_entry = {path for path, entry_there in log.synced if not entry_there}
     assert {os.path.join(folder, "part-1.parquet"), folder, uri} <= before_entry
     assert entry in log.paths() and f"{uri}/_delta_log" in log.paths()
+    assert log.paths().count(os.path.join(folder, "part-1.parquet")) == 1  # not again after
 
 
 def test_files_delta_rs_writes_in_a_merge_are_synced_with_its_log_entry(tmp_path, monkeypatch):
@@ -440,3 +441,32 @@ def test_files_delta_rs_writes_in_a_merge_are_synced_with_its_log_entry(tmp_path
     assert named_files(uri, version) and entry in synced
     for path in named_files(uri, version):
         assert synced.index(path) < synced.index(entry), path
+
+
+def test_the_newest_version_is_found_without_listing_the_log(tmp_path, monkeypatch):
+    """A follower's table gains a log entry a second, kept a month by
+    default: a commit finds the newest by stats from the one it saw last,
+    and fsyncs a checkpoint a commit wrote with `_last_checkpoint`."""
+    import os
+
+    from binlake.spark.commits import delta_sync
+    uri = str(tmp_path / "db.t")
+    properties = {"delta.checkpointInterval": "3"}
+    merge_net_changes(uri, "db.t", net([(1, "a")], [False]), ["id"], run=1, through={},
+                      properties=properties)
+    assert deltalake.DeltaTable(uri).version() < 2  # (no checkpoint yet)
+    listed = []
+    real = os.listdir
+    monkeypatch.setattr(os, "listdir", lambda path=".": listed.append(path) or real(path))
+    log = FsyncLog(monkeypatch)
+    for run in range(2, 6):
+        merge_net_changes(uri, "db.t", net([(run, "b")], [False]), ["id"], run=run,
+                          through={}, properties=properties)
+    assert not [path for path in listed if path.endswith("_delta_log")]
+    assert delta_sync.latest_version(uri) == deltalake.DeltaTable(uri).version()
+    checkpoints = [f"{uri}/_delta_log/{name}" for name in real(f"{uri}/_delta_log")
+                   if ".checkpoint." in name]
+    assert checkpoints
+    for checkpoint in checkpoints:
+        assert checkpoint in log.paths()
+    assert f"{uri}/_delta_log/_last_checkpoint" in log.paths()

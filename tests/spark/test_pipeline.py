@@ -362,9 +362,9 @@ def test_only_a_short_run_on_few_cores_gets_the_first_jit_tier():
 
 def test_every_file_a_manifest_or_delta_log_names_is_synced_before_it(tmp_path, monkeypatch):
     """A power cut must not leave a manifest naming bytes the disk lost:
-    each staged events/ and changes/ file is fsynced before the staging
-    manifest is written, its folder in place before the manifest is
-    installed, and every file the tables' logs name before the manifest
+    each staged events/ and changes/ file is fsynced with its folder once
+    in place, before the manifest is installed (a cut before that undoes
+    the run: binlake.spark.state.run_undo), and every file the tables' logs name before the manifest
     that says the tables took the run in."""
     from urllib.parse import unquote
 
@@ -398,8 +398,9 @@ def test_every_file_a_manifest_or_delta_log_names_is_synced_before_it(tmp_path, 
     assert views
     for path in views:
         at_staging = path.replace(lake, staging, 1)
-        assert order.index(("fsync", at_staging)) < staged_manifest, path
         moved = order.index(("replace", at_staging, path))
+        assert staged_manifest < moved, path
+        assert ("fsync", path) in order[moved:installed], path
         assert ("fsync", os.path.dirname(path)) in order[moved:installed], path
     last_manifest = max(i for i, step in enumerate(order)
                         if step == ("fsync", f"{state}/manifest.json.partial"))

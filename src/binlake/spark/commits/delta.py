@@ -30,8 +30,7 @@ import json
 import os
 from urllib.parse import unquote
 
-from binlake.atomic import fsync_files
-from binlake.spark.commits.delta_sync import durable
+from binlake.spark.commits.delta_sync import durable, sync_ahead
 from binlake.spark.commits.delta_tables import exists, opened
 from binlake.spark.rules.columns import (CLOSES, COPIES_REMOVED, COPY_ADDED, COPY_OP, DELETED,
                                         NET_COLUMNS, VALID_FROM, VALID_TO)
@@ -342,7 +341,7 @@ def commit_table(uri: str, table: str, files: list[str], schema, *, run: int,
         _repartitioned(uri, files, schema, partition_by,
                        _commit_properties(table, run, through, plan, "repartitioned"))
         return
-    fsync_files([os.path.join(uri, path) for path in files], uri)
+    sync_ahead([os.path.join(uri, path) for path in files], uri)
     actions = []
     for path in files:
         full = os.path.join(uri, path)

@@ -8,7 +8,7 @@ files (`add`) and change data files (`cdc`) it names fsynced with their
 folders, then the entry itself and `_delta_log/` (and a checkpoint written
 beside it). Where binlake hands delta-rs files it did not write
 (binlake.spark.commits.delta.commit_table: Spark's files), they are fsynced before
-the entry is written (`fsync_files`), so the order is the safe one: bytes,
+the entry is written (`sync_ahead`), so the order is the safe one: bytes,
 then the name. Where delta-rs writes the files and the entry in one call
 (a MERGE, an append, compaction), it cannot be: a power cut in the moments
 between its write and the fsync that follows can leave an entry naming a
@@ -26,6 +26,8 @@ from urllib.parse import unquote
 from binlake.atomic import fsync_files
 
 LOG_DIR = "_delta_log"
+#: The file naming a table's newest checkpoint (Delta's protocol).
+LAST_CHECKPOINT = "_last_checkpoint"
 #: The files each table's log removed, as this process made its entries
 #: durable: table folder -> {path in it: the remove's deletionTimestamp
 #: (ms)}. What binlake.spark.commits.delta_upkeep deletes past a short
@@ -48,33 +50,68 @@ def durable(commit):
 
 
 def latest_version(uri: str) -> int:
-    """The newest log entry's version of the table at `uri` (-1: none), by its
-    name (no snapshot is loaded)."""
-    try:
-        names = os.listdir(os.path.join(uri, LOG_DIR))
-    except FileNotFoundError:
-        return -1
-    versions = [int(name[:-5]) for name in names if name.endswith(".json") and name[:-5].isdigit()]
-    return max(versions, default=-1)
+    """The newest log entry's version of the table at `uri` (-1: none), by
+    its name (no snapshot is loaded): from the newest this process saw,
+    stat by stat, as entries come one version after another; the log's
+    folder is listed only for a table not seen yet (or made anew). A
+    follower's table gains an entry a second, and Delta keeps them for a
+    month: listing them at every commit would cost more, month by month."""
+    log = os.path.join(uri, LOG_DIR)
+    key = os.path.abspath(uri)
+    version = _newest.get(key)
+    if version is None or not os.path.exists(_entry(log, version)):
+        try:
+            names = os.listdir(log)
+        except FileNotFoundError:
+            return -1
+        version = max((int(name[:-5]) for name in names
+                       if name.endswith(".json") and name[:-5].isdigit()), default=-1)
+    while os.path.exists(_entry(log, version + 1)):
+        version += 1
+    if version >= 0:
+        _newest[key] = version
+    return version
+
+
+_newest: dict[str, int] = {}  #: table folder -> the newest version latest_version found
+
+
+def _entry(log: str, version: int) -> str:
+    return os.path.join(log, f"{version:020d}.json")
 
 
 def sync_versions(uri: str, *, after: int) -> None:
     """Make durable the log entries of the table at `uri` newer than version
-    `after`: the files each names first, then the entries and their folder."""
+    `after`: the files each names first, then the entries and their folder
+    (and a checkpoint one of them was given, with `_last_checkpoint`)."""
     log = os.path.join(uri, LOG_DIR)
-    entries = [os.path.join(log, f"{version:020d}.json")
-               for version in range(after + 1, latest_version(uri) + 1)]
+    versions = range(after + 1, latest_version(uri) + 1)
+    entries = [_entry(log, version) for version in versions]
     if not entries:
         return
     named = [os.path.join(uri, path) for entry in entries for path in files_named(entry)]
     removed = REMOVED.setdefault(os.path.abspath(uri), {})
     for entry in entries:
         removed.update(files_removed(entry))
-    fsync_files([path for path in named if os.path.exists(path)], uri)
-    written = entries + [os.path.join(log, name) for name in os.listdir(log)
-                         if name == "_last_checkpoint" or ".checkpoint." in name
-                         and int(name.split(".", 1)[0]) > after]
-    fsync_files(written, uri)
+    ahead = [path for path in named if path in _SYNCED_AHEAD]
+    _SYNCED_AHEAD.difference_update(ahead)
+    fsync_files([path for path in named if os.path.exists(path) and path not in ahead], uri)
+    checkpoints = [path for version in versions if os.path.exists(
+        path := os.path.join(log, f"{version:020d}.checkpoint.parquet"))]
+    if checkpoints:
+        checkpoints.append(os.path.join(log, LAST_CHECKPOINT))
+    fsync_files(entries + checkpoints, uri)
+
+
+def sync_ahead(paths: list[str], uri: str) -> None:
+    """Make the files `paths` (in the table at `uri`) durable, with their
+    folders, before a commit names them: the commit's `durable` then leaves
+    them be (they were each fsynced once, not twice)."""
+    fsync_files(paths, uri)
+    _SYNCED_AHEAD.update(paths)
+
+
+_SYNCED_AHEAD: set[str] = set()  #: files sync_ahead made durable, until their commit
 
 
 def files_removed(entry: str) -> dict[str, int]:

@@ -21,10 +21,7 @@ import os
 import threading
 from collections import OrderedDict
 
-from binlake.spark.commits.delta_sync import LOG_DIR
-
-#: The file naming a table's newest checkpoint (Delta's protocol).
-LAST_CHECKPOINT = "_last_checkpoint"
+from binlake.spark.commits.delta_sync import LAST_CHECKPOINT, LOG_DIR
 
 #: Tables kept loaded at most (a lake of more reloads the least recent).
 OPEN_TABLES = 2048

@@ -77,10 +77,9 @@ def stage_and_commit(spark, out: str, segments: list, options: dict, manifest: M
     manifest = manifest.staging(written)
     if counted is not None:
         _count_by_table(os.path.join(staging, "changes"), written, counted)
-    # What the manifest will name is on disk before it is (the snapshot's
-    # files are under changes/ by now).
-    fsync_files([path for view in ("events", "changes")
-                 for path in _data_files(os.path.join(staging, view))], staging)
+    # Not fsynced here: until the manifest naming them is installed, a kill
+    # or a power cut undoes them (the run's undo record is open), and
+    # _commit_staging fsyncs them, in their place, before it installs it.
     stage_state(out, manifest, history)
     _commit_staging(out, undo)
     return manifest, events, changes
@@ -178,7 +177,7 @@ def _commit_staging(out: str, undo: RunUndo | None) -> None:
                      for path in _data_files(os.path.join(staging, view))])
     moved = [path for view in ("events", "changes")
              for path in _move_tree(os.path.join(staging, view), os.path.join(out, view))]
-    fsync_files(moved, out)  # the bytes were synced: this syncs the folders' new names
+    fsync_files(moved, out)  # bytes and new names, before the manifest names them
     install_staged_state(out)
     clear_folder(out, STAGING)
 
