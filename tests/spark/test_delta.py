@@ -470,3 +470,30 @@ def test_the_newest_version_is_found_without_listing_the_log(tmp_path, monkeypat
     for checkpoint in checkpoints:
         assert checkpoint in log.paths()
     assert f"{uri}/_delta_log/_last_checkpoint" in log.paths()
+
+
+def test_a_follower_spreads_its_first_vacuums_over_the_interval(tmp_path, monkeypatch):
+    """A one-run process lite-vacuums each table it commits to; a follower
+    (spread_vacuums) counts a table first seen as vacuumed at a random
+    point of the last interval, so that 1,000 tables are not all vacuumed
+    in its first micro-batches."""
+    from binlake.spark.commits import delta_upkeep
+    vacuums = []
+    real = deltalake.DeltaTable.vacuum
+    monkeypatch.setattr(deltalake.DeltaTable, "vacuum",
+                        lambda self, *a, **k: vacuums.append(self) or real(self, *a, **k))
+    monkeypatch.setattr(delta_upkeep, "_vacuumed", {})
+    monkeypatch.setattr(delta_upkeep, "_spread", False)
+    uris = [str(tmp_path / f"db.t{n}") for n in range(2)]
+    for uri in uris:
+        merge_net_changes(uri, "db.t", net([(1, "a")], [False]), ["id"], run=1, through={})
+    delta_upkeep.after_run(uris[0], every=60)
+    assert len(vacuums) == 1  # one run: vacuumed
+    delta_upkeep.spread_vacuums(True)
+    monkeypatch.setattr(delta_upkeep.random, "uniform", lambda low, high: (low + high) / 2)
+    now = delta_upkeep.time.monotonic()
+    delta_upkeep.after_run(uris[1], every=60)
+    assert len(vacuums) == 1  # first seen by a follower: counted as vacuumed 30 s ago
+    monkeypatch.setattr(delta_upkeep.time, "monotonic", lambda: now + 31)
+    delta_upkeep.after_run(uris[1], every=60)
+    assert len(vacuums) == 2

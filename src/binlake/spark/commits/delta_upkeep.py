@@ -8,7 +8,8 @@ table's retention (its delta.deletedFileRetentionDuration, which
 --keep-versions sets; Delta's week by default), so its cost follows the log
 since the last checkpoint, not the table's folder, and a version inside
 the retention stays readable. A process vacuums a table at most every
-VACUUM_EVERY_SECONDS (a follower commits to a table every second or so).
+VACUUM_EVERY_SECONDS (a follower commits to a table every second or so),
+a follower's first vacuums of its tables spread over that interval.
 A checkpoint drops the remove actions older than the retention, so under a
 short one (--keep-versions) a lite vacuum would leave behind the files
 they named: those are deleted by what the process's own commits removed
@@ -24,6 +25,7 @@ file being written for a commit is named by no version yet.
 from __future__ import annotations
 
 import os
+import random
 import time
 
 from binlake.spark.commits.delta_sync import REMOVED, durable
@@ -41,6 +43,18 @@ RETENTION_HOURS = 7 * 24
 VACUUM_EVERY_SECONDS = 600.0
 
 _vacuumed: dict[str, float] = {}  #: table folder -> when this process last vacuumed it
+#: Whether a table first seen counts as vacuumed at a random point of the
+#: last `every` seconds (`spread_vacuums`), not as never vacuumed.
+_spread = False
+
+
+def spread_vacuums(on: bool) -> None:
+    """While a follower runs (`on`), its first commits to each table do not
+    all vacuum it at once (a lake of 1,000 tables would pay 1,000 vacuums
+    in its first minute, then none for ten): the vacuums spread evenly over
+    the interval instead. A run on its own vacuums each table it commits to."""
+    global _spread
+    _spread = on
 
 
 @durable
@@ -58,6 +72,8 @@ def after_run(uri: str, every: float = VACUUM_EVERY_SECONDS,
         REMOVED.pop(os.path.abspath(uri), None)
     deleted = _removed_past(uri, keep) if keep is not None else 0
     now = time.monotonic()
+    if _spread and uri not in _vacuumed:
+        _vacuumed[uri] = now - random.uniform(0, every)
     if uri in _vacuumed and now - _vacuumed[uri] < every:
         return {"compacted": compacted, "vacuumed": deleted}
     _vacuumed[uri] = now

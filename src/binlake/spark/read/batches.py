@@ -30,6 +30,7 @@ Spark DDL is derived from them, and docs/spark.md documents them.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import os
 from itertools import islice, repeat
@@ -377,8 +378,20 @@ def split_schema(split: Split, options: dict):
     given = options.get("schema")
     if isinstance(given, Schema):
         return given
-    seed = load_schema_option(options)
+    seed = (_saved_history(given) if isinstance(given, str) and given.lstrip().startswith("{")
+            else load_schema_option(options))
     return seed.at((split.file, split.start)) if seed is not None else Schema()
+
+
+@functools.lru_cache(maxsize=2)
+def _saved_history(text: str):
+    """A saved history's JSON text, parsed once for all the ranges a run
+    reads in this process (the events and changes views of each): each
+    takes a copy `at` its start, and a history's tables are frozen, so
+    none changes what the others see (a lake of 1,000 tables parsed its
+    history per range: 20 ms each)."""
+    from binlake.schema.history import load_schema
+    return load_schema(text)
 
 
 def change_batches(split: Split, options: dict, stream=None) -> Iterator[pa.RecordBatch]:

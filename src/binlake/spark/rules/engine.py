@@ -143,16 +143,20 @@ def after_start(key: pa.StructArray, after) -> np.ndarray:
     return later
 
 
-def images(changes: pa.Table, plan: dict) -> Images:
+def images(changes: pa.Table, plan: dict, *, before_images: bool = True) -> Images:
     """The changes of the plan's stretches (`changes` in any order) as
-    `Images`, each with its rank in commit order (`Images.rank`)."""
+    `Images`, each with its rank in commit order (`Images.rank`). Without
+    `before_images` (changes that only insert, whose before images are all
+    NULL) only the after images are taken: `before` holds no column."""
     at = stretch_index(changes, plan)
     if (at < 0).any():
         changes, at = changes.take(ints(np.flatnonzero(at >= 0))), at[at >= 0]
     op = _plain(changes.column("op"))
     inserts = truths(pc.is_in(op, value_set=texts(list(INSERTS))))
     updates = equal_to(op, "u")
-    before, before_absent, before_null = _side(changes.column("before"), at, plan, None)
+    before, before_absent, before_null = (_side(changes.column("before"), at, plan, None)
+                                          if before_images else ([], [], nulls_of(
+                                              _plain(changes.column("before")))))
     after, after_absent, after_null = _side(changes.column("after"), at, plan, inserts)
     # An update's after image leaves out what did not change (NOBLOB: BLOBs;
     # MINIMAL: all but the changed columns): the before image's, where it has it.

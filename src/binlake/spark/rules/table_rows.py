@@ -92,7 +92,7 @@ def state(changes: pa.Table, plan: dict, table: str) -> pa.Table:
 def appended(changes: pa.Table, plan: dict, table: str) -> pa.Table:
     """The rows changes that only insert add, typed (a key is inserted once:
     a second INSERT of it needs a DELETE between)."""
-    found = images(changes, plan)
+    found = images(changes, plan, before_images=False)
     partial = found.absent("after")
     if partial.any():
         reason = NEVER_WHOLE if plan["primary_key"] else KEYLESS_PARTIAL

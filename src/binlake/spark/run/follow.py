@@ -77,6 +77,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from binlake.atomic import durable_size
+from binlake.spark.commits.delta_upkeep import spread_vacuums
 from binlake.spark.read.failover import FAILOVER_PREFIX, copies_prefix, current_epoch
 from binlake.spark.read.ranges import name_sequence
 from binlake.spark.run.follow_anew import TablesAnew
@@ -246,6 +247,7 @@ class Follower:
         """Follow until `stop()` or a failure (raised after the lake is left whole)."""
         # Bound first: a port taken is refused before anything is written.
         endpoint = serve(self.metrics, *self.metrics_address) if self.metrics_address else None
+        spread_vacuums(True)
         try:
             make_folder(self.out, BINLOGS)
             with lake_lock(self.out):
@@ -262,6 +264,7 @@ class Follower:
                     self.source = self.source.anew()
                     self._stop.clear()
         finally:
+            spread_vacuums(False)
             if endpoint is not None:
                 endpoint.close()
         return self.status
