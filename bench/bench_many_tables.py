@@ -28,7 +28,8 @@ import threading
 import time
 from pathlib import Path
 
-from bench_follow import DB, follower, peak_rss_mb, percentile, status, wait_until
+from bench_follow import (DB, follower, lake_holds_server, peak_rss_mb, percentile, status,
+                          wait_until)
 
 
 def _position(found) -> tuple:
@@ -55,6 +56,10 @@ def run(tables: int, rate: float, seconds: float) -> dict:
             try:
                 first = wait_until(lambda: status(lake).get("micro_batches", 0) >= 1, 600,
                                    "the first micro-batch", process)
+                # The clock starts once the lake holds the tables and their
+                # first rows (the follower may take them in several
+                # micro-batches): measured is the steady state, not the set-up.
+                wait_until(lambda: lake_holds_server(server, lake), 600, "the set-up", process)
                 committed, visible, batches = [], {}, {}
                 done = threading.Event()
 

@@ -194,6 +194,10 @@ def view_table(lake, view: str, columns=None):
     import pyarrow.dataset as ds
     from binlake.spark import lake_files
     files = lake_files(str(lake), view)
+    if not files:  # (nothing committed yet: a run's first files are not the lake's)
+        from binlake.spark.read.batches import VIEWS
+        schema = VIEWS[view]
+        return schema.empty_table().select(columns) if columns else schema.empty_table()
     dataset = ds.dataset(files, format="parquet", partitioning="hive",
                          partition_base_dir=str(Path(lake) / view))
     return dataset.to_table(columns=columns)

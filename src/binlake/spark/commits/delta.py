@@ -31,7 +31,7 @@ import os
 from urllib.parse import unquote
 
 from binlake.spark.commits.delta_sync import durable, sync_ahead
-from binlake.spark.commits.delta_tables import exists, opened
+from binlake.spark.commits.delta_tables import exists, first_entry_mark, opened
 from binlake.spark.rules.columns import (CLOSES, COPIES_REMOVED, COPY_ADDED, COPY_OP, DELETED,
                                         NET_COLUMNS, VALID_FROM, VALID_TO)
 
@@ -406,11 +406,20 @@ def _allow_timestamp_ntz(uri: str, schema) -> None:
 
 def _with_table_properties(uri: str, properties: dict) -> None:
     """`properties` (`table_properties`) on a table made before binlake set
-    them, or since given others."""
+    them, or since given others. Looked at once per table (made anew: its
+    first log entry another file) and process: a follower commits to a
+    table every second, and only a run sets them."""
+    seen = (os.path.abspath(uri), first_entry_mark(uri), tuple(sorted(properties.items())))
+    if seen in _PROPERTIES_SEEN:
+        return
     table = opened(uri)
     config = table.metadata().configuration
     if any(config.get(name) != value for name, value in properties.items()):
         table.alter.set_table_properties(properties)
+    _PROPERTIES_SEEN.add(seen)
+
+
+_PROPERTIES_SEEN: set = set()  #: (table, its first entry, properties) that hold them
 
 
 def file_stats(metadata) -> str:

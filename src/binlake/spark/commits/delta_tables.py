@@ -63,6 +63,12 @@ def exists(uri: str) -> bool:
         or os.path.isfile(os.path.join(uri, LOG_DIR, LAST_CHECKPOINT))
 
 
+def first_entry_mark(uri: str) -> tuple | None:
+    """Which file the table's first log entry is (None: cleaned by a
+    checkpoint, or no table): a table deleted and made again has another."""
+    return _mark(uri, 0)
+
+
 def _entry(uri: str, version: int) -> str:
     return os.path.join(uri, LOG_DIR, f"{version:020d}.json")
 
