@@ -13,6 +13,7 @@ files the native printer took, so that it cannot pass by refusing all.
 
 from __future__ import annotations
 
+import atexit
 import io
 import os
 import shutil
@@ -73,6 +74,7 @@ def time_zone(request):
 
 
 _LOAD_DIR = tempfile.mkdtemp(prefix="binlake-dump-native-")
+atexit.register(shutil.rmtree, _LOAD_DIR, True)  # (one per test process, not one per run left)
 
 
 def run_dump(arguments, native: bool, monkeypatch) -> tuple:
