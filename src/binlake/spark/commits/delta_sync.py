@@ -59,14 +59,14 @@ def latest_version(uri: str) -> int:
     log = os.path.join(uri, LOG_DIR)
     key = os.path.abspath(uri)
     version = _newest.get(key)
-    if version is None or not os.path.exists(_entry(log, version)):
+    if version is None or not os.path.exists(entry_path(uri, version)):
         try:
             names = os.listdir(log)
         except FileNotFoundError:
             return -1
         version = max((int(name[:-5]) for name in names
                        if name.endswith(".json") and name[:-5].isdigit()), default=-1)
-    while os.path.exists(_entry(log, version + 1)):
+    while os.path.exists(entry_path(uri, version + 1)):
         version += 1
     if version >= 0:
         _newest[key] = version
@@ -76,8 +76,9 @@ def latest_version(uri: str) -> int:
 _newest: dict[str, int] = {}  #: table folder -> the newest version latest_version found
 
 
-def _entry(log: str, version: int) -> str:
-    return os.path.join(log, f"{version:020d}.json")
+def entry_path(uri: str, version: int) -> str:
+    """The log entry of `version` of the table at `uri`."""
+    return os.path.join(uri, LOG_DIR, f"{version:020d}.json")
 
 
 def sync_versions(uri: str, *, after: int) -> None:
@@ -86,13 +87,14 @@ def sync_versions(uri: str, *, after: int) -> None:
     (and a checkpoint one of them was given, with `_last_checkpoint`)."""
     log = os.path.join(uri, LOG_DIR)
     versions = range(after + 1, latest_version(uri) + 1)
-    entries = [_entry(log, version) for version in versions]
+    entries = [entry_path(uri, version) for version in versions]
     if not entries:
         return
-    named = [os.path.join(uri, path) for entry in entries for path in files_named(entry)]
-    removed = REMOVED.setdefault(os.path.abspath(uri), {})
+    named, removed = [], REMOVED.setdefault(os.path.abspath(uri), {})
     for entry in entries:
-        removed.update(files_removed(entry))
+        added, gone = _files_of(entry)
+        named += [os.path.join(uri, path) for path in added]
+        removed.update(gone)
     ahead = [path for path in named if path in _SYNCED_AHEAD]
     _SYNCED_AHEAD.difference_update(ahead)
     fsync_files([path for path in named if os.path.exists(path) and path not in ahead], uri)
@@ -114,27 +116,18 @@ def sync_ahead(paths: list[str], uri: str) -> None:
 _SYNCED_AHEAD: set[str] = set()  #: files sync_ahead made durable, until their commit
 
 
-def files_removed(entry: str) -> dict[str, int]:
-    """{path (relative to the table, decoded): deletionTimestamp (ms)} of the
-    data files a log entry removes."""
-    found = {}
-    with open(entry, encoding="utf-8") as lines:
-        for line in lines:
-            action = json.loads(line) if line.strip() else {}
-            if "remove" in action:
-                remove = action["remove"]
-                found[unquote(remove["path"])] = remove.get("deletionTimestamp") or 0
-    return found
-
-
-def files_named(entry: str) -> list[str]:
-    """The paths (relative to the table, decoded) of the data files and change
-    data files a log entry adds."""
-    paths = []
+def _files_of(entry: str) -> tuple[list[str], dict[str, int]]:
+    """The data files and change data files a log entry adds (paths relative
+    to the table, decoded), and those it removes ({path: deletionTimestamp
+    (ms)}): one read of the entry."""
+    added, removed = [], {}
     with open(entry, encoding="utf-8") as lines:
         for line in lines:
             action = json.loads(line) if line.strip() else {}
             for kind in ("add", "cdc"):
                 if kind in action:
-                    paths.append(unquote(action[kind]["path"]))
-    return paths
+                    added.append(unquote(action[kind]["path"]))
+            if "remove" in action:
+                remove = action["remove"]
+                removed[unquote(remove["path"])] = remove.get("deletionTimestamp") or 0
+    return added, removed

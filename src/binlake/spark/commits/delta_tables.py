@@ -21,7 +21,7 @@ import os
 import threading
 from collections import OrderedDict
 
-from binlake.spark.commits.delta_sync import LAST_CHECKPOINT, LOG_DIR
+from binlake.spark.commits.delta_sync import LAST_CHECKPOINT, LOG_DIR, entry_path
 
 #: Tables kept loaded at most (a lake of more reloads the least recent).
 OPEN_TABLES = 2048
@@ -42,7 +42,7 @@ def opened(uri: str):
         table, mark = found
         if _mark(uri, table.version()) != mark:
             table = None  # deleted, or replaced: loaded anew
-        elif os.path.exists(_entry(uri, table.version() + 1)):
+        elif os.path.exists(entry_path(uri, table.version() + 1)):
             table.update_incremental()
     if table is None:
         table = DeltaTable(uri)
@@ -59,7 +59,7 @@ def exists(uri: str) -> bool:
     checkpoint that let the log's first entries go. Not the `_delta_log/`
     folder: a run killed as it created the table leaves that folder with
     no entry in it, and no table. Two stats, not a load of the log."""
-    return os.path.isfile(_entry(uri, 0)) \
+    return os.path.isfile(entry_path(uri, 0)) \
         or os.path.isfile(os.path.join(uri, LOG_DIR, LAST_CHECKPOINT))
 
 
@@ -69,14 +69,10 @@ def first_entry_mark(uri: str) -> tuple | None:
     return _mark(uri, 0)
 
 
-def _entry(uri: str, version: int) -> str:
-    return os.path.join(uri, LOG_DIR, f"{version:020d}.json")
-
-
 def _mark(uri: str, version: int) -> tuple | None:
     """Which file the log entry of `version` is (None: not there)."""
     try:
-        found = os.stat(_entry(uri, version))
+        found = os.stat(entry_path(uri, version))
     except OSError:
         return None
     return found.st_ino, found.st_mtime_ns, found.st_size
