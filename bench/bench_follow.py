@@ -141,24 +141,25 @@ def side_by_side(one, count: int) -> None:
         thread.join()
 
 
+def tree_rss_mb(pid: int) -> float:
+    """The process tree's RSS now (the follower's JVM is its child)."""
+    total, stack = 0, [pid]
+    while stack:
+        p = stack.pop()
+        try:
+            with open(f"/proc/{p}/status") as handle:
+                total += sum(int(line.split()[1]) for line in handle if line.startswith("VmRSS:"))
+            with open(f"/proc/{p}/task/{p}/children") as handle:
+                stack += [int(c) for c in handle.read().split()]
+        except OSError:
+            pass
+    return total / 1024
+
+
 def peak_rss_mb(pid: int, peak: list) -> None:
     """The process tree's RSS, sampled until it ends (the JVM is a child)."""
-    def tree_rss() -> int:
-        total, stack = 0, [pid]
-        while stack:
-            p = stack.pop()
-            try:
-                with open(f"/proc/{p}/status") as handle:
-                    for line in handle:
-                        if line.startswith("VmRSS:"):
-                            total += int(line.split()[1])
-                with open(f"/proc/{p}/task/{p}/children") as handle:
-                    stack += [int(c) for c in handle.read().split()]
-            except OSError:
-                pass
-        return total
     while os.path.exists(f"/proc/{pid}"):
-        peak[0] = max(peak[0], tree_rss() / 1024)
+        peak[0] = max(peak[0], tree_rss_mb(pid))
         time.sleep(0.5)
 
 

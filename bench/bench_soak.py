@@ -19,7 +19,8 @@ bounded: only what the lake lacks is queued, lags kept as array('f').
 
   soak        `--rate` one-row transactions a second (paced) for `--seconds`;
               every `--sample-seconds` a line: the follower's RSS (process
-              tree, JVM included), the lake's files and size, freshness of
+              tree, JVM included; the median of a reading each 5 s, as the
+              JVM's heap swings between its collections), the lake's files and size, freshness of
               the interval, micro-batches, status.json's behind_seconds. Then
               10 minutes in against the end (a third of a shorter run).
   throughput  as fast as 4 connections go, `--seconds` of one-row
@@ -45,10 +46,11 @@ from collections import deque
 from pathlib import Path
 
 from bench_follow import (DB, follower, peak_rss_mb, percentile, side_by_side, status,
-                          wait_until)
+                          tree_rss_mb, wait_until)
 
 PROBE_EVERY = 0.01  # throughput: seconds between a connection's position probes
 WRITERS = 4
+RSS_EVERY = 5  # soak: seconds between RSS readings
 
 
 def _position(found) -> tuple:
@@ -57,21 +59,6 @@ def _position(found) -> tuple:
 
 def _p(values, q: float) -> float:
     return percentile(values, q) if len(values) else float("nan")
-
-
-def tree_rss_mb(pid: int) -> float:
-    """The process tree's RSS now (the follower's JVM is its child)."""
-    total, stack = 0, [pid]
-    while stack:
-        p = stack.pop()
-        try:
-            with open(f"/proc/{p}/status") as handle:
-                total += sum(int(line.split()[1]) for line in handle if line.startswith("VmRSS:"))
-            with open(f"/proc/{p}/task/{p}/children") as handle:
-                stack += [int(c) for c in handle.read().split()]
-        except OSError:
-            pass
-    return total / 1024
 
 
 def lake_files(lake: Path) -> tuple[int, int, float]:
@@ -165,16 +152,25 @@ def soak(args, server, lake: Path, process, tracker: Freshness) -> None:
     counts, samples = [0] * WRITERS, []
     writer = threading.Thread(target=write, args=(server, args.tables, args.seconds, tracker,
                                                   counts), kwargs={"rate": args.rate})
-    start = time.monotonic()
+    start, readings, stop = time.monotonic(), [], threading.Event()
+
+    def read_rss() -> None:  # the JVM's heap swings by 100s of MB between its collections
+        while not stop.wait(RSS_EVERY):
+            readings.append(tree_rss_mb(process.pid))
+    threading.Thread(target=read_rss, daemon=True).start()
 
     def sample() -> dict:
         lags, (logs, files, mb) = tracker.take(), lake_files(lake)
-        s = {"t": time.monotonic() - start, "tx": sum(counts), "rss": tree_rss_mb(process.pid),
+        now, interval = tree_rss_mb(process.pid), readings[:]
+        del readings[:len(interval)]
+        s = {"t": time.monotonic() - start, "tx": sum(counts), "rss": _p(interval or [now], 0.5),
+             "rss_now": now,
              "logs": logs, "files": files, "mb": mb, "lags": lags,
              "batches": tracker.found.get("micro_batches", 0),
              "behind": tracker.found.get("behind_seconds", float("nan"))}
         samples.append(s)
-        print(f"{s['t'] / 60:6.1f} min {s['tx']:>10,} tx  RSS {s['rss']:5.0f} MB  files: "
+        print(f"{s['t'] / 60:6.1f} min {s['tx']:>10,} tx  RSS {s['rss']:5.0f} MB (now "
+              f"{now:4.0f})  files: "
               f"{logs:5} events+changes {files:5} tables  {mb:8.1f} MB  freshness p50 "
               f"{_p(lags, 0.5):5.2f} s p99 {_p(lags, 0.99):5.2f} s  {s['batches']:5} "
               f"micro-batches  behind {s['behind']:.1f} s", flush=True)
@@ -188,6 +184,7 @@ def soak(args, server, lake: Path, process, tracker: Freshness) -> None:
             k += 1
     wait_until(tracker.drained, 300, "every commit visible", process)
     end = sample()  # the drain's lags go in the last interval
+    stop.set()
 
     window = min(600.0, args.seconds / 3)  # the issue's 10 minutes
     at = min(samples, key=lambda s: abs(s["t"] - window))
@@ -196,8 +193,10 @@ def soak(args, server, lake: Path, process, tracker: Freshness) -> None:
     p99_first, p99_last = _p(first, 0.99), _p(last, 0.99)
     print(f"soak: {end['tx']:,} transactions at {args.rate:g}/s into {args.tables} tables, "
           f"{end['t'] / 60:.1f} min; the window: {window / 60:g} min")
-    print(f"  RSS: {at['rss']:.0f} MB at {at['t'] / 60:.1f} min, {end['rss']:.0f} MB at the "
-          f"end: {end['rss'] / at['rss']:.2f}x")
+    print(f"  RSS (the median of an interval's readings): {at['rss']:.0f} MB at "
+          f"{at['t'] / 60:.1f} min, {end['rss']:.0f} MB at the end: "
+          f"{end['rss'] / at['rss']:.2f}x (single readings {at['rss_now']:.0f} and "
+          f"{end['rss_now']:.0f} MB: {end['rss_now'] / at['rss_now']:.2f}x)")
     print(f"  freshness p99: first window {p99_first:.2f} s ({len(first):,} tx), last "
           f"{p99_last:.2f} s ({len(last):,} tx): {p99_last / p99_first:.2f}x")
     print(f"  files at {at['t'] / 60:.1f} min: {at['logs']} events+changes, {at['files']} "
