@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor, wait
 
 PARTIAL_SUFFIX = ".partial"
 
@@ -52,13 +54,17 @@ def fsync_directory(path: str) -> None:
 
 def fsync_files(paths, root) -> None:
     """Make the files `paths` (under the folder `root`) durable, bytes and
-    names: each file fsynced, then each folder from a file's own up to
-    `root`, deepest first (a folder made for the file is itself a new name
-    in its parent)."""
+    names: each file fsynced, and each folder from a file's own up to
+    `root` (a folder made for the file is itself a new name in its parent).
+    All are durable when it returns, which is all the order a caller needs
+    (nothing durable names them yet), so they are fsynced side by side
+    (SYNC_THREADS): each fsync waits on the disk, not the CPU, and the file
+    system commits concurrent ones together (a follower's micro-batch of a
+    hundred tables moves some 300 files and folders into place)."""
     root = os.path.abspath(root)
+    paths = list(paths)
     folders = set()
     for path in paths:
-        _fsync(path)
         folder = os.path.dirname(os.path.abspath(path))
         while folder not in folders:
             folders.add(folder)
@@ -66,8 +72,37 @@ def fsync_files(paths, root) -> None:
             if folder == root or parent == folder or not folder.startswith(root + os.sep):
                 break
             folder = parent
-    for folder in sorted(folders, key=len, reverse=True):
-        _fsync(folder)
+    _fsync_all(paths + sorted(folders, key=len, reverse=True))
+
+
+#: fsyncs made side by side at most (`fsync_files`).
+SYNC_THREADS = 8
+_sync_pool: ThreadPoolExecutor | None = None
+_sync_pool_lock = threading.Lock()
+
+
+def _fsync_all(paths: list) -> None:
+    """fsync each of `paths`; the first error raised once all have ended."""
+    global _sync_pool
+    if len(paths) <= 2:
+        for path in paths:
+            _fsync(path)
+        return
+    with _sync_pool_lock:
+        if _sync_pool is None:
+            _sync_pool = ThreadPoolExecutor(SYNC_THREADS, thread_name_prefix="fsync")
+    futures = [_sync_pool.submit(_fsync, path) for path in paths]
+    wait(futures)
+    for future in futures:
+        future.result()
+
+
+def _forget_sync_pool() -> None:
+    global _sync_pool
+    _sync_pool = None  # a forked child has none of its threads
+
+
+os.register_at_fork(after_in_child=_forget_sync_pool)
 
 
 def durable_size(path: str) -> int:

@@ -148,3 +148,35 @@ def test_a_not_null_column_added_without_a_default_gives_the_servers_implicit_on
                                            "ts", "nb")} == {
         "b": "", "vb": "", "bn": "AAAA", "st": "", "tx": "", "dd": "0000-00-00",
         "dt": "0000-00-00 00:00:00.000", "tm": "00:00:00.00", "ts": None, "nb": None}
+
+
+def test_known_plans_come_back_unmade_while_their_inputs_are_equal():
+    """`known` plans of the same history come back as they were (the same
+    objects: their signatures are not made again either); a table whose
+    last table map changed has its plan made anew."""
+    from binlake.spark.plans.history import keyed_table_plans
+    schema = Schema()
+    for pos, name in enumerate(("t", "u"), 1):
+        schema.apply(f"CREATE TABLE {name} (id INT PRIMARY KEY, v INT)", "db",
+                     ("binlog.000001", 100 * pos))
+    first = {key: (inputs, plan) for key, inputs, plan in keyed_table_plans(schema, {}, ORDER)}
+    assert sorted(first) == [("db", "t"), ("db", "u")]
+    again = {key: plan for key, _, plan in keyed_table_plans(schema, {}, ORDER, known=first)}
+    assert all(again[key] is first[key][1] for key in first)
+    layout = {"database": "db", "table": "t", "primary_key": ["id"],
+              "columns": [ddl_layout_column(c) for c in schema.table("db", "t").columns]}
+    mapped = {key: plan for key, _, plan in keyed_table_plans(
+        schema, {"db.t": {"order": [1, 500], "layout": layout}}, ORDER, known=first)}
+    assert mapped[("db", "t")] is not first[("db", "t")][1]
+    assert mapped[("db", "u")] is first[("db", "u")][1]
+    assert mapped[("db", "t")] == first[("db", "t")][1]  # (the same columns, typed alike)
+
+
+def test_an_order_extends_another_that_orders_every_position_alike():
+    earlier = PositionOrder({"binlog.000002": 1, "binlog.000003": 2})
+    assert PositionOrder({"binlog.000002": 1, "binlog.000003": 2, "binlog.000004": 3}).extends(
+        earlier)
+    assert not PositionOrder({"binlog.000002": 1, "binlog.000003": 5}).extends(earlier)
+    # a file sorting first now: a seed history's binlog.000001 would be after it, not before
+    assert not PositionOrder({"binlog.000000": 0, "binlog.000002": 1,
+                              "binlog.000003": 2}).extends(earlier)

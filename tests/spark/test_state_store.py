@@ -190,3 +190,38 @@ def test_the_store_writes_each_file_whole(tmp_path):
                 if name.endswith(".partial")]
     with pytest.raises(ValueError, match="not a folder"):
         store.folder_path(out, "manifest.json")
+
+
+def test_the_history_is_read_once_per_file_and_written_only_when_changed(tmp_path):
+    """Each load is a copy of one parse of the lake's file: what a run
+    follows changes neither the file nor the next run's history; a run
+    whose history is unchanged stages none (the lake's file stays as it
+    was), one whose DDL changed it stages it whole."""
+    from binlake.schema.history import Schema
+    from binlake.spark.state import store
+    from binlake.spark.state.manifest import Manifest
+    out = str(tmp_path / "lake")
+    store.make_state_dir(out)
+    seeded = Schema()
+    seeded.apply("CREATE TABLE t (id INT PRIMARY KEY)", "db", ("binlog.000001", 100))
+
+    def run(history) -> bool:
+        """Stage and install `history`; whether the schema file was staged."""
+        staging = store.clear_folder(out, store.STAGING, make=True)
+        store.stage_state(out, Manifest(), history)
+        staged = os.path.exists(os.path.join(staging, store.SCHEMA))
+        store.install_staged_state(out)
+        return staged
+    assert run(seeded)  # the first: no file yet
+    first = store.load_schema_history(out, None)
+    assert first.json_text() == seeded.json_text() and first is not seeded
+    first.apply("CREATE TABLE u (id INT PRIMARY KEY)", "db", ("binlog.000001", 200))
+    second = store.load_schema_history(out, None)
+    assert ("db", "u") not in second.versions  # the first's statement is its own
+    assert not run(second)  # unchanged: not written again
+    assert run(first)  # changed: written whole
+    third = store.load_schema_history(out, None)
+    assert ("db", "u") in third.versions and third.json_text() == first.json_text()
+    third.database_charsets["other"] = "latin1"  # a CREATE DATABASE changes it too
+    assert run(third)
+    assert store.load_schema_history(out, None).database_charsets["other"] == "latin1"

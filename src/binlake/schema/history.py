@@ -108,6 +108,10 @@ class Schema:
         self._timestamp: int | None = None  #: of the event being followed
         #: default character sets of the databases created in the stream
         self.database_charsets: dict[str, str | None] = {}
+        self._text: tuple | None = None  #: (`state()`, its JSON text): `json_text`
+        #: (the file, which file it was, `state()`) where a lake's history was
+        #: read from (binlake.spark.state.store): unchanged, it is not written again
+        self.read_from: tuple | None = None
 
     # -- following statements -------------------------------------------------------------
     def follow(self, event) -> None:
@@ -447,7 +451,32 @@ class Schema:
             return None
         return columns, primary, {}  # a cache of its own: row plans follow the columns
 
+    def copy(self) -> Schema:
+        """A history of its own that starts as this one is: the versions are
+        frozen, so only the containers a statement followed adds to are new."""
+        twin = Schema()
+        twin.tables, twin.warnings = dict(self.tables), list(self.warnings)
+        twin.versions = {key: list(versions) for key, versions in self.versions.items()}
+        twin._checked, twin._positions = set(self._checked), set(self._positions)
+        twin.generation, twin._text = self.generation, self._text
+        twin.database_charsets = dict(self.database_charsets)
+        return twin
+
     # -- persistence ----------------------------------------------------------------------
+    def state(self) -> tuple:
+        """What the saved history is made of has changed when this has (a new
+        version bumps `generation`; a CREATE DATABASE adds a character set)."""
+        return self.generation, tuple(self.database_charsets.items())
+
+    def json_text(self) -> str:
+        """`to_json` as one line of text, made once per `state()`: a run of
+        the follower hands it to its readers and saves it, and a history of
+        1,000 tables takes some 40 ms to write out."""
+        if self._text is None or self._text[0] != self.state():
+            # One line, by json's C encoder (an indented dump is its Python one).
+            self._text = (self.state(), json.dumps(self.to_json(), separators=(",", ":")))
+        return self._text[1]
+
     def to_json(self) -> dict:
         return {"format": FORMAT, "version": 1, "database_charsets": self.database_charsets,
                 "tables": [{"database": db, "table": name,
@@ -458,10 +487,8 @@ class Schema:
         """Written whole, then renamed (`atomic.replaced`): a killed run leaves
         the previous history, never half of a new one."""
         from binlake.atomic import replaced
-        # One line, by json's C encoder (an indented dump is its Python one).
-        text = json.dumps(self.to_json(), separators=(",", ":"))
         with replaced(path, "w", encoding="utf-8") as handle:
-            handle.write(text + "\n")
+            handle.write(self.json_text() + "\n")
 
     @classmethod
     def from_json(cls, data: dict) -> Schema:

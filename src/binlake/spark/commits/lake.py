@@ -117,7 +117,7 @@ def update_tables(spark, out: str, plans: list, manifest: Manifest, *, as_of: As
     run = manifest.run
     through = manifest.through()
     by_key = by_table(plans)
-    signatures = {key: plan_signature(plan) for key, plan in by_key.items()}
+    signatures = _signatures.of(by_key)
     in_step = as_of is None and tables_in_step(state, tables_dir)
     shutil.rmtree(staged, ignore_errors=True)
     commits = TableCommits(tables_dir, staged, os.path.join(out, HISTORY), run, through, log,
@@ -125,12 +125,16 @@ def update_tables(spark, out: str, plans: list, manifest: Manifest, *, as_of: As
     changes = ChangeFiles(os.path.join(out, "changes"))
     lake = _Ways(SparkTables(spark, commits, changes), DriverTables(commits, changes), commits)
     pending = _new_files(manifest, out, 0)
+    # The tables some pending change file is of: the others, their plan
+    # the same, have nothing to take in (a run costs what it changes,
+    # not how many tables the lake holds).
+    touched = {partition_of(path, changes.root) for path in pending}
     try:
-        _refuse_before_staging(by_key, changes, pending, os.path.join(out, "events"))
-        # The tables some pending change file is of: the others, their plan
-        # the same, have nothing to take in (a run costs what it changes,
-        # not how many tables the lake holds).
-        touched = {partition_of(path, changes.root) for path in pending}
+        # (A table committed with its plan and no new change was not refused then.)
+        _refuse_before_staging({key: plan for key, plan in by_key.items()
+                                if not (in_step and state.plans.get(key) == signatures[key]
+                                        and not sources_of(plan) & touched)},
+                               changes, pending, os.path.join(out, "events"))
         _stage(lake, manifest, by_key, signatures, in_step, as_of, out, tables_dir,
                tables_mixed, touched, fresh)
         if history and as_of is None:
@@ -161,6 +165,27 @@ def update_tables(spark, out: str, plans: list, manifest: Manifest, *, as_of: As
     plans = {**{key: signature for key, signature in (state.plans if state else {}).items()
                 if key in kept}, **signatures}
     return counts, TablesState(through, plans, as_of.describe() if as_of else None), commits.work
+
+
+class _Signatures:
+    """Each plan's `plan_signature`, made once per plan object: a run reuses
+    the plans of the tables it did not change (binlake.spark.run.lake_tables),
+    so a follower's micro-batch signs only the others."""
+
+    def __init__(self):
+        self._last: dict[int, tuple] = {}  #: id(plan) -> (plan, its signature)
+
+    def of(self, by_key: dict) -> dict:
+        found = {}
+        for plan in by_key.values():
+            known = self._last.get(id(plan))
+            found[id(plan)] = known if known is not None and known[0] is plan else (
+                plan, plan_signature(plan))
+        self._last = found
+        return {key: found[id(plan)][1] for key, plan in by_key.items()}
+
+
+_signatures = _Signatures()
 
 
 class RowCounts(Mapping):

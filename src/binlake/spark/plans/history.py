@@ -86,6 +86,13 @@ class PositionOrder:
         before = bisect.bisect_left(self.names, name) == 0
         return (-1, pos) if before else (1 << 62, pos)
 
+    def extends(self, earlier: PositionOrder) -> bool:
+        """Every position `earlier` orders, this one orders alike: each file
+        it knows has its file_seq here, and no file sorts before its first
+        (which says where a file of neither is)."""
+        return self.names[:1] == earlier.names[:1] and all(
+            self.seqs.get(name) == seq for name, seq in earlier.seqs.items())
+
 
 def load_history(path: str, seed: str | None) -> Schema:
     """The saved history of an output directory, else the seed (`--schema`)."""
@@ -97,72 +104,97 @@ def load_history(path: str, seed: str | None) -> Schema:
 
 # -- tables as of a point ------------------------------------------------------------------
 
-def table_plans(history: Schema, layouts: dict, order: PositionOrder, before=None) -> list[dict]:
+def table_plans(history: Schema, layouts: dict, order: PositionOrder,
+                before=None) -> list[dict]:
     """What the table rules (binlake.spark.rules.table_rows) build each
     table existing at the point from (`before(version)`: the history's
     statements before it), with
     its layout: the columns of its definition there, typed as its last table
     map says when that column is unchanged since, else as its DDL says."""
+    return [plan for _, _, plan in keyed_table_plans(history, layouts, order, before)]
+
+
+def keyed_table_plans(history: Schema, layouts: dict, order: PositionOrder, before=None,
+                      known: dict | None = None) -> list[tuple]:
+    """`table_plans` as (key, inputs, plan) per table: `inputs` what its plan
+    is made of besides the history and the order (the table's entry in
+    `layouts`). `known`: {key: (inputs, plan)} of an earlier call on the
+    same history, with an order this one `extends`: a table whose inputs
+    are equal gets that plan back, not made again (a follower's run costs
+    what it changes, not the lake's tables)."""
     keys = {history.key(layout["database"], layout["table"]): layout
             for layout in (entry["layout"] for entry in layouts.values())}
     for key in history.versions:
         keys.setdefault(key, None)
     plans = []
     for key, layout in keys.items():
-        lineage = history.lineage(key, before)
-        if lineage is None:
-            continue  # dropped
-        database = layout["database"] if layout else key[0]
-        if database is None:
-            continue  # a seed table no binlog wrote to: its database is not known
         entry = layouts.get(qualified(layout["database"], layout["table"])) if layout else None
-        definition = history.definition(key, before)
-        if definition is None:
-            if layout is None:
-                continue  # no columns known
-            final = layout
-            keys_now = [c["key"] for c in layout["columns"]]
-            sources = [tuple(keys_now)] * len(lineage)
-            defaults = [(None,) * len(keys_now)] * len(lineage)
-            fractions = [(None,) * len(keys_now)] * len(lineage)
-            omitted = [(None,) * len(keys_now)] * len(lineage)
-            retyped = rekeyed = [None] * len(lineage)
-        else:
-            # the table map of a later version of the table says nothing of this one
-            later = [v for v in history.versions.get(key, ())
-                     if before is not None and not before(v)]
-            bound = order(later[0].position) if later else None
-            final = _final_layout(database, key[1], definition, lineage, entry, order, bound)
-            keys_now = definition.names
-            sources = [s.sources or tuple(keys_now) for s in lineage]
-            defaults = [tuple(_default_text(d, spec, column) for d, spec, column in
-                              zip(s.defaults or (None,) * len(keys_now), definition.columns,
-                                  final["columns"]))
-                        for s in lineage]
-            fractions = [_fractions_changed(s, definition, src) for s, src in zip(lineage, sources)]
-            omitted = [_omitted_texts(s, src, final["columns"]) for s, src in zip(lineage, sources)]
-            retyped = [_types_changed(s, definition, src) for s, src in zip(lineage, sources)]
-            rekeyed = [_key_changed(s, definition, keys_now, src, final["primary_key"])
-                       for s, src in zip(lineage, sources)]
-        primary = [keys_now.index(k) for k in final["primary_key"] if k in keys_now]
-        plans.append({
-            "database": database, "table": key[1], "layout": final, "primary_key": primary,
-            "stretches": _joined([{"database": s.key[0] if s.key[0] is not None else database,
-                                   "table": s.key[1], "after": order(s.start),
-                                   "before": order(s.end) if s.end is not None else (None, None),
-                                   "sources": list(src), "defaults": list(dflt),
-                                   "fractions": list(frac), "omitted": list(left_out),
-                                   # columns of a full row image there
-                                   "width": (len(s.definition.columns) if s.definition
-                                             else len(src)),
-                                   **({"was": list(was)} if was else {}),
-                                   **({"rows_lost": True}
-                                      if s.made_by == ALTER_IGNORE_UNIQUE else {}),
-                                   **({"key_then": rows_by} if rows_by is not None else {})}
-                                  for s, src, dflt, frac, left_out, was, rows_by in zip(
-                                      lineage, sources, defaults, fractions, omitted,
-                                      retyped, rekeyed)])})
+        found = (known or {}).get(key)
+        if found is not None and found[0] == entry:
+            plans.append((key, *found))
+            continue
+        plan = _table_plan(history, key, layout, entry, order, before)
+        if plan is not None:
+            plans.append((key, entry, plan))
     return plans
+
+
+def _table_plan(history: Schema, key: tuple, layout: dict | None, entry: dict | None,
+                order: PositionOrder, before) -> dict | None:
+    """The plan of one table (None: it does not exist at the point,
+    or its columns or database are not known)."""
+    lineage = history.lineage(key, before)
+    if lineage is None:
+        return None  # dropped
+    database = layout["database"] if layout else key[0]
+    if database is None:
+        return None  # a seed table no binlog wrote to: its database is not known
+    definition = history.definition(key, before)
+    if definition is None:
+        if layout is None:
+            return None  # no columns known
+        final = layout
+        keys_now = [c["key"] for c in layout["columns"]]
+        sources = [tuple(keys_now)] * len(lineage)
+        defaults = [(None,) * len(keys_now)] * len(lineage)
+        fractions = [(None,) * len(keys_now)] * len(lineage)
+        omitted = [(None,) * len(keys_now)] * len(lineage)
+        retyped = rekeyed = [None] * len(lineage)
+    else:
+        # the table map of a later version of the table says nothing of this one
+        later = [v for v in history.versions.get(key, ())
+                 if before is not None and not before(v)]
+        bound = order(later[0].position) if later else None
+        final = _final_layout(database, key[1], definition, lineage, entry, order, bound)
+        keys_now = definition.names
+        sources = [s.sources or tuple(keys_now) for s in lineage]
+        defaults = [tuple(_default_text(d, spec, column) for d, spec, column in
+                          zip(s.defaults or (None,) * len(keys_now), definition.columns,
+                              final["columns"]))
+                    for s in lineage]
+        fractions = [_fractions_changed(s, definition, src) for s, src in zip(lineage, sources)]
+        omitted = [_omitted_texts(s, src, final["columns"]) for s, src in zip(lineage, sources)]
+        retyped = [_types_changed(s, definition, src) for s, src in zip(lineage, sources)]
+        rekeyed = [_key_changed(s, definition, keys_now, src, final["primary_key"])
+                   for s, src in zip(lineage, sources)]
+    primary = [keys_now.index(k) for k in final["primary_key"] if k in keys_now]
+    return {
+        "database": database, "table": key[1], "layout": final, "primary_key": primary,
+        "stretches": _joined([{"database": s.key[0] if s.key[0] is not None else database,
+                               "table": s.key[1], "after": order(s.start),
+                               "before": order(s.end) if s.end is not None else (None, None),
+                               "sources": list(src), "defaults": list(dflt),
+                               "fractions": list(frac), "omitted": list(left_out),
+                               # columns of a full row image there
+                               "width": (len(s.definition.columns) if s.definition
+                                         else len(src)),
+                               **({"was": list(was)} if was else {}),
+                               **({"rows_lost": True}
+                                  if s.made_by == ALTER_IGNORE_UNIQUE else {}),
+                               **({"key_then": rows_by} if rows_by is not None else {})}
+                              for s, src, dflt, frac, left_out, was, rows_by in zip(
+                                  lineage, sources, defaults, fractions, omitted,
+                                  retyped, rekeyed)])}
 
 
 def inside(stretch: dict, at: tuple) -> bool:

@@ -6,7 +6,6 @@ jobs share. What changes make of a table is binlake.spark.rules.table_rows'.
 from __future__ import annotations
 
 import glob
-import json
 
 from pyspark.sql import Column, DataFrame, functions as F
 
@@ -41,7 +40,7 @@ def table_changes(spark, path, db: str, table: str, schema=None, temporals: str 
     # The schema history of every file, so that each task knows the tables at its start.
     history = load_schema_option(options) or Schema()
     follow_ranges(history, splits)
-    options["schema"] = json.dumps(history.to_json())
+    options["schema"] = history.json_text()
     layouts = latest_layouts(splits, history=history, wanted=wanted)
     layout = layouts.get(qualified(db, table))
     if layout is None:

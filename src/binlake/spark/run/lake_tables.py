@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from binlake.spark.commits.lake import TABLES, update_tables
 from binlake.spark.commits.spark_way import hadoop_literal
-from binlake.spark.plans.history import PositionOrder, table_plans
+from binlake.spark.plans.history import PositionOrder, keyed_table_plans
 from binlake.spark.plans.typed import PARTITION_TYPES, spark_type, with_temporals
 from binlake.spark.read.batches import CHANGES, EVENTS, spark_ddl
 from binlake.spark.state.starts import AsOf
@@ -101,17 +101,57 @@ def _plans(history, layouts: dict, order, wanted, temporals: str, partition_by: 
     typed as `temporals` says (a lake switched to another way carries no
     such column over: its tables are rebuilt, the plans having changed),
     partitioned as `partition_by` says (a changed partitioning rewrites the
-    table: its plan changed)."""
-    plans = []
-    for plan in table_plans(history, layouts, order, before):
-        if not wanted(plan["database"], plan["table"]):
-            continue
-        plan = dict(plan, layout=with_temporals(plan["layout"], temporals))
-        column = partition_by.get(f"{plan['database']}.{plan['table']}")
-        if column:
-            plan["partition_by"] = [_partition_column(plan, column)]
-        plans.append(plan)
+    table: its plan changed). The plans of the lake's tables now are kept
+    for the next run in this process (`_Known`): a follower's micro-batch
+    makes only those of the tables whose table map changed, unless DDL
+    changed the history."""
+    known = _known.plans(history, order, temporals, partition_by) if before is None else None
+    found, plans = {}, []
+    for key, entry, plan in keyed_table_plans(history, layouts, order, before, known):
+        if known is None or known.get(key, (None, None))[1] is not plan:
+            plan = dict(plan, layout=with_temporals(plan["layout"], temporals))
+            column = partition_by.get(f"{plan['database']}.{plan['table']}")
+            if column:
+                plan["partition_by"] = [_partition_column(plan, column)]
+        found[key] = (entry, plan)
+        if wanted(plan["database"], plan["table"]):
+            plans.append(plan)
+    if before is None:
+        _known.keep(history, order, temporals, partition_by, found)
     return plans
+
+
+class _Known:
+    """The plans a run made of the lake's tables, for the next run in this
+    process: valid while the history is the lake's file unchanged (no DDL
+    since), the choices are the same and the order orders every position
+    alike (binlake.spark.plans.history.PositionOrder.extends)."""
+
+    def __init__(self):
+        self._basis, self._order, self._found = None, None, {}
+
+    def plans(self, history, order, temporals: str, partition_by: dict) -> dict | None:
+        if (self._basis is None or self._basis != _basis(history, temporals, partition_by)
+                or not order.extends(self._order)):
+            return None
+        return self._found
+
+    def keep(self, history, order, temporals: str, partition_by: dict, found: dict) -> None:
+        basis = _basis(history, temporals, partition_by)
+        self._basis, self._order, self._found = basis, order, found if basis else {}
+
+
+def _basis(history, temporals: str, partition_by: dict) -> tuple | None:
+    """What a run's plans are made of besides the tables' layouts: None
+    where that is not a saved history as it was read (a seed, or one a
+    statement of this run changed)."""
+    read = history.read_from
+    if read is None or read[2] != history.state():
+        return None
+    return read, temporals, tuple(sorted(partition_by.items()))
+
+
+_known = _Known()
 
 
 def _partition_column(plan: dict, name: str) -> str:

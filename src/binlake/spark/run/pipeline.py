@@ -392,7 +392,7 @@ def _read_again(run: Run, again: list, manifest: Manifest, history,
             for name in {os.path.basename(s.path) for s in again}}
     # Each task takes the history as it was where its range starts.
     manifest, _, added = run.append(again, dict(run.options,
-                                                schema=json.dumps(history.to_json()),
+                                                schema=history.json_text(),
                                                 tables_held=json.dumps(held)),
                                     caught, history, views=("changes",))
     run.result.changes += added
@@ -416,7 +416,7 @@ def _read_new(run: Run, files, manifest: Manifest, history, layouts: dict, stage
                                            scans=scans))
         new_manifest = manifest.reading(file_entries, layouts)
         # Each task takes the history as it was where its range starts.
-        run.options["schema"] = json.dumps(history.to_json())
+        run.options["schema"] = history.json_text()
         manifest, result.events, changes = run.append(
             segments, run.options, new_manifest, history, snapshot_folder=staged_snapshot,
             read_in=read_in)

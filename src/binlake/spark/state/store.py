@@ -169,17 +169,46 @@ def save_manifest(out: str, manifest: Manifest) -> None:
 
 def load_schema_history(out: str, seed: str | None):
     """The schema history of everything the lake has read, else the seed
-    (`--schema`: the first run's)."""
-    return load_history(_path(out, SCHEMA), seed)
+    (`--schema`: the first run's). The lake's file is parsed once per
+    version of it in this process, and each caller given a copy: a
+    follower's micro-batch would otherwise parse the history of all of the
+    lake's tables, as it would write it out (`stage_state`)."""
+    path = _path(out, SCHEMA)
+    mark = _file_mark(path)
+    if mark is None:
+        return load_history(path, seed)
+    found = _histories.get(path)
+    if found is None or found[0] != mark:
+        parsed = load_history(path, seed)
+        parsed.json_text()  # made once: each copy has it
+        found = _histories[path] = (mark, parsed)
+    history = found[1].copy()
+    history.read_from = (path, mark, history.state())
+    return history
+
+
+_histories: dict[str, tuple] = {}  #: the lake's history file -> (its mark, parsed)
 
 
 def stage_state(out: str, manifest: Manifest, history) -> None:
     """The run's next state, its schema `history` and `manifest`, written
     under staging/ beside the run's staged data (`install_staged_state`
     puts them in place); its manifest last: a staging/ holding one is
-    complete."""
-    history.save(os.path.join(folder_path(out, STAGING), SCHEMA))
+    complete. A history the run did not change (no DDL, as a rule) is
+    left as the lake's file has it."""
+    path = _path(out, SCHEMA)
+    if history.read_from != (path, _file_mark(path), history.state()):
+        history.save(os.path.join(folder_path(out, STAGING), SCHEMA))
     write_manifest(os.path.join(folder_path(out, STAGING), MANIFEST), manifest)
+
+
+def _file_mark(path: str) -> tuple | None:
+    """Which file `path` is (None: none): another once replaced or written."""
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return found.st_ino, found.st_mtime_ns, found.st_size
 
 
 def has_staged_state(out: str) -> bool:
