@@ -7,10 +7,11 @@ decides each table's way from this; Spark or the driver computes the rows.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 
-import pyarrow.compute as pc
+import numpy as np
 import pyarrow.parquet as pq
 
 from binlake.spark.plans.layouts import qualified
@@ -80,18 +81,54 @@ class ChangeFiles:
         found = {}
         for path in files:
             key = partition_of(path, self.root)
-            ops = pq.ParquetFile(path).read(columns=["op"]).column("op")
-            # A snapshot's row ("r") may share its key with an insert before
-            # it (a chunk of the lock-free snapshot is read after changes to
-            # its keys): taken by key, never appended.
-            inserts = set(pc.unique(ops).to_pylist()) <= {"c"}
+            ops = file_ops(path)
             known = found.get(key, TableChanges(0, True))
-            found[key] = TableChanges(known.rows + len(ops), known.inserts_only and inserts)
+            found[key] = TableChanges(known.rows + ops.rows,
+                                      known.inserts_only and ops.inserts_only)
         return found
 
     def _folder(self, database: str, table: str) -> str:
         return os.path.join(self.root, f"database={escape_partition_value(database)}",
                             f"table={escape_partition_value(table)}")
+
+
+@dataclass(frozen=True)
+class FileOps:
+    """What a change file's `op` column says."""
+    rows: int
+    updates: np.ndarray  #: per change, whether it is an UPDATE
+    deletes: int
+    #: every change inserts ("c"; a snapshot's row, "r", may share its key
+    #: with an insert before it: a chunk of the lock-free snapshot is read
+    #: after changes to its keys, so it is taken by key, never appended)
+    inserts_only: bool
+
+
+def file_ops(path: str) -> FileOps:
+    """The `op` column of the change file at `path`, read once per file in
+    this process (a run asks it of each of its files for the tables' ways
+    and for the refusals; a file of changes/ is never written again)."""
+    found = os.stat(path)
+    return _file_ops(path, found.st_mtime_ns, found.st_size)
+
+
+@functools.lru_cache(maxsize=4096)
+def _file_ops(path: str, _mtime: int, _size: int) -> FileOps:
+    # From the column's dictionary codes (numpy: pyarrow imports pandas to
+    # make a Python value an Arrow one or an array numpy's, 0.3 s of a small run).
+    updates, deletes, kinds = [], 0, set()
+    parquet = pq.ParquetFile(path, read_dictionary=["op"])
+    for chunk in parquet.read(columns=["op"]).column("op").chunks:
+        names = chunk.dictionary.to_pylist()
+        indices = chunk.indices  # (its buffer as it is: to_numpy() imports pandas)
+        codes = np.frombuffer(indices.buffers()[1], np.dtype(f"int{indices.type.bit_width}"),
+                              len(indices), indices.offset * indices.type.bit_width // 8)
+        kinds.update(names[code] for code in np.unique(codes).tolist())
+        updates.append(codes == names.index("u") if "u" in names
+                       else np.zeros(len(codes), bool))
+        deletes += int((codes == names.index("d")).sum()) if "d" in names else 0
+    updates = np.concatenate(updates) if updates else np.zeros(0, bool)
+    return FileOps(len(updates), updates, deletes, kinds <= {"c"})
 
 
 def by_table(plans: list) -> dict:

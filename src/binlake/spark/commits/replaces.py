@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from binlake.constants import EventType
+from binlake.spark.commits.change_files import file_ops
 from binlake.spark.plans.history import stretch_at, stretch_width
 from binlake.spark.plans.refusals import FULL_IMAGES_THEN_READ_ANEW, forward, named
 from binlake.spark.rules.table_rows import partition_of
@@ -72,9 +73,12 @@ def _partial_updates(files: list[str], plan: dict, changes_root: str) -> list[tu
     for path in files:
         # The after images' lengths from their keys alone (no value read:
         # under FULL images nothing more of the file is), where it updates.
-        parquet = pq.ParquetFile(path, read_dictionary=["op"])
-        updates, deletes = _ops(parquet)
-        if not updates.any() or _whole_images(parquet, len(updates), deletes, widths):
+        ops = file_ops(path)
+        if not ops.updates.any():
+            continue
+        parquet = pq.ParquetFile(path)
+        updates = ops.updates
+        if _whole_images(parquet, len(updates), ops.deletes, widths):
             continue
         after = parquet.read(columns=["after.key_value.key"]).column("after").combine_chunks()
         lengths = np.diff(np.frombuffer(after.buffers()[1], np.int32, len(after) + 1,
@@ -91,23 +95,6 @@ def _partial_updates(files: list[str], plan: dict, changes_root: str) -> list[tu
             if stretch is not None and length < stretch_width(stretch):
                 found.append((row["file"], row["pos"], row["gtid"], row["timestamp"]))
     return found
-
-
-def _ops(parquet: pq.ParquetFile) -> tuple:
-    """(which changes of the file are UPDATEs, how many are DELETEs), from
-    its `op` column's dictionary codes (numpy: pyarrow imports pandas to
-    make a Python value an Arrow one or an array numpy's, 0.3 s of a small
-    run)."""
-    updates, deletes = [], 0
-    for chunk in parquet.read(columns=["op"]).column("op").chunks:
-        names = chunk.dictionary.to_pylist()
-        indices = chunk.indices  # (its buffer as it is: to_numpy() imports pandas)
-        codes = np.frombuffer(indices.buffers()[1], np.dtype(f"int{indices.type.bit_width}"),
-                              len(indices), indices.offset * indices.type.bit_width // 8)
-        updates.append(codes == names.index("u") if "u" in names
-                       else np.zeros(len(codes), bool))
-        deletes += int((codes == names.index("d")).sum()) if "d" in names else 0
-    return (np.concatenate(updates) if updates else np.zeros(0, bool)), deletes
 
 
 def _whole_images(parquet: pq.ParquetFile, rows: int, deletes: int, widths: set) -> bool:
