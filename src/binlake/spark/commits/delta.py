@@ -26,6 +26,7 @@ says the run is done. Compaction and vacuum are binlake.spark.commits.delta_upke
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from urllib.parse import unquote
@@ -324,7 +325,6 @@ def commit_table(uri: str, table: str, files: list[str], schema, *, run: int,
     has its files in Hive folders (`column=value/`), each file the rows of
     one value, the column not in the file (partition_folder)."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
     from deltalake import write_deltalake
     from deltalake.transaction import AddAction
 
@@ -354,7 +354,7 @@ def commit_table(uri: str, table: str, files: list[str], schema, *, run: int,
         stat = os.stat(full)
         actions.append(AddAction(path, stat.st_size, _partition_values(path, partition_by),
                                  int(stat.st_mtime * 1000), True,
-                                 file_stats(pq.ParquetFile(full).metadata)))
+                                 file_stats(footer(full))))
     opened(uri).create_write_transaction(actions, mode, schema, partition_by=partition_by,
                                              commit_properties=commit)
 
@@ -426,6 +426,19 @@ def _with_table_properties(uri: str, properties: dict) -> None:
 
 
 _PROPERTIES_SEEN: set = set()  #: (table, its first entry, properties) that hold them
+
+
+def footer(path: str):
+    """The Parquet footer (FileMetaData) of the file at `path`, read once for
+    the schema a commit takes from it and the statistics it gives it."""
+    found = os.stat(path)
+    return _footer(path, found.st_mtime_ns, found.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _footer(path: str, _mtime: int, _size: int):
+    import pyarrow.parquet as pq
+    return pq.ParquetFile(path).metadata
 
 
 def file_stats(metadata) -> str:

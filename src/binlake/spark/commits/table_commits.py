@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from binlake.spark.commits.change_files import parquet_names
-from binlake.spark.commits.delta import (commit_table, merge_copies, merge_history,
+from binlake.spark.commits.delta import (commit_table, footer, merge_copies, merge_history,
                                          merge_net_changes, partition_folder, key_bounds,
                                          table_properties)
 from binlake.spark.commits.delta_upkeep import VACUUM_EVERY_SECONDS, after_run
@@ -284,8 +284,9 @@ def sorted_by(rows, key: list[str]):
 
 def _parquet_schema(folder: str, names: list[str]):
     """The Arrow schema of the files Spark wrote (their exact types), if any."""
-    import pyarrow.parquet as pq
-    return pq.read_schema(os.path.join(folder, names[0])).remove_metadata() if names else None
+    if not names:
+        return None
+    return footer(os.path.join(folder, names[0])).schema.to_arrow_schema().remove_metadata()
 
 
 def _history_schema(layout: dict):
