@@ -165,12 +165,13 @@ def soak(args, server, lake: Path, process, tracker: Freshness) -> None:
         del readings[:len(interval)]
         s = {"t": time.monotonic() - start, "tx": sum(counts), "rss": _p(interval or [now], 0.5),
              "rss_now": now,
+             "arrow": (tracker.found.get("memory") or {}).get("arrow_bytes", 0) / 2**20,
              "logs": logs, "files": files, "mb": mb, "lags": lags,
              "batches": tracker.found.get("micro_batches", 0),
              "behind": tracker.found.get("behind_seconds", float("nan"))}
         samples.append(s)
         print(f"{s['t'] / 60:6.1f} min {s['tx']:>10,} tx  RSS {s['rss']:5.0f} MB (now "
-              f"{now:4.0f})  files: "
+              f"{now:4.0f}, Arrow's {s['arrow']:4.0f})  files: "
               f"{logs:5} events+changes {files:5} tables  {mb:8.1f} MB  freshness p50 "
               f"{_p(lags, 0.5):5.2f} s p99 {_p(lags, 0.99):5.2f} s  {s['batches']:5} "
               f"micro-batches  behind {s['behind']:.1f} s", flush=True)

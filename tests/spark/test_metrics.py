@@ -157,6 +157,7 @@ def test_the_endpoint_and_the_status_follow_what_the_follower_does(mariadb, tmp_
     assert f"{DB}.t" in text and f"{int(rows_of(last)):,} rows" in text, text
     assert "reconnects 1, failovers 0, refusals 0" in text, text
     assert "views: " in text and "small files merged" in text, text
+    assert "memory: " in text and "MiB resident" in text, text
     assert f"metrics: {url} (served while the follower ran)" in text, text
 
     # another server at the address, of another history: refused, counted
@@ -246,3 +247,24 @@ def test_snapshot_progress_per_table_against_the_servers_estimate():
         endpoint.close()
     assert value(found, "binlake_snapshot_rows_read", table="d.big") == 250
     assert value(found, "binlake_snapshot_rows_estimated", table="d.big") == 1000
+
+
+def test_memory_figures_follow_the_process_and_arrows_pool():
+    """Resident memory and Arrow's allocated bytes, in status.json and the
+    endpoint alike: Arrow's grow by what a buffer holds while it is alive."""
+    import pyarrow as pa
+    metrics = FollowMetrics()
+    before = metrics.to_json()["memory"]
+    held = pa.array(range(1 << 20), pa.int64())  # 8 MiB
+    during = metrics.to_json()["memory"]
+    assert during["arrow_bytes"] - before["arrow_bytes"] >= 8 << 20
+    assert during["resident_bytes"] >= during["arrow_bytes"] > 0
+    endpoint = serve(metrics, "127.0.0.1", 0)
+    try:
+        found = scrape(endpoint.url)
+    finally:
+        endpoint.close()
+    assert value(found, "binlake_arrow_allocated_bytes") >= 8 << 20
+    assert value(found, "binlake_resident_memory_bytes") > 0
+    del held
+    assert metrics.to_json()["memory"]["arrow_bytes"] < during["arrow_bytes"]

@@ -74,6 +74,10 @@ def status_lines(status: dict, now: float) -> list[str]:
                  f"{fsyncs.get('count', 0)} fsyncs" + _spread(fsyncs, within))
     lines.append(f"views: {metrics.get('view_files_merged', 0):,} small files merged, "
                  f"{metrics.get('view_files_deleted', 0):,} deleted after their grace")
+    memory = metrics.get("memory")
+    if memory:
+        lines.append(f"memory: {memory['resident_bytes'] / 2**20:,.0f} MiB resident, "
+                     f"{memory['arrow_bytes'] / 2**20:,.0f} MiB of it Arrow's")
     for name, found in (metrics.get("snapshot") or {}).items():
         goal = found.get("estimated")
         share = f" ({100 * found['read'] / goal:.0f}%)" if goal else ""

@@ -195,7 +195,9 @@ class FollowMetrics:
                                  for name, (read, estimated) in sorted(self.snapshot.items())},
                     "reconnects": self.reconnects, "failovers": self.failovers,
                     "refusals": self.refusals, "view_files_merged": self.files_merged,
-                    "view_files_deleted": self.files_deleted}
+                    "view_files_deleted": self.files_deleted,
+                    "memory": {"resident_bytes": resident_bytes(),
+                               "arrow_bytes": arrow_bytes()}}
 
     def families(self) -> list:
         """The figures as prometheus-client metric families (its import:
@@ -250,8 +252,33 @@ class FollowMetrics:
                 counter("binlake_view_files_merged", "Small files of events/ and changes/ "
                         "merged into larger ones", self.files_merged),
                 counter("binlake_view_files_deleted", "Files of events/ and changes/ deleted "
-                        "once merged and retired", self.files_deleted)]
+                        "once merged and retired", self.files_deleted),
+                GaugeMetricFamily("binlake_resident_memory_bytes", "The follower process's "
+                                  "resident memory (a local Spark's JVM, a child, not "
+                                  "counted)", value=resident_bytes()),
+                GaugeMetricFamily("binlake_arrow_allocated_bytes", "Bytes Arrow's memory "
+                                  "pool holds allocated (the rest of resident memory: "
+                                  "Python's, delta-rs's, the allocators' free lists)",
+                                  value=arrow_bytes())]
         return found
+
+
+def resident_bytes() -> int:
+    """This process's resident memory (Linux's /proc; elsewhere its peak)."""
+    try:
+        with open("/proc/self/statm") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        import resource
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def arrow_bytes() -> int:
+    """Bytes Arrow's default memory pool has allocated (0 before pyarrow is
+    imported: it is not imported for this)."""
+    import sys
+    arrow = sys.modules.get("pyarrow")
+    return int(arrow.total_allocated_bytes()) if arrow is not None else 0
 
 
 class Endpoint:
