@@ -53,15 +53,9 @@ REWRITTEN = "binlake.rewritten"
 #: what each commit changed: appends as inserts, merges as delete,
 #: update_preimage, update_postimage and insert); statistics of every column
 #: in the files delta-rs writes (its default, Delta's, is the first 32: a
-#: MERGE or a reader could skip no file by a later column); a checkpoint
-#: every 10 commits, as Delta's own default is (delta-rs's is 100): each
-#: commit, and each load of the table since, replays the log entries after
-#: the last checkpoint, and a follower commits a table every second (the
-#: commit and the update after it took 15 ms of CPU at 50 entries past the
-#: checkpoint, 8 ms at 5).
+#: MERGE or a reader could skip no file by a later column).
 TABLE_PROPERTIES = {"delta.enableChangeDataFeed": "true",
-                    "delta.dataSkippingNumIndexedCols": "-1",
-                    "delta.checkpointInterval": "10"}
+                    "delta.dataSkippingNumIndexedCols": "-1"}
 #: How long a table keeps old versions readable by default: Delta's own
 #: default for both its log entries and the files only they name (a week).
 KEEP_VERSIONS = None
