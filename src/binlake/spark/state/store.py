@@ -181,6 +181,8 @@ def load_schema_history(out: str, seed: str | None):
     if found is None or found[0] != mark:
         parsed = load_history(path, seed)
         parsed.json_text()  # made once: each copy has it
+        if len(_histories) >= KEPT_HISTORIES:
+            _histories.clear()  # (a process running many lakes: tests)
         found = _histories[path] = (mark, parsed)
     history = found[1].copy()
     history.read_from = (path, mark, history.state())
@@ -188,6 +190,8 @@ def load_schema_history(out: str, seed: str | None):
 
 
 _histories: dict[str, tuple] = {}  #: the lake's history file -> (its mark, parsed)
+#: Lakes whose parsed history a process keeps at most.
+KEPT_HISTORIES = 8
 
 
 def stage_state(out: str, manifest: Manifest, history) -> None:
