@@ -72,7 +72,7 @@ def fsync_files(paths, root) -> None:
             if folder == root or parent == folder or not folder.startswith(root + os.sep):
                 break
             folder = parent
-    _fsync_all(paths + sorted(folders, key=len, reverse=True))
+    _fsync_all(paths + list(folders))  # (side by side: no order among them)
 
 
 #: fsyncs made side by side at most (`fsync_files`).
