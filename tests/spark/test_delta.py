@@ -351,7 +351,7 @@ def test_files_delta_rs_writes_carry_statistics_of_every_column(tmp_path):
     """A table binlake creates asks for statistics of all its columns
     (`delta.dataSkippingNumIndexedCols` -1): delta-rs's default is the
     first 32, and a MERGE or a reader skips files by the others too."""
-    from binlake.spark.commits.delta import _add_actions
+    from binlake.spark.commits.delta import add_actions
     uri = str(tmp_path / "db.wide")
     names = tuple(f"c{i}" for i in range(40))
     first = [tuple(row * 100 + i for i in range(40)) for row in (1, 2)]
@@ -362,7 +362,7 @@ def test_files_delta_rs_writes_carry_statistics_of_every_column(tmp_path):
                       through={})
     table = deltalake.DeltaTable(uri)
     assert table.metadata().configuration["delta.dataSkippingNumIndexedCols"] == "-1"
-    files = _add_actions(table)
+    files = add_actions(table)
     assert files.num_rows and "min.c39" in files.column_names
     assert None not in files.column("min.c39").to_pylist() + files.column("max.c39").to_pylist()
     assert min(files.column("min.c39").to_pylist()) == 139
@@ -497,3 +497,41 @@ def test_a_follower_spreads_its_first_vacuums_over_the_interval(tmp_path, monkey
     monkeypatch.setattr(delta_upkeep.time, "monotonic", lambda: now + 31)
     delta_upkeep.after_run(uris[1], every=60)
     assert len(vacuums) == 2
+
+
+def test_a_table_committed_often_is_compacted_by_tiers_not_rewritten_whole(tmp_path,
+                                                                          monkeypatch):
+    """A follower appends a small file to a table at every commit. Its
+    compaction merges files of like size (tiers: small files into files of
+    the first bound, those into the next...), so the files stay few and
+    a row is rewritten a few times, not at every 16th commit as when the
+    table was compacted whole (the bytes written grew with the square of
+    the table)."""
+    import os
+    import random
+    from binlake.spark.commits import delta_upkeep
+    monkeypatch.setattr(delta_upkeep, "TIER_BYTES", (8 << 10, 64 << 10, 512 << 10, 4 << 20))
+    monkeypatch.setattr(delta_upkeep, "COMPACT_AT_FILES", 4)
+    rewritten = []
+    compact = deltalake.table.TableOptimizer.compact
+
+    def counted(self, *args, **kwargs):
+        found = compact(self, *args, **kwargs)
+        rewritten.append(json.loads(found["filesAdded"])["totalSize"])
+        return found
+    monkeypatch.setattr(deltalake.table.TableOptimizer, "compact", counted)
+    uri = str(tmp_path / "db.t")
+    draw = random.Random(48)
+    for run in range(1, 301):
+        merge_net_changes(uri, "db.t", net([(run * 10 + i, draw.randbytes(60).hex())
+                                            for i in range(10)], [False] * 10),
+                          ["id"], run=run, through={})
+        delta_upkeep.after_run(uri, every=3600)
+    sizes = [os.path.getsize(u) for u in deltalake.DeltaTable(uri).file_uris()]
+    # each tier holds at most COMPACT_AT_FILES files after a run
+    for low, high in zip((0, *delta_upkeep.TIER_BYTES), delta_upkeep.TIER_BYTES):
+        assert sum(low < size <= high for size in sizes) <= 4, sizes
+    # a row rewritten about once per tier, and a few times in the small one
+    # (compacted whole at every 5th file: 37 times)
+    assert 0 < sum(rewritten) < 8 * sum(sizes), (sum(rewritten), sizes)
+    assert len(state(uri)) == 3000

@@ -240,7 +240,7 @@ def _beyond_held_keys(target, bounds: dict) -> bool:
     short, and delta-rs clamps a DECIMAL's past 2^63. NULL never matches in
     the MERGE either, so files whose key is all NULL hold nothing that
     could match."""
-    files = _add_actions(target)
+    files = add_actions(target)
     if files.num_rows == 0:
         return True
     for name, (least, greatest) in bounds.items():
@@ -533,11 +533,11 @@ def _in_schema(found, schema, values: dict) -> list:
 
 def row_count(uri: str) -> int:
     """Rows in the table's current version, from its log (no file is read)."""
-    actions = _add_actions(opened(uri))
+    actions = add_actions(opened(uri))
     return sum(actions.column("num_records").to_pylist()) if actions.num_rows else 0
 
 
-def _add_actions(table):
+def add_actions(table):
     """The table's files and their statistics as a pyarrow Table, from the
     Arrow stream: pa.table() would import pandas (0.3 s) to look at it."""
     import pyarrow as pa

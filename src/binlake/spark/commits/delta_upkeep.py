@@ -2,7 +2,7 @@
 and vacuum, after each run and by `binlake maintain`.
 
 Strategy: after a run that committed to a table, `after_run` compacts it
-when its files are many, and runs a lite vacuum: it deletes only the files
+by size tiers, and runs a lite vacuum: it deletes only the files
 the log's own remove actions name, once removed longer ago than the
 table's retention (its delta.deletedFileRetentionDuration, which
 --keep-versions sets; Delta's week by default), so its cost follows the log
@@ -15,6 +15,20 @@ short one (--keep-versions) a lite vacuum would leave behind the files
 they named: those are deleted by what the process's own commits removed
 (delta_sync.REMOVED), once past the retention. What a process never saw
 removed (before a restart) is `maintain`'s.
+Compaction by tiers (as events/ and changes/ are: binlake.spark.state.
+compaction). A follower adds a small file to each table it commits to,
+every second or so. Compacting a table whole once it holds more than
+COMPACT_AT_FILES files rewrote all of it every 16 commits: a table of
+60 MB was written again every 15 s, and a micro-batch that did it took
+seconds more, later in a follower's life the more. Instead a table's
+files fall in size tiers (below the first bound of TIER_BYTES, below the
+next...), and a tier of more than COMPACT_AT_FILES files is merged, smallest
+tier first: delta-rs's compaction with the tier's total size as its target
+(it takes only files up to its target, and packs neighbours, newest first,
+into bins up to it: the tier's files, the newest, fill the first). So small
+files become a file of the next tier, and those one of the tier after; a
+row is rewritten a few times in all, and a compaction rewrites what one
+tier holds, not the table.
 Files no log entry names (written by a run killed before its commit) are
 left to `maintain` (`binlake maintain`): a full vacuum, which lists the
 whole folder and deletes, besides, every file no version holds that is
@@ -28,14 +42,18 @@ import os
 import random
 import time
 
+from binlake.spark.commits.delta import add_actions
 from binlake.spark.commits.delta_sync import REMOVED, durable
 from binlake.spark.commits.delta_tables import opened
 
-#: A table holding more files than this is compacted after a run that
-#: committed to it (appends and merges add files, run after run).
+#: A tier holding more files than this is compacted after a run that
+#: committed to the table (appends and merges add files, run after run).
 COMPACT_AT_FILES = 16
-#: The size compaction writes files of.
+#: The size compaction writes files of, at most.
 TARGET_FILE_BYTES = 128 << 20
+#: The size tiers' upper bounds: a file belongs to the first it is smaller
+#: than; files of TARGET_FILE_BYTES and over are left as they are.
+TIER_BYTES = (1 << 20, 16 << 20, TARGET_FILE_BYTES)
 #: Old versions stay readable (time travel) this long; then the files no
 #: later version holds are deleted (Delta's own default: a week).
 RETENTION_HOURS = 7 * 24
@@ -60,8 +78,7 @@ def spread_vacuums(on: bool) -> None:
 @durable
 def after_run(uri: str, every: float = VACUUM_EVERY_SECONDS,
               keep: float | None = None) -> dict:
-    """The table compacted when it holds more than COMPACT_AT_FILES files,
-    and lite-vacuumed with the retention it declares (RETENTION_HOURS when
+    """The table compacted by tiers (`_compacted`), and lite-vacuumed with the retention it declares (RETENTION_HOURS when
     it declares none) unless this process did less than `every` seconds
     ago; with `keep` (--keep-versions, seconds), the files its log removed
     that long ago deleted too. Returns {"compacted": files replaced,
@@ -116,9 +133,21 @@ def maintain(uri: str, *, compact: bool = False, retention_hours: int = RETENTIO
 
 
 def _compacted(table, compact: bool) -> int:
-    """Files replaced by compacting `table` (`compact`: whenever it has more
-    than one file; otherwise only past COMPACT_AT_FILES)."""
-    files = len(table.file_uris())
-    if files > 1 and (compact or files > COMPACT_AT_FILES):
+    """Files replaced by compacting `table`: with `compact`, into files of
+    TARGET_FILE_BYTES whenever it has more than one; otherwise by tiers
+    (the module's docstring), each tier of more than COMPACT_AT_FILES files."""
+    if len(table.file_uris()) <= (1 if compact else COMPACT_AT_FILES):
+        return 0
+    if compact:
         return table.optimize.compact(target_size=TARGET_FILE_BYTES)["numFilesRemoved"]
-    return 0
+    replaced, low = 0, 0
+    for bound in TIER_BYTES:
+        sizes = add_actions(table).column("size_bytes").to_pylist()
+        tier = [size for size in sizes if low <= size < bound]
+        if len(tier) > COMPACT_AT_FILES:
+            # The tier's files fill the first bin (its newest files, the
+            # tier's, packed first): a larger file, older, is left as it is.
+            target = min(sum(tier), TARGET_FILE_BYTES)
+            replaced += table.optimize.compact(target_size=target)["numFilesRemoved"]
+        low = bound
+    return replaced
